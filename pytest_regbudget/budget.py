@@ -1,0 +1,165 @@
+"""KernelResources + Limits -> a KernelReport whose violations are sentences a user can act on.
+
+Owns the wording of every budget verdict: which number, which limit, which arch, and the next step.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from .markers import Launch, Level, Limits
+from .occupancy import Occupancy, launch_failure, occupancy
+from .ptxas import KernelResources
+
+Outcome = Literal["passed", "failed", "warned", "error"]
+
+
+@dataclass
+class KernelReport:
+    """One kernel on one arch in one test: what ptxas said, what it means, and the verdict."""
+
+    nodeid: str
+    kernel: str
+    arch: str
+    source: str
+    resources: KernelResources | None
+    launch: Launch | None = None
+    dynamic_smem: int = 0
+    occupancy: Occupancy | None = None
+    violations: list[str] = field(default_factory=list)
+    level: Level = "fail"
+    error: str | None = None  # a compile error, when there are no resources
+    ptxas_version: str = ""
+    nvrtc_version: str = ""
+
+    @property
+    def registers(self) -> int | None:
+        return self.resources.registers if self.resources else None
+
+    @property
+    def spill_stores(self) -> int | None:
+        return self.resources.spill_stores if self.resources else None
+
+    @property
+    def spill_loads(self) -> int | None:
+        return self.resources.spill_loads if self.resources else None
+
+    @property
+    def stack_frame(self) -> int | None:
+        return self.resources.stack_frame if self.resources else None
+
+    @property
+    def shared_mem(self) -> int | None:
+        return self.resources.shared_mem if self.resources else None
+
+    @property
+    def outcome(self) -> Outcome:
+        if self.error is not None:
+            return "error"
+        if not self.violations:
+            return "passed"
+        return "warned" if self.level == "warn" else "failed"
+
+    @property
+    def label(self) -> str:
+        return f"{self.kernel} [{self.arch}]"
+
+    def failure_text(self) -> str:
+        """The lines a failing test shows: one per violated budget, then ptxas's own line."""
+        lines = [f"{self.label}: {v}" for v in self.violations]
+        if self.resources is not None:
+            lines.append(f"    ptxas: {self.resources.ptxas_line}")
+        return "\n".join(lines)
+
+
+def _bytes(n: int) -> str:
+    return f"{n:,} bytes"
+
+
+def _register_cap(arch: str, resources: KernelResources, launch: Launch, dynamic_smem: int) -> int | None:
+    """The most registers per thread at which `launch` fits: what __launch_bounds__ makes ptxas aim for."""
+    need = launch.blocks or 1
+    for regs in range(255, 0, -1):
+        occ = occupancy(arch, regs, launch.threads, resources.shared_mem, dynamic_smem, resources.max_threads)
+        if occ.active_blocks >= need:
+            return regs
+    return None
+
+
+def _launch_violations(arch: str, r: KernelResources, launch: Launch, dynamic_smem: int) -> list[str]:
+    why = launch_failure(arch, r.registers, launch.threads, r.shared_mem, dynamic_smem, r.max_threads)
+    bounds = f"{launch.threads}" if launch.blocks is None else f"{launch.threads}, {launch.blocks}"
+    cap = _register_cap(arch, r, launch, dynamic_smem)
+    cap_text = f" (ptxas then keeps it to {cap} registers)" if cap and cap < r.registers else ""
+    fixes = (
+        f"Fix: a smaller block, __launch_bounds__({bounds}){cap_text}, or fewer live values "
+        "(less unrolling, smaller per-thread arrays)."
+    )
+    if why is not None:
+        return [
+            f"launch={launch} cannot launch on {arch}: {why}; at run time this is "
+            f"cudaErrorLaunchOutOfResources. {fixes}"
+        ]
+    if launch.blocks is None:
+        return []
+    occ = occupancy(arch, r.registers, launch.threads, r.shared_mem, dynamic_smem, r.max_threads)
+    if occ.active_blocks >= launch.blocks:
+        return []
+    return [
+        f"launch={launch} needs {launch.blocks} resident blocks of {launch.threads} threads per SM on "
+        f"{arch}, but only {occ.active_blocks} fit (limited by {occ.limiter}, {r.registers} registers, "
+        f"{_bytes(r.shared_mem + dynamic_smem)} shared memory per block). {fixes}"
+    ]
+
+
+def check(
+    nodeid: str,
+    kernel: str,
+    arch: str,
+    source: str,
+    resources: KernelResources,
+    limits: Limits,
+    level: Level = "fail",
+) -> KernelReport:
+    """Every budget of `limits` against ptxas's numbers; occupancy at the launch size when one is given."""
+    r = limits
+    res = resources
+    violations: list[str] = []
+    if r.max_regs is not None and res.registers > r.max_regs:
+        violations.append(f"registers {res.registers} > max_regs {r.max_regs}")
+    for metric, value in (("spill stores", res.spill_stores), ("spill loads", res.spill_loads)):
+        if r.spills is not None and value > r.spills:
+            violations.append(f"{metric} {_bytes(value)} > spills {r.spills}")
+    if r.spill_stores is not None and res.spill_stores > r.spill_stores:
+        violations.append(f"spill stores {_bytes(res.spill_stores)} > spill_stores {r.spill_stores}")
+    if r.spill_loads is not None and res.spill_loads > r.spill_loads:
+        violations.append(f"spill loads {_bytes(res.spill_loads)} > spill_loads {r.spill_loads}")
+    if r.stack is not None and res.stack_frame > r.stack:
+        violations.append(f"stack frame {_bytes(res.stack_frame)} > stack {r.stack}")
+    if r.smem is not None and res.shared_mem > r.smem:
+        violations.append(f"static shared memory {_bytes(res.shared_mem)} > smem {r.smem}")
+    occ = None
+    if r.launch is not None:
+        violations += _launch_violations(arch, res, r.launch, r.dynamic_smem)
+        occ = occupancy(
+            arch, res.registers, r.launch.threads, res.shared_mem, r.dynamic_smem, res.max_threads
+        )
+        if r.min_occupancy is not None and occ.occupancy < r.min_occupancy:
+            violations.append(
+                f"occupancy {occ.occupancy:.1%} at {r.launch.threads} threads < min_occupancy "
+                f"{r.min_occupancy:.1%} ({occ.active_blocks} blocks, {occ.active_warps} warps per SM, "
+                f"limited by {occ.limiter})"
+            )
+    return KernelReport(
+        nodeid=nodeid,
+        kernel=kernel,
+        arch=arch,
+        source=source,
+        resources=res,
+        launch=r.launch,
+        dynamic_smem=r.dynamic_smem,
+        occupancy=occ,
+        violations=violations,
+        level=level,
+    )

@@ -1,0 +1,316 @@
+"""Source -> PTX (NVRTC, through ctypes) -> cubin and `ptxas -v` report, for one arch.
+
+Compilation is a pure function of (source text and its includes, CompileOptions, Toolkit, arch): nothing
+here reads pytest state, so a cache and a process pool can sit on top of `compile_kernel` later.
+NVRTC is loaded on first use only.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import re
+import subprocess
+import tempfile
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .arch import compute_arch, get_arch
+from .ptxas import KernelResources, combine, parse_ptx_directives, parse_ptx_entries, parse_ptxas_output
+from .toolchain import Toolkit
+
+DEFAULT_PTXAS_TIMEOUT = 300.0
+
+
+class CompileError(Exception):
+    """NVRTC or ptxas rejected the kernel; the message carries the compiler's own log."""
+
+    def __init__(self, message: str, log: str = "") -> None:
+        super().__init__(message)
+        self.log = log
+
+
+class KernelNotFoundError(CompileError):
+    """The module compiled, but holds no kernel of the requested name."""
+
+
+@dataclass(frozen=True)
+class CompileOptions:
+    """What the user controls. `None`/empty means the toolkit's default; flags are made in `nvrtc_flags`."""
+
+    defines: tuple[tuple[str, str | None], ...] = ()
+    include_dirs: tuple[str, ...] = ()
+    options: tuple[str, ...] = ()
+    ptxas_options: tuple[str, ...] = ()
+
+    @classmethod
+    def make(
+        cls,
+        defines: Mapping[str, object] | Sequence[str] | None = None,
+        include_dirs: Sequence[str | Path] = (),
+        options: Sequence[str] = (),
+        ptxas_options: Sequence[str] = (),
+    ) -> CompileOptions:
+        if isinstance(defines, str):
+            defines = [defines]
+        pairs: list[tuple[str, str | None]] = []
+        if isinstance(defines, Mapping):
+            pairs = [(str(k), None if v is None else str(v)) for k, v in defines.items()]
+        elif defines:
+            for item in defines:
+                name, eq, value = str(item).partition("=")
+                pairs.append((name, value if eq else None))
+        return cls(
+            defines=tuple(pairs),
+            include_dirs=tuple(str(d) for d in include_dirs),
+            options=tuple(options),
+            ptxas_options=tuple(ptxas_options),
+        )
+
+    def nvrtc_flags(self, arch: str, source_dir: Path, toolkit: Toolkit) -> list[str]:
+        flags = [f"--gpu-architecture={compute_arch(arch)}"]
+        flags += [f"-D{k}" if v is None else f"-D{k}={v}" for k, v in self.defines]
+        # The user's dirs first, then the source's own dir (nvcc's rule for "x.h"), then the toolkit's
+        # headers, which bare NVRTC does not know about but every nvcc user expects.
+        dirs = [*self.include_dirs, str(source_dir), *(str(d) for d in toolkit.include_dirs)]
+        flags += [f"--include-path={d}" for d in dirs]
+        return [*flags, *self.options]
+
+
+@dataclass(frozen=True)
+class PtxModule:
+    ptx: str
+    log: str
+    lowered_names: Mapping[str, str]  # name expression -> mangled entry name
+
+
+@dataclass(frozen=True)
+class CompiledKernel:
+    kernel: str  # as the user named it ("gemm<128, 64>")
+    entry: str  # as it is in the PTX/cubin ("_Z4gemmILi128ELi64EEvPf")
+    arch: str
+    source: Path
+    resources: KernelResources
+    options: CompileOptions
+    toolkit: Toolkit
+    ptxas_log: str
+    nvrtc_log: str
+    cubin: bytes = field(repr=False)
+    ptx: str = field(repr=False)
+
+
+class _Nvrtc:
+    """The few NVRTC entry points we need, bound with ctypes (no cuda-python dependency)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.lib = ctypes.CDLL(str(path))
+        self.lib.nvrtcGetErrorString.restype = ctypes.c_char_p
+        self.lock = threading.Lock()
+
+    def check(self, status: int, what: str) -> None:
+        if status != 0:
+            err = self.lib.nvrtcGetErrorString(status).decode()
+            raise CompileError(f"NVRTC {what} failed: {err}")
+
+    def version(self) -> str:
+        major, minor = ctypes.c_int(), ctypes.c_int()
+        self.check(self.lib.nvrtcVersion(ctypes.byref(major), ctypes.byref(minor)), "nvrtcVersion")
+        return f"{major.value}.{minor.value}"
+
+    def supported_archs(self) -> list[int]:
+        count = ctypes.c_int()
+        if not hasattr(self.lib, "nvrtcGetNumSupportedArchs"):
+            return []
+        self.check(self.lib.nvrtcGetNumSupportedArchs(ctypes.byref(count)), "nvrtcGetNumSupportedArchs")
+        archs = (ctypes.c_int * count.value)()
+        self.check(self.lib.nvrtcGetSupportedArchs(archs), "nvrtcGetSupportedArchs")
+        return list(archs)
+
+    def compile(
+        self, source: str, name: str, flags: Sequence[str], name_expressions: Sequence[str]
+    ) -> tuple[int, str, str, dict[str, str]]:
+        """(status, log, ptx, lowered names); status is NVRTC's, 0 on success."""
+        prog = ctypes.c_void_p()
+        lib = self.lib
+        self.check(
+            lib.nvrtcCreateProgram(ctypes.byref(prog), source.encode(), name.encode(), 0, None, None),
+            "nvrtcCreateProgram",
+        )
+        try:
+            for expr in name_expressions:
+                self.check(lib.nvrtcAddNameExpression(prog, expr.encode()), "nvrtcAddNameExpression")
+            c_flags = (ctypes.c_char_p * len(flags))(*(f.encode() for f in flags))
+            status = lib.nvrtcCompileProgram(prog, len(flags), c_flags)
+            size = ctypes.c_size_t()
+            self.check(lib.nvrtcGetProgramLogSize(prog, ctypes.byref(size)), "nvrtcGetProgramLogSize")
+            buf = ctypes.create_string_buffer(size.value)
+            self.check(lib.nvrtcGetProgramLog(prog, buf), "nvrtcGetProgramLog")
+            log = buf.value.decode(errors="replace")
+            if status != 0:
+                return status, log, "", {}
+            self.check(lib.nvrtcGetPTXSize(prog, ctypes.byref(size)), "nvrtcGetPTXSize")
+            buf = ctypes.create_string_buffer(size.value)
+            self.check(lib.nvrtcGetPTX(prog, buf), "nvrtcGetPTX")
+            lowered: dict[str, str] = {}
+            for expr in name_expressions:
+                out = ctypes.c_char_p()
+                self.check(
+                    lib.nvrtcGetLoweredName(prog, expr.encode(), ctypes.byref(out)), "nvrtcGetLoweredName"
+                )
+                lowered[expr] = (out.value or b"").decode()
+            return 0, log, buf.value.decode(errors="replace"), lowered
+        finally:
+            lib.nvrtcDestroyProgram(ctypes.byref(prog))
+
+
+@functools.lru_cache(maxsize=8)
+def _nvrtc(path: Path) -> _Nvrtc:
+    return _Nvrtc(path)
+
+
+def nvrtc_runtime_version(toolkit: Toolkit) -> str:
+    return _nvrtc(toolkit.nvrtc).version()
+
+
+def compile_ptx(
+    source_text: str,
+    source_name: str,
+    arch: str,
+    options: CompileOptions,
+    toolkit: Toolkit,
+    name_expressions: Sequence[str] = (),
+) -> PtxModule:
+    """NVRTC: one translation unit to PTX for `compute_XX`. Raises CompileError with NVRTC's log."""
+    nvrtc = _nvrtc(toolkit.nvrtc)
+    flags = options.nvrtc_flags(arch, Path(source_name).parent, toolkit)
+    _check_nvrtc_arch(nvrtc, arch, toolkit)
+    with nvrtc.lock:
+        status, log, ptx, lowered = nvrtc.compile(source_text, source_name, flags, name_expressions)
+    if status != 0:
+        raise CompileError(
+            f"NVRTC {toolkit.nvrtc_version} could not compile {source_name} for {arch}:\n{log.strip()}", log
+        )
+    return PtxModule(ptx=ptx, log=log, lowered_names=lowered)
+
+
+def _check_nvrtc_arch(nvrtc: _Nvrtc, arch: str, toolkit: Toolkit) -> None:
+    supported = nvrtc.supported_archs()
+    cc = get_arch(arch).major * 10 + get_arch(arch).minor
+    if supported and cc not in supported:
+        names = ", ".join(f"sm_{a}" for a in supported)
+        raise CompileError(
+            f"NVRTC {toolkit.nvrtc_version} ({toolkit.origin}) cannot build {arch} (it supports {names}); "
+            "use a newer CUDA toolkit or drop the arch from --regbudget-arch"
+        )
+
+
+def run_ptxas(
+    ptx: str,
+    arch: str,
+    ptxas_options: Sequence[str],
+    toolkit: Toolkit,
+    timeout: float = DEFAULT_PTXAS_TIMEOUT,
+    label: str = "",
+) -> tuple[str, bytes]:
+    """`ptxas -v -arch=sm_XX`: (its report, the cubin). Raises CompileError with ptxas's output."""
+    with tempfile.TemporaryDirectory(prefix="regbudget-") as tmp:
+        ptx_path, cubin_path = Path(tmp) / "kernel.ptx", Path(tmp) / "kernel.cubin"
+        ptx_path.write_text(ptx)
+        cmd = [
+            str(toolkit.ptxas),
+            "-v",
+            f"-arch={arch}",
+            *ptxas_options,
+            str(ptx_path),
+            "-o",
+            str(cubin_path),
+        ]
+        try:
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False)
+        except subprocess.TimeoutExpired as exc:
+            raise CompileError(
+                f"ptxas {toolkit.ptxas_version} did not finish {label or 'the kernel'} for {arch} within "
+                f"{timeout:g} s; raise regbudget_ptxas_timeout or simplify the kernel"
+            ) from exc
+        output = proc.stdout + proc.stderr
+        if proc.returncode != 0:
+            hint = ""
+            if re.search(r"not defined for option 'gpu-name'|Unsupported .target|is not a supported", output):
+                hint = f"\nptxas {toolkit.ptxas_version} cannot build {arch}: use a newer CUDA toolkit."
+            raise CompileError(
+                f"ptxas {toolkit.ptxas_version} failed on {label or 'the kernel'} for {arch} "
+                f"(exit {proc.returncode}):\n{output.strip()}{hint}",
+                output,
+            )
+        return output, cubin_path.read_bytes()
+
+
+def _name_expression_errors(log: str) -> list[str]:
+    """NVRTC reports a bad name expression against a synthetic file it calls `__nv_name_map`."""
+    return [line.split("error:", 1)[1].strip() for line in log.splitlines() if "__nv_name_map" in line]
+
+
+def compile_kernel(
+    source: Path,
+    kernel: str,
+    arch: str,
+    options: CompileOptions,
+    toolkit: Toolkit,
+    ptxas_timeout: float = DEFAULT_PTXAS_TIMEOUT,
+    source_text: str | None = None,
+) -> CompiledKernel:
+    """Compile one kernel of `source` for `arch` and read ptxas's report of it."""
+    if source_text is None:
+        try:
+            source_text = source.read_text()
+        except OSError as exc:
+            raise CompileError(f"cannot read CUDA source {source}: {exc.strerror}") from exc
+    name = str(source)
+    label = f"{kernel} [{arch}]"
+    try:
+        module = compile_ptx(source_text, name, arch, options, toolkit, name_expressions=[kernel])
+    except CompileError as exc:
+        reasons = _name_expression_errors(exc.log)
+        if not reasons:
+            raise
+        # Was it the kernel name or the code? Compile once more without the name to tell them apart.
+        plain = compile_ptx(source_text, name, arch, options, toolkit)
+        raise _not_found(kernel, source, arch, plain.ptx, exc.log, reasons[0]) from None
+    entry = module.lowered_names.get(kernel, kernel)
+    entries = parse_ptx_entries(module.ptx)
+    if entry not in entries:
+        raise _not_found(kernel, source, arch, module.ptx, "")
+    ptxas_out, cubin = run_ptxas(module.ptx, arch, options.ptxas_options, toolkit, ptxas_timeout, label)
+    kernels = combine(parse_ptxas_output(ptxas_out), parse_ptx_directives(module.ptx))
+    if entry not in kernels:
+        raise CompileError(f"ptxas printed no report for {label} ({entry}):\n{ptxas_out.strip()}", ptxas_out)
+    return CompiledKernel(
+        kernel=kernel,
+        entry=entry,
+        arch=arch,
+        source=source,
+        resources=kernels[entry],
+        options=options,
+        toolkit=toolkit,
+        ptxas_log=ptxas_out,
+        nvrtc_log=module.log,
+        cubin=cubin,
+        ptx=module.ptx,
+    )
+
+
+def _not_found(
+    kernel: str, source: Path, arch: str, ptx: str, log: str, reason: str = ""
+) -> KernelNotFoundError:
+    entries = parse_ptx_entries(ptx)
+    listing = ", ".join(entries) if entries else "no kernels"
+    why = f" (NVRTC: {reason})" if reason else ""
+    return KernelNotFoundError(
+        f"kernel {kernel!r} not found in {source} [{arch}]{why}; the module contains: {listing}. "
+        'Name an extern "C" kernel by its name, a C++ kernel by its name expression '
+        "(e.g. 'gemm<128, 64>'); templates must be named with their template arguments.",
+        log,
+    )

@@ -1,0 +1,210 @@
+"""`@pytest.mark.regbudget(...)` arguments -> a frozen Budget, checked once at collection.
+
+Owns the set of valid keys, their types and ranges, and per-arch budgets (`max_regs={"sm_80": 96}`).
+Every error names the key, the bad value and what would be valid.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from .arch import UnknownArchError, get_arch
+from .compiler import CompileOptions
+
+COMPILE_KEYS = ("source", "kernel", "defines", "include_dirs", "options", "ptxas_options")
+# Budgets may be given per arch as a dict keyed by arch name.
+BUDGET_KEYS = (
+    "max_regs",
+    "spills",
+    "spill_stores",
+    "spill_loads",
+    "stack",
+    "smem",
+    "launch",
+    "dynamic_smem",
+    "min_occupancy",
+)
+OTHER_KEYS = ("archs", "level")
+VALID_KEYS = (*COMPILE_KEYS, *BUDGET_KEYS, *OTHER_KEYS)
+_BYTE_KEYS = ("spills", "spill_stores", "spill_loads", "stack", "smem", "dynamic_smem")
+
+Level = Literal["fail", "warn"]
+
+
+class MarkerError(ValueError):
+    """A regbudget marker that cannot be understood; the message says which key and how to fix it."""
+
+
+@dataclass(frozen=True)
+class Launch:
+    threads: int
+    blocks: int | None = None  # resident blocks per SM that must fit
+
+    def __str__(self) -> str:
+        return f"({self.threads},)" if self.blocks is None else f"({self.threads}, {self.blocks})"
+
+
+@dataclass(frozen=True)
+class Limits:
+    """The budgets that apply on one arch; None means unchecked."""
+
+    max_regs: int | None = None
+    spills: int | None = None
+    spill_stores: int | None = None
+    spill_loads: int | None = None
+    stack: int | None = None
+    smem: int | None = None
+    launch: Launch | None = None
+    dynamic_smem: int = 0
+    min_occupancy: float | None = None
+
+
+@dataclass(frozen=True)
+class Budget:
+    source: Path | None = None
+    kernel: str | None = None
+    options: CompileOptions = field(default_factory=CompileOptions)
+    archs: tuple[str, ...] | None = None  # None: every arch of the run
+    level: Level = "fail"
+    budgets: Mapping[str, object] = field(default_factory=dict)  # validated raw values, maybe per arch
+
+    def limits(self, arch: str) -> Limits:
+        resolved: dict[str, object] = {}
+        for key, value in self.budgets.items():
+            if isinstance(value, Mapping):
+                if arch not in value:
+                    continue
+                value = value[arch]
+            resolved[key] = value
+        return Limits(**resolved)  # type: ignore[arg-type]
+
+
+def _suggest(key: str) -> str:
+    close = difflib.get_close_matches(key, VALID_KEYS, n=1, cutoff=0.5)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def _non_negative_int(key: str, value: object, label: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        unit = " bytes" if key in _BYTE_KEYS else ""
+        raise MarkerError(f"{label}={value!r}: expected a whole number >= 0{unit}")
+    return value
+
+
+def _launch(value: object, label: str) -> Launch:
+    if isinstance(value, int) and not isinstance(value, bool):
+        value = (value,)
+    if (
+        not isinstance(value, (tuple, list))
+        or not 1 <= len(value) <= 2
+        or not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in value)
+    ):
+        raise MarkerError(
+            f"{label}={value!r}: expected (threads,) or (threads, blocks_per_sm) with positive integers, "
+            "e.g. launch=(256,) or launch=(256, 4)"
+        )
+    return Launch(value[0], value[1] if len(value) == 2 else None)
+
+
+def _occupancy(value: object, label: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 1:
+        hint = (
+            f"; for {value}% write {value / 100:g}" if isinstance(value, (int, float)) and value > 1 else ""
+        )
+        raise MarkerError(f"{label}={value!r}: expected a fraction in (0, 1]{hint}")
+    return float(value)
+
+
+def _budget_value(key: str, value: object, label: str) -> object:
+    if key == "launch":
+        return _launch(value, label)
+    if key == "min_occupancy":
+        return _occupancy(value, label)
+    if key == "max_regs":
+        regs = _non_negative_int(key, value, label)
+        if regs == 0 or regs > 255:
+            raise MarkerError(f"{label}={regs}: expected 1..255 registers per thread")
+        return regs
+    return _non_negative_int(key, value, label)
+
+
+def _arch_name(key: str, name: object) -> str:
+    if not isinstance(name, str):
+        raise MarkerError(f"{key}: arch {name!r} is not a string like 'sm_90'")
+    try:
+        get_arch(name)
+    except UnknownArchError as exc:
+        raise MarkerError(f"{key}: {exc}") from None
+    return name
+
+
+def _strings(key: str, value: object) -> tuple[str, ...]:
+    if isinstance(value, (str, Path)):
+        return (str(value),)
+    if isinstance(value, Sequence) and all(isinstance(v, (str, Path)) for v in value):
+        return tuple(str(v) for v in value)
+    raise MarkerError(f"{key}={value!r}: expected a string or a list of strings")
+
+
+def parse_marker(args: Sequence[object], kwargs: Mapping[str, object], base_dir: Path) -> Budget:
+    """Validate a marker's arguments; `base_dir` is the test file's directory, for relative paths."""
+    if args:
+        raise MarkerError(
+            f"regbudget takes keyword arguments only, got positional {list(args)!r}; "
+            "write e.g. regbudget(source='kernels/poly.cu', kernel='poly_eval', max_regs=64)"
+        )
+    unknown = [k for k in kwargs if k not in VALID_KEYS]
+    if unknown:
+        key = unknown[0]
+        raise MarkerError(
+            f"unknown regbudget key {key!r}{_suggest(key)}; valid keys: {', '.join(VALID_KEYS)}"
+        )
+    source = kwargs.get("source")
+    kernel = kwargs.get("kernel")
+    if source is not None and not isinstance(source, (str, Path)):
+        raise MarkerError(f"source={source!r}: expected a path to a .cu file")
+    if kernel is not None and not isinstance(kernel, str):
+        raise MarkerError(f"kernel={kernel!r}: expected a kernel name such as 'poly_eval' or 'gemm<128, 64>'")
+    if (source is None) != (kernel is None):
+        missing = "kernel" if kernel is None else "source"
+        raise MarkerError(f"regbudget needs both source and kernel; {missing} is missing")
+    defines = kwargs.get("defines")
+    if defines is not None and not isinstance(defines, (Mapping, list, tuple, str)):
+        raise MarkerError(f"defines={defines!r}: expected a dict like {{'N': 4}} or a list like ['N=4']")
+    include_dirs = tuple(str(base_dir / d) for d in _strings("include_dirs", kwargs.get("include_dirs", ())))
+    options = CompileOptions.make(
+        defines=defines,
+        include_dirs=include_dirs,
+        options=_strings("options", kwargs.get("options", ())),
+        ptxas_options=_strings("ptxas_options", kwargs.get("ptxas_options", ())),
+    )
+    archs = kwargs.get("archs")
+    arch_tuple = None if archs is None else tuple(_arch_name("archs", a) for a in _strings("archs", archs))
+    level = kwargs.get("level", "fail")
+    if level not in ("fail", "warn"):
+        raise MarkerError(f"level={level!r}: expected 'fail' or 'warn'")
+    budgets: dict[str, object] = {}
+    for key in BUDGET_KEYS:
+        if key not in kwargs:
+            continue
+        value = kwargs[key]
+        if isinstance(value, Mapping):
+            budgets[key] = {
+                _arch_name(key, a): _budget_value(key, v, f"{key}[{a!r}]") for a, v in value.items()
+            }
+        else:
+            budgets[key] = _budget_value(key, value, key)
+    if "min_occupancy" in budgets and "launch" not in budgets:
+        raise MarkerError("min_occupancy needs a block size: add launch=(threads,)")
+    return Budget(
+        source=None if source is None else (base_dir / source),
+        kernel=kernel,
+        options=options,
+        archs=arch_tuple,
+        level=level,
+        budgets=budgets,
+    )

@@ -1,0 +1,364 @@
+"""Pure parsers for what ptxas and NVRTC print: `ptxas -v` resource lines, PTX entry directives
+and `ptxas --version`, turned into one `KernelResources` per kernel.
+
+No subprocess and no other pytest_regbudget module: text in, frozen values out, so the parser can be
+tested against recorded outputs of every toolkit without a toolkit (tests/unit/data/ptxas).
+
+What `ptxas -v` prints, as recorded from CUDA 11.8 to 13.0::
+
+    ptxas info    : 4 bytes gmem, 256 bytes cmem[3]               <- module-wide, not per kernel
+    ptxas info    : Compiling entry function 'spill_heavy' for 'sm_90'
+    ptxas info    : Function properties for spill_heavy
+        520 bytes stack frame, 992 bytes spill stores, 992 bytes spill loads
+    ptxas info    : Used 32 registers, used 0 barriers, 520 bytes cumulative stack size
+    ptxas info    : Compile time = 50.345 ms                      <- 12.9 (not 12.4)
+    ptxas info    : Function properties for _Z6helperPKfi         <- a __device__ function, not a kernel
+        0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+
+The fields of the "Used" line vary by version, arch and mode: "used N barriers" appears in 12.9 and
+13.0 (always, even 0) but not up to 12.4; "N bytes cumulative stack size" from 12.4 on, only when
+there is a stack and not with -c; "N bytes smem" only when non-zero; "N bytes cmem[N]" only for
+sm_75/sm_80, never for sm_90 and newer. A missing count means zero (cumulative stack: None).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+
+__all__ = [
+    "KernelResources",
+    "PtxDirectives",
+    "PtxasParseError",
+    "combine",
+    "parse_ptx_directives",
+    "parse_ptx_entries",
+    "parse_ptxas_output",
+    "parse_ptxas_version",
+]
+
+
+class PtxasParseError(ValueError):
+    """ptxas or PTX text that cannot be read as resources; the message quotes the offending line."""
+
+    def __init__(self, message: str, line: str | None = None, lineno: int | None = None) -> None:
+        self.line = line
+        self.lineno = lineno
+        if line is not None:
+            where = f"line {lineno}: " if lineno is not None else ""
+            message = f"{message}\n  {where}{line.strip()!r}"
+        super().__init__(message)
+
+
+@dataclass(frozen=True)
+class KernelResources:
+    """One kernel's resources as ptxas reports them for one arch, plus its PTX launch directives."""
+
+    name: str  # the entry's (mangled/lowered) name as ptxas prints it
+    arch: str  # "sm_90" as in "for 'sm_90'"
+    registers: int
+    spill_stores: int  # bytes
+    spill_loads: int  # bytes
+    stack_frame: int  # bytes
+    shared_mem: int  # static shared memory bytes (smem)
+    const_mem: int  # sum of all cmem[N] banks in bytes
+    const_banks: tuple[tuple[int, int], ...]  # ((bank, bytes), ...) as printed
+    barriers: int  # 0 when ptxas does not print it
+    ptxas_line: str  # ptxas's own "Used N registers, ..." line, stripped, to quote in messages
+    max_threads: int | None = None  # product of .maxntid (or .reqntid) x*y*z from the PTX
+    maxntid: tuple[int, ...] | None = None
+    reqntid: tuple[int, ...] | None = None
+    min_blocks_per_sm: int | None = None  # .minnctapersm
+    max_regs: int | None = None  # .maxnreg
+    # Stack including callees ("N bytes cumulative stack size", ptxas 12.4+); None when not printed.
+    cumulative_stack: int | None = None
+    # ptxas's "N bytes stack frame, N bytes spill stores, ..." line, stripped, to quote for spills.
+    properties_line: str = ""
+
+
+@dataclass(frozen=True)
+class PtxDirectives:
+    """The performance-tuning directives between a PTX `.entry` header and its body."""
+
+    # (x, y, z): PTX may omit trailing dimensions (NVRTC 13.0 writes ".maxntid 256" for sm_100+,
+    # ".maxntid 256, 1, 1" for older archs); they mean 1, so the same bounds compare equal.
+    maxntid: tuple[int, ...] | None = None
+    reqntid: tuple[int, ...] | None = None
+    minnctapersm: int | None = None
+    maxnreg: int | None = None
+
+    @property
+    def max_threads(self) -> int | None:
+        # PTX forbids .reqntid together with .maxntid, so at most one of them is set.
+        dims = self.reqntid if self.reqntid is not None else self.maxntid
+        if dims is None:
+            return None
+        product = 1
+        for d in dims:
+            product *= d
+        return product
+
+
+# The "ptxas info    :" prefix (its padding varies) is optional so that a log whose prefixes were
+# stripped, e.g. by a tool that re-prints ptxas's messages, reads the same.
+_PREFIX = r"^\s*(?:ptxas\s+info\s*:\s*)?"
+_COMPILING_ENTRY = re.compile(_PREFIX + r"Compiling entry function\s+'([^']+)'\s+for\s+'([^']+)'")
+_PROPERTIES = re.compile(_PREFIX + r"Function properties for\s+(\S+)\s*$")
+_FRAME = re.compile(r"^\s*(\d+) bytes stack frame,\s*(\d+) bytes spill stores,\s*(\d+) bytes spill loads\s*$")
+_USED = re.compile(_PREFIX + r"(Used\s+(\d+)\s+registers?\b(.*))$")
+# ptxas's errors come as "ptxas error   : ..." / "ptxas fatal   : ..." or, for a PTX syntax error,
+# "ptxas kernels.ptx, line 12; error   : ...".
+_ERROR = re.compile(r"^\s*ptxas\b[^:]*?\b(?:error|fatal)\s*:", re.IGNORECASE)
+
+_FIELD_BARRIERS = re.compile(r"^used\s+(\d+)\s+barriers?$")
+_FIELD_SMEM = re.compile(r"^(\d+)\s+bytes\s+smem$")
+_FIELD_CMEM = re.compile(r"^(\d+)\s+bytes\s+cmem\[(\d+)\]$")
+_FIELD_CUMULATIVE_STACK = re.compile(r"^(\d+)\s+bytes\s+cumulative\s+stack\s+size$")
+# A field naming one of these but matching none of the patterns above is an error rather than
+# skipped: reading it as 0 would pass a budget the kernel breaks. Wholly unknown fields are skipped
+# so a newer ptxas that adds one still parses.
+_KNOWN_WORDS = re.compile(r"\b(?:barriers?|smem|cmem|stack|registers?|lmem|spill)\b")
+
+
+@dataclass
+class _Entry:
+    name: str
+    arch: str
+    line: str
+    lineno: int
+    used: tuple[str, int, int, int, tuple[tuple[int, int], ...], int | None] | None = None
+
+
+def _parse_used_fields(
+    line: str, lineno: int, rest: str
+) -> tuple[int, int, tuple[tuple[int, int], ...], int | None]:
+    """Return (barriers, smem, cmem banks, cumulative stack) from the fields after "registers"."""
+    barriers = 0
+    smem = 0
+    banks: list[tuple[int, int]] = []
+    cumulative: int | None = None
+    for raw in rest.split(","):
+        field = " ".join(raw.split())
+        if not field:
+            continue
+        if m := _FIELD_BARRIERS.match(field):
+            barriers = int(m.group(1))
+        elif m := _FIELD_SMEM.match(field):
+            smem = int(m.group(1))
+        elif m := _FIELD_CMEM.match(field):
+            banks.append((int(m.group(2)), int(m.group(1))))
+        elif m := _FIELD_CUMULATIVE_STACK.match(field):
+            cumulative = int(m.group(1))
+        elif _KNOWN_WORDS.search(field):
+            raise PtxasParseError(f"unrecognised field {field!r} in ptxas's resource line", line, lineno)
+    return barriers, smem, tuple(banks), cumulative
+
+
+def parse_ptxas_output(text: str) -> dict[str, KernelResources]:
+    """Parse `ptxas -v` output of one ptxas run (one arch) into resources per entry function.
+
+    Keys are entry names exactly as ptxas prints them (mangled unless `extern "C"`), in ptxas's
+    order. Non-entry functions' "Function properties" are not kernels and are left out; PTX
+    directives are not in ptxas's output: merge them with `combine`.
+    """
+    entries: dict[str, _Entry] = {}
+    # ptxas prints "Function properties" for entries and device functions alike, and the device
+    # functions' blocks may come before, between or after the entries (-c puts them first), so
+    # they are collected by name and matched to entries at the end.
+    properties: dict[str, tuple[int, int, int, str]] = {}
+    current: _Entry | None = None
+    lines = text.splitlines()
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        lineno = i + 1
+        i += 1
+        if _ERROR.match(line):
+            raise PtxasParseError("ptxas reported an error, so there are no resources to read", line, lineno)
+        if m := _COMPILING_ENTRY.match(line):
+            name, arch = m.group(1), m.group(2)
+            if name in entries:
+                raise PtxasParseError(
+                    f"entry {name!r} is compiled twice; pass the output of one ptxas run per arch",
+                    line,
+                    lineno,
+                )
+            current = entries[name] = _Entry(name, arch, line, lineno)
+            continue
+        if m := _PROPERTIES.match(line):
+            # The numbers are on the next non-blank line.
+            while i < len(lines) and not lines[i].strip():
+                i += 1
+            frame = _FRAME.match(lines[i]) if i < len(lines) else None
+            if frame is None:
+                raise PtxasParseError(
+                    f"'Function properties for {m.group(1)}' is not followed by its stack frame and "
+                    "spill sizes",
+                    line,
+                    lineno,
+                )
+            properties[m.group(1)] = (
+                int(frame.group(1)),
+                int(frame.group(2)),
+                int(frame.group(3)),
+                lines[i].strip(),
+            )
+            i += 1
+            continue
+        if m := _USED.match(line):
+            if current is None:
+                # Not inside an entry's block: nothing we report can own it.
+                continue
+            if current.used is not None:
+                raise PtxasParseError(
+                    f"a second resource line for entry {current.name!r}; the output is ambiguous",
+                    line,
+                    lineno,
+                )
+            barriers, smem, banks, cumulative = _parse_used_fields(line, lineno, m.group(3))
+            current.used = (m.group(1).strip(), int(m.group(2)), barriers, smem, banks, cumulative)
+    result: dict[str, KernelResources] = {}
+    for entry in entries.values():
+        if entry.used is None:
+            raise PtxasParseError(
+                f"entry {entry.name!r} has no 'Used N registers' line; is the ptxas output truncated?",
+                entry.line,
+                entry.lineno,
+            )
+        if entry.name not in properties:
+            raise PtxasParseError(
+                f"entry {entry.name!r} has no 'Function properties' (stack frame and spills); "
+                "is the ptxas output truncated?",
+                entry.line,
+                entry.lineno,
+            )
+        used_line, registers, barriers, smem, banks, cumulative = entry.used
+        stack, spill_stores, spill_loads, properties_line = properties[entry.name]
+        result[entry.name] = KernelResources(
+            name=entry.name,
+            arch=entry.arch,
+            registers=registers,
+            spill_stores=spill_stores,
+            spill_loads=spill_loads,
+            stack_frame=stack,
+            shared_mem=smem,
+            const_mem=sum(size for _, size in banks),
+            const_banks=banks,
+            barriers=barriers,
+            ptxas_line=used_line,
+            cumulative_stack=cumulative,
+            properties_line=properties_line,
+        )
+    return result
+
+
+# PTX identifiers: a letter followed by [A-Za-z0-9_$], or _ $ % followed by at least one of those.
+_IDENT = r"(?:[A-Za-z][\w$]*|[_$%][\w$]+)"
+_ENTRY = re.compile(r"(?<![\w$.])\.entry\s+(" + _IDENT + r")")
+_COMMENTS = re.compile(r"//[^\n]*|/\*.*?\*/", re.DOTALL)
+_INT = r"(0[xX][0-9a-fA-F]+|0[0-7]*|[1-9]\d*)"
+_DIMS_DIRECTIVE = re.compile(
+    r"\.(maxntid|reqntid)\s+" + _INT + r"(?:\s*,\s*" + _INT + r")?(?:\s*,\s*" + _INT + r")?"
+)
+_SCALAR_DIRECTIVE = re.compile(r"\.(minnctapersm|maxnreg)\s+" + _INT)
+
+
+def _ptx_int(token: str) -> int:
+    # PTX integers follow C: 0x.. hex, a leading 0 octal.
+    if token[:2] in ("0x", "0X"):
+        return int(token, 16)
+    if len(token) > 1 and token[0] == "0":
+        return int(token, 8)
+    return int(token)
+
+
+def _entry_headers(ptx: str) -> list[tuple[str, str]]:
+    """(name, header) per .entry; the header runs from the name to the body's "{" (or ";")."""
+    code = _COMMENTS.sub("", ptx)
+    headers: list[tuple[str, str]] = []
+    for m in _ENTRY.finditer(code):
+        end = len(code)
+        for stop in ("{", ";"):
+            pos = code.find(stop, m.end())
+            if pos != -1:
+                end = min(end, pos)
+        headers.append((m.group(1), code[m.end() : end]))
+    return headers
+
+
+def parse_ptx_entries(ptx: str) -> list[str]:
+    """Names of the `.entry` functions in PTX, in order: the kernels a module really contains."""
+    return [name for name, _ in _entry_headers(ptx)]
+
+
+def parse_ptx_directives(ptx: str) -> dict[str, PtxDirectives]:
+    """The .maxntid/.reqntid/.minnctapersm/.maxnreg of every `.entry` (all None when absent).
+
+    These come from `__launch_bounds__` and `__maxnreg__`; ptxas applies them but does not print
+    them, so they are read from the PTX that was fed to ptxas.
+    """
+    result: dict[str, PtxDirectives] = {}
+    for name, header in _entry_headers(ptx):
+        # Directives follow the parameter list; parameter names cannot hold a ".", so searching the
+        # whole header cannot mistake a parameter for one.
+        values: dict[str, tuple[int, ...] | int] = {}
+        for m in _DIMS_DIRECTIVE.finditer(header):
+            dims = [_ptx_int(g) for g in m.groups()[1:] if g is not None]
+            values[m.group(1)] = (*dims, *[1] * (3 - len(dims)))
+        for m in _SCALAR_DIRECTIVE.finditer(header):
+            values[m.group(1)] = _ptx_int(m.group(2))
+        maxntid = values.get("maxntid")
+        reqntid = values.get("reqntid")
+        minnctapersm = values.get("minnctapersm")
+        maxnreg = values.get("maxnreg")
+        result[name] = PtxDirectives(
+            maxntid=maxntid if isinstance(maxntid, tuple) else None,
+            reqntid=reqntid if isinstance(reqntid, tuple) else None,
+            minnctapersm=minnctapersm if isinstance(minnctapersm, int) else None,
+            maxnreg=maxnreg if isinstance(maxnreg, int) else None,
+        )
+    return result
+
+
+def combine(
+    resources: dict[str, KernelResources], directives: dict[str, PtxDirectives]
+) -> dict[str, KernelResources]:
+    """Attach each kernel's PTX directives to its ptxas resources.
+
+    Both must describe the same module: a kernel ptxas compiled that the PTX lacks means the two
+    texts do not belong together, which is an error rather than a kernel without launch bounds.
+    """
+    missing = [name for name in resources if name not in directives]
+    if missing:
+        raise ValueError(
+            f"ptxas reported {missing} but the PTX has no such .entry (PTX entries: {sorted(directives)}); "
+            "the ptxas output and the PTX come from different modules"
+        )
+    return {
+        name: replace(
+            res,
+            max_threads=directives[name].max_threads,
+            maxntid=directives[name].maxntid,
+            reqntid=directives[name].reqntid,
+            min_blocks_per_sm=directives[name].minnctapersm,
+            max_regs=directives[name].maxnreg,
+        )
+        for name, res in resources.items()
+    }
+
+
+_VERSION = re.compile(r"\bV(\d+\.\d+\.\d+)\b")
+_RELEASE = re.compile(r"\brelease\s+(\d+\.\d+)\b")
+
+
+def parse_ptxas_version(text: str) -> str:
+    """The version of `ptxas --version` output: "12.9.86" from "release 12.9, V12.9.86".
+
+    Falls back to the release ("12.9") for a build that prints no V number.
+    """
+    if m := _VERSION.search(text):
+        return m.group(1)
+    if m := _RELEASE.search(text):
+        return m.group(1)
+    first = next((line for line in text.splitlines() if line.strip()), text)
+    raise PtxasParseError("no 'release X.Y, VX.Y.Z' in ptxas --version output", first)

@@ -1,0 +1,261 @@
+"""Find NVRTC and ptxas as one matched CUDA toolkit, and the headers nvcc would put on the include path.
+
+Owns the search order (explicit home, pip wheels, CUDA_HOME/CUDA_PATH, PATH), the versions of what was
+found, and the error that lists everything searched. Nothing here loads NVRTC: versions come from file
+names and package metadata, so `pytest --help` and collection stay free of CUDA.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.metadata
+import importlib.util
+import os
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+PIP_FIX = (
+    'pip install "nvidia-cuda-nvcc-cu12" "nvidia-cuda-nvrtc-cu12" "nvidia-cuda-runtime-cu12" '
+    '"nvidia-cuda-cccl-cu12"   (or reinstall pytest-regbudget, which depends on them)'
+)
+_EXE = ".exe" if sys.platform == "win32" else ""
+
+
+class ToolchainError(RuntimeError):
+    """No usable toolkit, or NVRTC and ptxas that do not belong together."""
+
+
+@dataclass(frozen=True)
+class Toolkit:
+    origin: str  # where it was found, for the report header: "pip wheels (nvidia-cuda-nvcc-cu12 12.9.86)"
+    ptxas: Path
+    nvrtc: Path  # the NVRTC shared library
+    nvrtc_version: str  # "12.9" or "12.9.86"; only major.minor is guaranteed
+    ptxas_version: str  # "12.9.86"
+    include_dirs: tuple[Path, ...] = ()  # the toolkit's own headers, as nvcc adds them
+    nvdisasm: Path | None = None
+
+    @property
+    def release(self) -> str:
+        """major.minor of the toolkit, e.g. "12.9"."""
+        return ".".join(self.ptxas_version.split(".")[:2])
+
+    def describe(self) -> str:
+        return f"{self.origin}: NVRTC {self.nvrtc_version}, ptxas {self.ptxas_version}"
+
+
+@dataclass
+class _Search:
+    """The trail of places looked at, so the final error can list them."""
+
+    tried: list[str] = field(default_factory=list)
+
+    def note(self, where: str, why: str) -> None:
+        self.tried.append(f"{where}: {why}")
+
+
+def _major_minor(version: str) -> str:
+    return ".".join(version.split(".")[:2])
+
+
+@functools.lru_cache(maxsize=32)
+def ptxas_version(ptxas: Path) -> str:
+    """Ask ptxas itself; cached because discovery may run once per test process."""
+    out = subprocess.run(
+        [str(ptxas), "--version"], capture_output=True, text=True, timeout=60, check=False
+    ).stdout
+    match = re.search(r"V(\d+\.\d+\.\d+)", out) or re.search(r"release (\d+\.\d+)", out)
+    if not match:
+        raise ToolchainError(f"cannot read the version of {ptxas}: `ptxas --version` printed {out!r}")
+    return match.group(1)
+
+
+def _nvrtc_libs(directory: Path) -> Iterator[Path]:
+    # The unversioned libnvrtc.so is a dev symlink that runtime-only installs lack; prefer the SONAME file.
+    if sys.platform == "win32":
+        yield from sorted(directory.glob("nvrtc64_*.dll"))
+        return
+    yield from sorted(p for p in directory.glob("libnvrtc.so.*") if "alt" not in p.name)
+    yield from (p for p in [directory / "libnvrtc.so"] if p.exists())
+
+
+def _nvrtc_version_near(lib: Path) -> str | None:
+    """NVRTC's version without loading it: the builtins library beside it carries major.minor."""
+    names = [lib.resolve().name, *(p.name for p in lib.parent.glob("libnvrtc-builtins.so.*"))]
+    for name in names:
+        match = re.search(r"\.so\.(\d+\.\d+(?:\.\d+)?)$", name)
+        if match:
+            return match.group(1)
+    return None
+
+
+def _toolkit_from_dirs(
+    origin: str,
+    bin_dirs: Iterable[Path],
+    lib_dirs: Iterable[Path],
+    include_dirs: Iterable[Path],
+    search: _Search,
+    nvrtc_version: str | None = None,
+) -> Toolkit | None:
+    bin_dirs, lib_dirs = list(bin_dirs), list(lib_dirs)
+    ptxas = next((d / f"ptxas{_EXE}" for d in bin_dirs if (d / f"ptxas{_EXE}").is_file()), None)
+    nvrtc = next((lib for d in lib_dirs if d.is_dir() for lib in _nvrtc_libs(d)), None)
+    if ptxas is None or nvrtc is None:
+        missing = " and ".join(
+            what for what, found in (("ptxas", ptxas), ("libnvrtc", nvrtc)) if found is None
+        )
+        where = ", ".join(str(d) for d in [*bin_dirs, *lib_dirs]) or "(nothing)"
+        search.note(origin, f"no {missing} in {where}")
+        return None
+    ptxas_ver = ptxas_version(ptxas)
+    nvrtc_ver = nvrtc_version or _nvrtc_version_near(nvrtc) or ptxas_ver
+    if _major_minor(nvrtc_ver) != _major_minor(ptxas_ver):
+        # ptxas rejects PTX from a newer NVRTC, and an older NVRTC hides the compiler change under test.
+        raise ToolchainError(
+            f"{origin}: NVRTC {nvrtc_ver} ({nvrtc}) and ptxas {ptxas_ver} ({ptxas}) come from different "
+            "CUDA toolkits; install matching versions, e.g. "
+            f'pip install "nvidia-cuda-nvcc-cu12=={ptxas_ver}" "nvidia-cuda-nvrtc-cu12=={ptxas_ver}"'
+        )
+    nvdisasm = next((d / f"nvdisasm{_EXE}" for d in bin_dirs if (d / f"nvdisasm{_EXE}").is_file()), None)
+    return Toolkit(
+        origin=origin,
+        ptxas=ptxas,
+        nvrtc=nvrtc,
+        nvrtc_version=nvrtc_ver,
+        ptxas_version=ptxas_ver,
+        include_dirs=tuple(d for d in include_dirs if d.is_dir()),
+        nvdisasm=nvdisasm,
+    )
+
+
+def _home_include_dirs(home: Path) -> list[Path]:
+    # CUDA 13 moved CCCL (cub, thrust, libcu++, <nv/target>) to include/cccl.
+    incs = [home / "include", *sorted(home.glob("targets/*/include"))]
+    return [*incs, *(i / "cccl" for i in incs)]
+
+
+def toolkit_from_home(home: Path, origin: str, search: _Search | None = None) -> Toolkit | None:
+    """A CUDA install tree (/usr/local/cuda) or a wheel root (site-packages/nvidia/cu13)."""
+    search = search or _Search()
+    if not home.is_dir():
+        search.note(origin, f"{home} is not a directory")
+        return None
+    lib_dirs = [home / "lib64", home / "lib", *sorted(home.glob("targets/*/lib"))]
+    return _toolkit_from_dirs(
+        origin, [home / "bin"], lib_dirs, _home_include_dirs(home), search, nvrtc_version=None
+    )
+
+
+def _nvidia_roots() -> list[Path]:
+    """Every directory of the `nvidia` namespace package (wheels may be spread over several site dirs)."""
+    spec = importlib.util.find_spec("nvidia")
+    if spec is None or spec.submodule_search_locations is None:
+        return []
+    return [Path(p) for p in spec.submodule_search_locations]
+
+
+def _dist_version(name: str) -> str | None:
+    try:
+        return importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def _from_wheels(search: _Search) -> Toolkit | None:
+    roots = _nvidia_roots()
+    if not roots:
+        search.note("pip wheels", "no `nvidia` package in this Python environment")
+        return None
+    # CUDA 12 wheels first: they are what pytest-regbudget depends on, so they are what the user chose.
+    cu12_version = _dist_version("nvidia-cuda-nvcc-cu12")
+    if cu12_version:
+        found = _toolkit_from_dirs(
+            f"pip wheels (nvidia-cuda-nvcc-cu12 {cu12_version})",
+            [*(r / "cuda_nvcc" / "bin" for r in roots), *(r / "cuda_nvdisasm" / "bin" for r in roots)],
+            [r / "cuda_nvrtc" / "lib" for r in roots],
+            [
+                *(r / "cuda_runtime" / "include" for r in roots),
+                *(r / "cuda_cccl" / "include" for r in roots),
+            ],
+            search,
+            nvrtc_version=_dist_version("nvidia-cuda-nvrtc-cu12"),
+        )
+        if found:
+            return found
+    else:
+        search.note("pip wheels (CUDA 12)", "nvidia-cuda-nvcc-cu12 is not installed")
+    cu13_version = _dist_version("nvidia-cuda-nvcc")
+    if cu13_version:
+        cu13 = [r / "cu13" for r in roots]
+        found = _toolkit_from_dirs(
+            f"pip wheels (nvidia-cuda-nvcc {cu13_version})",
+            [r / "bin" for r in cu13],
+            [r / "lib" for r in cu13],
+            [d for r in cu13 for d in (r / "include", r / "include" / "cccl")],
+            search,
+            nvrtc_version=_dist_version("nvidia-cuda-nvrtc"),
+        )
+        if found:
+            return found
+    else:
+        search.note("pip wheels (CUDA 13)", "nvidia-cuda-nvcc is not installed")
+    return None
+
+
+def _discover(cuda_home: str | None, env: Mapping[str, str]) -> Toolkit:
+    search = _Search()
+    explicit = [("--regbudget-cuda-home", cuda_home), ("REGBUDGET_CUDA_HOME", env.get("REGBUDGET_CUDA_HOME"))]
+    for origin, value in explicit:
+        if value:
+            # An explicit choice that does not work is an error, not a reason to quietly use another toolkit.
+            found = toolkit_from_home(Path(value), f"{origin}={value}", search)
+            if found is None:
+                raise ToolchainError(_not_found_message(search))
+            return found
+    found = _from_wheels(search)
+    if found:
+        return found
+    for var in ("CUDA_HOME", "CUDA_PATH"):
+        value = env.get(var)
+        if value:
+            found = toolkit_from_home(Path(value), f"{var}={value}", search)
+            if found:
+                return found
+        else:
+            search.note(var, "not set")
+    ptxas_on_path = shutil.which("ptxas", path=env.get("PATH", ""))
+    if ptxas_on_path:
+        home = Path(ptxas_on_path).resolve().parent.parent
+        found = toolkit_from_home(home, f"PATH ({ptxas_on_path})", search)
+        if found:
+            return found
+    else:
+        search.note("PATH", "no ptxas on PATH")
+    raise ToolchainError(_not_found_message(search))
+
+
+def _not_found_message(search: _Search) -> str:
+    lines = "\n".join(f"  - {t}" for t in search.tried)
+    return (
+        "pytest-regbudget found no CUDA toolkit with both NVRTC and ptxas. Searched, in order:\n"
+        f"{lines}\nFix: {PIP_FIX}\n"
+        "or point --regbudget-cuda-home / REGBUDGET_CUDA_HOME at a CUDA toolkit "
+        "(the directory holding bin/ptxas)."
+    )
+
+
+def discover(cuda_home: str | None = None, env: Mapping[str, str] | None = None) -> Toolkit:
+    """The matched toolkit for this run; cached per (explicit home, relevant environment)."""
+    env = os.environ if env is None else env
+    keys = ("REGBUDGET_CUDA_HOME", "CUDA_HOME", "CUDA_PATH", "PATH")
+    return _discover_cached(cuda_home, tuple((k, env.get(k, "")) for k in keys))
+
+
+@functools.lru_cache(maxsize=8)
+def _discover_cached(cuda_home: str | None, env_items: tuple[tuple[str, str], ...]) -> Toolkit:
+    return _discover(cuda_home, {k: v for k, v in env_items if v})

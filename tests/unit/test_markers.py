@@ -1,0 +1,113 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pytest_regbudget.markers import Launch, MarkerError, parse_marker
+
+BASE = Path("/proj/tests")
+
+
+def parse(**kwargs: object) -> object:
+    return parse_marker((), kwargs, BASE)
+
+
+def test_relative_source_resolves_against_the_test_directory() -> None:
+    budget = parse_marker((), {"source": "k/poly.cu", "kernel": "poly_eval"}, BASE)
+    assert budget.source == BASE / "k/poly.cu"
+    assert budget.kernel == "poly_eval"
+
+
+def test_misspelt_key_names_key_closest_match_and_valid_set() -> None:
+    with pytest.raises(MarkerError) as info:
+        parse(source="a.cu", kernel="k", max_reg=64)
+    msg = str(info.value)
+    assert "'max_reg'" in msg
+    assert "did you mean 'max_regs'" in msg
+    assert "valid keys:" in msg
+    assert "min_occupancy" in msg
+
+
+def test_positional_arguments_are_rejected() -> None:
+    with pytest.raises(MarkerError, match="keyword arguments only"):
+        parse_marker(("a.cu",), {}, BASE)
+
+
+def test_source_without_kernel_is_an_error() -> None:
+    with pytest.raises(MarkerError, match="kernel is missing"):
+        parse(source="a.cu")
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "needle"),
+    [
+        ("max_regs", 0, "1..255"),
+        ("max_regs", 300, "1..255"),
+        ("max_regs", "64", "whole number"),
+        ("spills", -1, "whole number >= 0 bytes"),
+        ("stack", 1.5, "whole number"),
+        ("launch", (0,), "positive integers"),
+        ("launch", (128, 2, 1), "(threads,)"),
+        ("min_occupancy", 50, "for 50% write 0.5"),
+        ("level", "error", "'fail' or 'warn'"),
+    ],
+)
+def test_bad_values_name_key_and_expectation(key: str, value: object, needle: str) -> None:
+    kwargs: dict[str, object] = {"source": "a.cu", "kernel": "k", key: value}
+    if key == "min_occupancy":
+        kwargs["launch"] = (128,)
+    with pytest.raises(MarkerError) as info:
+        parse_marker((), kwargs, BASE)
+    assert needle in str(info.value)
+    assert key in str(info.value)
+
+
+def test_per_arch_budget_resolves_per_arch_and_skips_missing_archs() -> None:
+    budget = parse_marker((), {"max_regs": {"sm_80": 96, "sm_90": 128}, "spills": 0}, BASE)
+    assert budget.limits("sm_80").max_regs == 96
+    assert budget.limits("sm_90").max_regs == 128
+    assert budget.limits("sm_75").max_regs is None
+    assert budget.limits("sm_75").spills == 0
+
+
+def test_per_arch_budget_with_unknown_arch_lists_supported() -> None:
+    with pytest.raises(MarkerError) as info:
+        parse(max_regs={"sm_91": 64})
+    assert "sm_91" in str(info.value)
+    assert "sm_90" in str(info.value)
+
+
+def test_launch_forms() -> None:
+    assert parse_marker((), {"launch": 256}, BASE).limits("sm_90").launch == Launch(256)
+    assert parse_marker((), {"launch": (256, 4)}, BASE).limits("sm_90").launch == Launch(256, 4)
+    assert str(Launch(512)) == "(512,)"
+
+
+def test_min_occupancy_needs_launch() -> None:
+    with pytest.raises(MarkerError, match="add launch"):
+        parse(min_occupancy=0.5)
+
+
+def test_archs_restriction_validated() -> None:
+    assert parse_marker((), {"archs": ["sm_80"]}, BASE).archs == ("sm_80",)
+    assert parse_marker((), {"archs": "sm_90"}, BASE).archs == ("sm_90",)
+    with pytest.raises(MarkerError, match="sm_91"):
+        parse(archs=["sm_91"])
+
+
+def test_compile_options_from_marker() -> None:
+    budget = parse_marker(
+        (),
+        {
+            "defines": {"N": 4, "FAST": None},
+            "include_dirs": ["inc"],
+            "options": ["-std=c++17"],
+            "ptxas_options": "-O2",
+        },
+        BASE,
+    )
+    assert budget.options.defines == (("N", "4"), ("FAST", None))
+    assert budget.options.include_dirs == (str(BASE / "inc"),)
+    assert budget.options.options == ("-std=c++17",)
+    assert budget.options.ptxas_options == ("-O2",)

@@ -1,0 +1,1264 @@
+"""Golden tests of pytest_regbudget.ptxas over real `ptxas -v` outputs of CUDA 11.8 to 13.0.
+
+The recordings (tests/unit/data/ptxas, made by record.py there from kernels.cu) are ptxas's own
+words; GOLDEN below holds the numbers read off those texts, so a pass means the parser reproduces
+exactly what ptxas printed, for every kernel, arch, toolkit and variant (plain, -maxrregcount=32, -c).
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+from typing import NamedTuple
+
+import pytest
+
+import pytest_regbudget.ptxas
+from pytest_regbudget.ptxas import (
+    KernelResources,
+    PtxasParseError,
+    PtxDirectives,
+    combine,
+    parse_ptx_directives,
+    parse_ptx_entries,
+    parse_ptxas_output,
+    parse_ptxas_version,
+)
+
+DATA = Path(__file__).parent / "data" / "ptxas"
+VERSIONS = {
+    "11.8": "11.8.89",
+    "12.0": "12.0.140",
+    "12.4": "12.4.99",
+    "12.9": "12.9.86",
+    "13.0": "13.0.88",
+}
+HELPER = "_Z6helperPKfi"  # the __noinline__ __device__ function: never a kernel
+SCALE_F4 = "_Z5scaleIfLi4EEvPT_S0_"  # scale<float, 4>
+SCALE_D2 = "_Z5scaleIdLi2EEvPT_S0_"  # scale<double, 2>
+KERNELS = {
+    SCALE_F4,
+    SCALE_D2,
+    "calls_helper",
+    "capped_regs",
+    "bounded",
+    "poly_eval",
+    "named_barrier",
+    "shared_reverse",
+    "stack_frame",
+    "pressure",
+    "spill_heavy",
+    "simple_add",
+}
+
+
+def recordings() -> list[str]:
+    """Stems of every recorded `ptxas -v` output, e.g. "12.9_sm_90_cap32"."""
+    return sorted(p.stem for p in DATA.glob("*.txt") if not p.stem.endswith(("_version", "_lowered")))
+
+
+def ptx_files() -> list[str]:
+    return sorted(p.stem for p in DATA.glob("*.ptx"))
+
+
+def read(stem: str, suffix: str = ".txt") -> str:
+    return (DATA / f"{stem}{suffix}").read_text()
+
+
+def version_of(stem: str) -> tuple[int, int]:
+    major, minor = stem.split("_", 1)[0].split(".")
+    return int(major), int(minor)
+
+
+def arch_of(stem: str) -> str:
+    return "_".join(stem.split("_")[1:3])
+
+
+class G(NamedTuple):
+    """Expected numbers for one kernel, in the order they are read off the ptxas text."""
+
+    registers: int
+    stack_frame: int
+    spill_stores: int
+    spill_loads: int
+    shared_mem: int
+    barriers: int
+    const_banks: tuple[tuple[int, int], ...]
+    cumulative_stack: int | None
+
+
+GOLDEN: dict[str, dict[str, G]] = {
+    "11.8_sm_75": {
+        "_Z5scaleIfLi4EEvPT_S0_": G(14, 0, 0, 0, 0, 0, ((0, 364),), None),
+        "_Z5scaleIdLi2EEvPT_S0_": G(10, 0, 0, 0, 0, 0, ((0, 368),), None),
+        "calls_helper": G(25, 64, 0, 0, 0, 0, ((0, 376),), None),
+        "capped_regs": G(8, 0, 0, 0, 0, 0, ((0, 360),), None),
+        "bounded": G(8, 0, 0, 0, 0, 0, ((0, 360),), None),
+        "poly_eval": G(10, 0, 0, 0, 0, 0, ((0, 372),), None),
+        "named_barrier": G(10, 0, 0, 0, 512, 0, ((0, 360),), None),
+        "shared_reverse": G(10, 0, 0, 0, 1024, 0, ((0, 360),), None),
+        "stack_frame": G(20, 256, 0, 0, 0, 0, ((0, 376),), None),
+        "pressure": G(72, 0, 0, 0, 0, 0, ((0, 372),), None),
+        "spill_heavy": G(64, 8, 4, 4, 0, 0, ((0, 372),), None),
+        "simple_add": G(12, 0, 0, 0, 0, 0, ((0, 380),), None),
+    },
+    "11.8_sm_75_cap32": {
+        "_Z5scaleIfLi4EEvPT_S0_": G(14, 0, 0, 0, 0, 0, ((0, 364),), None),
+        "_Z5scaleIdLi2EEvPT_S0_": G(10, 0, 0, 0, 0, 0, ((0, 368),), None),
+        "calls_helper": G(24, 64, 0, 0, 0, 0, ((0, 376),), None),
+        "capped_regs": G(8, 0, 0, 0, 0, 0, ((0, 360),), None),
+        "bounded": G(8, 0, 0, 0, 0, 0, ((0, 360),), None),
+        "poly_eval": G(10, 0, 0, 0, 0, 0, ((0, 372),), None),
+        "named_barrier": G(10, 0, 0, 0, 512, 0, ((0, 360),), None),
+        "shared_reverse": G(10, 0, 0, 0, 1024, 0, ((0, 360),), None),
+        "stack_frame": G(20, 256, 0, 0, 0, 0, ((0, 376),), None),
+        "pressure": G(32, 320, 616, 620, 0, 0, ((0, 372),), None),
+        "spill_heavy": G(64, 8, 4, 4, 0, 0, ((0, 372),), None),
+        "simple_add": G(12, 0, 0, 0, 0, 0, ((0, 380),), None),
+    },
+    "11.8_sm_75_rdc": {
+        "_Z5scaleIfLi4EEvPT_S0_": G(14, 0, 0, 0, 0, 0, ((0, 364),), None),
+        "_Z5scaleIdLi2EEvPT_S0_": G(10, 0, 0, 0, 0, 0, ((0, 368),), None),
+        "calls_helper": G(24, 0, 0, 0, 0, 0, ((0, 376),), None),
+        "capped_regs": G(8, 0, 0, 0, 0, 0, ((0, 360),), None),
+        "bounded": G(8, 0, 0, 0, 0, 0, ((0, 360),), None),
+        "poly_eval": G(10, 0, 0, 0, 0, 0, ((0, 372),), None),
+        "named_barrier": G(10, 0, 0, 0, 512, 0, ((0, 360),), None),
+        "shared_reverse": G(10, 0, 0, 0, 1024, 0, ((0, 360),), None),
+        "stack_frame": G(20, 256, 0, 0, 0, 0, ((0, 376),), None),
+        "pressure": G(72, 0, 0, 0, 0, 0, ((0, 372),), None),
+        "spill_heavy": G(64, 8, 4, 4, 0, 0, ((0, 372),), None),
+        "simple_add": G(12, 0, 0, 0, 0, 0, ((0, 380),), None),
+    },
+    "11.8_sm_80": {
+        "_Z5scaleIfLi4EEvPT_S0_": G(14, 0, 0, 0, 0, 0, ((0, 364),), None),
+        "_Z5scaleIdLi2EEvPT_S0_": G(10, 0, 0, 0, 0, 0, ((0, 368),), None),
+        "calls_helper": G(24, 64, 0, 0, 0, 0, ((0, 376),), None),
+        "capped_regs": G(8, 0, 0, 0, 0, 0, ((0, 360),), None),
+        "bounded": G(8, 0, 0, 0, 0, 0, ((0, 360),), None),
+        "poly_eval": G(12, 0, 0, 0, 0, 0, ((0, 372),), None),
+        "named_barrier": G(10, 0, 0, 0, 512, 0, ((0, 360),), None),
+        "shared_reverse": G(10, 0, 0, 0, 1024, 0, ((0, 360),), None),
+        "stack_frame": G(20, 256, 0, 0, 0, 0, ((0, 376),), None),
+        "pressure": G(64, 0, 0, 0, 0, 0, ((0, 372),), None),
+        "spill_heavy": G(32, 472, 924, 924, 0, 0, ((0, 372),), None),
+        "simple_add": G(12, 0, 0, 0, 0, 0, ((0, 380),), None),
+    },
+    "11.8_sm_80_cap32": {
+        "_Z5scaleIfLi4EEvPT_S0_": G(14, 0, 0, 0, 0, 0, ((0, 364),), None),
+        "_Z5scaleIdLi2EEvPT_S0_": G(10, 0, 0, 0, 0, 0, ((0, 368),), None),
+        "calls_helper": G(24, 64, 0, 0, 0, 0, ((0, 376),), None),
+        "capped_regs": G(8, 0, 0, 0, 0, 0, ((0, 360),), None),
+        "bounded": G(8, 0, 0, 0, 0, 0, ((0, 360),), None),
+        "poly_eval": G(12, 0, 0, 0, 0, 0, ((0, 372),), None),
+        "named_barrier": G(10, 0, 0, 0, 512, 0, ((0, 360),), None),
+        "shared_reverse": G(10, 0, 0, 0, 1024, 0, ((0, 360),), None),
+        "stack_frame": G(20, 256, 0, 0, 0, 0, ((0, 376),), None),
+        "pressure": G(32, 304, 596, 600, 0, 0, ((0, 372),), None),
+        "spill_heavy": G(32, 472, 924, 924, 0, 0, ((0, 372),), None),
+        "simple_add": G(12, 0, 0, 0, 0, 0, ((0, 380),), None),
+    },
+    "11.8_sm_80_rdc": {
+        "_Z5scaleIfLi4EEvPT_S0_": G(14, 0, 0, 0, 0, 0, ((0, 364),), None),
+        "_Z5scaleIdLi2EEvPT_S0_": G(10, 0, 0, 0, 0, 0, ((0, 368),), None),
+        "calls_helper": G(24, 0, 0, 0, 0, 0, ((0, 376),), None),
+        "capped_regs": G(8, 0, 0, 0, 0, 0, ((0, 360),), None),
+        "bounded": G(8, 0, 0, 0, 0, 0, ((0, 360),), None),
+        "poly_eval": G(12, 0, 0, 0, 0, 0, ((0, 372),), None),
+        "named_barrier": G(10, 0, 0, 0, 512, 0, ((0, 360),), None),
+        "shared_reverse": G(10, 0, 0, 0, 1024, 0, ((0, 360),), None),
+        "stack_frame": G(20, 256, 0, 0, 0, 0, ((0, 376),), None),
+        "pressure": G(64, 0, 0, 0, 0, 0, ((0, 372),), None),
+        "spill_heavy": G(32, 472, 924, 924, 0, 0, ((0, 372),), None),
+        "simple_add": G(12, 0, 0, 0, 0, 0, ((0, 380),), None),
+    },
+    "11.8_sm_90": {
+        "_Z5scaleIfLi4EEvPT_S0_": G(14, 0, 0, 0, 0, 0, (), None),
+        "_Z5scaleIdLi2EEvPT_S0_": G(10, 0, 0, 0, 0, 0, (), None),
+        "calls_helper": G(24, 64, 0, 0, 0, 0, (), None),
+        "capped_regs": G(8, 0, 0, 0, 0, 0, (), None),
+        "bounded": G(8, 0, 0, 0, 0, 0, (), None),
+        "poly_eval": G(12, 0, 0, 0, 0, 0, (), None),
+        "named_barrier": G(10, 0, 0, 0, 512, 0, (), None),
+        "shared_reverse": G(10, 0, 0, 0, 1024, 0, (), None),
+        "stack_frame": G(20, 256, 0, 0, 0, 0, (), None),
+        "pressure": G(56, 0, 0, 0, 0, 0, (), None),
+        "spill_heavy": G(32, 496, 944, 944, 0, 0, (), None),
+        "simple_add": G(12, 0, 0, 0, 0, 0, (), None),
+    },
+    "11.8_sm_90_cap32": {
+        "_Z5scaleIfLi4EEvPT_S0_": G(14, 0, 0, 0, 0, 0, (), None),
+        "_Z5scaleIdLi2EEvPT_S0_": G(10, 0, 0, 0, 0, 0, (), None),
+        "calls_helper": G(24, 64, 0, 0, 0, 0, (), None),
+        "capped_regs": G(8, 0, 0, 0, 0, 0, (), None),
+        "bounded": G(8, 0, 0, 0, 0, 0, (), None),
+        "poly_eval": G(12, 0, 0, 0, 0, 0, (), None),
+        "named_barrier": G(10, 0, 0, 0, 512, 0, (), None),
+        "shared_reverse": G(10, 0, 0, 0, 1024, 0, (), None),
+        "stack_frame": G(20, 256, 0, 0, 0, 0, (), None),
+        "pressure": G(32, 344, 660, 664, 0, 0, (), None),
+        "spill_heavy": G(32, 496, 944, 944, 0, 0, (), None),
+        "simple_add": G(12, 0, 0, 0, 0, 0, (), None),
+    },
+    "11.8_sm_90_rdc": {
+        "_Z5scaleIfLi4EEvPT_S0_": G(14, 0, 0, 0, 0, 0, (), None),
+        "_Z5scaleIdLi2EEvPT_S0_": G(10, 0, 0, 0, 0, 0, (), None),
+        "calls_helper": G(24, 0, 0, 0, 0, 0, (), None),
+        "capped_regs": G(8, 0, 0, 0, 0, 0, (), None),
+        "bounded": G(8, 0, 0, 0, 0, 0, (), None),
+        "poly_eval": G(12, 0, 0, 0, 0, 0, (), None),
+        "named_barrier": G(10, 0, 0, 0, 512, 0, (), None),
+        "shared_reverse": G(10, 0, 0, 0, 1024, 0, (), None),
+        "stack_frame": G(20, 256, 0, 0, 0, 0, (), None),
+        "pressure": G(56, 0, 0, 0, 0, 0, (), None),
+        "spill_heavy": G(32, 496, 944, 944, 0, 0, (), None),
+        "simple_add": G(12, 0, 0, 0, 0, 0, (), None),
+    },
+    "12.0_sm_75": {
+        "_Z5scaleIfLi4EEvPT_S0_": G(14, 0, 0, 0, 0, 0, ((0, 364),), None),
+        "_Z5scaleIdLi2EEvPT_S0_": G(10, 0, 0, 0, 0, 0, ((0, 368),), None),
+        "calls_helper": G(25, 64, 0, 0, 0, 0, ((0, 376),), None),
+        "capped_regs": G(8, 0, 0, 0, 0, 0, ((0, 360),), None),
+        "bounded": G(8, 0, 0, 0, 0, 0, ((0, 360),), None),
+        "poly_eval": G(10, 0, 0, 0, 0, 0, ((0, 372),), None),
+        "named_barrier": G(10, 0, 0, 0, 512, 0, ((0, 360),), None),
+        "shared_reverse": G(10, 0, 0, 0, 1024, 0, ((0, 360),), None),
+        "stack_frame": G(20, 256, 0, 0, 0, 0, ((0, 376),), None),
+        "pressure": G(72, 0, 0, 0, 0, 0, ((0, 372),), None),
+        "spill_heavy": G(64, 8, 4, 4, 0, 0, ((0, 372),), None),
+        "simple_add": G(12, 0, 0, 0, 0, 0, ((0, 380),), None),
+    },
+    "12.0_sm_75_cap32": {
+        "_Z5scaleIfLi4EEvPT_S0_": G(14, 0, 0, 0, 0, 0, ((0, 364),), None),
+        "_Z5scaleIdLi2EEvPT_S0_": G(10, 0, 0, 0, 0, 0, ((0, 368),), None),
+        "calls_helper": G(24, 64, 0, 0, 0, 0, ((0, 376),), None),
+        "capped_regs": G(8, 0, 0, 0, 0, 0, ((0, 360),), None),
+        "bounded": G(8, 0, 0, 0, 0, 0, ((0, 360),), None),
+        "poly_eval": G(10, 0, 0, 0, 0, 0, ((0, 372),), None),
+        "named_barrier": G(10, 0, 0, 0, 512, 0, ((0, 360),), None),
+        "shared_reverse": G(10, 0, 0, 0, 1024, 0, ((0, 360),), None),
+        "stack_frame": G(20, 256, 0, 0, 0, 0, ((0, 376),), None),
+        "pressure": G(32, 320, 616, 620, 0, 0, ((0, 372),), None),
+        "spill_heavy": G(64, 8, 4, 4, 0, 0, ((0, 372),), None),
+        "simple_add": G(12, 0, 0, 0, 0, 0, ((0, 380),), None),
+    },
+    "12.0_sm_75_rdc": {
+        "_Z5scaleIfLi4EEvPT_S0_": G(14, 0, 0, 0, 0, 0, ((0, 364),), None),
+        "_Z5scaleIdLi2EEvPT_S0_": G(10, 0, 0, 0, 0, 0, ((0, 368),), None),
+        "calls_helper": G(24, 0, 0, 0, 0, 0, ((0, 376),), None),
+        "capped_regs": G(8, 0, 0, 0, 0, 0, ((0, 360),), None),
+        "bounded": G(8, 0, 0, 0, 0, 0, ((0, 360),), None),
+        "poly_eval": G(10, 0, 0, 0, 0, 0, ((0, 372),), None),
+        "named_barrier": G(10, 0, 0, 0, 512, 0, ((0, 360),), None),
+        "shared_reverse": G(10, 0, 0, 0, 1024, 0, ((0, 360),), None),
+        "stack_frame": G(20, 256, 0, 0, 0, 0, ((0, 376),), None),
+        "pressure": G(72, 0, 0, 0, 0, 0, ((0, 372),), None),
+        "spill_heavy": G(64, 8, 4, 4, 0, 0, ((0, 372),), None),
+        "simple_add": G(12, 0, 0, 0, 0, 0, ((0, 380),), None),
+    },
+    "12.0_sm_80": {
+        "_Z5scaleIfLi4EEvPT_S0_": G(14, 0, 0, 0, 0, 0, ((0, 364),), None),
+        "_Z5scaleIdLi2EEvPT_S0_": G(10, 0, 0, 0, 0, 0, ((0, 368),), None),
+        "calls_helper": G(24, 64, 0, 0, 0, 0, ((0, 376),), None),
+        "capped_regs": G(8, 0, 0, 0, 0, 0, ((0, 360),), None),
+        "bounded": G(8, 0, 0, 0, 0, 0, ((0, 360),), None),
+        "poly_eval": G(12, 0, 0, 0, 0, 0, ((0, 372),), None),
+        "named_barrier": G(10, 0, 0, 0, 512, 0, ((0, 360),), None),
+        "shared_reverse": G(10, 0, 0, 0, 1024, 0, ((0, 360),), None),
+        "stack_frame": G(20, 256, 0, 0, 0, 0, ((0, 376),), None),
+        "pressure": G(64, 0, 0, 0, 0, 0, ((0, 372),), None),
+        "spill_heavy": G(32, 472, 924, 924, 0, 0, ((0, 372),), None),
+        "simple_add": G(12, 0, 0, 0, 0, 0, ((0, 380),), None),
+    },
+    "12.0_sm_80_cap32": {
+        "_Z5scaleIfLi4EEvPT_S0_": G(14, 0, 0, 0, 0, 0, ((0, 364),), None),
+        "_Z5scaleIdLi2EEvPT_S0_": G(10, 0, 0, 0, 0, 0, ((0, 368),), None),
+        "calls_helper": G(24, 64, 0, 0, 0, 0, ((0, 376),), None),
+        "capped_regs": G(8, 0, 0, 0, 0, 0, ((0, 360),), None),
+        "bounded": G(8, 0, 0, 0, 0, 0, ((0, 360),), None),
+        "poly_eval": G(12, 0, 0, 0, 0, 0, ((0, 372),), None),
+        "named_barrier": G(10, 0, 0, 0, 512, 0, ((0, 360),), None),
+        "shared_reverse": G(10, 0, 0, 0, 1024, 0, ((0, 360),), None),
+        "stack_frame": G(20, 256, 0, 0, 0, 0, ((0, 376),), None),
+        "pressure": G(32, 304, 596, 600, 0, 0, ((0, 372),), None),
+        "spill_heavy": G(32, 472, 924, 924, 0, 0, ((0, 372),), None),
+        "simple_add": G(12, 0, 0, 0, 0, 0, ((0, 380),), None),
+    },
+    "12.0_sm_80_rdc": {
+        "_Z5scaleIfLi4EEvPT_S0_": G(14, 0, 0, 0, 0, 0, ((0, 364),), None),
+        "_Z5scaleIdLi2EEvPT_S0_": G(10, 0, 0, 0, 0, 0, ((0, 368),), None),
+        "calls_helper": G(24, 0, 0, 0, 0, 0, ((0, 376),), None),
+        "capped_regs": G(8, 0, 0, 0, 0, 0, ((0, 360),), None),
+        "bounded": G(8, 0, 0, 0, 0, 0, ((0, 360),), None),
+        "poly_eval": G(12, 0, 0, 0, 0, 0, ((0, 372),), None),
+        "named_barrier": G(10, 0, 0, 0, 512, 0, ((0, 360),), None),
+        "shared_reverse": G(10, 0, 0, 0, 1024, 0, ((0, 360),), None),
+        "stack_frame": G(20, 256, 0, 0, 0, 0, ((0, 376),), None),
+        "pressure": G(64, 0, 0, 0, 0, 0, ((0, 372),), None),
+        "spill_heavy": G(32, 472, 924, 924, 0, 0, ((0, 372),), None),
+        "simple_add": G(12, 0, 0, 0, 0, 0, ((0, 380),), None),
+    },
+    "12.0_sm_90": {
+        "_Z5scaleIfLi4EEvPT_S0_": G(14, 0, 0, 0, 0, 0, (), None),
+        "_Z5scaleIdLi2EEvPT_S0_": G(10, 0, 0, 0, 0, 0, (), None),
+        "calls_helper": G(24, 64, 0, 0, 0, 0, (), None),
+        "capped_regs": G(8, 0, 0, 0, 0, 0, (), None),
+        "bounded": G(8, 0, 0, 0, 0, 0, (), None),
+        "poly_eval": G(12, 0, 0, 0, 0, 0, (), None),
+        "named_barrier": G(10, 0, 0, 0, 512, 0, (), None),
+        "shared_reverse": G(10, 0, 0, 0, 1024, 0, (), None),
+        "stack_frame": G(20, 256, 0, 0, 0, 0, (), None),
+        "pressure": G(56, 0, 0, 0, 0, 0, (), None),
+        "spill_heavy": G(32, 496, 944, 944, 0, 0, (), None),
+        "simple_add": G(12, 0, 0, 0, 0, 0, (), None),
+    },
+    "12.0_sm_90_cap32": {
+        "_Z5scaleIfLi4EEvPT_S0_": G(14, 0, 0, 0, 0, 0, (), None),
+        "_Z5scaleIdLi2EEvPT_S0_": G(10, 0, 0, 0, 0, 0, (), None),
+        "calls_helper": G(24, 64, 0, 0, 0, 0, (), None),
+        "capped_regs": G(8, 0, 0, 0, 0, 0, (), None),
+        "bounded": G(8, 0, 0, 0, 0, 0, (), None),
+        "poly_eval": G(12, 0, 0, 0, 0, 0, (), None),
+        "named_barrier": G(10, 0, 0, 0, 512, 0, (), None),
+        "shared_reverse": G(10, 0, 0, 0, 1024, 0, (), None),
+        "stack_frame": G(20, 256, 0, 0, 0, 0, (), None),
+        "pressure": G(32, 344, 660, 664, 0, 0, (), None),
+        "spill_heavy": G(32, 496, 944, 944, 0, 0, (), None),
+        "simple_add": G(12, 0, 0, 0, 0, 0, (), None),
+    },
+    "12.0_sm_90_rdc": {
+        "_Z5scaleIfLi4EEvPT_S0_": G(14, 0, 0, 0, 0, 0, (), None),
+        "_Z5scaleIdLi2EEvPT_S0_": G(10, 0, 0, 0, 0, 0, (), None),
+        "calls_helper": G(24, 0, 0, 0, 0, 0, (), None),
+        "capped_regs": G(8, 0, 0, 0, 0, 0, (), None),
+        "bounded": G(8, 0, 0, 0, 0, 0, (), None),
+        "poly_eval": G(12, 0, 0, 0, 0, 0, (), None),
+        "named_barrier": G(10, 0, 0, 0, 512, 0, (), None),
+        "shared_reverse": G(10, 0, 0, 0, 1024, 0, (), None),
+        "stack_frame": G(20, 256, 0, 0, 0, 0, (), None),
+        "pressure": G(56, 0, 0, 0, 0, 0, (), None),
+        "spill_heavy": G(32, 496, 944, 944, 0, 0, (), None),
+        "simple_add": G(12, 0, 0, 0, 0, 0, (), None),
+    },
+    "12.4_sm_75": {
+        "_Z5scaleIfLi4EEvPT_S0_": G(14, 0, 0, 0, 0, 0, ((0, 364),), None),
+        "_Z5scaleIdLi2EEvPT_S0_": G(10, 0, 0, 0, 0, 0, ((0, 368),), None),
+        "calls_helper": G(25, 64, 0, 0, 0, 0, ((0, 376),), 64),
+        "capped_regs": G(8, 0, 0, 0, 0, 0, ((0, 360),), None),
+        "bounded": G(8, 0, 0, 0, 0, 0, ((0, 360),), None),
+        "poly_eval": G(10, 0, 0, 0, 0, 0, ((0, 372),), None),
+        "named_barrier": G(10, 0, 0, 0, 512, 0, ((0, 360),), None),
+        "shared_reverse": G(10, 0, 0, 0, 1024, 0, ((0, 360),), None),
+        "stack_frame": G(20, 256, 0, 0, 0, 0, ((0, 376),), 256),
+        "pressure": G(72, 0, 0, 0, 0, 0, ((0, 372),), None),
+        "spill_heavy": G(64, 8, 4, 4, 0, 0, ((0, 372),), 8),
+        "simple_add": G(12, 0, 0, 0, 0, 0, ((0, 380),), None),
+    },
+    "12.4_sm_75_cap32": {
+        "_Z5scaleIfLi4EEvPT_S0_": G(14, 0, 0, 0, 0, 0, ((0, 364),), None),
+        "_Z5scaleIdLi2EEvPT_S0_": G(10, 0, 0, 0, 0, 0, ((0, 368),), None),
+        "calls_helper": G(24, 64, 0, 0, 0, 0, ((0, 376),), 64),
+        "capped_regs": G(8, 0, 0, 0, 0, 0, ((0, 360),), None),
+        "bounded": G(8, 0, 0, 0, 0, 0, ((0, 360),), None),
+        "poly_eval": G(10, 0, 0, 0, 0, 0, ((0, 372),), None),
+        "named_barrier": G(10, 0, 0, 0, 512, 0, ((0, 360),), None),
+        "shared_reverse": G(10, 0, 0, 0, 1024, 0, ((0, 360),), None),
+        "stack_frame": G(20, 256, 0, 0, 0, 0, ((0, 376),), 256),
+        "pressure": G(32, 320, 616, 620, 0, 0, ((0, 372),), 320),
+        "spill_heavy": G(64, 8, 4, 4, 0, 0, ((0, 372),), 8),
+        "simple_add": G(12, 0, 0, 0, 0, 0, ((0, 380),), None),
+    },
+    "12.4_sm_75_rdc": {
+        "_Z5scaleIfLi4EEvPT_S0_": G(14, 0, 0, 0, 0, 0, ((0, 364),), None),
+        "_Z5scaleIdLi2EEvPT_S0_": G(10, 0, 0, 0, 0, 0, ((0, 368),), None),
+        "calls_helper": G(24, 0, 0, 0, 0, 0, ((0, 376),), None),
+        "capped_regs": G(8, 0, 0, 0, 0, 0, ((0, 360),), None),
+        "bounded": G(8, 0, 0, 0, 0, 0, ((0, 360),), None),
+        "poly_eval": G(10, 0, 0, 0, 0, 0, ((0, 372),), None),
+        "named_barrier": G(10, 0, 0, 0, 512, 0, ((0, 360),), None),
+        "shared_reverse": G(10, 0, 0, 0, 1024, 0, ((0, 360),), None),
+        "stack_frame": G(20, 256, 0, 0, 0, 0, ((0, 376),), None),
+        "pressure": G(72, 0, 0, 0, 0, 0, ((0, 372),), None),
+        "spill_heavy": G(64, 8, 4, 4, 0, 0, ((0, 372),), None),
+        "simple_add": G(12, 0, 0, 0, 0, 0, ((0, 380),), None),
+    },
+    "12.4_sm_80": {
+        "_Z5scaleIfLi4EEvPT_S0_": G(14, 0, 0, 0, 0, 0, ((0, 364),), None),
+        "_Z5scaleIdLi2EEvPT_S0_": G(10, 0, 0, 0, 0, 0, ((0, 368),), None),
+        "calls_helper": G(24, 64, 0, 0, 0, 0, ((0, 376),), 64),
+        "capped_regs": G(8, 0, 0, 0, 0, 0, ((0, 360),), None),
+        "bounded": G(8, 0, 0, 0, 0, 0, ((0, 360),), None),
+        "poly_eval": G(12, 0, 0, 0, 0, 0, ((0, 372),), None),
+        "named_barrier": G(10, 0, 0, 0, 512, 0, ((0, 360),), None),
+        "shared_reverse": G(10, 0, 0, 0, 1024, 0, ((0, 360),), None),
+        "stack_frame": G(20, 256, 0, 0, 0, 0, ((0, 376),), 256),
+        "pressure": G(64, 0, 0, 0, 0, 0, ((0, 372),), None),
+        "spill_heavy": G(32, 472, 924, 924, 0, 0, ((0, 372),), 472),
+        "simple_add": G(12, 0, 0, 0, 0, 0, ((0, 380),), None),
+    },
+    "12.4_sm_80_cap32": {
+        "_Z5scaleIfLi4EEvPT_S0_": G(14, 0, 0, 0, 0, 0, ((0, 364),), None),
+        "_Z5scaleIdLi2EEvPT_S0_": G(10, 0, 0, 0, 0, 0, ((0, 368),), None),
+        "calls_helper": G(24, 64, 0, 0, 0, 0, ((0, 376),), 64),
+        "capped_regs": G(8, 0, 0, 0, 0, 0, ((0, 360),), None),
+        "bounded": G(8, 0, 0, 0, 0, 0, ((0, 360),), None),
+        "poly_eval": G(12, 0, 0, 0, 0, 0, ((0, 372),), None),
+        "named_barrier": G(10, 0, 0, 0, 512, 0, ((0, 360),), None),
+        "shared_reverse": G(10, 0, 0, 0, 1024, 0, ((0, 360),), None),
+        "stack_frame": G(20, 256, 0, 0, 0, 0, ((0, 376),), 256),
+        "pressure": G(32, 304, 596, 600, 0, 0, ((0, 372),), 304),
+        "spill_heavy": G(32, 472, 924, 924, 0, 0, ((0, 372),), 472),
+        "simple_add": G(12, 0, 0, 0, 0, 0, ((0, 380),), None),
+    },
+    "12.4_sm_80_rdc": {
+        "_Z5scaleIfLi4EEvPT_S0_": G(14, 0, 0, 0, 0, 0, ((0, 364),), None),
+        "_Z5scaleIdLi2EEvPT_S0_": G(10, 0, 0, 0, 0, 0, ((0, 368),), None),
+        "calls_helper": G(24, 0, 0, 0, 0, 0, ((0, 376),), None),
+        "capped_regs": G(8, 0, 0, 0, 0, 0, ((0, 360),), None),
+        "bounded": G(8, 0, 0, 0, 0, 0, ((0, 360),), None),
+        "poly_eval": G(12, 0, 0, 0, 0, 0, ((0, 372),), None),
+        "named_barrier": G(10, 0, 0, 0, 512, 0, ((0, 360),), None),
+        "shared_reverse": G(10, 0, 0, 0, 1024, 0, ((0, 360),), None),
+        "stack_frame": G(20, 256, 0, 0, 0, 0, ((0, 376),), None),
+        "pressure": G(64, 0, 0, 0, 0, 0, ((0, 372),), None),
+        "spill_heavy": G(32, 472, 924, 924, 0, 0, ((0, 372),), None),
+        "simple_add": G(12, 0, 0, 0, 0, 0, ((0, 380),), None),
+    },
+    "12.4_sm_90": {
+        "_Z5scaleIfLi4EEvPT_S0_": G(14, 0, 0, 0, 0, 0, (), None),
+        "_Z5scaleIdLi2EEvPT_S0_": G(10, 0, 0, 0, 0, 0, (), None),
+        "calls_helper": G(24, 64, 0, 0, 0, 0, (), 64),
+        "capped_regs": G(8, 0, 0, 0, 0, 0, (), None),
+        "bounded": G(8, 0, 0, 0, 0, 0, (), None),
+        "poly_eval": G(14, 0, 0, 0, 0, 0, (), None),
+        "named_barrier": G(10, 0, 0, 0, 512, 0, (), None),
+        "shared_reverse": G(10, 0, 0, 0, 1024, 0, (), None),
+        "stack_frame": G(20, 256, 0, 0, 0, 0, (), 256),
+        "pressure": G(56, 0, 0, 0, 0, 0, (), None),
+        "spill_heavy": G(32, 496, 944, 944, 0, 0, (), 496),
+        "simple_add": G(12, 0, 0, 0, 0, 0, (), None),
+    },
+    "12.4_sm_90_cap32": {
+        "_Z5scaleIfLi4EEvPT_S0_": G(14, 0, 0, 0, 0, 0, (), None),
+        "_Z5scaleIdLi2EEvPT_S0_": G(10, 0, 0, 0, 0, 0, (), None),
+        "calls_helper": G(24, 64, 0, 0, 0, 0, (), 64),
+        "capped_regs": G(8, 0, 0, 0, 0, 0, (), None),
+        "bounded": G(8, 0, 0, 0, 0, 0, (), None),
+        "poly_eval": G(14, 0, 0, 0, 0, 0, (), None),
+        "named_barrier": G(10, 0, 0, 0, 512, 0, (), None),
+        "shared_reverse": G(10, 0, 0, 0, 1024, 0, (), None),
+        "stack_frame": G(20, 256, 0, 0, 0, 0, (), 256),
+        "pressure": G(32, 344, 660, 664, 0, 0, (), 344),
+        "spill_heavy": G(32, 496, 944, 944, 0, 0, (), 496),
+        "simple_add": G(12, 0, 0, 0, 0, 0, (), None),
+    },
+    "12.4_sm_90_rdc": {
+        "_Z5scaleIfLi4EEvPT_S0_": G(14, 0, 0, 0, 0, 0, (), None),
+        "_Z5scaleIdLi2EEvPT_S0_": G(10, 0, 0, 0, 0, 0, (), None),
+        "calls_helper": G(24, 0, 0, 0, 0, 0, (), None),
+        "capped_regs": G(8, 0, 0, 0, 0, 0, (), None),
+        "bounded": G(8, 0, 0, 0, 0, 0, (), None),
+        "poly_eval": G(12, 0, 0, 0, 0, 0, (), None),
+        "named_barrier": G(10, 0, 0, 0, 512, 0, (), None),
+        "shared_reverse": G(10, 0, 0, 0, 1024, 0, (), None),
+        "stack_frame": G(20, 256, 0, 0, 0, 0, (), None),
+        "pressure": G(56, 0, 0, 0, 0, 0, (), None),
+        "spill_heavy": G(32, 496, 944, 944, 0, 0, (), None),
+        "simple_add": G(12, 0, 0, 0, 0, 0, (), None),
+    },
+    "12.9_sm_75": {
+        "_Z5scaleIfLi4EEvPT_S0_": G(14, 0, 0, 0, 0, 0, ((0, 364),), None),
+        "_Z5scaleIdLi2EEvPT_S0_": G(10, 0, 0, 0, 0, 0, ((0, 368),), None),
+        "calls_helper": G(25, 64, 0, 0, 0, 0, ((0, 376),), 64),
+        "capped_regs": G(8, 0, 0, 0, 0, 0, ((0, 360),), None),
+        "bounded": G(8, 0, 0, 0, 0, 0, ((0, 360),), None),
+        "poly_eval": G(10, 0, 0, 0, 0, 0, ((0, 372),), None),
+        "named_barrier": G(10, 0, 0, 0, 512, 2, ((0, 360),), None),
+        "shared_reverse": G(10, 0, 0, 0, 1024, 1, ((0, 360),), None),
+        "stack_frame": G(20, 256, 0, 0, 0, 0, ((0, 376),), 256),
+        "pressure": G(72, 0, 0, 0, 0, 0, ((0, 372),), None),
+        "spill_heavy": G(64, 8, 4, 4, 0, 0, ((0, 372),), 8),
+        "simple_add": G(12, 0, 0, 0, 0, 0, ((0, 380),), None),
+    },
+    "12.9_sm_75_cap32": {
+        "_Z5scaleIfLi4EEvPT_S0_": G(14, 0, 0, 0, 0, 0, ((0, 364),), None),
+        "_Z5scaleIdLi2EEvPT_S0_": G(10, 0, 0, 0, 0, 0, ((0, 368),), None),
+        "calls_helper": G(24, 64, 0, 0, 0, 0, ((0, 376),), 64),
+        "capped_regs": G(8, 0, 0, 0, 0, 0, ((0, 360),), None),
+        "bounded": G(8, 0, 0, 0, 0, 0, ((0, 360),), None),
+        "poly_eval": G(10, 0, 0, 0, 0, 0, ((0, 372),), None),
+        "named_barrier": G(10, 0, 0, 0, 512, 2, ((0, 360),), None),
+        "shared_reverse": G(10, 0, 0, 0, 1024, 1, ((0, 360),), None),
+        "stack_frame": G(20, 256, 0, 0, 0, 0, ((0, 376),), 256),
+        "pressure": G(32, 328, 632, 636, 0, 0, ((0, 372),), 328),
+        "spill_heavy": G(64, 8, 4, 4, 0, 0, ((0, 372),), 8),
+        "simple_add": G(12, 0, 0, 0, 0, 0, ((0, 380),), None),
+    },
+    "12.9_sm_75_rdc": {
+        "_Z5scaleIfLi4EEvPT_S0_": G(14, 0, 0, 0, 0, 0, ((0, 364),), None),
+        "_Z5scaleIdLi2EEvPT_S0_": G(10, 0, 0, 0, 0, 0, ((0, 368),), None),
+        "calls_helper": G(24, 0, 0, 0, 0, 0, ((0, 376),), None),
+        "capped_regs": G(8, 0, 0, 0, 0, 0, ((0, 360),), None),
+        "bounded": G(8, 0, 0, 0, 0, 0, ((0, 360),), None),
+        "poly_eval": G(10, 0, 0, 0, 0, 0, ((0, 372),), None),
+        "named_barrier": G(10, 0, 0, 0, 512, 2, ((0, 360),), None),
+        "shared_reverse": G(10, 0, 0, 0, 1024, 1, ((0, 360),), None),
+        "stack_frame": G(20, 256, 0, 0, 0, 0, ((0, 376),), None),
+        "pressure": G(72, 0, 0, 0, 0, 0, ((0, 372),), None),
+        "spill_heavy": G(64, 8, 4, 4, 0, 0, ((0, 372),), None),
+        "simple_add": G(12, 0, 0, 0, 0, 0, ((0, 380),), None),
+    },
+    "12.9_sm_80": {
+        "_Z5scaleIfLi4EEvPT_S0_": G(14, 0, 0, 0, 0, 0, ((0, 364),), None),
+        "_Z5scaleIdLi2EEvPT_S0_": G(10, 0, 0, 0, 0, 0, ((0, 368),), None),
+        "calls_helper": G(24, 64, 0, 0, 0, 0, ((0, 376),), 64),
+        "capped_regs": G(8, 0, 0, 0, 0, 0, ((0, 360),), None),
+        "bounded": G(8, 0, 0, 0, 0, 0, ((0, 360),), None),
+        "poly_eval": G(12, 0, 0, 0, 0, 0, ((0, 372),), None),
+        "named_barrier": G(10, 0, 0, 0, 512, 2, ((0, 360),), None),
+        "shared_reverse": G(10, 0, 0, 0, 1024, 1, ((0, 360),), None),
+        "stack_frame": G(20, 256, 0, 0, 0, 0, ((0, 376),), 256),
+        "pressure": G(64, 0, 0, 0, 0, 0, ((0, 372),), None),
+        "spill_heavy": G(32, 496, 972, 972, 0, 0, ((0, 372),), 496),
+        "simple_add": G(12, 0, 0, 0, 0, 0, ((0, 380),), None),
+    },
+    "12.9_sm_80_cap32": {
+        "_Z5scaleIfLi4EEvPT_S0_": G(14, 0, 0, 0, 0, 0, ((0, 364),), None),
+        "_Z5scaleIdLi2EEvPT_S0_": G(10, 0, 0, 0, 0, 0, ((0, 368),), None),
+        "calls_helper": G(24, 64, 0, 0, 0, 0, ((0, 376),), 64),
+        "capped_regs": G(8, 0, 0, 0, 0, 0, ((0, 360),), None),
+        "bounded": G(8, 0, 0, 0, 0, 0, ((0, 360),), None),
+        "poly_eval": G(12, 0, 0, 0, 0, 0, ((0, 372),), None),
+        "named_barrier": G(10, 0, 0, 0, 512, 2, ((0, 360),), None),
+        "shared_reverse": G(10, 0, 0, 0, 1024, 1, ((0, 360),), None),
+        "stack_frame": G(20, 256, 0, 0, 0, 0, ((0, 376),), 256),
+        "pressure": G(32, 312, 612, 616, 0, 0, ((0, 372),), 312),
+        "spill_heavy": G(32, 496, 972, 972, 0, 0, ((0, 372),), 496),
+        "simple_add": G(12, 0, 0, 0, 0, 0, ((0, 380),), None),
+    },
+    "12.9_sm_80_rdc": {
+        "_Z5scaleIfLi4EEvPT_S0_": G(14, 0, 0, 0, 0, 0, ((0, 364),), None),
+        "_Z5scaleIdLi2EEvPT_S0_": G(10, 0, 0, 0, 0, 0, ((0, 368),), None),
+        "calls_helper": G(24, 0, 0, 0, 0, 0, ((0, 376),), None),
+        "capped_regs": G(8, 0, 0, 0, 0, 0, ((0, 360),), None),
+        "bounded": G(8, 0, 0, 0, 0, 0, ((0, 360),), None),
+        "poly_eval": G(12, 0, 0, 0, 0, 0, ((0, 372),), None),
+        "named_barrier": G(10, 0, 0, 0, 512, 2, ((0, 360),), None),
+        "shared_reverse": G(10, 0, 0, 0, 1024, 1, ((0, 360),), None),
+        "stack_frame": G(20, 256, 0, 0, 0, 0, ((0, 376),), None),
+        "pressure": G(64, 0, 0, 0, 0, 0, ((0, 372),), None),
+        "spill_heavy": G(32, 496, 972, 972, 0, 0, ((0, 372),), None),
+        "simple_add": G(12, 0, 0, 0, 0, 0, ((0, 380),), None),
+    },
+    "12.9_sm_90": {
+        "_Z5scaleIfLi4EEvPT_S0_": G(14, 0, 0, 0, 0, 0, (), None),
+        "_Z5scaleIdLi2EEvPT_S0_": G(10, 0, 0, 0, 0, 0, (), None),
+        "calls_helper": G(24, 64, 0, 0, 0, 0, (), 64),
+        "capped_regs": G(8, 0, 0, 0, 0, 0, (), None),
+        "bounded": G(8, 0, 0, 0, 0, 0, (), None),
+        "poly_eval": G(14, 0, 0, 0, 0, 0, (), None),
+        "named_barrier": G(10, 0, 0, 0, 512, 2, (), None),
+        "shared_reverse": G(10, 0, 0, 0, 1024, 1, (), None),
+        "stack_frame": G(20, 256, 0, 0, 0, 0, (), 256),
+        "pressure": G(56, 0, 0, 0, 0, 0, (), None),
+        "spill_heavy": G(32, 520, 992, 992, 0, 0, (), 520),
+        "simple_add": G(12, 0, 0, 0, 0, 0, (), None),
+    },
+    "12.9_sm_90_cap32": {
+        "_Z5scaleIfLi4EEvPT_S0_": G(14, 0, 0, 0, 0, 0, (), None),
+        "_Z5scaleIdLi2EEvPT_S0_": G(10, 0, 0, 0, 0, 0, (), None),
+        "calls_helper": G(24, 64, 0, 0, 0, 0, (), 64),
+        "capped_regs": G(8, 0, 0, 0, 0, 0, (), None),
+        "bounded": G(8, 0, 0, 0, 0, 0, (), None),
+        "poly_eval": G(14, 0, 0, 0, 0, 0, (), None),
+        "named_barrier": G(10, 0, 0, 0, 512, 2, (), None),
+        "shared_reverse": G(10, 0, 0, 0, 1024, 1, (), None),
+        "stack_frame": G(20, 256, 0, 0, 0, 0, (), 256),
+        "pressure": G(32, 344, 668, 672, 0, 0, (), 344),
+        "spill_heavy": G(32, 520, 992, 992, 0, 0, (), 520),
+        "simple_add": G(12, 0, 0, 0, 0, 0, (), None),
+    },
+    "12.9_sm_90_rdc": {
+        "_Z5scaleIfLi4EEvPT_S0_": G(14, 0, 0, 0, 0, 0, (), None),
+        "_Z5scaleIdLi2EEvPT_S0_": G(10, 0, 0, 0, 0, 0, (), None),
+        "calls_helper": G(24, 0, 0, 0, 0, 0, (), None),
+        "capped_regs": G(8, 0, 0, 0, 0, 0, (), None),
+        "bounded": G(8, 0, 0, 0, 0, 0, (), None),
+        "poly_eval": G(12, 0, 0, 0, 0, 0, (), None),
+        "named_barrier": G(10, 0, 0, 0, 512, 2, (), None),
+        "shared_reverse": G(10, 0, 0, 0, 1024, 1, (), None),
+        "stack_frame": G(20, 256, 0, 0, 0, 0, (), None),
+        "pressure": G(56, 0, 0, 0, 0, 0, (), None),
+        "spill_heavy": G(32, 520, 992, 992, 0, 0, (), None),
+        "simple_add": G(12, 0, 0, 0, 0, 0, (), None),
+    },
+    "12.9_sm_100": {
+        "_Z5scaleIfLi4EEvPT_S0_": G(14, 0, 0, 0, 0, 0, (), None),
+        "_Z5scaleIdLi2EEvPT_S0_": G(12, 0, 0, 0, 0, 0, (), None),
+        "calls_helper": G(24, 64, 0, 0, 0, 0, (), 64),
+        "capped_regs": G(8, 0, 0, 0, 0, 0, (), None),
+        "bounded": G(8, 0, 0, 0, 0, 0, (), None),
+        "poly_eval": G(14, 0, 0, 0, 0, 0, (), None),
+        "named_barrier": G(10, 0, 0, 0, 512, 2, (), None),
+        "shared_reverse": G(10, 0, 0, 0, 1024, 1, (), None),
+        "stack_frame": G(20, 256, 0, 0, 0, 0, (), 256),
+        "pressure": G(48, 0, 0, 0, 0, 0, (), None),
+        "spill_heavy": G(32, 512, 976, 976, 0, 0, (), 512),
+        "simple_add": G(12, 0, 0, 0, 0, 0, (), None),
+    },
+    "12.9_sm_100_cap32": {
+        "_Z5scaleIfLi4EEvPT_S0_": G(14, 0, 0, 0, 0, 0, (), None),
+        "_Z5scaleIdLi2EEvPT_S0_": G(12, 0, 0, 0, 0, 0, (), None),
+        "calls_helper": G(24, 64, 0, 0, 0, 0, (), 64),
+        "capped_regs": G(8, 0, 0, 0, 0, 0, (), None),
+        "bounded": G(8, 0, 0, 0, 0, 0, (), None),
+        "poly_eval": G(14, 0, 0, 0, 0, 0, (), None),
+        "named_barrier": G(10, 0, 0, 0, 512, 2, (), None),
+        "shared_reverse": G(10, 0, 0, 0, 1024, 1, (), None),
+        "stack_frame": G(20, 256, 0, 0, 0, 0, (), 256),
+        "pressure": G(32, 328, 620, 624, 0, 0, (), 328),
+        "spill_heavy": G(32, 512, 976, 976, 0, 0, (), 512),
+        "simple_add": G(12, 0, 0, 0, 0, 0, (), None),
+    },
+    "12.9_sm_100_rdc": {
+        "_Z5scaleIfLi4EEvPT_S0_": G(14, 0, 0, 0, 0, 0, (), None),
+        "_Z5scaleIdLi2EEvPT_S0_": G(12, 0, 0, 0, 0, 0, (), None),
+        "calls_helper": G(24, 0, 0, 0, 0, 0, (), None),
+        "capped_regs": G(8, 0, 0, 0, 0, 0, (), None),
+        "bounded": G(8, 0, 0, 0, 0, 0, (), None),
+        "poly_eval": G(12, 0, 0, 0, 0, 0, (), None),
+        "named_barrier": G(10, 0, 0, 0, 512, 2, (), None),
+        "shared_reverse": G(10, 0, 0, 0, 1024, 1, (), None),
+        "stack_frame": G(20, 256, 0, 0, 0, 0, (), None),
+        "pressure": G(48, 0, 0, 0, 0, 0, (), None),
+        "spill_heavy": G(32, 512, 976, 976, 0, 0, (), None),
+        "simple_add": G(12, 0, 0, 0, 0, 0, (), None),
+    },
+    "12.9_sm_120": {
+        "_Z5scaleIfLi4EEvPT_S0_": G(14, 0, 0, 0, 0, 0, (), None),
+        "_Z5scaleIdLi2EEvPT_S0_": G(12, 0, 0, 0, 0, 0, (), None),
+        "calls_helper": G(27, 64, 0, 0, 0, 0, (), 64),
+        "capped_regs": G(8, 0, 0, 0, 0, 0, (), None),
+        "bounded": G(8, 0, 0, 0, 0, 0, (), None),
+        "poly_eval": G(12, 0, 0, 0, 0, 0, (), None),
+        "named_barrier": G(10, 0, 0, 0, 512, 2, (), None),
+        "shared_reverse": G(10, 0, 0, 0, 1024, 1, (), None),
+        "stack_frame": G(22, 256, 0, 0, 0, 0, (), 256),
+        "pressure": G(48, 0, 0, 0, 0, 0, (), None),
+        "spill_heavy": G(64, 0, 0, 0, 0, 0, (), None),
+        "simple_add": G(12, 0, 0, 0, 0, 0, (), None),
+    },
+    "12.9_sm_120_cap32": {
+        "_Z5scaleIfLi4EEvPT_S0_": G(14, 0, 0, 0, 0, 0, (), None),
+        "_Z5scaleIdLi2EEvPT_S0_": G(12, 0, 0, 0, 0, 0, (), None),
+        "calls_helper": G(27, 64, 0, 0, 0, 0, (), 64),
+        "capped_regs": G(8, 0, 0, 0, 0, 0, (), None),
+        "bounded": G(8, 0, 0, 0, 0, 0, (), None),
+        "poly_eval": G(12, 0, 0, 0, 0, 0, (), None),
+        "named_barrier": G(10, 0, 0, 0, 512, 2, (), None),
+        "shared_reverse": G(10, 0, 0, 0, 1024, 1, (), None),
+        "stack_frame": G(22, 256, 0, 0, 0, 0, (), 256),
+        "pressure": G(32, 328, 620, 624, 0, 0, (), 328),
+        "spill_heavy": G(64, 0, 0, 0, 0, 0, (), None),
+        "simple_add": G(12, 0, 0, 0, 0, 0, (), None),
+    },
+    "12.9_sm_120_rdc": {
+        "_Z5scaleIfLi4EEvPT_S0_": G(14, 0, 0, 0, 0, 0, (), None),
+        "_Z5scaleIdLi2EEvPT_S0_": G(12, 0, 0, 0, 0, 0, (), None),
+        "calls_helper": G(24, 0, 0, 0, 0, 0, (), None),
+        "capped_regs": G(8, 0, 0, 0, 0, 0, (), None),
+        "bounded": G(8, 0, 0, 0, 0, 0, (), None),
+        "poly_eval": G(12, 0, 0, 0, 0, 0, (), None),
+        "named_barrier": G(10, 0, 0, 0, 512, 2, (), None),
+        "shared_reverse": G(10, 0, 0, 0, 1024, 1, (), None),
+        "stack_frame": G(22, 256, 0, 0, 0, 0, (), None),
+        "pressure": G(48, 0, 0, 0, 0, 0, (), None),
+        "spill_heavy": G(64, 0, 0, 0, 0, 0, (), None),
+        "simple_add": G(12, 0, 0, 0, 0, 0, (), None),
+    },
+    "13.0_sm_75": {
+        "_Z5scaleIfLi4EEvPT_S0_": G(14, 0, 0, 0, 0, 0, ((0, 364),), None),
+        "_Z5scaleIdLi2EEvPT_S0_": G(10, 0, 0, 0, 0, 0, ((0, 368),), None),
+        "calls_helper": G(25, 64, 0, 0, 0, 0, ((0, 376),), 64),
+        "capped_regs": G(8, 0, 0, 0, 0, 0, ((0, 360),), None),
+        "bounded": G(8, 0, 0, 0, 0, 0, ((0, 360),), None),
+        "poly_eval": G(10, 0, 0, 0, 0, 0, ((0, 372),), None),
+        "named_barrier": G(10, 0, 0, 0, 512, 2, ((0, 360),), None),
+        "shared_reverse": G(10, 0, 0, 0, 1024, 1, ((0, 360),), None),
+        "stack_frame": G(20, 256, 0, 0, 0, 0, ((0, 376),), 256),
+        "pressure": G(72, 0, 0, 0, 0, 0, ((0, 372),), None),
+        "spill_heavy": G(64, 8, 4, 4, 0, 0, ((0, 372),), 8),
+        "simple_add": G(12, 0, 0, 0, 0, 0, ((0, 380),), None),
+    },
+    "13.0_sm_75_cap32": {
+        "_Z5scaleIfLi4EEvPT_S0_": G(14, 0, 0, 0, 0, 0, ((0, 364),), None),
+        "_Z5scaleIdLi2EEvPT_S0_": G(10, 0, 0, 0, 0, 0, ((0, 368),), None),
+        "calls_helper": G(24, 64, 0, 0, 0, 0, ((0, 376),), 64),
+        "capped_regs": G(8, 0, 0, 0, 0, 0, ((0, 360),), None),
+        "bounded": G(8, 0, 0, 0, 0, 0, ((0, 360),), None),
+        "poly_eval": G(10, 0, 0, 0, 0, 0, ((0, 372),), None),
+        "named_barrier": G(10, 0, 0, 0, 512, 2, ((0, 360),), None),
+        "shared_reverse": G(10, 0, 0, 0, 1024, 1, ((0, 360),), None),
+        "stack_frame": G(20, 256, 0, 0, 0, 0, ((0, 376),), 256),
+        "pressure": G(32, 328, 632, 636, 0, 0, ((0, 372),), 328),
+        "spill_heavy": G(64, 8, 4, 4, 0, 0, ((0, 372),), 8),
+        "simple_add": G(12, 0, 0, 0, 0, 0, ((0, 380),), None),
+    },
+    "13.0_sm_75_rdc": {
+        "_Z5scaleIfLi4EEvPT_S0_": G(14, 0, 0, 0, 0, 0, ((0, 364),), None),
+        "_Z5scaleIdLi2EEvPT_S0_": G(10, 0, 0, 0, 0, 0, ((0, 368),), None),
+        "calls_helper": G(24, 0, 0, 0, 0, 0, ((0, 376),), None),
+        "capped_regs": G(8, 0, 0, 0, 0, 0, ((0, 360),), None),
+        "bounded": G(8, 0, 0, 0, 0, 0, ((0, 360),), None),
+        "poly_eval": G(10, 0, 0, 0, 0, 0, ((0, 372),), None),
+        "named_barrier": G(10, 0, 0, 0, 512, 2, ((0, 360),), None),
+        "shared_reverse": G(10, 0, 0, 0, 1024, 1, ((0, 360),), None),
+        "stack_frame": G(20, 256, 0, 0, 0, 0, ((0, 376),), None),
+        "pressure": G(72, 0, 0, 0, 0, 0, ((0, 372),), None),
+        "spill_heavy": G(64, 8, 4, 4, 0, 0, ((0, 372),), None),
+        "simple_add": G(12, 0, 0, 0, 0, 0, ((0, 380),), None),
+    },
+    "13.0_sm_80": {
+        "_Z5scaleIfLi4EEvPT_S0_": G(14, 0, 0, 0, 0, 0, ((0, 364),), None),
+        "_Z5scaleIdLi2EEvPT_S0_": G(10, 0, 0, 0, 0, 0, ((0, 368),), None),
+        "calls_helper": G(24, 64, 0, 0, 0, 0, ((0, 376),), 64),
+        "capped_regs": G(8, 0, 0, 0, 0, 0, ((0, 360),), None),
+        "bounded": G(8, 0, 0, 0, 0, 0, ((0, 360),), None),
+        "poly_eval": G(12, 0, 0, 0, 0, 0, ((0, 372),), None),
+        "named_barrier": G(10, 0, 0, 0, 512, 2, ((0, 360),), None),
+        "shared_reverse": G(10, 0, 0, 0, 1024, 1, ((0, 360),), None),
+        "stack_frame": G(20, 256, 0, 0, 0, 0, ((0, 376),), 256),
+        "pressure": G(64, 0, 0, 0, 0, 0, ((0, 372),), None),
+        "spill_heavy": G(32, 496, 972, 972, 0, 0, ((0, 372),), 496),
+        "simple_add": G(12, 0, 0, 0, 0, 0, ((0, 380),), None),
+    },
+    "13.0_sm_80_cap32": {
+        "_Z5scaleIfLi4EEvPT_S0_": G(14, 0, 0, 0, 0, 0, ((0, 364),), None),
+        "_Z5scaleIdLi2EEvPT_S0_": G(10, 0, 0, 0, 0, 0, ((0, 368),), None),
+        "calls_helper": G(24, 64, 0, 0, 0, 0, ((0, 376),), 64),
+        "capped_regs": G(8, 0, 0, 0, 0, 0, ((0, 360),), None),
+        "bounded": G(8, 0, 0, 0, 0, 0, ((0, 360),), None),
+        "poly_eval": G(12, 0, 0, 0, 0, 0, ((0, 372),), None),
+        "named_barrier": G(10, 0, 0, 0, 512, 2, ((0, 360),), None),
+        "shared_reverse": G(10, 0, 0, 0, 1024, 1, ((0, 360),), None),
+        "stack_frame": G(20, 256, 0, 0, 0, 0, ((0, 376),), 256),
+        "pressure": G(32, 312, 612, 616, 0, 0, ((0, 372),), 312),
+        "spill_heavy": G(32, 496, 972, 972, 0, 0, ((0, 372),), 496),
+        "simple_add": G(12, 0, 0, 0, 0, 0, ((0, 380),), None),
+    },
+    "13.0_sm_80_rdc": {
+        "_Z5scaleIfLi4EEvPT_S0_": G(14, 0, 0, 0, 0, 0, ((0, 364),), None),
+        "_Z5scaleIdLi2EEvPT_S0_": G(10, 0, 0, 0, 0, 0, ((0, 368),), None),
+        "calls_helper": G(24, 0, 0, 0, 0, 0, ((0, 376),), None),
+        "capped_regs": G(8, 0, 0, 0, 0, 0, ((0, 360),), None),
+        "bounded": G(8, 0, 0, 0, 0, 0, ((0, 360),), None),
+        "poly_eval": G(12, 0, 0, 0, 0, 0, ((0, 372),), None),
+        "named_barrier": G(10, 0, 0, 0, 512, 2, ((0, 360),), None),
+        "shared_reverse": G(10, 0, 0, 0, 1024, 1, ((0, 360),), None),
+        "stack_frame": G(20, 256, 0, 0, 0, 0, ((0, 376),), None),
+        "pressure": G(64, 0, 0, 0, 0, 0, ((0, 372),), None),
+        "spill_heavy": G(32, 496, 972, 972, 0, 0, ((0, 372),), None),
+        "simple_add": G(12, 0, 0, 0, 0, 0, ((0, 380),), None),
+    },
+    "13.0_sm_90": {
+        "_Z5scaleIfLi4EEvPT_S0_": G(14, 0, 0, 0, 0, 0, (), None),
+        "_Z5scaleIdLi2EEvPT_S0_": G(10, 0, 0, 0, 0, 0, (), None),
+        "calls_helper": G(24, 64, 0, 0, 0, 0, (), 64),
+        "capped_regs": G(8, 0, 0, 0, 0, 0, (), None),
+        "bounded": G(8, 0, 0, 0, 0, 0, (), None),
+        "poly_eval": G(14, 0, 0, 0, 0, 0, (), None),
+        "named_barrier": G(10, 0, 0, 0, 512, 2, (), None),
+        "shared_reverse": G(10, 0, 0, 0, 1024, 1, (), None),
+        "stack_frame": G(20, 256, 0, 0, 0, 0, (), 256),
+        "pressure": G(56, 0, 0, 0, 0, 0, (), None),
+        "spill_heavy": G(32, 520, 992, 992, 0, 0, (), 520),
+        "simple_add": G(12, 0, 0, 0, 0, 0, (), None),
+    },
+    "13.0_sm_90_cap32": {
+        "_Z5scaleIfLi4EEvPT_S0_": G(14, 0, 0, 0, 0, 0, (), None),
+        "_Z5scaleIdLi2EEvPT_S0_": G(10, 0, 0, 0, 0, 0, (), None),
+        "calls_helper": G(24, 64, 0, 0, 0, 0, (), 64),
+        "capped_regs": G(8, 0, 0, 0, 0, 0, (), None),
+        "bounded": G(8, 0, 0, 0, 0, 0, (), None),
+        "poly_eval": G(14, 0, 0, 0, 0, 0, (), None),
+        "named_barrier": G(10, 0, 0, 0, 512, 2, (), None),
+        "shared_reverse": G(10, 0, 0, 0, 1024, 1, (), None),
+        "stack_frame": G(20, 256, 0, 0, 0, 0, (), 256),
+        "pressure": G(32, 344, 668, 672, 0, 0, (), 344),
+        "spill_heavy": G(32, 520, 992, 992, 0, 0, (), 520),
+        "simple_add": G(12, 0, 0, 0, 0, 0, (), None),
+    },
+    "13.0_sm_90_rdc": {
+        "_Z5scaleIfLi4EEvPT_S0_": G(14, 0, 0, 0, 0, 0, (), None),
+        "_Z5scaleIdLi2EEvPT_S0_": G(10, 0, 0, 0, 0, 0, (), None),
+        "calls_helper": G(24, 0, 0, 0, 0, 0, (), None),
+        "capped_regs": G(8, 0, 0, 0, 0, 0, (), None),
+        "bounded": G(8, 0, 0, 0, 0, 0, (), None),
+        "poly_eval": G(12, 0, 0, 0, 0, 0, (), None),
+        "named_barrier": G(10, 0, 0, 0, 512, 2, (), None),
+        "shared_reverse": G(10, 0, 0, 0, 1024, 1, (), None),
+        "stack_frame": G(20, 256, 0, 0, 0, 0, (), None),
+        "pressure": G(56, 0, 0, 0, 0, 0, (), None),
+        "spill_heavy": G(32, 520, 992, 992, 0, 0, (), None),
+        "simple_add": G(12, 0, 0, 0, 0, 0, (), None),
+    },
+    "13.0_sm_100": {
+        "_Z5scaleIfLi4EEvPT_S0_": G(14, 0, 0, 0, 0, 0, (), None),
+        "_Z5scaleIdLi2EEvPT_S0_": G(12, 0, 0, 0, 0, 0, (), None),
+        "calls_helper": G(24, 64, 0, 0, 0, 0, (), 64),
+        "capped_regs": G(8, 0, 0, 0, 0, 0, (), None),
+        "bounded": G(8, 0, 0, 0, 0, 0, (), None),
+        "poly_eval": G(14, 0, 0, 0, 0, 0, (), None),
+        "named_barrier": G(10, 0, 0, 0, 512, 2, (), None),
+        "shared_reverse": G(10, 0, 0, 0, 1024, 1, (), None),
+        "stack_frame": G(20, 256, 0, 0, 0, 0, (), 256),
+        "pressure": G(48, 0, 0, 0, 0, 0, (), None),
+        "spill_heavy": G(32, 512, 976, 976, 0, 0, (), 512),
+        "simple_add": G(12, 0, 0, 0, 0, 0, (), None),
+    },
+    "13.0_sm_100_cap32": {
+        "_Z5scaleIfLi4EEvPT_S0_": G(14, 0, 0, 0, 0, 0, (), None),
+        "_Z5scaleIdLi2EEvPT_S0_": G(12, 0, 0, 0, 0, 0, (), None),
+        "calls_helper": G(24, 64, 0, 0, 0, 0, (), 64),
+        "capped_regs": G(8, 0, 0, 0, 0, 0, (), None),
+        "bounded": G(8, 0, 0, 0, 0, 0, (), None),
+        "poly_eval": G(14, 0, 0, 0, 0, 0, (), None),
+        "named_barrier": G(10, 0, 0, 0, 512, 2, (), None),
+        "shared_reverse": G(10, 0, 0, 0, 1024, 1, (), None),
+        "stack_frame": G(20, 256, 0, 0, 0, 0, (), 256),
+        "pressure": G(32, 328, 620, 624, 0, 0, (), 328),
+        "spill_heavy": G(32, 512, 976, 976, 0, 0, (), 512),
+        "simple_add": G(12, 0, 0, 0, 0, 0, (), None),
+    },
+    "13.0_sm_100_rdc": {
+        "_Z5scaleIfLi4EEvPT_S0_": G(14, 0, 0, 0, 0, 0, (), None),
+        "_Z5scaleIdLi2EEvPT_S0_": G(12, 0, 0, 0, 0, 0, (), None),
+        "calls_helper": G(24, 0, 0, 0, 0, 0, (), None),
+        "capped_regs": G(8, 0, 0, 0, 0, 0, (), None),
+        "bounded": G(8, 0, 0, 0, 0, 0, (), None),
+        "poly_eval": G(12, 0, 0, 0, 0, 0, (), None),
+        "named_barrier": G(10, 0, 0, 0, 512, 2, (), None),
+        "shared_reverse": G(10, 0, 0, 0, 1024, 1, (), None),
+        "stack_frame": G(20, 256, 0, 0, 0, 0, (), None),
+        "pressure": G(48, 0, 0, 0, 0, 0, (), None),
+        "spill_heavy": G(32, 512, 976, 976, 0, 0, (), None),
+        "simple_add": G(12, 0, 0, 0, 0, 0, (), None),
+    },
+    "13.0_sm_120": {
+        "_Z5scaleIfLi4EEvPT_S0_": G(14, 0, 0, 0, 0, 0, (), None),
+        "_Z5scaleIdLi2EEvPT_S0_": G(12, 0, 0, 0, 0, 0, (), None),
+        "calls_helper": G(25, 64, 0, 0, 0, 0, (), 64),
+        "capped_regs": G(8, 0, 0, 0, 0, 0, (), None),
+        "bounded": G(8, 0, 0, 0, 0, 0, (), None),
+        "poly_eval": G(12, 0, 0, 0, 0, 0, (), None),
+        "named_barrier": G(10, 0, 0, 0, 512, 2, (), None),
+        "shared_reverse": G(10, 0, 0, 0, 1024, 1, (), None),
+        "stack_frame": G(18, 256, 0, 0, 0, 0, (), 256),
+        "pressure": G(48, 0, 0, 0, 0, 0, (), None),
+        "spill_heavy": G(64, 0, 0, 0, 0, 0, (), None),
+        "simple_add": G(12, 0, 0, 0, 0, 0, (), None),
+    },
+    "13.0_sm_120_cap32": {
+        "_Z5scaleIfLi4EEvPT_S0_": G(14, 0, 0, 0, 0, 0, (), None),
+        "_Z5scaleIdLi2EEvPT_S0_": G(12, 0, 0, 0, 0, 0, (), None),
+        "calls_helper": G(24, 64, 0, 0, 0, 0, (), 64),
+        "capped_regs": G(8, 0, 0, 0, 0, 0, (), None),
+        "bounded": G(8, 0, 0, 0, 0, 0, (), None),
+        "poly_eval": G(12, 0, 0, 0, 0, 0, (), None),
+        "named_barrier": G(10, 0, 0, 0, 512, 2, (), None),
+        "shared_reverse": G(10, 0, 0, 0, 1024, 1, (), None),
+        "stack_frame": G(18, 256, 0, 0, 0, 0, (), 256),
+        "pressure": G(32, 328, 620, 624, 0, 0, (), 328),
+        "spill_heavy": G(64, 0, 0, 0, 0, 0, (), None),
+        "simple_add": G(12, 0, 0, 0, 0, 0, (), None),
+    },
+    "13.0_sm_120_rdc": {
+        "_Z5scaleIfLi4EEvPT_S0_": G(14, 0, 0, 0, 0, 0, (), None),
+        "_Z5scaleIdLi2EEvPT_S0_": G(12, 0, 0, 0, 0, 0, (), None),
+        "calls_helper": G(24, 0, 0, 0, 0, 0, (), None),
+        "capped_regs": G(8, 0, 0, 0, 0, 0, (), None),
+        "bounded": G(8, 0, 0, 0, 0, 0, (), None),
+        "poly_eval": G(12, 0, 0, 0, 0, 0, (), None),
+        "named_barrier": G(10, 0, 0, 0, 512, 2, (), None),
+        "shared_reverse": G(10, 0, 0, 0, 1024, 1, (), None),
+        "stack_frame": G(18, 256, 0, 0, 0, 0, (), None),
+        "pressure": G(48, 0, 0, 0, 0, 0, (), None),
+        "spill_heavy": G(64, 0, 0, 0, 0, 0, (), None),
+        "simple_add": G(12, 0, 0, 0, 0, 0, (), None),
+    },
+}
+
+
+def as_golden(r: KernelResources) -> G:
+    return G(
+        r.registers,
+        r.stack_frame,
+        r.spill_stores,
+        r.spill_loads,
+        r.shared_mem,
+        r.barriers,
+        r.const_banks,
+        r.cumulative_stack,
+    )
+
+
+# --- golden numbers over every recording --------------------------------------------------------
+
+
+def test_golden_table_covers_every_recording() -> None:
+    assert sorted(GOLDEN) == recordings()
+    assert len(recordings()) == 57  # 19 (toolkit, arch) pairs x plain / cap32 / rdc
+
+
+@pytest.mark.parametrize("stem", recordings())
+def test_golden_numbers(stem: str) -> None:
+    parsed = parse_ptxas_output(read(stem))
+    assert {name: as_golden(r) for name, r in parsed.items()} == GOLDEN[stem]
+    assert all(r.arch == arch_of(stem) for r in parsed.values())
+    assert all(r.const_mem == sum(size for _, size in r.const_banks) for r in parsed.values())
+
+
+@pytest.mark.parametrize("version", sorted(VERSIONS))
+def test_every_version_parses_every_kernel(version: str) -> None:
+    stems = [s for s in recordings() if s.startswith(f"{version}_")]
+    archs = {arch_of(s) for s in stems}
+    expected = {"sm_75", "sm_80", "sm_90"} | (
+        {"sm_100", "sm_120"} if version_of(version) >= (12, 9) else set()
+    )
+    assert archs == expected
+    for stem in stems:
+        assert set(parse_ptxas_output(read(stem))) == KERNELS, stem
+
+
+def test_keys_follow_ptxas_order() -> None:
+    text = read("12.9_sm_90")
+    compiled = [line.split("'")[1] for line in text.splitlines() if "Compiling entry function" in line]
+    assert list(parse_ptxas_output(text)) == compiled
+
+
+# --- what the formats mean ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("stem", recordings())
+def test_device_function_is_not_a_kernel(stem: str) -> None:
+    text = read(stem)
+    assert f"Function properties for {HELPER}" in text
+    assert HELPER not in parse_ptxas_output(text)
+
+
+def test_rdc_prints_device_function_first_without_confusing_the_entries() -> None:
+    text = read("12.9_sm_90_rdc")
+    lines = text.splitlines()
+    helper_at = next(i for i, line in enumerate(lines) if HELPER in line)
+    first_entry_at = next(i for i, line in enumerate(lines) if "Compiling entry function" in line)
+    assert helper_at < first_entry_at
+    # The helper's 72-byte frame is its own; in -c mode the caller's is 0, and nothing leaks across.
+    assert "72 bytes stack frame" in lines[helper_at + 1]
+    assert parse_ptxas_output(text)["calls_helper"].stack_frame == 0
+    assert parse_ptxas_output(read("12.9_sm_90"))["calls_helper"].stack_frame == 64
+
+
+@pytest.mark.parametrize("stem", [s for s in recordings() if s.endswith("_cap32")])
+def test_cap32_makes_pressure_spill(stem: str) -> None:
+    capped = parse_ptxas_output(read(stem))["pressure"]
+    plain = parse_ptxas_output(read(stem.removesuffix("_cap32")))["pressure"]
+    assert plain.spill_stores == plain.spill_loads == 0
+    assert plain.registers > 32
+    assert capped.registers <= 32
+    assert capped.spill_stores > 0
+    assert capped.spill_loads > 0
+    assert capped.stack_frame > 0
+
+
+@pytest.mark.parametrize("stem", [s for s in recordings() if s.endswith("_cap32")])
+def test_cap32_file_info_lines_are_not_resources(stem: str) -> None:
+    # 12.4+ prints "Overriding maximum register limit 256 for 'simple_add' ..." before the entries:
+    # a quoted kernel name in a line that is not a resource line.
+    parsed = parse_ptxas_output(read(stem))
+    assert set(parsed) == KERNELS
+    assert parsed["simple_add"].ptxas_line.startswith("Used ")
+
+
+def test_launch_bounds_spill_without_any_cap() -> None:
+    # 65536 / (1024 * 2) = 32 registers: ptxas spills spill_heavy in the plain run...
+    for stem in recordings():
+        text = read(stem)
+        r = parse_ptxas_output(text)["spill_heavy"]
+        if arch_of(stem) in ("sm_75", "sm_120"):
+            # ...except where an SM holds fewer than 2048 threads (sm_75: 1024, sm_120: 1536):
+            # there ptxas warns, ignores .minnctapersm 2 and only keeps 1024 threads' worth.
+            assert "Value of threads per SM for entry spill_heavy is out of range" in text
+            assert r.registers == 64
+        else:
+            assert "out of range" not in text
+            assert r.registers == 32
+            assert r.spill_stores > 0
+
+
+def test_template_names_are_the_lowered_names() -> None:
+    for version in VERSIONS:
+        lowered = dict(line.split("\t") for line in read(f"{version}_lowered").splitlines())
+        assert lowered == {"scale<float, 4>": SCALE_F4, "scale<double, 2>": SCALE_D2}
+        parsed = parse_ptxas_output(read(f"{version}_sm_80"))
+        assert parsed[SCALE_F4].name == SCALE_F4
+        assert parsed[SCALE_D2].registers == 10
+
+
+def test_ptxas_line_and_properties_line_quote_ptxas() -> None:
+    r = parse_ptxas_output(read("12.9_sm_90"))["spill_heavy"]
+    assert r.ptxas_line == "Used 32 registers, used 0 barriers, 520 bytes cumulative stack size"
+    assert r.properties_line == "520 bytes stack frame, 992 bytes spill stores, 992 bytes spill loads"
+    assert parse_ptxas_output(read("11.8_sm_75"))["named_barrier"].ptxas_line == (
+        "Used 10 registers, 512 bytes smem, 360 bytes cmem[0]"
+    )
+
+
+def test_barriers_printed_from_12_9() -> None:
+    for stem in recordings():
+        parsed = parse_ptxas_output(read(stem))
+        prints_barriers = "used 0 barriers" in read(stem)
+        assert prints_barriers == (version_of(stem) >= (12, 9)), stem
+        expected = (2, 1) if prints_barriers else (0, 0)
+        assert (parsed["named_barrier"].barriers, parsed["shared_reverse"].barriers) == expected
+
+
+def test_cmem_is_per_kernel_only_before_sm_90() -> None:
+    for stem in recordings():
+        banks = parse_ptxas_output(read(stem))["poly_eval"].const_banks
+        if arch_of(stem) in ("sm_75", "sm_80"):
+            assert [bank for bank, _ in banks] == [0], stem
+        else:
+            assert banks == (), stem
+
+
+# --- PTX directives and entries -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("stem", ptx_files())
+def test_ptx_entries_match_ptxas_kernels(stem: str) -> None:
+    entries = parse_ptx_entries(read(stem, ".ptx"))
+    assert len(entries) == len(set(entries))
+    assert set(entries) == set(parse_ptxas_output(read(stem))) == KERNELS
+    assert HELPER not in entries  # a .func, not an .entry
+
+
+@pytest.mark.parametrize("stem", ptx_files())
+def test_ptx_directives_golden(stem: str) -> None:
+    directives = parse_ptx_directives(read(stem, ".ptx"))
+    # __maxnreg__ exists from CUDA 12.4; kernels.cu compiles capped_regs without it before that.
+    maxnreg = 40 if version_of(stem) >= (12, 4) else None
+    expected = {name: PtxDirectives() for name in KERNELS}
+    expected["spill_heavy"] = PtxDirectives(maxntid=(1024, 1, 1), minnctapersm=2)
+    expected["bounded"] = PtxDirectives(maxntid=(256, 1, 1), minnctapersm=2)
+    expected["capped_regs"] = PtxDirectives(maxnreg=maxnreg)
+    assert directives == expected
+
+
+@pytest.mark.parametrize("stem", ptx_files())
+def test_combine_attaches_directives(stem: str) -> None:
+    kernels = combine(parse_ptxas_output(read(stem)), parse_ptx_directives(read(stem, ".ptx")))
+    bounded = kernels["bounded"]
+    assert (bounded.maxntid, bounded.max_threads, bounded.min_blocks_per_sm) == ((256, 1, 1), 256, 2)
+    assert bounded.reqntid is None
+    assert kernels["spill_heavy"].max_threads == 1024
+    assert kernels["capped_regs"].max_regs == (40 if version_of(stem) >= (12, 4) else None)
+    simple = kernels["simple_add"]
+    assert (simple.max_threads, simple.maxntid, simple.min_blocks_per_sm, simple.max_regs) == (None,) * 4
+    # The ptxas numbers pass through untouched.
+    assert as_golden(kernels["spill_heavy"]) == GOLDEN[stem]["spill_heavy"]
+
+
+def test_combine_rejects_ptx_from_another_module() -> None:
+    resources = parse_ptxas_output(read("12.9_sm_90"))
+    directives = parse_ptx_directives(read("12.9_sm_90", ".ptx"))
+    del directives["pressure"]
+    with pytest.raises(ValueError, match="pressure"):
+        combine(resources, directives)
+
+
+def test_combine_ignores_ptx_entries_ptxas_did_not_report() -> None:
+    resources = parse_ptxas_output(read("12.9_sm_90"))
+    directives = {**parse_ptx_directives(read("12.9_sm_90", ".ptx")), "extra": PtxDirectives(maxnreg=8)}
+    assert set(combine(resources, directives)) == KERNELS
+
+
+def test_ptx_directives_inline_variants() -> None:
+    ptx = """
+.version 8.0
+.target sm_90
+// .entry commented_out(    <- a comment, not an entry
+/* .visible .entry also_commented() { } */
+.entry no_params()
+.reqntid 128, 2
+.maxnreg 0x20
+{
+	ret;
+}
+.visible .entry one_dim(
+	.param .u64 one_dim_param_0
+)
+.maxntid 64
+.minnctapersm 010
+{
+	ret;
+}
+.func helper()
+{
+	ret;
+}
+"""
+    assert parse_ptx_entries(ptx) == ["no_params", "one_dim"]
+    directives = parse_ptx_directives(ptx)
+    assert directives["no_params"] == PtxDirectives(reqntid=(128, 2, 1), maxnreg=32)
+    assert directives["no_params"].max_threads == 256
+    assert directives["one_dim"] == PtxDirectives(maxntid=(64, 1, 1), minnctapersm=8)
+    assert directives["one_dim"].max_threads == 64
+    assert PtxDirectives().max_threads is None
+
+
+def test_empty_inputs() -> None:
+    assert parse_ptxas_output("") == {}
+    assert parse_ptx_entries("") == []
+    assert parse_ptx_directives("// no entries\n.version 8.0\n") == {}
+
+
+# --- versions -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("version", "full"), sorted(VERSIONS.items()))
+def test_recorded_versions(version: str, full: str) -> None:
+    assert parse_ptxas_version(read(f"{version}_version")) == full
+
+
+def test_version_falls_back_to_release_and_rejects_garbage() -> None:
+    assert parse_ptxas_version("Cuda compilation tools, release 12.9\r\n") == "12.9"
+    with pytest.raises(PtxasParseError, match="ptxas: command not found"):
+        parse_ptxas_version("\nptxas: command not found\n")
+
+
+# --- robustness ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("stem", ["11.8_sm_75", "12.4_sm_90_cap32", "13.0_sm_120_rdc"])
+def test_crlf_parses_the_same(stem: str) -> None:
+    text = read(stem)
+    crlf = text.replace("\n", "\r\n")
+    assert "\r\n" in crlf
+    assert parse_ptxas_output(crlf) == parse_ptxas_output(text)
+    ptx = read(f"{stem.split('_')[0]}_{arch_of(stem)}", ".ptx")
+    assert parse_ptx_directives(ptx.replace("\n", "\r\n")) == parse_ptx_directives(ptx)
+
+
+def test_truncated_after_compiling_entry_raises_quoting_the_line() -> None:
+    lines = read("12.9_sm_90").splitlines()
+    cut = next(i for i, line in enumerate(lines) if "Compiling entry function 'spill_heavy'" in line)
+    with pytest.raises(PtxasParseError, match="spill_heavy") as info:
+        parse_ptxas_output("\n".join(lines[: cut + 1]))
+    assert "ptxas info    : Compiling entry function 'spill_heavy' for 'sm_90'" in str(info.value)
+    assert info.value.lineno == cut + 1
+    assert "no 'Used N registers' line" in str(info.value)
+
+
+def test_truncated_after_function_properties_raises_quoting_the_line() -> None:
+    lines = read("11.8_sm_80").splitlines()
+    cut = next(i for i, line in enumerate(lines) if line.endswith("Function properties for stack_frame"))
+    with pytest.raises(PtxasParseError, match="Function properties for stack_frame") as info:
+        parse_ptxas_output("\n".join(lines[: cut + 1]))
+    assert info.value.line is not None
+    assert info.value.line.endswith("Function properties for stack_frame")
+
+
+def test_entry_without_function_properties_raises() -> None:
+    text = "ptxas info    : Compiling entry function 'k' for 'sm_80'\nptxas info    : Used 8 registers\n"
+    with pytest.raises(PtxasParseError, match="no 'Function properties'"):
+        parse_ptxas_output(text)
+
+
+def test_ptxas_error_raises() -> None:
+    text = (
+        "ptxas info    : Compiling entry function 'big' for 'sm_80'\n"
+        "ptxas error   : Entry function 'big' uses too much shared data (0x10000 bytes, 0xc000 max)\n"
+    )
+    with pytest.raises(PtxasParseError, match="uses too much shared data"):
+        parse_ptxas_output(text)
+    with pytest.raises(PtxasParseError, match="Unknown symbol"):
+        parse_ptxas_output("ptxas kernels.ptx, line 12; error   : Unknown symbol 'x'\n")
+
+
+def test_two_archs_in_one_text_is_ambiguous() -> None:
+    with pytest.raises(PtxasParseError, match="compiled twice"):
+        parse_ptxas_output(read("12.9_sm_80") + read("12.9_sm_90"))
+
+
+def test_second_used_line_for_one_entry_raises() -> None:
+    text = (
+        "ptxas info    : Compiling entry function 'k' for 'sm_80'\n"
+        "ptxas info    : Used 8 registers\n"
+        "ptxas info    : Used 9 registers\n"
+    )
+    with pytest.raises(PtxasParseError, match="second resource line"):
+        parse_ptxas_output(text)
+
+
+SNIPPET = (
+    (
+        # From ptxas -warn-spills: it quotes a kernel and spill sizes, yet is no resource line.
+        "ptxas warning : Registers are spilled to local memory in function 'k', "
+        "8 bytes spill stores, 8 bytes spill loads\n"
+    )
+    + """\
+ptxas info    : 0 bytes gmem, 24 bytes cmem[3]
+ptxas info    : Compiling entry function 'k' for 'sm_86'
+ptxas info    : Function properties for k
+    16 bytes stack frame, 8 bytes spill stores, 8 bytes spill loads
+ptxas info    : Used {fields}
+ptxas info    : Compile time = 1.000 ms
+"""
+)
+
+
+def test_inline_multiple_cmem_banks_are_summed() -> None:
+    r = parse_ptxas_output(SNIPPET.format(fields="32 registers, 344 bytes cmem[0], 4 bytes cmem[2]"))["k"]
+    assert r.const_banks == ((0, 344), (2, 4))
+    assert r.const_mem == 348
+    assert (r.registers, r.stack_frame, r.spill_stores, r.spill_loads, r.shared_mem) == (32, 16, 8, 8, 0)
+    assert r.barriers == 0
+    assert r.cumulative_stack is None
+    assert r.arch == "sm_86"
+
+
+def test_inline_field_order_does_not_matter() -> None:
+    r = parse_ptxas_output(SNIPPET.format(fields="1 registers, 16 bytes smem, used 3 barriers"))["k"]
+    assert (r.registers, r.shared_mem, r.barriers) == (1, 16, 3)
+
+
+def test_inline_unknown_field_is_skipped_but_unreadable_known_field_raises() -> None:
+    assert parse_ptxas_output(SNIPPET.format(fields="8 registers, 7 bytes tmem"))["k"].registers == 8
+    with pytest.raises(PtxasParseError, match=r"48\+16 bytes smem") as info:
+        parse_ptxas_output(SNIPPET.format(fields="8 registers, 48+16 bytes smem"))
+    assert info.value.lineno == 6
+
+
+def test_inline_without_ptxas_prefix() -> None:
+    text = (
+        "Compiling entry function 'k' for 'sm_90a'\n"
+        "Function properties for k\n"
+        "    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n"
+        "Used 40 registers, used 1 barriers, 4096 bytes smem\n"
+    )
+    r = parse_ptxas_output(text)["k"]
+    assert (r.arch, r.registers, r.barriers, r.shared_mem) == ("sm_90a", 40, 1, 4096)
+
+
+def test_parse_error_is_a_value_error() -> None:
+    assert issubclass(PtxasParseError, ValueError)
+    err = PtxasParseError("bad", "  Used x registers  ", 3)
+    assert str(err) == "bad\n  line 3: 'Used x registers'"
+
+
+def test_parser_module_stays_pure() -> None:
+    # The parser is tested without a toolkit only as long as it runs nothing and needs no other module.
+    tree = ast.parse(Path(pytest_regbudget.ptxas.__file__).read_text())
+    imported = {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
+    imported |= {node.module or "" for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+    assert imported <= {"__future__", "re", "dataclasses"}
