@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from .markers import Launch, Level, Limits
-from .occupancy import Occupancy, launch_failure, occupancy
+from .occupancy import Occupancy, occupancy
 from .ptxas import KernelResources
 
 Outcome = Literal["passed", "failed", "warned", "error"]
@@ -77,40 +77,46 @@ def _bytes(n: int) -> str:
     return f"{n:,} bytes"
 
 
-def _register_cap(arch: str, resources: KernelResources, launch: Launch, dynamic_smem: int) -> int | None:
+def _occupancy(
+    arch: str, r: KernelResources, threads: int, dynamic_smem: int, regs: int | None = None
+) -> Occupancy:
+    return occupancy(
+        arch,
+        r.registers if regs is None else regs,
+        threads,
+        r.shared_mem,
+        dynamic_smem,
+        r.max_threads,
+        barriers=r.barriers,
+    )
+
+
+def _register_cap(arch: str, r: KernelResources, launch: Launch, dynamic_smem: int) -> int | None:
     """The most registers per thread at which `launch` fits: what __launch_bounds__ makes ptxas aim for."""
     need = launch.blocks or 1
     for regs in range(255, 0, -1):
-        occ = occupancy(arch, regs, launch.threads, resources.shared_mem, dynamic_smem, resources.max_threads)
-        if occ.active_blocks >= need:
+        if _occupancy(arch, r, launch.threads, dynamic_smem, regs).active_blocks >= need:
             return regs
     return None
 
 
-def _launch_violations(arch: str, r: KernelResources, launch: Launch, dynamic_smem: int) -> list[str]:
-    why = launch_failure(arch, r.registers, launch.threads, r.shared_mem, dynamic_smem, r.max_threads)
+def _launch_violation(arch: str, r: KernelResources, launch: Launch, occ: Occupancy) -> str | None:
+    problem = occ.shortfall(launch.blocks or 1)
+    if problem is None:
+        return None
     bounds = f"{launch.threads}" if launch.blocks is None else f"{launch.threads}, {launch.blocks}"
-    cap = _register_cap(arch, r, launch, dynamic_smem)
+    cap = _register_cap(arch, r, launch, occ.dynamic_shared_mem)
     cap_text = f" (ptxas then keeps it to {cap} registers)" if cap and cap < r.registers else ""
     fixes = (
         f"Fix: a smaller block, __launch_bounds__({bounds}){cap_text}, or fewer live values "
         "(less unrolling, smaller per-thread arrays)."
     )
-    if why is not None:
-        return [
-            f"launch={launch} cannot launch on {arch}: {why}; at run time this is "
+    if occ.failure is not None:
+        return (
+            f"launch={launch} cannot launch on {arch}: {occ.failure}; at run time this is "
             f"cudaErrorLaunchOutOfResources. {fixes}"
-        ]
-    if launch.blocks is None:
-        return []
-    occ = occupancy(arch, r.registers, launch.threads, r.shared_mem, dynamic_smem, r.max_threads)
-    if occ.active_blocks >= launch.blocks:
-        return []
-    return [
-        f"launch={launch} needs {launch.blocks} resident blocks of {launch.threads} threads per SM on "
-        f"{arch}, but only {occ.active_blocks} fit (limited by {occ.limiter}, {r.registers} registers, "
-        f"{_bytes(r.shared_mem + dynamic_smem)} shared memory per block). {fixes}"
-    ]
+        )
+    return f"launch={launch}: {problem}. {fixes}"
 
 
 def check(
@@ -141,15 +147,14 @@ def check(
         violations.append(f"static shared memory {_bytes(res.shared_mem)} > smem {r.smem}")
     occ = None
     if r.launch is not None:
-        violations += _launch_violations(arch, res, r.launch, r.dynamic_smem)
-        occ = occupancy(
-            arch, res.registers, r.launch.threads, res.shared_mem, r.dynamic_smem, res.max_threads
-        )
+        occ = _occupancy(arch, res, r.launch.threads, r.dynamic_smem)
+        launch_problem = _launch_violation(arch, res, r.launch, occ)
+        if launch_problem:
+            violations.append(launch_problem)
         if r.min_occupancy is not None and occ.occupancy < r.min_occupancy:
             violations.append(
                 f"occupancy {occ.occupancy:.1%} at {r.launch.threads} threads < min_occupancy "
-                f"{r.min_occupancy:.1%} ({occ.active_blocks} blocks, {occ.active_warps} warps per SM, "
-                f"limited by {occ.limiter})"
+                f"{r.min_occupancy:.1%} ({occ.summary})"
             )
     return KernelReport(
         nodeid=nodeid,

@@ -284,7 +284,14 @@ def compile_kernel(
     if entry not in entries:
         raise _not_found(kernel, source, arch, module.ptx, "")
     ptxas_out, cubin = run_ptxas(module.ptx, arch, options.ptxas_options, toolkit, ptxas_timeout, label)
-    kernels = combine(parse_ptxas_output(ptxas_out), parse_ptx_directives(module.ptx))
+    try:
+        kernels = combine(parse_ptxas_output(ptxas_out), parse_ptx_directives(module.ptx))
+    except ValueError as exc:  # PtxasParseError, or a report that does not match the PTX
+        raise CompileError(
+            f"cannot read the report of ptxas {toolkit.ptxas_version} for {label}: {exc}\n"
+            "Please report this with the ptxas output below.\n" + ptxas_out.strip(),
+            ptxas_out,
+        ) from exc
     if entry not in kernels:
         raise CompileError(f"ptxas printed no report for {label} ({entry}):\n{ptxas_out.strip()}", ptxas_out)
     return CompiledKernel(

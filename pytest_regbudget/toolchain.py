@@ -230,10 +230,14 @@ def _discover(cuda_home: str | None, env: Mapping[str, str]) -> Toolkit:
             search.note(var, "not set")
     ptxas_on_path = shutil.which("ptxas", path=env.get("PATH", ""))
     if ptxas_on_path:
-        home = Path(ptxas_on_path).resolve().parent.parent
-        found = toolkit_from_home(home, f"PATH ({ptxas_on_path})", search)
-        if found:
-            return found
+        # /usr/bin/ptxas may be a link into the toolkit: try the directory it is in, then its target's.
+        homes = dict.fromkeys(
+            [Path(ptxas_on_path).parent.parent, Path(ptxas_on_path).resolve().parent.parent]
+        )
+        for home in homes:
+            found = toolkit_from_home(home, f"PATH ({ptxas_on_path})", search)
+            if found:
+                return found
     else:
         search.note("PATH", "no ptxas on PATH")
     raise ToolchainError(_not_found_message(search))

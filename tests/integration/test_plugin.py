@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from pytest_regbudget import discover
+
 KERNELS = Path(__file__).parent.parent / "kernels"
 HUNGRY = KERNELS / "hungry.cu"
 VARIOUS = KERNELS / "various.cu"
@@ -31,7 +33,7 @@ def test_saxpy():
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(
         [
-            "regbudget: pip wheels (nvidia-cuda-nvcc-cu12 *): NVRTC *, ptxas *; archs sm_90",
+            f"regbudget: {discover().describe()}; archs sm_90",
             "*test_saxpy?sm_90?*PASSED*",
             "*- regbudget -*",
             "test*kernel*arch*regs*spill st/ld*stack*smem*occupancy*verdict",
@@ -221,10 +223,11 @@ def test_occ():
     assert blocks < 4
     result.stdout.fnmatch_lines(
         [
-            f"*launch=(128, 4) needs 4 resident blocks of 128 threads per SM on sm_90, but only {blocks} fit"
-            " (limited by registers*",
-            f"*occupancy {blocks * 4 / 64:.1%} at 128 threads < min_occupancy 50.0% ({blocks} blocks,"
-            f" {blocks * 4} warps per SM, limited by registers)*",
+            f"*launch=(128, 4): only {blocks} blocks of 128 threads fit per SM on sm_90, 4 needed"
+            " (limited by registers: * registers -> * per warp (units of 256)*). Fix: a smaller block,"
+            " __launch_bounds__(128, 4) (ptxas then keeps it to 128 registers)*",
+            f"*occupancy {blocks * 4 / 64:.1%} at 128 threads < min_occupancy 50.0% ({blocks} blocks x 4"
+            f" warps = {blocks * 4} of 64 warps per SM (*) on sm_90, limited by registers)*",
         ]
     )
 
