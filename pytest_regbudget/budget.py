@@ -5,14 +5,66 @@ Owns the wording of every budget verdict: which number, which limit, which arch,
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
+from .baseline import Entry
 from .markers import Launch, Level, Limits
 from .occupancy import Occupancy, occupancy
 from .ptxas import KernelResources
 
 Outcome = Literal["passed", "failed", "warned", "error"]
+DeltaVerdict = Literal["worse", "better", "same", "tolerated"]
+BaselineStatus = Literal["none", "new", "compared", "toolkit-mismatch"]
+
+# Metrics the ratchet compares: for all but occupancy, more is worse.
+RATCHET_METRICS = ("registers", "spill_stores", "spill_loads", "stack", "smem", "occupancy")
+
+
+@dataclass(frozen=True)
+class Delta:
+    metric: str
+    baseline: float
+    now: float
+    verdict: DeltaVerdict
+    tolerance: float = 0
+
+    @property
+    def change(self) -> float:
+        return self.now - self.baseline
+
+    def text(self) -> str:
+        """`registers 72 -> 80 (+8)`; occupancy in percent."""
+        if self.metric == "occupancy":
+            return f"occupancy {self.baseline:.1%} -> {self.now:.1%} ({self.change * 100:+.1f} pts)"
+        return f"{self.metric} {self.baseline:g} -> {self.now:g} ({self.change:+g})"
+
+
+def compare(old: Entry, new: Entry, tolerance: Mapping[str, float]) -> list[Delta]:
+    """Every ratchet metric that differs between `old` and `new`, judged with `tolerance`."""
+    deltas = []
+    for metric in RATCHET_METRICS:
+        if metric == "occupancy":
+            if old.occupancy is None or new.occupancy is None or old.occupancy_at != new.occupancy_at:
+                continue
+            # Lower occupancy is worse: flip the sign so "worse" means a positive change below.
+            before, after = -old.occupancy, -new.occupancy
+            was, now = old.occupancy, new.occupancy
+        else:
+            before = was = float(getattr(old, metric))
+            after = now = float(getattr(new, metric))
+        if was == now:
+            continue
+        allowed = tolerance.get(metric, tolerance.get("spills", 0.0) if metric.startswith("spill") else 0.0)
+        if after < before:
+            verdict: DeltaVerdict = "better"
+        elif after - before <= allowed + 1e-9:
+            verdict = "tolerated"
+        else:
+            verdict = "worse"
+        deltas.append(Delta(metric, was, now, verdict, allowed))
+    return deltas
 
 
 @dataclass
@@ -32,6 +84,11 @@ class KernelReport:
     error: str | None = None  # a compile error, when there are no resources
     ptxas_version: str = ""
     nvrtc_version: str = ""
+    options_hash: str = ""
+    line: int | None = None  # the kernel's __global__ line in `source`, for annotations
+    baseline: Entry | None = None
+    baseline_status: BaselineStatus = "none"
+    deltas: list[Delta] = field(default_factory=list)
 
     @property
     def registers(self) -> int | None:

@@ -99,6 +99,7 @@ class CompiledKernel:
     nvrtc_log: str
     cubin: bytes = field(repr=False)
     ptx: str = field(repr=False)
+    line: int | None = None  # 1-based line of the kernel's __global__ in `source`
 
 
 class _Nvrtc:
@@ -306,7 +307,26 @@ def compile_kernel(
         nvrtc_log=module.log,
         cubin=cubin,
         ptx=module.ptx,
+        line=kernel_line(source_text, kernel),
     )
+
+
+def kernel_line(source_text: str, kernel: str) -> int | None:
+    """The line of the `__global__` that declares `kernel` ("gemm<128, 64>" -> gemm), for annotations."""
+    base = re.split(r"[<(\s]", kernel.strip(), maxsplit=1)[0].split("::")[-1]
+    # __global__, then return type and attributes (no ; { or }), then the name and its parameter list.
+    pattern = re.compile(r"__global__[^;{}]*?\b" + re.escape(base) + r"\s*\(")
+    match = pattern.search(source_text)
+    return None if match is None else source_text.count("\n", 0, match.start()) + 1
+
+
+_ERROR_AT = re.compile(r"^(.*)\((\d+)\): (?:catastrophic )?error", re.MULTILINE)
+
+
+def error_location(log: str) -> tuple[str, int] | None:
+    """(file, line) of NVRTC's first error, e.g. from "kernels/poly.cu(12): error: ..."."""
+    match = _ERROR_AT.search(log)
+    return None if match is None else (match.group(1), int(match.group(2)))
 
 
 def _not_found(

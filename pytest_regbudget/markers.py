@@ -28,7 +28,9 @@ BUDGET_KEYS = (
     "dynamic_smem",
     "min_occupancy",
 )
-OTHER_KEYS = ("archs", "level")
+OTHER_KEYS = ("archs", "level", "tolerance")
+# How much worse than the baseline a metric may get before the ratchet fails; "spills" covers both.
+TOLERANCE_KEYS = ("registers", "spills", "spill_stores", "spill_loads", "stack", "smem", "occupancy")
 VALID_KEYS = (*COMPILE_KEYS, *BUDGET_KEYS, *OTHER_KEYS)
 _BYTE_KEYS = ("spills", "spill_stores", "spill_loads", "stack", "smem", "dynamic_smem")
 
@@ -71,6 +73,7 @@ class Budget:
     archs: tuple[str, ...] | None = None  # None: every arch of the run
     level: Level = "fail"
     budgets: Mapping[str, object] = field(default_factory=dict)  # validated raw values, maybe per arch
+    tolerance: Mapping[str, float] = field(default_factory=dict)
 
     def limits(self, arch: str) -> Limits:
         resolved: dict[str, object] = {}
@@ -150,6 +153,39 @@ def _strings(key: str, value: object) -> tuple[str, ...]:
     raise MarkerError(f"{key}={value!r}: expected a string or a list of strings")
 
 
+def parse_tolerance(value: object, where: str) -> dict[str, float]:
+    """`{"registers": 4}` (marker) or "registers=4, spills=16" (ini) -> validated amounts per metric."""
+    if isinstance(value, str):
+        items: dict[str, object] = {}
+        for part in value.replace("\n", ",").split(","):
+            if not part.strip():
+                continue
+            name, eq, amount = part.partition("=")
+            if not eq:
+                raise MarkerError(f"{where}: {part.strip()!r} is not metric=amount (e.g. registers=4)")
+            try:
+                items[name.strip()] = float(amount)
+            except ValueError:
+                raise MarkerError(f"{where}: {part.strip()!r}: {amount.strip()!r} is not a number") from None
+        value = items
+    if not isinstance(value, Mapping):
+        raise MarkerError(f'{where}={value!r}: expected a dict such as {{"registers": 4}}')
+    out: dict[str, float] = {}
+    for name, amount in value.items():
+        if name not in TOLERANCE_KEYS:
+            close = difflib.get_close_matches(str(name), TOLERANCE_KEYS, n=1, cutoff=0.5)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise MarkerError(
+                f"{where}: unknown metric {name!r}{hint}; valid metrics: {', '.join(TOLERANCE_KEYS)}"
+            )
+        if isinstance(amount, bool) or not isinstance(amount, (int, float)) or amount < 0:
+            raise MarkerError(f"{where}: {name}={amount!r}: expected a number >= 0")
+        if name == "occupancy" and amount > 1:
+            raise MarkerError(f"{where}: occupancy={amount!r}: expected a fraction such as 0.05")
+        out[name] = float(amount)
+    return out
+
+
 def parse_marker(args: Sequence[object], kwargs: Mapping[str, object], base_dir: Path) -> Budget:
     """Validate a marker's arguments; `base_dir` is the test file's directory, for relative paths."""
     if args:
@@ -198,6 +234,7 @@ def parse_marker(args: Sequence[object], kwargs: Mapping[str, object], base_dir:
             }
         else:
             budgets[key] = _budget_value(key, value, key)
+    tolerance = parse_tolerance(kwargs["tolerance"], "tolerance") if "tolerance" in kwargs else {}
     if "min_occupancy" in budgets and "launch" not in budgets:
         raise MarkerError("min_occupancy needs a block size: add launch=(threads,)")
     return Budget(
@@ -207,4 +244,5 @@ def parse_marker(args: Sequence[object], kwargs: Mapping[str, object], base_dir:
         archs=arch_tuple,
         level=level,
         budgets=budgets,
+        tolerance=tolerance,
     )

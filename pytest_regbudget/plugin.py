@@ -13,16 +13,18 @@ from typing import Any
 import pytest
 
 from .arch import UnknownArchError
+from .baseline import BaselineError
 from .budget import KernelReport
 from .compiler import DEFAULT_PTXAS_TIMEOUT, CompileError, CompileOptions
-from .markers import VALID_KEYS
-from .session import WORKEROUTPUT_KEY, ItemState, RegbudgetSession, parse_archs
+from .markers import VALID_KEYS, MarkerError, parse_tolerance
+from .session import WORKEROUTPUT_KEY, ItemState, RegbudgetSession, Settings, parse_archs
 from .toolchain import ToolchainError
 
 SESSION_KEY = pytest.StashKey[RegbudgetSession]()
 ITEM_KEY = pytest.StashKey[ItemState]()
 ARCH_PARAM = "regbudget_arch"
 DEFAULT_ARCH = "sm_90"
+DEFAULT_BASELINE = "regbudget-baseline.toml"
 
 
 def _arch_list(value: str) -> str:
@@ -53,12 +55,44 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "the pip wheels, $CUDA_HOME/$CUDA_PATH, then PATH.",
     )
     group.addoption(
+        "--regbudget-update",
+        action="store_true",
+        default=False,
+        help="write or refresh the baseline entries of the kernels that ran (absolute budgets still fail); "
+        "an update of the full suite also removes stale entries.",
+    )
+    group.addoption(
+        "--regbudget-baseline",
+        default=None,
+        metavar="PATH",
+        help="the baseline file. Default: ini regbudget_baseline, else regbudget-baseline.toml in the "
+        "rootdir.",
+    )
+    group.addoption(
+        "--regbudget-markdown",
+        default=None,
+        metavar="PATH",
+        help="write a Markdown table of kernels, metrics and baseline deltas to PATH "
+        "(also appended to $GITHUB_STEP_SUMMARY when set).",
+    )
+    group.addoption(
         "--regbudget-json",
         default=None,
         metavar="PATH",
         help='write every kernel\'s numbers and verdict to PATH as {"kernels": [...]}.',
     )
     parser.addini("regbudget_arch", "target archs, comma- or line-separated (default sm_90)", type="linelist")
+    parser.addini(
+        "regbudget_baseline",
+        "baseline file, relative to the ini file's directory "
+        "(default regbudget-baseline.toml in the rootdir)",
+        default="",
+    )
+    parser.addini(
+        "regbudget_tolerance",
+        "how much worse than the baseline a kernel may get, e.g. 'registers=4, spills=16, occupancy=0.05'",
+        default="",
+    )
     parser.addini(
         "regbudget_ptxas_timeout",
         f"seconds one ptxas run may take (default {DEFAULT_PTXAS_TIMEOUT:g})",
@@ -72,12 +106,21 @@ def pytest_configure(config: pytest.Config) -> None:
         "regbudget(source, kernel, **budgets): compile a CUDA kernel per target arch and check its "
         f"register, spill, stack, shared-memory, launch and occupancy budgets. Keys: {', '.join(VALID_KEYS)}",
     )
-    config.stash[SESSION_KEY] = _make_session(config)
+    try:
+        config.stash[SESSION_KEY] = RegbudgetSession(_settings(config))
+    except BaselineError as exc:
+        # Before any test runs, and before anything is written: the file stays as it was.
+        raise pytest.UsageError(f"{exc}\nFix the file (or restore it from version control).") from None
     if config.pluginmanager.hasplugin("xdist") and not hasattr(config, "workerinput"):
         config.pluginmanager.register(_XdistController(config), "regbudget-xdist-controller")
 
 
-def _make_session(config: pytest.Config) -> RegbudgetSession:
+def _path_option(config: pytest.Config, name: str) -> Path | None:
+    value: str | None = config.getoption(name)
+    return Path(config.invocation_params.dir, value) if value else None
+
+
+def _settings(config: pytest.Config) -> Settings:
     cli: Sequence[str] | None = config.getoption("regbudget_arch")
     ini: list[str] = config.getini("regbudget_arch")
     try:
@@ -91,12 +134,28 @@ def _make_session(config: pytest.Config) -> RegbudgetSession:
         raise pytest.UsageError(
             f"regbudget_ptxas_timeout = {timeout_text!r}: expected a number of seconds"
         ) from None
-    json_opt: str | None = config.getoption("regbudget_json")
-    return RegbudgetSession(
-        archs=archs,
+    try:
+        tolerance = parse_tolerance(str(config.getini("regbudget_tolerance")), "regbudget_tolerance (ini)")
+    except MarkerError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    baseline = _path_option(config, "regbudget_baseline")
+    ini_baseline = str(config.getini("regbudget_baseline"))
+    if baseline is None:
+        ini_dir = config.inipath.parent if config.inipath else config.rootpath
+        baseline = ini_dir / ini_baseline if ini_baseline else config.rootpath / DEFAULT_BASELINE
+    step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
+    return Settings(
+        archs=tuple(archs),
+        rootdir=config.rootpath,
         cuda_home=config.getoption("regbudget_cuda_home"),
-        json_path=Path(json_opt) if json_opt else None,
+        json_path=_path_option(config, "regbudget_json"),
         ptxas_timeout=timeout,
+        baseline_path=baseline,
+        update=bool(config.getoption("regbudget_update")),
+        tolerance=tolerance,
+        markdown_path=_path_option(config, "regbudget_markdown"),
+        step_summary=Path(step_summary) if step_summary else None,
+        annotate=os.environ.get("GITHUB_ACTIONS") == "true",
     )
 
 
@@ -122,7 +181,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         metafunc.parametrize(ARCH_PARAM, archs, ids=archs)
         return
     wanted = ",".join(budget.archs or ()) if budget else ""
-    reason = f"regbudget archs={wanted} not among this run's archs {','.join(session.archs)}"
+    reason = f"regbudget archs={wanted} not among this run's archs {','.join(session.settings.archs)}"
     metafunc.parametrize(ARCH_PARAM, [pytest.param(None, marks=pytest.mark.skip(reason=reason), id=wanted)])
 
 
@@ -134,6 +193,42 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             continue
         budget, error = RegbudgetSession.parse(item.get_closest_marker("regbudget"), Path(item.path))
         item.stash[ITEM_KEY] = ItemState(arch=arch, budget=budget, marker_error=error)
+
+
+def pytest_deselected(items: Sequence[pytest.Item]) -> None:
+    if items:
+        _session(items[0].config).scope.partial = True
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    regbudget = _session(session.config)
+    regbudget.scope.collected.update(item.nodeid for item in session.items)
+    regbudget.scope.prefixes, explicit_ids = _arg_prefixes(session.config)
+    # Any selection counts, even one that happens to leave nothing out: stale removal must be deliberate.
+    selecting = any(
+        session.config.getoption(name, None) for name in ("keyword", "markexpr", "lf", "deselect")
+    )
+    if explicit_ids or selecting:
+        regbudget.scope.partial = True
+
+
+def _arg_prefixes(config: pytest.Config) -> tuple[tuple[str, ...], bool]:
+    """Nodeid prefixes of the paths this run was given, and whether any argument was a node id."""
+    prefixes: list[str] = []
+    explicit_ids = False
+    for arg in config.args:
+        path_part, sep, _ = arg.partition("::")
+        explicit_ids = explicit_ids or bool(sep)
+        path = Path(config.invocation_params.dir, path_part).resolve()
+        try:
+            rel = path.relative_to(config.rootpath).as_posix()
+        except ValueError:
+            return ("",), True  # outside the rootdir: no safe notion of scope
+        if path.is_dir():
+            prefixes.append("" if rel == "." else rel + "/")
+        else:
+            prefixes.append(rel + "::")
+    return tuple(prefixes) or ("",), explicit_ids
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
@@ -149,11 +244,13 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, object]:
     if state is None:
         return (yield)
     session = _session(item.config)
+    completed = False
     try:
         _compile_marker_kernel(session, state, item.nodeid)
         result = yield
+        completed = True
     finally:
-        failure = session.verdict(state)
+        failure = session.verdict(state, item.nodeid, completed)
     if failure:
         pytest.fail(failure, pytrace=False)
     return result
@@ -240,7 +337,9 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     if workeroutput is not None:
         workeroutput[WORKEROUTPUT_KEY] = _session(config).worker_payload()
         return
-    _session(config).write_outputs()
+    exit_code = _session(config).finish()
+    if exit_code is not None:
+        session.exitstatus = exit_code
 
 
 class _XdistController:
@@ -251,4 +350,4 @@ class _XdistController:
 
     def pytest_testnodedown(self, node: Any, error: object) -> None:
         output = getattr(node, "workeroutput", {})
-        _session(self.config).merge_worker(output.get(WORKEROUTPUT_KEY, []))
+        _session(self.config).merge_worker(output.get(WORKEROUTPUT_KEY, {}))

@@ -1,4 +1,4 @@
-"""What the run tells people: the terminal summary table and the JSON report.
+"""What the run tells people: the terminal table, baseline deltas, JSON, Markdown and GitHub annotations.
 
 Owns the record format (a plain dict, so pytest-xdist workers can ship it to the controller unchanged) and
 every rendering of it.
@@ -8,12 +8,20 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import TypedDict
 
-from .budget import KernelReport
+from .baseline import Entry, Key, atomic_write
+from .budget import Delta, KernelReport
+
+
+class DeltaRecord(TypedDict):
+    metric: str
+    baseline: float
+    now: float
+    delta: float
+    verdict: str
 
 
 class KernelRecord(TypedDict):
@@ -43,6 +51,15 @@ class KernelRecord(TypedDict):
     ptxas_line: str | None
     ptxas_version: str
     nvrtc_version: str
+    options_hash: str
+    line: int | None
+    baseline_status: str  # none (no baseline file), new, compared, toolkit-mismatch
+    baseline: dict[str, object] | None
+    deltas: list[DeltaRecord]
+
+
+def _delta_record(d: Delta) -> DeltaRecord:
+    return DeltaRecord(metric=d.metric, baseline=d.baseline, now=d.now, delta=d.change, verdict=d.verdict)
 
 
 def to_record(r: KernelReport) -> KernelRecord:
@@ -77,24 +94,90 @@ def to_record(r: KernelReport) -> KernelRecord:
         ptxas_line=res.ptxas_line if res else None,
         ptxas_version=r.ptxas_version,
         nvrtc_version=r.nvrtc_version,
+        options_hash=r.options_hash,
+        line=r.line,
+        baseline_status=r.baseline_status,
+        baseline=r.baseline.to_toml() if r.baseline else None,
+        deltas=[_delta_record(d) for d in r.deltas],
     )
+
+
+def entry_from_record(rec: KernelRecord) -> Entry:
+    """The baseline entry a successful record would write."""
+    occ = rec["occupancy"]
+    return Entry(
+        registers=rec["registers"] or 0,
+        spill_stores=rec["spill_stores"] or 0,
+        spill_loads=rec["spill_loads"] or 0,
+        stack=rec["stack_frame"] or 0,
+        smem=rec["shared_mem"] or 0,
+        const_mem=rec["const_mem"] or 0,
+        ptxas=rec["ptxas_version"],
+        nvrtc=rec["nvrtc_version"],
+        options_hash=rec["options_hash"],
+        # Rounded so that the file does not churn on float noise.
+        occupancy=None if occ is None else round(occ, 4),
+        occupancy_at=_occupancy_at(rec),
+    )
+
+
+def _occupancy_at(rec: KernelRecord) -> str | None:
+    """The launch the occupancy figure is for: a baseline compares occupancy only at the same one."""
+    if rec["occupancy"] is None or not rec["launch"]:
+        return None
+    dynamic = f", {rec['dynamic_smem']} B dynamic smem" if rec["dynamic_smem"] else ""
+    return f"{rec['launch'][0]} threads{dynamic}"
+
+
+def _sorted(records: Iterable[KernelRecord]) -> list[KernelRecord]:
+    return sorted(records, key=lambda r: (r["nodeid"], r["kernel"], r["arch"]))
+
+
+_SHORT = {"registers": "regs", "spill_stores": "spill st", "spill_loads": "spill ld", "occupancy": "occ"}
+
+
+def _delta_cell(d: DeltaRecord) -> str:
+    name = _SHORT.get(d["metric"], d["metric"])
+    if d["metric"] == "occupancy":
+        return f"{name} {d['delta'] * 100:+.0f}pt"
+    return f"{name} {d['delta']:+g}"
+
+
+def _baseline_cell(rec: KernelRecord) -> str:
+    status = rec["baseline_status"]
+    if status == "none" or rec["registers"] is None:
+        return "-"
+    if status == "new":
+        return "new"
+    cells = ", ".join(_delta_cell(d) for d in rec["deltas"]) or "="
+    if status == "toolkit-mismatch":
+        old = rec["baseline"]["ptxas"] if rec["baseline"] else "?"
+        return f"{cells} (ptxas {old}, not enforced)"
+    return cells
 
 
 def _cell(value: object) -> str:
     return "-" if value is None else str(value)
 
 
-def _kernel_cell(rec: KernelRecord) -> str:
-    return rec["kernel"]
-
-
 def summary_lines(records: Sequence[KernelRecord]) -> list[str]:
     """A fixed-width table, one row per (test, kernel, arch), in a stable order."""
     if not records:
         return []
-    header = ("test", "kernel", "arch", "regs", "spill st/ld", "stack", "smem", "occupancy", "verdict")
+    header = (
+        "test",
+        "kernel",
+        "arch",
+        "regs",
+        "spill st/ld",
+        "stack",
+        "smem",
+        "occupancy",
+        "baseline",
+        "verdict",
+    )
     rows = []
-    for rec in sorted(records, key=lambda r: (r["nodeid"], r["kernel"], r["arch"])):
+    for rec in _sorted(records):
         spills = "-" if rec["spill_stores"] is None else f"{rec['spill_stores']}/{rec['spill_loads']}"
         occ = "-"
         if rec["occupancy"] is not None and rec["launch"]:
@@ -102,13 +185,14 @@ def summary_lines(records: Sequence[KernelRecord]) -> list[str]:
         rows.append(
             (
                 rec["nodeid"].split("::", 1)[-1],
-                _kernel_cell(rec),
+                rec["kernel"],
                 rec["arch"],
                 _cell(rec["registers"]),
                 spills,
                 _cell(rec["stack_frame"]),
                 _cell(rec["shared_mem"]),
                 occ,
+                _baseline_cell(rec),
                 rec["outcome"].upper() if rec["outcome"] != "passed" else "ok",
             )
         )
@@ -127,23 +211,96 @@ def summary_lines(records: Sequence[KernelRecord]) -> list[str]:
 
 def write_json(path: Path, records: Sequence[KernelRecord]) -> None:
     """Written atomically so a reader (a CI step) never sees half a file."""
-    ordered = sorted(records, key=lambda r: (r["nodeid"], r["kernel"], r["arch"]))
-    text = json.dumps({"kernels": ordered}, indent=2) + "\n"
+    text = json.dumps({"kernels": _sorted(records)}, indent=2) + "\n"
     atomic_write(path, text)
 
 
-def atomic_write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+def _label(rec: KernelRecord) -> str:
+    return f"{rec['kernel']} [{rec['arch']}] ({rec['nodeid']})"
 
 
-def record_list(payload: Any) -> list[KernelRecord]:
-    """Records as received from an xdist worker (already plain data)."""
-    return list(payload)
+def baseline_lines(
+    records: Sequence[KernelRecord], stale: Sequence[Key], *, updating: bool, partial: bool
+) -> list[str]:
+    """Improvements to lock in and stale entries to remove, each ending with what to do."""
+    lines = []
+    improved = [
+        (rec, [d for d in rec["deltas"] if d["verdict"] == "better"])
+        for rec in _sorted(records)
+        if rec["baseline_status"] == "compared"
+    ]
+    improved = [(rec, ds) for rec, ds in improved if ds]
+    if improved and not updating:
+        lines.append(f"{len(improved)} kernel(s) improved on the baseline:")
+        for rec, ds in improved:
+            changes = ", ".join(
+                f"{d['metric']} {d['baseline']:g} -> {d['now']:g} ({d['delta']:+g})" for d in ds
+            )
+            lines.append(f"  {_label(rec)}: {changes}")
+        lines.append("  Run pytest --regbudget-update to lock the improvements in.")
+    if stale and not updating:
+        lines.append(
+            f"{len(stale)} stale baseline entr{'y' if len(stale) == 1 else 'ies'} (test or kernel gone):"
+        )
+        lines += [f"  {nodeid} {kernel} [{arch}]" for nodeid, kernel, arch in stale]
+        lines.append("  An update of the full suite (pytest --regbudget-update) removes them.")
+    if partial and updating:
+        lines.append("Part of the suite ran (-k, -m, --lf or node ids): entries it did not run are kept.")
+    return lines
+
+
+def markdown_report(records: Sequence[KernelRecord]) -> str:
+    """A GitHub-flavoured table for the job summary: a row per changed metric or per kernel."""
+    rows = ["| kernel | arch | metric | baseline | now | delta | verdict |", "|---|---|---|---|---|---|---|"]
+    verdicts = {"passed": "ok", "failed": "**FAILED**", "warned": "warning", "error": "**ERROR**"}
+    for rec in _sorted(records):
+        kernel = f"`{rec['kernel']}`"
+        outcome = verdicts.get(rec["outcome"], rec["outcome"])
+        if rec["registers"] is None:
+            first = (rec["error"] or "").strip().splitlines()[:1]
+            rows.append(f"| {kernel} | {rec['arch']} | compile | - | - | - | {outcome}: {' '.join(first)} |")
+            continue
+        for d in rec["deltas"]:
+            if d["metric"] == "occupancy":
+                values = f"{d['baseline']:.1%} | {d['now']:.1%} | {d['delta'] * 100:+.1f} pts"
+            else:
+                values = f"{d['baseline']:g} | {d['now']:g} | {d['delta']:+g}"
+            rows.append(f"| {kernel} | {rec['arch']} | {d['metric']} | {values} | {d['verdict']} |")
+        if not rec["deltas"]:
+            old = rec["baseline"]["registers"] if rec["baseline"] else "-"
+            delta = "new" if rec["baseline_status"] == "new" else "0" if rec["baseline"] else "-"
+            rows.append(
+                f"| {kernel} | {rec['arch']} | registers | {old} | {rec['registers']} | {delta} | {outcome} |"
+            )
+        elif rec["outcome"] != "passed":
+            rows[-1] = rows[-1].rsplit("|", 2)[0] + f"| {outcome} |"
+    failed = sum(1 for r in records if r["outcome"] in ("failed", "error"))
+    title = f"### pytest-regbudget: {len(records)} kernel checks, {failed} failed\n\n"
+    return title + "\n".join(rows) + "\n\n"
+
+
+def _escape(text: str, prop: bool = False) -> str:
+    # GitHub workflow-command escaping; properties also escape ':' and ','.
+    text = text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    return text.replace(":", "%3A").replace(",", "%2C") if prop else text
+
+
+def github_annotations(records: Sequence[KernelRecord], rootdir: Path) -> list[str]:
+    """`::error file=...,line=N,title=...::message` at each failing kernel's __global__ line."""
+    base = Path(os.environ.get("GITHUB_WORKSPACE") or rootdir)
+    out = []
+    for rec in _sorted(records):
+        if rec["outcome"] == "passed":
+            continue
+        level = "warning" if rec["outcome"] == "warned" else "error"
+        try:
+            path = os.path.relpath(rec["source"], base)
+        except ValueError:
+            path = rec["source"]
+        where = f"file={_escape(path, True)}"
+        if rec["line"] is not None:
+            where += f",line={rec['line']}"
+        title = _escape(f"regbudget {rec['kernel']} [{rec['arch']}]", True)
+        message = rec["error"] or "\n".join(rec["violations"])
+        out.append(f"::{level} {where},title={title}::{_escape(message)}")
+    return out

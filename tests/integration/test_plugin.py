@@ -33,7 +33,8 @@ def test_saxpy():
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(
         [
-            f"regbudget: {discover().describe()}; archs sm_90",
+            f"regbudget: {discover().describe()}; archs sm_90;"
+            " baseline regbudget-baseline.toml (not yet written)",
             "*test_saxpy?sm_90?*PASSED*",
             "*- regbudget -*",
             "test*kernel*arch*regs*spill st/ld*stack*smem*occupancy*verdict",
@@ -315,7 +316,7 @@ def test_unmarked_fixture(regbudget):
     )
     result = pytester.runpytest("--regbudget-arch=sm_80,sm_90")
     result.assert_outcomes(passed=2, failed=2)
-    result.stdout.fnmatch_lines(["*poly_eval [[]sm_80[]]: registers * > max_regs 100*"])
+    result.stdout.fnmatch_lines(["*poly_eval #2 [[]sm_80[]]: registers * > max_regs 100*"])
 
 
 def test_fixture_compile_error_can_be_caught(pytester: pytest.Pytester) -> None:

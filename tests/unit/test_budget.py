@@ -6,7 +6,8 @@ from dataclasses import replace
 
 import pytest
 
-from pytest_regbudget.budget import check
+from pytest_regbudget.baseline import Entry
+from pytest_regbudget.budget import check, compare
 from pytest_regbudget.markers import Launch, Limits
 from pytest_regbudget.ptxas import parse_ptxas_output
 
@@ -113,3 +114,42 @@ def test_max_threads_from_launch_bounds_blocks_a_bigger_launch() -> None:
     (msg,) = check("t", "k", "sm_90", "k.cu", bounded, Limits(launch=Launch(512))).violations
     assert "cannot launch on sm_90" in msg
     assert "256" in msg
+
+
+def entry(**changes: object) -> Entry:
+    base = {
+        "registers": 72,
+        "spill_stores": 0,
+        "spill_loads": 0,
+        "stack": 0,
+        "smem": 0,
+        "const_mem": 0,
+        "ptxas": "12.9.86",
+        "nvrtc": "12.9.86",
+        "options_hash": "x",
+        "occupancy": 0.5,
+        "occupancy_at": "256 threads",
+    }
+    return Entry(**{**base, **changes})  # type: ignore[arg-type]
+
+
+def test_compare_reports_each_changed_metric() -> None:
+    deltas = compare(entry(), entry(registers=80, spill_stores=8, occupancy=0.375), {})
+    assert [(d.metric, d.verdict, d.text()) for d in deltas] == [
+        ("registers", "worse", "registers 72 -> 80 (+8)"),
+        ("spill_stores", "worse", "spill_stores 0 -> 8 (+8)"),
+        ("occupancy", "worse", "occupancy 50.0% -> 37.5% (-12.5 pts)"),
+    ]
+
+
+def test_compare_improvements_and_tolerance() -> None:
+    better = compare(entry(), entry(registers=64, occupancy=0.75), {})
+    assert [d.verdict for d in better] == ["better", "better"]
+    tolerated = compare(entry(), entry(registers=76, spill_loads=16), {"registers": 4, "spills": 16})
+    assert [d.verdict for d in tolerated] == ["tolerated", "tolerated"]
+    assert [d.verdict for d in compare(entry(), entry(registers=77), {"registers": 4})] == ["worse"]
+    assert [d.verdict for d in compare(entry(), entry(occupancy=0.45), {"occupancy": 0.05})] == ["tolerated"]
+
+
+def test_compare_skips_occupancy_at_another_launch_size() -> None:
+    assert compare(entry(), entry(occupancy=0.25, occupancy_at="512 threads"), {}) == []

@@ -1,0 +1,373 @@
+"""The baseline file end to end: update, ratchet, tolerance, stale entries, xdist, bad files, CI reports."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+KERNELS = Path(__file__).parent.parent / "kernels"
+HUNGRY = KERNELS / "hungry.cu"
+BASELINE = "regbudget-baseline.toml"
+
+
+def write_tests(pytester: pytest.Pytester, nacc: dict[str, int], extra: str = "", launch: int = 128) -> None:
+    """One marked test per name, compiling the hungry kernel with that many accumulators."""
+    body = "".join(
+        f"""
+@pytest.mark.regbudget(source={str(HUNGRY)!r}, kernel="poly_eval", defines={{"NACC": {n}}},
+                       launch=({launch},){extra})
+def test_{name}():
+    pass
+"""
+        for name, n in nacc.items()
+    )
+    pytester.makepyfile(test_k="import pytest\n" + body)
+
+
+def run(pytester: pytest.Pytester, *args: str) -> tuple[pytest.RunResult, list[dict[str, Any]]]:
+    out = pytester.path / "report.json"
+    result = pytester.runpytest("-p", "no:cacheprovider", f"--regbudget-json={out}", *args)
+    records = json.loads(out.read_text())["kernels"] if out.exists() else []
+    out.unlink(missing_ok=True)
+    return result, records
+
+
+def baseline_text(pytester: pytest.Pytester) -> str:
+    return (pytester.path / BASELINE).read_text()
+
+
+def test_update_writes_a_reviewable_file_and_rerun_passes(pytester: pytest.Pytester) -> None:
+    write_tests(pytester, {"a": 8, "b": 16})
+    result, records = run(pytester, "--regbudget-update")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(
+        ["*baseline regbudget-baseline.toml updated: 2 added, 0 updated, 0 unchanged, 0 stale"]
+    )
+    text = baseline_text(pytester)
+    assert text.startswith("# pytest-regbudget baseline")
+    a = next(r for r in records if r["nodeid"].endswith("test_a[sm_90]"))
+    assert f'[kernels."test_k.py::test_a[sm_90]".poly_eval.sm_90]\nregisters = {a["registers"]}\n' in text
+    assert f'ptxas = "{a["ptxas_version"]}"' in text
+    assert "occupancy = " in text
+    assert 'occupancy_at = "128 threads"' in text
+    # A second update with nothing changed rewrites nothing.
+    result, _ = run(pytester, "--regbudget-update")
+    result.stdout.fnmatch_lines(["*updated: 0 added, 0 updated, 2 unchanged, 0 stale"])
+    assert baseline_text(pytester) == text
+    result, records = run(pytester)
+    result.assert_outcomes(passed=2)
+    assert {r["baseline_status"] for r in records} == {"compared"}
+    assert all(r["deltas"] == [] for r in records)
+    assert all(r["baseline"]["registers"] == r["registers"] for r in records)
+
+
+def test_register_change_is_a_one_line_diff(pytester: pytest.Pytester) -> None:
+    # The kernel's source changes, as in a pull request; the test and its options do not.
+    source = pytester.path / "poly.cu"
+    source.write_text(HUNGRY.read_text().replace("#define NACC 64", "#define NACC 8"))
+    pytester.makepyfile(
+        test_k="""
+import pytest
+@pytest.mark.regbudget(source="poly.cu", kernel="poly_eval", launch=(32,))
+def test_a():
+    pass
+"""
+    )
+    run(pytester, "--regbudget-update")
+    before = baseline_text(pytester).splitlines()
+    source.write_text(HUNGRY.read_text().replace("#define NACC 64", "#define NACC 12"))
+    run(pytester, "--regbudget-update")
+    after = baseline_text(pytester).splitlines()
+    changed = [(x, y) for x, y in zip(before, after, strict=True) if x != y]
+    assert len(changed) == 1
+    assert changed[0][0].startswith("registers = ")
+    assert changed[0][1].startswith("registers = ")
+
+
+def test_regression_fails_with_old_new_delta_and_how_to_accept(pytester: pytest.Pytester) -> None:
+    write_tests(pytester, {"a": 8})
+    _, (old,) = run(pytester, "--regbudget-update")
+    write_tests(pytester, {"a": 16})
+    result, (new,) = run(pytester)
+    result.assert_outcomes(failed=1)
+    assert new["registers"] > old["registers"]
+    delta = new["registers"] - old["registers"]
+    result.stdout.fnmatch_lines(
+        [
+            f"poly_eval [[]sm_90[]]: registers {old['registers']} -> {new['registers']} (+{delta})"
+            " is worse than the baseline; if intended, accept it with pytest --regbudget-update and commit"
+            " regbudget-baseline.toml",
+        ]
+    )
+    assert {
+        "metric": "registers",
+        "baseline": old["registers"],
+        "now": new["registers"],
+        "delta": delta,
+        "verdict": "worse",
+    } in new["deltas"]
+    result.stdout.fnmatch_lines([f"*test_a[[]sm_90[]]*regs +{delta}*FAILED*"])
+    # Accepting it: the update passes and the next run is green.
+    result, _ = run(pytester, "--regbudget-update")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*0 added, 1 updated, 0 unchanged, 0 stale"])
+    run(pytester)[0].assert_outcomes(passed=1)
+
+
+def test_lower_occupancy_is_a_regression(pytester: pytest.Pytester) -> None:
+    write_tests(pytester, {"a": 8}, launch=256)
+    run(pytester, "--regbudget-update")
+    write_tests(pytester, {"a": 32}, launch=256)
+    result, (rec,) = run(pytester)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        ["*poly_eval [[]sm_90[]]: occupancy 100.0% -> *% (-* pts) is worse than the baseline*"]
+    )
+    assert {d["metric"] for d in rec["deltas"] if d["verdict"] == "worse"} == {"registers", "occupancy"}
+
+
+def test_improvement_is_reported_with_the_hint_to_lock_it_in(pytester: pytest.Pytester) -> None:
+    write_tests(pytester, {"a": 16})
+    run(pytester, "--regbudget-update")
+    write_tests(pytester, {"a": 8})
+    result, (rec,) = run(pytester)
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "1 kernel(s) improved on the baseline:",
+            "  poly_eval [[]sm_90[]] (test_k.py::test_a[[]sm_90[]]): registers * -> * (-*)",
+            "  Run pytest --regbudget-update to lock the improvements in.",
+        ]
+    )
+    assert [d["verdict"] for d in rec["deltas"] if d["metric"] == "registers"] == ["better"]
+
+
+def test_tolerance_from_marker_and_ini(pytester: pytest.Pytester) -> None:
+    # One warp per block: occupancy stays at its maximum, so registers alone move.
+    write_tests(pytester, {"a": 8}, launch=32)
+    _, (old,) = run(pytester, "--regbudget-update")
+    write_tests(pytester, {"a": 12}, launch=32)
+    _, (new,) = run(pytester)
+    grew = new["registers"] - old["registers"]
+    assert grew > 0
+    write_tests(pytester, {"a": 12}, launch=32, extra=f', tolerance={{"registers": {grew}}}')
+    result, (rec,) = run(pytester)
+    result.assert_outcomes(passed=1)
+    assert [d["verdict"] for d in rec["deltas"] if d["metric"] == "registers"] == ["tolerated"]
+    write_tests(pytester, {"a": 12}, launch=32, extra=f', tolerance={{"registers": {grew - 1}}}')
+    result, _ = run(pytester)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [f"*registers * (+{grew}) is worse than the baseline, tolerance {grew - 1};*"]
+    )
+    write_tests(pytester, {"a": 12}, launch=32)
+    pytester.makeini(f"[pytest]\nregbudget_tolerance = registers={grew}, spills=16\n")
+    run(pytester)[0].assert_outcomes(passed=1)
+
+
+def test_bad_tolerance_is_reported(pytester: pytest.Pytester) -> None:
+    write_tests(pytester, {"a": 8}, extra=', tolerance={"regs": 4}')
+    result, _ = run(pytester)
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["*tolerance: unknown metric 'regs' (did you mean 'registers'?)*"])
+    pytester.makeini("[pytest]\nregbudget_tolerance = registers\n")
+    result = pytester.runpytest()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*regbudget_tolerance (ini): 'registers' is not metric=amount*"])
+
+
+def test_absolute_budget_still_fails_during_update_but_entry_is_refreshed(pytester: pytest.Pytester) -> None:
+    write_tests(pytester, {"a": 16}, extra=", max_regs=40")
+    result, (rec,) = run(pytester, "--regbudget-update")
+    result.assert_outcomes(failed=1)
+    assert f"registers = {rec['registers']}" in baseline_text(pytester)
+
+
+def test_partial_update_keeps_what_it_did_not_run(pytester: pytest.Pytester) -> None:
+    write_tests(pytester, {"a": 8, "b": 8})
+    run(pytester, "--regbudget-update")
+    write_tests(pytester, {"a": 16, "b": 16})
+    result, _ = run(pytester, "--regbudget-update", "-k", "test_a")
+    result.stdout.fnmatch_lines(["*Part of the suite ran*", "*0 added, 1 updated, 0 unchanged, 0 stale"])
+    text = baseline_text(pytester)
+    assert 'test_b[sm_90]".poly_eval.sm_90]' in text
+    result, _ = run(pytester)
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["*test_b*FAILED*"])
+
+
+def test_stale_entries_are_listed_and_removed_only_by_a_full_update(pytester: pytest.Pytester) -> None:
+    write_tests(pytester, {"a": 8, "b": 8})
+    run(pytester, "--regbudget-update")
+    write_tests(pytester, {"a": 8})
+    result, _ = run(pytester)
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "1 stale baseline entry (test or kernel gone):",
+            "  test_k.py::test_b[[]sm_90[]] poly_eval [[]sm_90[]]",
+            "  An update of the full suite (pytest --regbudget-update) removes them.",
+        ]
+    )
+    # A partial update (-k, node ids) never removes entries.
+    run(pytester, "--regbudget-update", "-k", "test_a")
+    assert "test_b" in baseline_text(pytester)
+    run(pytester, "--regbudget-update", "test_k.py::test_a")
+    assert "test_b" in baseline_text(pytester)
+    result, _ = run(pytester, "--regbudget-update")
+    result.stdout.fnmatch_lines(["*0 added, 0 updated, 1 unchanged, 1 stale (removed)"])
+    assert "test_b" not in baseline_text(pytester)
+
+
+def test_kernel_gone_from_a_test_is_stale(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        test_k=f"""
+import pytest
+@pytest.mark.regbudget(source={str(HUNGRY)!r}, kernel="poly_eval", defines={{"NACC": 8}})
+def test_a(regbudget):
+    regbudget.compile({str(HUNGRY)!r}, "poly_eval", defines={{"NACC": 4}})
+"""
+    )
+    run(pytester, "--regbudget-update")
+    assert "poly_eval #2" in baseline_text(pytester)
+    write_tests(pytester, {"a": 8})
+    result, _ = run(pytester)
+    result.stdout.fnmatch_lines(["*test_k.py::test_a[[]sm_90[]] poly_eval #2 [[]sm_90[]]"])
+
+
+def test_update_and_run_under_xdist_lose_nothing(pytester: pytest.Pytester) -> None:
+    names = {f"t{i}": 4 + i for i in range(8)}
+    write_tests(pytester, names)
+    result = pytester.runpytest_subprocess("-n", "2", "--regbudget-update", "--regbudget-arch=sm_80,sm_90")
+    result.assert_outcomes(passed=16)
+    result.stdout.fnmatch_lines(["*16 added, 0 updated, 0 unchanged, 0 stale"])
+    parallel = baseline_text(pytester)
+    assert parallel.count("registers = ") == 16
+    (pytester.path / BASELINE).unlink()
+    result = pytester.runpytest_subprocess("--regbudget-update", "--regbudget-arch=sm_80,sm_90")
+    assert baseline_text(pytester) == parallel
+    # A run under xdist ratchets like a serial one.
+    names["t3"] = 40
+    write_tests(pytester, names)
+    result = pytester.runpytest_subprocess("-n", "2", "--regbudget-arch=sm_80,sm_90")
+    result.assert_outcomes(passed=14, failed=2)
+    result.stdout.fnmatch_lines(["*registers * -> * (+*) is worse than the baseline*"])
+
+
+def test_concurrent_updates_of_different_tests_keep_both(pytester: pytest.Pytester) -> None:
+    write_tests(pytester, {f"t{i}": 4 + i for i in range(6)})
+    cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--regbudget-update", "-q"]
+    procs = [
+        subprocess.Popen([*cmd, "-k", k], cwd=pytester.path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        for k in ("t0 or t1 or t2", "t3 or t4 or t5")
+    ]
+    outputs = [p.communicate(timeout=300)[0].decode() for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], outputs
+    assert baseline_text(pytester).count("registers = ") == 6
+
+
+def test_corrupt_baseline_is_a_usage_error_and_left_untouched(pytester: pytest.Pytester) -> None:
+    write_tests(pytester, {"a": 8})
+    corrupt = b'version = 1\n\n[kernels."x".k.sm_90]\nregisters = 3\nregisters = 4\n'
+    (pytester.path / BASELINE).write_bytes(corrupt)
+    for args in ((), ("--regbudget-update",)):
+        result = pytester.runpytest(*args)
+        assert result.ret == pytest.ExitCode.USAGE_ERROR
+        result.stderr.fnmatch_lines([f"*{pytester.path / BASELINE} is not valid TOML: *line 5*"])
+        assert (pytester.path / BASELINE).read_bytes() == corrupt
+
+
+def test_entry_of_the_wrong_shape_is_a_usage_error(pytester: pytest.Pytester) -> None:
+    write_tests(pytester, {"a": 8})
+    run(pytester, "--regbudget-update")
+    path = pytester.path / BASELINE
+    text = path.read_text()
+    bad = text.replace("spill_stores = 0", 'spill_stores = "none"', 1)
+    path.write_text(bad)
+    result = pytester.runpytest("--regbudget-update")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        [
+            '*[[]kernels."test_k.py::test_a[[]sm_90[]]"."poly_eval".sm_90[]]: spill_stores = \'none\','
+            " expected a whole number >= 0*"
+        ]
+    )
+    assert path.read_text() == bad
+
+
+def test_baseline_from_another_ptxas_warns_and_does_not_fail(pytester: pytest.Pytester) -> None:
+    write_tests(pytester, {"a": 8})
+    _, (rec,) = run(pytester, "--regbudget-update")
+    path = pytester.path / BASELINE
+    path.write_text(path.read_text().replace(f'ptxas = "{rec["ptxas_version"]}"', 'ptxas = "11.8.89"'))
+    write_tests(pytester, {"a": 16})
+    result, (new,) = run(pytester)
+    result.assert_outcomes(passed=1, warnings=1)
+    result.stdout.fnmatch_lines(
+        [
+            f"*was recorded with ptxas 11.8.89, this run uses ptxas {rec['ptxas_version']}:"
+            " its entries are shown but not enforced*"
+        ]
+    )
+    assert new["baseline_status"] == "toolkit-mismatch"
+    result.stdout.fnmatch_lines(["*regs +* (ptxas 11.8.89, not enforced)*"])
+
+
+def test_baseline_path_from_option_and_ini(pytester: pytest.Pytester) -> None:
+    write_tests(pytester, {"a": 8})
+    pytester.runpytest("--regbudget-update", "--regbudget-baseline=custom/base.toml")
+    assert (pytester.path / "custom" / "base.toml").exists()
+    pytester.makeini("[pytest]\nregbudget_baseline = ci/regbudget.toml\n")
+    result = pytester.runpytest("--regbudget-update")
+    result.stdout.fnmatch_lines(["*baseline ci/regbudget.toml (not yet written, updating)*"])
+    assert (pytester.path / "ci" / "regbudget.toml").exists()
+    assert not (pytester.path / BASELINE).exists()
+
+
+def test_github_step_summary_markdown_and_annotations(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write_tests(pytester, {"a": 8, "b": 8})
+    run(pytester, "--regbudget-update")
+    write_tests(pytester, {"a": 16, "b": 8}, extra=', level="fail"')
+    summary = pytester.path / "step_summary.md"
+    summary.write_text("earlier step output\n")
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    monkeypatch.setenv("GITHUB_WORKSPACE", str(KERNELS.parent.parent))
+    md = pytester.path / "out.md"
+    result, (a, _) = run(pytester, f"--regbudget-markdown={md}")
+    result.assert_outcomes(passed=1, failed=1)
+    text = summary.read_text()
+    assert text.startswith("earlier step output\n### pytest-regbudget: 2 kernel checks, 1 failed")
+    assert "| kernel | arch | metric | baseline | now | delta | verdict |" in text
+    old = a["baseline"]["registers"]
+    assert (
+        f"| `poly_eval` | sm_90 | registers | {old} | {a['registers']} | +{a['registers'] - old} | worse |"
+        in text
+    )
+    assert md.read_text() == text[len("earlier step output\n") :]
+    result.stdout.fnmatch_lines(
+        [
+            "::error file=tests/kernels/hungry.cu,line=10,title=regbudget poly_eval [[]sm_90[]]::registers *"
+            " is worse than the baseline*",
+        ]
+    )
+    assert result.stdout.str().count("::error ") == 1
+
+
+def test_warn_level_gives_a_warning_annotation(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write_tests(pytester, {"a": 16}, extra=', max_regs=8, level="warn"')
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    result, _ = run(pytester)
+    result.assert_outcomes(passed=1, warnings=1)
+    result.stdout.fnmatch_lines(
+        ["::warning file=*hungry.cu,line=10,title=regbudget poly_eval [[]sm_90[]]::registers *"]
+    )
