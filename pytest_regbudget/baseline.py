@@ -55,7 +55,9 @@ class Entry:
     options_hash: str
     occupancy: float | None = None  # at the launch size, when the marker gives one
     occupancy_at: str | None = None  # "256 threads" or "256 threads, 65536 B dynamic smem"
-    # Fields this version does not know (a newer plugin's, or the GPU issue's) are kept, not dropped.
+    # Timings and driver figures per GPU name ("NVIDIA H200"), written by an update on a GPU runner.
+    gpu: Mapping[str, Mapping[str, object]] = field(default_factory=dict)
+    # Fields this version does not know (a newer plugin's) are kept, not dropped.
     extra: Mapping[str, object] = field(default_factory=dict)
 
     def to_toml(self) -> dict[str, object]:
@@ -66,7 +68,13 @@ class Entry:
             out["occupancy_at"] = self.occupancy_at
         out.update({name: getattr(self, name) for name in TEXT_FIELDS})
         out.update(sorted(self.extra.items()))
+        if self.gpu:
+            out["gpu"] = {name: dict(sorted(fig.items())) for name, fig in sorted(self.gpu.items())}
         return out
+
+    def gpu_time_ms(self, device: str) -> float | None:
+        value = self.gpu.get(device, {}).get("time_ms")
+        return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
 def options_hash(*parts: object) -> str:
@@ -77,7 +85,16 @@ def options_hash(*parts: object) -> str:
 def _entry(where: str, table: object) -> Entry:
     if not isinstance(table, dict):
         raise BaselineError(f"{where}: expected a table of numbers, found {table!r}")
-    known = {*INT_FIELDS, *TEXT_FIELDS, "occupancy", "occupancy_at"}
+    known = {*INT_FIELDS, *TEXT_FIELDS, "occupancy", "occupancy_at", "gpu"}
+    gpu = table.get("gpu", {})
+    if not isinstance(gpu, dict) or not all(isinstance(v, dict) for v in gpu.values()):
+        raise BaselineError(f'{where}: gpu must hold one table per device, e.g. [...gpu."NVIDIA H200"]')
+    for device, figures in gpu.items():
+        time_ms = figures.get("time_ms")
+        if time_ms is not None and (
+            isinstance(time_ms, bool) or not isinstance(time_ms, (int, float)) or time_ms <= 0
+        ):
+            raise BaselineError(f'{where}: gpu."{device}".time_ms = {time_ms!r}, expected milliseconds > 0')
     for name in INT_FIELDS:
         value = table.get(name)
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
@@ -103,6 +120,7 @@ def _entry(where: str, table: object) -> Entry:
         options_hash=table["options_hash"],
         occupancy=None if occ is None else float(occ),
         occupancy_at=occupancy_at,
+        gpu=gpu,
         extra={k: v for k, v in table.items() if k not in known},
     )
 
@@ -217,14 +235,16 @@ def update(path: Path, fresh: Mapping[Key, Entry], remove: set[Key]) -> UpdateCo
         merged = dict(current)
         for key, entry in fresh.items():
             old = current.get(key)
+            # Keep what this run does not measure: other GPUs' figures (or all of them, on a CPU runner).
+            if old is not None:
+                entry = replace(entry, gpu={**old.gpu, **entry.gpu}, extra={**old.extra, **entry.extra})
             if old is None:
                 counts.added += 1
             elif old.to_toml() == entry.to_toml():
                 counts.unchanged += 1
             else:
                 counts.updated += 1
-            # Keep what this run does not measure (e.g. GPU figures recorded on a GPU runner).
-            merged[key] = entry if old is None else replace(entry, extra={**old.extra, **entry.extra})
+            merged[key] = entry
         for key in remove:
             merged.pop(key, None)
         text = dumps(merged)

@@ -9,7 +9,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
+from .arch import get_arch
 from .baseline import Entry
+from .gpu import GpuFacts, Timing
 from .markers import Launch, Level, Limits
 from .occupancy import Occupancy, occupancy
 from .ptxas import KernelResources
@@ -89,6 +91,11 @@ class KernelReport:
     baseline: Entry | None = None
     baseline_status: BaselineStatus = "none"
     deltas: list[Delta] = field(default_factory=list)
+    gpu: GpuFacts | None = None
+    model_defects: list[str] = field(default_factory=list)
+    timing: Timing | None = None
+    baseline_time_ms: float | None = None
+    gpu_note: str | None = None  # why GPU checks did not run, or what they lacked
 
     @property
     def registers(self) -> int | None:
@@ -184,11 +191,17 @@ def check(
     resources: KernelResources,
     limits: Limits,
     level: Level = "fail",
+    gpu: GpuFacts | None = None,
 ) -> KernelReport:
-    """Every budget of `limits` against ptxas's numbers; occupancy at the launch size when one is given."""
+    """Every budget of `limits` against ptxas's numbers; occupancy at the launch size when one is given.
+
+    With `gpu` (the driver's view of this very cubin), the driver must agree with ptxas, and
+    `min_occupancy` is judged on the occupancy the driver grants.
+    """
     r = limits
     res = resources
     violations: list[str] = []
+    defects: list[str] = []
     if r.max_regs is not None and res.registers > r.max_regs:
         violations.append(f"registers {res.registers} > max_regs {r.max_regs}")
     for metric, value in (("spill stores", res.spill_stores), ("spill loads", res.spill_loads)):
@@ -208,10 +221,30 @@ def check(
         launch_problem = _launch_violation(arch, res, r.launch, occ)
         if launch_problem:
             violations.append(launch_problem)
-        if r.min_occupancy is not None and occ.occupancy < r.min_occupancy:
-            violations.append(
-                f"occupancy {occ.occupancy:.1%} at {r.launch.threads} threads < min_occupancy "
-                f"{r.min_occupancy:.1%} ({occ.summary})"
+        driver_occ: float | None = None
+        if gpu is not None and gpu.driver_blocks is not None:
+            driver_occ = gpu.driver_blocks * occ.warps_per_block / occ.max_warps_per_sm
+            if gpu.driver_blocks != occ.active_blocks:
+                defects.append(
+                    f"the driver grants {gpu.driver_blocks} blocks of {r.launch.threads} threads per SM on "
+                    f"{gpu.device}, the static calculator {occ.active_blocks} ({occ.summary}): a defect of "
+                    "pytest-regbudget's occupancy model, please report it with this line"
+                )
+        if r.min_occupancy is not None:
+            achieved = occ.occupancy if driver_occ is None else driver_occ
+            source_name = occ.summary if gpu is None else f"as the driver of {gpu.device} grants it"
+            if achieved < r.min_occupancy:
+                violations.append(
+                    f"occupancy {achieved:.1%} at {r.launch.threads} threads < min_occupancy "
+                    f"{r.min_occupancy:.1%} ({source_name})"
+                )
+    if gpu is not None:
+        violations += _driver_disagreements(res, gpu)
+        top = _max_block(arch, res)
+        if gpu.view.max_threads != top:
+            defects.append(
+                f"the driver allows blocks of up to {gpu.view.max_threads} threads on {gpu.device}, the "
+                f"static calculator {top}: a defect of pytest-regbudget's occupancy model, please report it"
             )
     return KernelReport(
         nodeid=nodeid,
@@ -224,4 +257,56 @@ def check(
         occupancy=occ,
         violations=violations,
         level=level,
+        gpu=gpu,
+        model_defects=defects,
     )
+
+
+def _driver_disagreements(res: KernelResources, gpu: GpuFacts) -> list[str]:
+    """The driver loaded the cubin ptxas measured: any difference means the numbers are not this binary's."""
+    out = []
+    for what, ptxas_value, driver_value in (
+        ("registers", res.registers, gpu.view.registers),
+        ("local memory bytes", res.stack_frame, gpu.view.local_bytes),
+        ("static shared memory bytes", res.shared_mem, gpu.view.shared_bytes),
+    ):
+        if ptxas_value != driver_value:
+            out.append(
+                f"the driver reports {driver_value} {what} for this cubin on {gpu.device}, ptxas reported "
+                f"{ptxas_value}: the binary the driver runs is not the one measured"
+            )
+    return out
+
+
+def _max_block(arch: str, res: KernelResources) -> int:
+    """The largest block that launches, as cuFuncGetAttribute(MAX_THREADS_PER_BLOCK) reports it."""
+    lim = get_arch(arch)
+    top = min(lim.max_threads_per_block, res.max_threads or lim.max_threads_per_block)
+    for threads in range(top, 0, -lim.warp_size if top % lim.warp_size == 0 else -1):
+        if _occupancy(arch, res, threads, 0).active_blocks >= 1:
+            return threads
+    return 0
+
+
+def time_verdict(
+    report: KernelReport, limits: Limits, timing: Timing, baseline_ms: float | None
+) -> list[str]:
+    """Time budgets: absolute `max_time_ms`, and `max_time_ratio` against this device's baseline median."""
+    out = []
+    measured = f"median {timing.median_ms:.4g} ms, noise {timing.noise:.1%}, {timing.samples} samples" + (
+        f", SM clock {timing.sm_clock_mhz} MHz" if timing.sm_clock_mhz else ""
+    )
+    device = report.gpu.device if report.gpu else "this GPU"
+    if limits.max_time_ms is not None and timing.median_ms > limits.max_time_ms:
+        out.append(
+            f"time {timing.median_ms:.4g} ms > max_time_ms {limits.max_time_ms:g} on {device} ({measured})"
+        )
+    if limits.max_time_ratio is not None and baseline_ms is not None:
+        ratio = timing.median_ms / baseline_ms
+        if ratio > limits.max_time_ratio:
+            out.append(
+                f"time {baseline_ms:.4g} -> {timing.median_ms:.4g} ms (x{ratio:.3f}) > max_time_ratio "
+                f"{limits.max_time_ratio:g} on {device} ({measured}); if intended, accept it with "
+                "pytest --regbudget-update on this GPU"
+            )
+    return out

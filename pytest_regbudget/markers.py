@@ -27,6 +27,8 @@ BUDGET_KEYS = (
     "launch",
     "dynamic_smem",
     "min_occupancy",
+    "max_time_ratio",
+    "max_time_ms",
 )
 OTHER_KEYS = ("archs", "level", "tolerance")
 # How much worse than the baseline a metric may get before the ratchet fails; "spills" covers both.
@@ -63,6 +65,8 @@ class Limits:
     launch: Launch | None = None
     dynamic_smem: int = 0
     min_occupancy: float | None = None
+    max_time_ratio: float | None = None  # GPU median / baseline median of the same device
+    max_time_ms: float | None = None
 
 
 @dataclass(frozen=True)
@@ -122,7 +126,17 @@ def _occupancy(value: object, label: str) -> float:
     return float(value)
 
 
+def _positive(value: object, label: str, minimum: float, example: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= minimum:
+        raise MarkerError(f"{label}={value!r}: expected a number >= {minimum:g}, e.g. {example}")
+    return float(value)
+
+
 def _budget_value(key: str, value: object, label: str) -> object:
+    if key == "max_time_ratio":
+        return _positive(value, label, 1.0, "1.10 for 10 % slower than the baseline")
+    if key == "max_time_ms":
+        return _positive(value, label, 0.0, "2.5")
     if key == "launch":
         return _launch(value, label)
     if key == "min_occupancy":

@@ -16,6 +16,8 @@ from .arch import UnknownArchError
 from .baseline import BaselineError
 from .budget import KernelReport
 from .compiler import DEFAULT_PTXAS_TIMEOUT, CompileError, CompileOptions
+from .gpu import Device, LaunchError, Timing
+from .gpu import device as gpu_device
 from .markers import VALID_KEYS, MarkerError, parse_tolerance
 from .session import WORKEROUTPUT_KEY, ItemState, RegbudgetSession, Settings, parse_archs
 from .toolchain import ToolchainError
@@ -76,6 +78,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "(also appended to $GITHUB_STEP_SUMMARY when set).",
     )
     group.addoption(
+        "--regbudget-gpu",
+        choices=("auto", "off", "require"),
+        default=None,
+        help="GPU checks (driver attributes and occupancy, regbudget.benchmark timings): auto runs them when "
+        "CuPy and a CUDA device are present, require fails without them, off never touches the GPU. "
+        "Default: ini regbudget_gpu, else auto.",
+    )
+    group.addoption(
         "--regbudget-json",
         default=None,
         metavar="PATH",
@@ -93,6 +103,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "how much worse than the baseline a kernel may get, e.g. 'registers=4, spills=16, occupancy=0.05'",
         default="",
     )
+    parser.addini("regbudget_gpu", "auto, off or require (see --regbudget-gpu)", default="auto")
     parser.addini(
         "regbudget_ptxas_timeout",
         f"seconds one ptxas run may take (default {DEFAULT_PTXAS_TIMEOUT:g})",
@@ -143,6 +154,9 @@ def _settings(config: pytest.Config) -> Settings:
     if baseline is None:
         ini_dir = config.inipath.parent if config.inipath else config.rootpath
         baseline = ini_dir / ini_baseline if ini_baseline else config.rootpath / DEFAULT_BASELINE
+    gpu_mode = config.getoption("regbudget_gpu") or str(config.getini("regbudget_gpu")).strip()
+    if gpu_mode not in ("auto", "off", "require"):
+        raise pytest.UsageError(f"regbudget_gpu = {gpu_mode!r} (ini): expected auto, off or require")
     step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
     return Settings(
         archs=tuple(archs),
@@ -156,6 +170,7 @@ def _settings(config: pytest.Config) -> Settings:
         markdown_path=_path_option(config, "regbudget_markdown"),
         step_summary=Path(step_summary) if step_summary else None,
         annotate=os.environ.get("GITHUB_ACTIONS") == "true",
+        gpu_mode=gpu_mode,
     )
 
 
@@ -165,6 +180,12 @@ def _session(config: pytest.Config) -> RegbudgetSession:
 
 def pytest_report_header(config: pytest.Config) -> str:
     return _session(config).header()
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    regbudget = _session(session.config)
+    if regbudget.settings.gpu_mode == "require" and regbudget.gpu_device() is None:
+        raise pytest.UsageError(f"--regbudget-gpu=require, but no GPU is usable: {regbudget.gpu_reason}")
 
 
 @pytest.hookimpl(trylast=True)
@@ -192,7 +213,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         if arch is None:
             continue
         budget, error = RegbudgetSession.parse(item.get_closest_marker("regbudget"), Path(item.path))
-        item.stash[ITEM_KEY] = ItemState(arch=arch, budget=budget, marker_error=error)
+        archs = tuple(_session(item.config).item_archs(budget))
+        item.stash[ITEM_KEY] = ItemState(arch=arch, budget=budget, marker_error=error, item_archs=archs)
 
 
 def pytest_deselected(items: Sequence[pytest.Item]) -> None:
@@ -244,13 +266,19 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, object]:
     if state is None:
         return (yield)
     session = _session(item.config)
-    completed = False
     try:
         _compile_marker_kernel(session, state, item.nodeid)
         result = yield
-        completed = True
-    finally:
-        failure = session.verdict(state, item.nodeid, completed)
+    except pytest.skip.Exception:
+        # A body that skips (no GPU, say) does not excuse the compile-time budgets that were checked.
+        failure = session.verdict(state, item.nodeid, completed=False)
+        if failure:
+            pytest.fail(failure, pytrace=False)
+        raise
+    except BaseException:
+        session.verdict(state, item.nodeid, completed=False)
+        raise
+    failure = session.verdict(state, item.nodeid, completed=True)
     if failure:
         pytest.fail(failure, pytrace=False)
     return result
@@ -288,6 +316,16 @@ class RegbudgetFixture:
     def reports(self) -> list[KernelReport]:
         return list(self._state.reports)
 
+    @property
+    def gpu(self) -> Device | None:
+        """The CUDA device when this instance of the test runs the GPU checks, else None.
+
+        Use it to build launch arguments only when they will be used: `regbudget.gpu.cupy` is CuPy.
+        """
+        if self._session.gpu_arch(self._state) is None:
+            return None
+        return gpu_device()
+
     def compile(
         self,
         source: str | os.PathLike[str],
@@ -314,6 +352,32 @@ class RegbudgetFixture:
             # A fresh exception keeps the plugin's internals out of the user's traceback.
             raise type(exc)(str(exc), exc.log) from None
 
+    def benchmark(
+        self,
+        kernel: str | KernelReport,
+        grid: int | tuple[int, ...],
+        block: int | tuple[int, ...],
+        args: Sequence[Any],
+        *,
+        dynamic_smem: int = 0,
+        flush_l2: bool = True,
+    ) -> Timing | None:
+        """Launch the very cubin ptxas measured for `kernel` (a name compiled in this test, or its report)
+        and time it with CUDA events: warm-up, L2 flush per sample, samples until the noise is low.
+
+        Returns None where GPU checks do not run (no GPU, --regbudget-gpu=off, or another arch's instance
+        of this test); the summary says why. Time budgets (max_time_ms, max_time_ratio) are judged when
+        the test ends.
+        """
+        __tracebackhide__ = True
+        grid_t = (grid,) if isinstance(grid, int) else tuple(grid)
+        block_t = (block,) if isinstance(block, int) else tuple(block)
+        try:
+            return self._session.benchmark(self._state, kernel, grid_t, block_t, args, dynamic_smem, flush_l2)
+        except LaunchError as exc:
+            message = str(exc)
+        pytest.fail(message, pytrace=False)
+
 
 @pytest.fixture
 def regbudget(request: pytest.FixtureRequest) -> RegbudgetFixture:
@@ -325,6 +389,8 @@ def regbudget(request: pytest.FixtureRequest) -> RegbudgetFixture:
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
     lines = _session(config).summary()
+    if lines:
+        lines.append(_session(config).gpu_line())
     if lines:
         terminalreporter.write_sep("-", "regbudget")
         for line in lines:

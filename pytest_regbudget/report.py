@@ -10,7 +10,7 @@ import json
 import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import TypedDict
+from typing import Any, TypedDict, cast
 
 from .baseline import Entry, Key, atomic_write
 from .budget import Delta, KernelReport
@@ -56,6 +56,20 @@ class KernelRecord(TypedDict):
     baseline_status: str  # none (no baseline file), new, compared, toolkit-mismatch
     baseline: dict[str, object] | None
     deltas: list[DeltaRecord]
+    gpu_device: str | None
+    driver_registers: int | None
+    driver_local_bytes: int | None
+    driver_max_threads: int | None
+    driver_blocks: int | None
+    driver_occupancy: float | None
+    model_defects: list[str]
+    time_ms: float | None
+    noise: float | None
+    samples: int | None
+    sm_clock_mhz: int | None
+    baseline_time_ms: float | None
+    time_ratio: float | None
+    gpu_note: str | None
 
 
 def _delta_record(d: Delta) -> DeltaRecord:
@@ -67,39 +81,67 @@ def to_record(r: KernelReport) -> KernelRecord:
     launch = None
     if r.launch is not None:
         launch = [r.launch.threads] if r.launch.blocks is None else [r.launch.threads, r.launch.blocks]
-    return KernelRecord(
-        nodeid=r.nodeid,
-        kernel=r.kernel,
-        entry=res.name if res else None,
-        arch=r.arch,
-        source=r.source,
-        registers=res.registers if res else None,
-        spill_stores=res.spill_stores if res else None,
-        spill_loads=res.spill_loads if res else None,
-        stack_frame=res.stack_frame if res else None,
-        shared_mem=res.shared_mem if res else None,
-        const_mem=res.const_mem if res else None,
-        barriers=res.barriers if res else None,
-        max_threads=res.max_threads if res else None,
-        min_blocks_per_sm=res.min_blocks_per_sm if res else None,
-        launch=launch,
-        dynamic_smem=r.dynamic_smem,
-        occupancy=round(occ.occupancy, 6) if occ else None,
-        active_blocks=occ.active_blocks if occ else None,
-        limiter=occ.limiter if occ else None,
-        outcome=r.outcome,
-        level=r.level,
-        violations=list(r.violations),
-        error=r.error,
-        ptxas_line=res.ptxas_line if res else None,
-        ptxas_version=r.ptxas_version,
-        nvrtc_version=r.nvrtc_version,
-        options_hash=r.options_hash,
-        line=r.line,
-        baseline_status=r.baseline_status,
-        baseline=r.baseline.to_toml() if r.baseline else None,
-        deltas=[_delta_record(d) for d in r.deltas],
+    # cast: the GPU fields are spread in from a plain dict, which TypedDict's constructor cannot check.
+    return cast(
+        KernelRecord,
+        dict(
+            nodeid=r.nodeid,
+            kernel=r.kernel,
+            entry=res.name if res else None,
+            arch=r.arch,
+            source=r.source,
+            registers=res.registers if res else None,
+            spill_stores=res.spill_stores if res else None,
+            spill_loads=res.spill_loads if res else None,
+            stack_frame=res.stack_frame if res else None,
+            shared_mem=res.shared_mem if res else None,
+            const_mem=res.const_mem if res else None,
+            barriers=res.barriers if res else None,
+            max_threads=res.max_threads if res else None,
+            min_blocks_per_sm=res.min_blocks_per_sm if res else None,
+            launch=launch,
+            dynamic_smem=r.dynamic_smem,
+            occupancy=round(occ.occupancy, 6) if occ else None,
+            active_blocks=occ.active_blocks if occ else None,
+            limiter=occ.limiter if occ else None,
+            outcome=r.outcome,
+            level=r.level,
+            violations=list(r.violations),
+            error=r.error,
+            ptxas_line=res.ptxas_line if res else None,
+            ptxas_version=r.ptxas_version,
+            nvrtc_version=r.nvrtc_version,
+            options_hash=r.options_hash,
+            line=r.line,
+            baseline_status=r.baseline_status,
+            baseline=r.baseline.to_toml() if r.baseline else None,
+            deltas=[_delta_record(d) for d in r.deltas],
+            **_gpu_fields(r),
+        ),
     )
+
+
+def _gpu_fields(r: KernelReport) -> dict[str, Any]:
+    g, t = r.gpu, r.timing
+    driver_occ = None
+    if g is not None and g.driver_blocks is not None and r.occupancy is not None:
+        driver_occ = round(g.driver_blocks * r.occupancy.warps_per_block / r.occupancy.max_warps_per_sm, 6)
+    return {
+        "gpu_device": g.device if g else None,
+        "driver_registers": g.view.registers if g else None,
+        "driver_local_bytes": g.view.local_bytes if g else None,
+        "driver_max_threads": g.view.max_threads if g else None,
+        "driver_blocks": g.driver_blocks if g else None,
+        "driver_occupancy": driver_occ,
+        "model_defects": list(r.model_defects),
+        "time_ms": t.median_ms if t else None,
+        "noise": t.noise if t else None,
+        "samples": t.samples if t else None,
+        "sm_clock_mhz": t.sm_clock_mhz if t else None,
+        "baseline_time_ms": r.baseline_time_ms,
+        "time_ratio": t.median_ms / r.baseline_time_ms if t and r.baseline_time_ms else None,
+        "gpu_note": r.gpu_note,
+    }
 
 
 def entry_from_record(rec: KernelRecord) -> Entry:
@@ -118,7 +160,25 @@ def entry_from_record(rec: KernelRecord) -> Entry:
         # Rounded so that the file does not churn on float noise.
         occupancy=None if occ is None else round(occ, 4),
         occupancy_at=_occupancy_at(rec),
+        gpu=_gpu_entry(rec),
     )
+
+
+def _gpu_entry(rec: KernelRecord) -> dict[str, dict[str, object]]:
+    """Per-device figures for the baseline; only a timed kernel has any."""
+    if rec["gpu_device"] is None or rec["time_ms"] is None:
+        return {}
+    figures: dict[str, object] = {
+        "time_ms": float(f"{rec['time_ms']:.4g}"),
+        "noise": round(rec["noise"] or 0.0, 4),
+        "samples": rec["samples"],
+        "driver_registers": rec["driver_registers"],
+    }
+    if rec["driver_occupancy"] is not None:
+        figures["driver_occupancy"] = round(rec["driver_occupancy"], 4)
+    if rec["sm_clock_mhz"] is not None:
+        figures["sm_clock_mhz"] = rec["sm_clock_mhz"]
+    return {rec["gpu_device"]: figures}
 
 
 def _occupancy_at(rec: KernelRecord) -> str | None:
@@ -164,7 +224,7 @@ def summary_lines(records: Sequence[KernelRecord]) -> list[str]:
     """A fixed-width table, one row per (test, kernel, arch), in a stable order."""
     if not records:
         return []
-    header = (
+    header: tuple[str, ...] = (
         "test",
         "kernel",
         "arch",
@@ -176,7 +236,7 @@ def summary_lines(records: Sequence[KernelRecord]) -> list[str]:
         "baseline",
         "verdict",
     )
-    rows = []
+    rows: list[tuple[str, ...]] = []
     for rec in _sorted(records):
         spills = "-" if rec["spill_stores"] is None else f"{rec['spill_stores']}/{rec['spill_loads']}"
         occ = "-"
@@ -196,6 +256,8 @@ def summary_lines(records: Sequence[KernelRecord]) -> list[str]:
                 rec["outcome"].upper() if rec["outcome"] != "passed" else "ok",
             )
         )
+    if any(rec["gpu_device"] for rec in records):
+        header, rows = _with_gpu_columns(header, rows, _sorted(records))
     widths = [max(len(h), *(len(row[i]) for row in rows)) for i, h in enumerate(header)]
     numeric = {3, 5, 6}
 
@@ -207,6 +269,27 @@ def summary_lines(records: Sequence[KernelRecord]) -> list[str]:
         return "  ".join(cells).rstrip()
 
     return [fmt(header), fmt("-" * w for w in widths), *(fmt(row) for row in rows)]
+
+
+def _with_gpu_columns(
+    header: tuple[str, ...], rows: list[tuple[str, ...]], records: list[KernelRecord]
+) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
+    """Occupancy and time side by side: either alone can be made to look like an improvement."""
+    extra = ("drv regs", "drv occ", "time ms", "noise", "base ms", "ratio")
+    out = []
+    for row, rec in zip(rows, records, strict=True):
+        occ = rec["driver_occupancy"]
+        t, base, ratio = rec["time_ms"], rec["baseline_time_ms"], rec["time_ratio"]
+        cells = (
+            _cell(rec["driver_registers"]),
+            "-" if occ is None else f"{occ:.0%}",
+            "-" if t is None else f"{t:.4g}",
+            "-" if rec["noise"] is None else f"{rec['noise']:.1%}",
+            "-" if base is None else f"{base:.4g}",
+            "-" if ratio is None else f"x{ratio:.3f}",
+        )
+        out.append((*row[:-1], *cells, row[-1]))
+    return (*header[:-1], *extra, header[-1]), out
 
 
 def write_json(path: Path, records: Sequence[KernelRecord]) -> None:

@@ -9,17 +9,19 @@ from __future__ import annotations
 import os
 import warnings
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from . import baseline as bl
-from .arch import get_arch
-from .budget import KernelReport, check, compare
+from . import gpu
+from .arch import UnknownArchError, get_arch
+from .budget import KernelReport, check, compare, time_verdict
 from .compiler import DEFAULT_PTXAS_TIMEOUT, CompileOptions, compile_kernel, error_location
 from .markers import Budget, MarkerError, parse_marker
+from .occupancy import launch_failure
 from .report import (
     KernelRecord,
     baseline_lines,
@@ -53,6 +55,7 @@ class Settings:
     markdown_path: Path | None = None
     step_summary: Path | None = None  # $GITHUB_STEP_SUMMARY
     annotate: bool = False  # GITHUB_ACTIONS=true
+    gpu_mode: str = "auto"  # auto | off | require
 
 
 @dataclass
@@ -63,6 +66,9 @@ class ItemState:
     budget: Budget | None = None
     marker_error: str | None = None
     reports: list[KernelReport] = field(default_factory=list)
+    item_archs: tuple[str, ...] = ()  # every arch this item runs for, in order
+    loaded: dict[tuple[str, str], Any] = field(default_factory=dict)  # (kernel id, arch) -> CuPy kernel
+    gpu_note: str | None = None
 
 
 @dataclass
@@ -84,6 +90,7 @@ class RegbudgetSession:
         self._toolkit: Toolkit | None = None
         self._toolkit_error: str | None = None
         self._warned_versions: set[tuple[str, str]] = set()
+        self.gpu_reason = ""
         # Raises BaselineError (a usage error) before any test runs, leaving the file untouched.
         self.baseline = bl.load(settings.baseline_path) if settings.baseline_path else {}
 
@@ -109,7 +116,18 @@ class RegbudgetSession:
         if s.baseline_path is not None:
             count = f"{len(self.baseline)} entries" if s.baseline_path.exists() else "not yet written"
             base = f"{self._display(s.baseline_path)} ({count}{', updating' if s.update else ''})"
-        return f"regbudget: {where}; archs {archs}; baseline {base}"
+        return f"regbudget: {where}; archs {archs}; baseline {base}; gpu {s.gpu_mode}"
+
+    def gpu_line(self) -> str:
+        """Where the GPU checks ran, or why not (probing only if the run already did)."""
+        if self.settings.gpu_mode == "off":
+            return "GPU checks: off (--regbudget-gpu=off)"
+        devices = sorted({r["gpu_device"] for r in self.records if r["gpu_device"]})
+        if devices:
+            timed = sum(1 for r in self.records if r["time_ms"] is not None)
+            return f"GPU checks ran on {', '.join(devices)} ({timed} kernel(s) timed)"
+        notes = sorted({r["gpu_note"] for r in self.records if r["gpu_note"]})
+        return f"GPU checks: none ran ({notes[0] if notes else 'no kernel reached them'})"
 
     def _display(self, path: Path) -> str:
         try:
@@ -136,23 +154,49 @@ class RegbudgetSession:
     def compile_and_check(
         self, state: ItemState, nodeid: str, source: Path, kernel: str, options: CompileOptions
     ) -> KernelReport:
-        """Compile one kernel for the item's arch and judge it against budgets and baseline."""
+        """Compile one kernel for the item's arch (and the GPU's, where this item runs the GPU checks but
+        does not target the GPU's arch), judge it, and return the report for the item's arch."""
+        kernel_id = self._kernel_id(state, kernel)
+        gpu_arch = self.gpu_arch(state)
+        report = self._build(state, nodeid, source, kernel, kernel_id, options, state.arch, gpu_arch)
+        if gpu_arch is not None and gpu_arch != state.arch:
+            self._build(state, nodeid, source, kernel, kernel_id, options, gpu_arch, gpu_arch)
+        return report
+
+    def _build(
+        self,
+        state: ItemState,
+        nodeid: str,
+        source: Path,
+        kernel: str,
+        kernel_id: str,
+        options: CompileOptions,
+        arch: str,
+        gpu_arch: str | None,
+    ) -> KernelReport:
         tk = self.toolkit()
-        compiled = compile_kernel(source, kernel, state.arch, options, tk, self.settings.ptxas_timeout)
+        compiled = compile_kernel(source, kernel, arch, options, tk, self.settings.ptxas_timeout)
         budget = state.budget or Budget()
+        limits = budget.limits(arch)
+        facts = None
+        if arch == gpu_arch:
+            dev = gpu.device()
+            loaded = dev.load(compiled.cubin, compiled.entry, f"{nodeid}/{kernel_id}")
+            state.loaded[(kernel_id, arch)] = loaded
+            facts = gpu.probe(
+                dev, loaded, limits.launch.threads if limits.launch else None, limits.dynamic_smem
+            )
         report = check(
-            nodeid,
-            self._kernel_id(state, kernel),
-            state.arch,
-            str(source),
-            compiled.resources,
-            budget.limits(state.arch),
-            budget.level,
+            nodeid, kernel_id, arch, str(source), compiled.resources, limits, budget.level, gpu=facts
         )
         report.ptxas_version = tk.ptxas_version
         report.nvrtc_version = tk.nvrtc_version
         report.options_hash = self._options_hash(options)
         report.line = compiled.line
+        if state.gpu_note and arch == state.arch:
+            report.gpu_note = state.gpu_note
+        for defect in report.model_defects:
+            warnings.warn(RegbudgetWarning(f"{report.label}: {defect}"), stacklevel=1)
         self._ratchet(report, {**self.settings.tolerance, **budget.tolerance})
         state.reports.append(report)
         return report
@@ -160,8 +204,124 @@ class RegbudgetSession:
     @staticmethod
     def _kernel_id(state: ItemState, kernel: str) -> str:
         # A test may compile one kernel several ways; each gets its own baseline entry.
-        n = sum(1 for r in state.reports if r.kernel == kernel or r.kernel.startswith(f"{kernel} #"))
+        n = sum(
+            1
+            for r in state.reports
+            if r.arch == state.arch and (r.kernel == kernel or r.kernel.startswith(f"{kernel} #"))
+        )
         return kernel if n == 0 else f"{kernel} #{n + 1}"
+
+    # -- GPU ---------------------------------------------------------------------------------------
+    def gpu_device(self) -> gpu.Device | None:
+        """The device when GPU checks are on and one is usable, else None (the reason in gpu_reason)."""
+        if self.settings.gpu_mode == "off":
+            self.gpu_reason = "--regbudget-gpu=off"
+            return None
+        try:
+            return gpu.device()
+        except gpu.GpuUnavailable as exc:
+            self.gpu_reason = str(exc)
+            return None
+
+    def gpu_arch(self, state: ItemState) -> str | None:
+        """The device's arch if this item instance is the one that runs GPU checks, else None.
+
+        The instance for the device's arch runs them; an item that does not target the device's arch runs
+        them in its first arch's instance, after compiling for the device's arch too.
+        """
+        dev = self.gpu_device()
+        if dev is None:
+            state.gpu_note = f"GPU checks skipped: {self.gpu_reason}"
+            return None
+        try:
+            get_arch(dev.arch)
+        except UnknownArchError:
+            state.gpu_note = f"GPU checks skipped: {dev.name} is {dev.arch}, which this version does not know"
+            return None
+        if state.arch == dev.arch:
+            return dev.arch
+        if dev.arch not in state.item_archs and state.item_archs and state.arch == state.item_archs[0]:
+            return dev.arch
+        state.gpu_note = f"GPU checks run in the {dev.arch} instance of this test"
+        return None
+
+    def benchmark(
+        self,
+        state: ItemState,
+        kernel: str | KernelReport,
+        grid: tuple[int, ...],
+        block: tuple[int, ...],
+        args: Sequence[Any],
+        dynamic_smem: int,
+        flush_l2: bool,
+    ) -> gpu.Timing | None:
+        """Time the loaded cubin of `kernel`; None (with the reason noted) where GPU checks do not run."""
+        report = self._gpu_report(state, kernel)
+        if report is None:
+            return None
+        budget = state.budget or Budget()
+        limits = budget.limits(report.arch)
+        dev = gpu.device()
+        try:
+            timing = dev.benchmark(
+                state.loaded[(report.kernel, report.arch)], grid, block, args, dynamic_smem, flush_l2=flush_l2
+            )
+        except gpu.LaunchError as exc:
+            raise gpu.LaunchError(self._launch_failure_text(report, block, dynamic_smem, str(exc))) from None
+        report.timing = timing
+        baseline_ms = report.baseline.gpu_time_ms(dev.name) if report.baseline else None
+        report.baseline_time_ms = baseline_ms
+        if timing.throttled:
+            warnings.warn(
+                RegbudgetWarning(
+                    f"{report.label}: {dev.name} was throttled while timing (SM clock "
+                    f"{timing.sm_clock_mhz} of {timing.max_sm_clock_mhz} MHz, NVML reasons "
+                    f"{timing.throttle_reasons:#x}); times are suspect"
+                ),
+                stacklevel=1,
+            )
+        if baseline_ms is None and limits.max_time_ratio is not None:
+            report.gpu_note = (
+                f"no time baseline for {dev.name} yet: max_time_ratio not checked; "
+                f"record one with {UPDATE_HINT} on this GPU"
+            )
+        if not self.settings.update:
+            report.violations += time_verdict(report, limits, timing, baseline_ms)
+        elif limits.max_time_ms is not None:
+            report.violations += time_verdict(report, replace(limits, max_time_ratio=None), timing, None)
+        return timing
+
+    def _gpu_report(self, state: ItemState, kernel: str | KernelReport) -> KernelReport | None:
+        wanted = kernel.kernel if isinstance(kernel, KernelReport) else kernel
+        loaded = [r for r in state.reports if (r.kernel, r.arch) in state.loaded]
+        if not loaded:
+            if state.gpu_note is None and not state.reports:
+                raise ValueError(f"benchmark({wanted!r}): this test compiled no kernel; compile it first")
+            return None
+        for r in loaded:
+            if r.kernel == wanted:
+                return r
+        names = ", ".join(sorted({r.kernel for r in loaded}))
+        raise ValueError(f"benchmark({wanted!r}): no such kernel compiled in this test (compiled: {names})")
+
+    @staticmethod
+    def _launch_failure_text(
+        report: KernelReport, block: tuple[int, ...], dynamic_smem: int, error: str
+    ) -> str:
+        threads = 1
+        for b in block:
+            threads *= b
+        res = report.resources
+        why = None
+        if res is not None:
+            why = launch_failure(
+                report.arch, res.registers, threads, res.shared_mem, dynamic_smem, res.max_threads
+            )
+        detail = (
+            why
+            or "the static calculator says it fits: a defect of pytest-regbudget's model, please report it"
+        )
+        return f"{report.label}: launching block={block} failed ({error}): {detail}"
 
     def _options_hash(self, options: CompileOptions) -> str:
         # Include dirs relative to the rootdir, so that the hash is the same on every checkout.

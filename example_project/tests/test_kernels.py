@@ -61,3 +61,30 @@ def test_poly_eval_small(regbudget: RegbudgetFixture, nacc: int) -> None:
     """The fixture compiles variants inside the test; the marker's budgets judge each one."""
     report = regbudget.compile("../kernels/poly.cu", "poly_eval", defines={"NACC": nacc})
     assert report.arch == regbudget.arch
+
+
+@pytest.mark.regbudget(
+    source="../kernels/poly.cu",
+    kernel="poly_eval",
+    defines={"NACC": 32},
+    max_regs=112,
+    spills=0,
+    launch=(256,),
+    max_time_ratio=1.10,
+)
+def test_poly_eval_timed(regbudget: RegbudgetFixture) -> None:
+    """On a GPU runner, time the very cubin checked above against its baseline (occupancy beside it).
+    On a CPU runner regbudget.gpu is None and the compile-time checks are the whole test."""
+    dev = regbudget.gpu
+    if dev is None:
+        return
+    import numpy as np
+
+    cp = dev.cupy
+    n, degree, block = 1 << 22, 64, 256
+    x = cp.random.rand(n, dtype=cp.float32)
+    coef = cp.random.rand(degree, dtype=cp.float32)
+    y = cp.empty(n, dtype=cp.float32)
+    timing = regbudget.benchmark("poly_eval", n // block, block, (x, coef, y, np.int32(n), np.int32(degree)))
+    assert timing is not None
+    assert timing.median_ms > 0

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
+from conftest import run_json
 
 KERNELS = Path(__file__).parent.parent / "kernels"
 HUNGRY = KERNELS / "hungry.cu"
@@ -29,21 +28,13 @@ def test_{name}():
     pytester.makepyfile(test_k="import pytest\n" + body)
 
 
-def run(pytester: pytest.Pytester, *args: str) -> tuple[pytest.RunResult, list[dict[str, Any]]]:
-    out = pytester.path / "report.json"
-    result = pytester.runpytest("-p", "no:cacheprovider", f"--regbudget-json={out}", *args)
-    records = json.loads(out.read_text())["kernels"] if out.exists() else []
-    out.unlink(missing_ok=True)
-    return result, records
-
-
 def baseline_text(pytester: pytest.Pytester) -> str:
     return (pytester.path / BASELINE).read_text()
 
 
 def test_update_writes_a_reviewable_file_and_rerun_passes(pytester: pytest.Pytester) -> None:
     write_tests(pytester, {"a": 8, "b": 16})
-    result, records = run(pytester, "--regbudget-update")
+    result, records = run_json(pytester, "--regbudget-update")
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines(
         ["*baseline regbudget-baseline.toml updated: 2 added, 0 updated, 0 unchanged, 0 stale"]
@@ -56,10 +47,10 @@ def test_update_writes_a_reviewable_file_and_rerun_passes(pytester: pytest.Pytes
     assert "occupancy = " in text
     assert 'occupancy_at = "128 threads"' in text
     # A second update with nothing changed rewrites nothing.
-    result, _ = run(pytester, "--regbudget-update")
+    result, _ = run_json(pytester, "--regbudget-update")
     result.stdout.fnmatch_lines(["*updated: 0 added, 0 updated, 2 unchanged, 0 stale"])
     assert baseline_text(pytester) == text
-    result, records = run(pytester)
+    result, records = run_json(pytester)
     result.assert_outcomes(passed=2)
     assert {r["baseline_status"] for r in records} == {"compared"}
     assert all(r["deltas"] == [] for r in records)
@@ -78,10 +69,10 @@ def test_a():
     pass
 """
     )
-    run(pytester, "--regbudget-update")
+    run_json(pytester, "--regbudget-update")
     before = baseline_text(pytester).splitlines()
     source.write_text(HUNGRY.read_text().replace("#define NACC 64", "#define NACC 12"))
-    run(pytester, "--regbudget-update")
+    run_json(pytester, "--regbudget-update")
     after = baseline_text(pytester).splitlines()
     changed = [(x, y) for x, y in zip(before, after, strict=True) if x != y]
     assert len(changed) == 1
@@ -91,9 +82,9 @@ def test_a():
 
 def test_regression_fails_with_old_new_delta_and_how_to_accept(pytester: pytest.Pytester) -> None:
     write_tests(pytester, {"a": 8})
-    _, (old,) = run(pytester, "--regbudget-update")
+    _, (old,) = run_json(pytester, "--regbudget-update")
     write_tests(pytester, {"a": 16})
-    result, (new,) = run(pytester)
+    result, (new,) = run_json(pytester)
     result.assert_outcomes(failed=1)
     assert new["registers"] > old["registers"]
     delta = new["registers"] - old["registers"]
@@ -113,17 +104,17 @@ def test_regression_fails_with_old_new_delta_and_how_to_accept(pytester: pytest.
     } in new["deltas"]
     result.stdout.fnmatch_lines([f"*test_a[[]sm_90[]]*regs +{delta}*FAILED*"])
     # Accepting it: the update passes and the next run is green.
-    result, _ = run(pytester, "--regbudget-update")
+    result, _ = run_json(pytester, "--regbudget-update")
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["*0 added, 1 updated, 0 unchanged, 0 stale"])
-    run(pytester)[0].assert_outcomes(passed=1)
+    run_json(pytester)[0].assert_outcomes(passed=1)
 
 
 def test_lower_occupancy_is_a_regression(pytester: pytest.Pytester) -> None:
     write_tests(pytester, {"a": 8}, launch=256)
-    run(pytester, "--regbudget-update")
+    run_json(pytester, "--regbudget-update")
     write_tests(pytester, {"a": 32}, launch=256)
-    result, (rec,) = run(pytester)
+    result, (rec,) = run_json(pytester)
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         ["*poly_eval [[]sm_90[]]: occupancy 100.0% -> *% (-* pts) is worse than the baseline*"]
@@ -133,9 +124,9 @@ def test_lower_occupancy_is_a_regression(pytester: pytest.Pytester) -> None:
 
 def test_improvement_is_reported_with_the_hint_to_lock_it_in(pytester: pytest.Pytester) -> None:
     write_tests(pytester, {"a": 16})
-    run(pytester, "--regbudget-update")
+    run_json(pytester, "--regbudget-update")
     write_tests(pytester, {"a": 8})
-    result, (rec,) = run(pytester)
+    result, (rec,) = run_json(pytester)
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(
         [
@@ -150,29 +141,29 @@ def test_improvement_is_reported_with_the_hint_to_lock_it_in(pytester: pytest.Py
 def test_tolerance_from_marker_and_ini(pytester: pytest.Pytester) -> None:
     # One warp per block: occupancy stays at its maximum, so registers alone move.
     write_tests(pytester, {"a": 8}, launch=32)
-    _, (old,) = run(pytester, "--regbudget-update")
+    _, (old,) = run_json(pytester, "--regbudget-update")
     write_tests(pytester, {"a": 12}, launch=32)
-    _, (new,) = run(pytester)
+    _, (new,) = run_json(pytester)
     grew = new["registers"] - old["registers"]
     assert grew > 0
     write_tests(pytester, {"a": 12}, launch=32, extra=f', tolerance={{"registers": {grew}}}')
-    result, (rec,) = run(pytester)
+    result, (rec,) = run_json(pytester)
     result.assert_outcomes(passed=1)
     assert [d["verdict"] for d in rec["deltas"] if d["metric"] == "registers"] == ["tolerated"]
     write_tests(pytester, {"a": 12}, launch=32, extra=f', tolerance={{"registers": {grew - 1}}}')
-    result, _ = run(pytester)
+    result, _ = run_json(pytester)
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         [f"*registers * (+{grew}) is worse than the baseline, tolerance {grew - 1};*"]
     )
     write_tests(pytester, {"a": 12}, launch=32)
     pytester.makeini(f"[pytest]\nregbudget_tolerance = registers={grew}, spills=16\n")
-    run(pytester)[0].assert_outcomes(passed=1)
+    run_json(pytester)[0].assert_outcomes(passed=1)
 
 
 def test_bad_tolerance_is_reported(pytester: pytest.Pytester) -> None:
     write_tests(pytester, {"a": 8}, extra=', tolerance={"regs": 4}')
-    result, _ = run(pytester)
+    result, _ = run_json(pytester)
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(["*tolerance: unknown metric 'regs' (did you mean 'registers'?)*"])
     pytester.makeini("[pytest]\nregbudget_tolerance = registers\n")
@@ -183,29 +174,29 @@ def test_bad_tolerance_is_reported(pytester: pytest.Pytester) -> None:
 
 def test_absolute_budget_still_fails_during_update_but_entry_is_refreshed(pytester: pytest.Pytester) -> None:
     write_tests(pytester, {"a": 16}, extra=", max_regs=40")
-    result, (rec,) = run(pytester, "--regbudget-update")
+    result, (rec,) = run_json(pytester, "--regbudget-update")
     result.assert_outcomes(failed=1)
     assert f"registers = {rec['registers']}" in baseline_text(pytester)
 
 
 def test_partial_update_keeps_what_it_did_not_run(pytester: pytest.Pytester) -> None:
     write_tests(pytester, {"a": 8, "b": 8})
-    run(pytester, "--regbudget-update")
+    run_json(pytester, "--regbudget-update")
     write_tests(pytester, {"a": 16, "b": 16})
-    result, _ = run(pytester, "--regbudget-update", "-k", "test_a")
+    result, _ = run_json(pytester, "--regbudget-update", "-k", "test_a")
     result.stdout.fnmatch_lines(["*Part of the suite ran*", "*0 added, 1 updated, 0 unchanged, 0 stale"])
     text = baseline_text(pytester)
     assert 'test_b[sm_90]".poly_eval.sm_90]' in text
-    result, _ = run(pytester)
+    result, _ = run_json(pytester)
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(["*test_b*FAILED*"])
 
 
 def test_stale_entries_are_listed_and_removed_only_by_a_full_update(pytester: pytest.Pytester) -> None:
     write_tests(pytester, {"a": 8, "b": 8})
-    run(pytester, "--regbudget-update")
+    run_json(pytester, "--regbudget-update")
     write_tests(pytester, {"a": 8})
-    result, _ = run(pytester)
+    result, _ = run_json(pytester)
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(
         [
@@ -215,11 +206,11 @@ def test_stale_entries_are_listed_and_removed_only_by_a_full_update(pytester: py
         ]
     )
     # A partial update (-k, node ids) never removes entries.
-    run(pytester, "--regbudget-update", "-k", "test_a")
+    run_json(pytester, "--regbudget-update", "-k", "test_a")
     assert "test_b" in baseline_text(pytester)
-    run(pytester, "--regbudget-update", "test_k.py::test_a")
+    run_json(pytester, "--regbudget-update", "test_k.py::test_a")
     assert "test_b" in baseline_text(pytester)
-    result, _ = run(pytester, "--regbudget-update")
+    result, _ = run_json(pytester, "--regbudget-update")
     result.stdout.fnmatch_lines(["*0 added, 0 updated, 1 unchanged, 1 stale (removed)"])
     assert "test_b" not in baseline_text(pytester)
 
@@ -233,10 +224,10 @@ def test_a(regbudget):
     regbudget.compile({str(HUNGRY)!r}, "poly_eval", defines={{"NACC": 4}})
 """
     )
-    run(pytester, "--regbudget-update")
+    run_json(pytester, "--regbudget-update")
     assert "poly_eval #2" in baseline_text(pytester)
     write_tests(pytester, {"a": 8})
-    result, _ = run(pytester)
+    result, _ = run_json(pytester)
     result.stdout.fnmatch_lines(["*test_k.py::test_a[[]sm_90[]] poly_eval #2 [[]sm_90[]]"])
 
 
@@ -284,7 +275,7 @@ def test_corrupt_baseline_is_a_usage_error_and_left_untouched(pytester: pytest.P
 
 def test_entry_of_the_wrong_shape_is_a_usage_error(pytester: pytest.Pytester) -> None:
     write_tests(pytester, {"a": 8})
-    run(pytester, "--regbudget-update")
+    run_json(pytester, "--regbudget-update")
     path = pytester.path / BASELINE
     text = path.read_text()
     bad = text.replace("spill_stores = 0", 'spill_stores = "none"', 1)
@@ -302,11 +293,11 @@ def test_entry_of_the_wrong_shape_is_a_usage_error(pytester: pytest.Pytester) ->
 
 def test_baseline_from_another_ptxas_warns_and_does_not_fail(pytester: pytest.Pytester) -> None:
     write_tests(pytester, {"a": 8})
-    _, (rec,) = run(pytester, "--regbudget-update")
+    _, (rec,) = run_json(pytester, "--regbudget-update")
     path = pytester.path / BASELINE
     path.write_text(path.read_text().replace(f'ptxas = "{rec["ptxas_version"]}"', 'ptxas = "11.8.89"'))
     write_tests(pytester, {"a": 16})
-    result, (new,) = run(pytester)
+    result, (new,) = run_json(pytester)
     result.assert_outcomes(passed=1, warnings=1)
     result.stdout.fnmatch_lines(
         [
@@ -333,7 +324,7 @@ def test_github_step_summary_markdown_and_annotations(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     write_tests(pytester, {"a": 8, "b": 8})
-    run(pytester, "--regbudget-update")
+    run_json(pytester, "--regbudget-update")
     write_tests(pytester, {"a": 16, "b": 8}, extra=', level="fail"')
     summary = pytester.path / "step_summary.md"
     summary.write_text("earlier step output\n")
@@ -341,7 +332,7 @@ def test_github_step_summary_markdown_and_annotations(
     monkeypatch.setenv("GITHUB_ACTIONS", "true")
     monkeypatch.setenv("GITHUB_WORKSPACE", str(KERNELS.parent.parent))
     md = pytester.path / "out.md"
-    result, (a, _) = run(pytester, f"--regbudget-markdown={md}")
+    result, (a, _) = run_json(pytester, f"--regbudget-markdown={md}")
     result.assert_outcomes(passed=1, failed=1)
     text = summary.read_text()
     assert text.startswith("earlier step output\n### pytest-regbudget: 2 kernel checks, 1 failed")
@@ -366,7 +357,7 @@ def test_warn_level_gives_a_warning_annotation(
 ) -> None:
     write_tests(pytester, {"a": 16}, extra=', max_regs=8, level="warn"')
     monkeypatch.setenv("GITHUB_ACTIONS", "true")
-    result, _ = run(pytester)
+    result, _ = run_json(pytester)
     result.assert_outcomes(passed=1, warnings=1)
     result.stdout.fnmatch_lines(
         ["::warning file=*hungry.cu,line=10,title=regbudget poly_eval [[]sm_90[]]::registers *"]

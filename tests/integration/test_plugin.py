@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from pathlib import Path
 
@@ -34,7 +35,7 @@ def test_saxpy():
     result.stdout.fnmatch_lines(
         [
             f"regbudget: {discover().describe()}; archs sm_90;"
-            " baseline regbudget-baseline.toml (not yet written)",
+            " baseline regbudget-baseline.toml (not yet written); gpu auto",
             "*test_saxpy?sm_90?*PASSED*",
             "*- regbudget -*",
             "test*kernel*arch*regs*spill st/ld*stack*smem*occupancy*verdict",
@@ -217,7 +218,8 @@ def test_occ():
 """,
     )
     out = pytester.path / "r.json"
-    result = pytester.runpytest(f"--regbudget-json={out}")
+    # The static calculator's wording; on a GPU machine min_occupancy is judged on the driver's value.
+    result = pytester.runpytest(f"--regbudget-json={out}", "--regbudget-gpu=off")
     result.assert_outcomes(failed=1)
     per_block = -(-registers_of(out) * 32 // 256) * 256 * 4
     blocks = 65536 // per_block
@@ -425,3 +427,65 @@ def test_x(n, regbudget):
     assert len(records) == 16
     result.stdout.fnmatch_lines(["*- regbudget -*"])
     assert result.stdout.str().count("poly_eval") >= 16
+
+
+TIMED_WITHOUT_GPU = """
+@pytest.mark.regbudget(source=VARIOUS, kernel="saxpy", max_time_ratio=1.05)
+def test_timed(regbudget):
+    assert regbudget.gpu is None
+    assert regbudget.benchmark("saxpy", 1, 32, ()) is None
+"""
+
+
+def test_gpu_off_never_touches_the_gpu(pytester: pytest.Pytester) -> None:
+    write_test(pytester, TIMED_WITHOUT_GPU)
+    result = pytester.runpytest("-p", "no:cacheprovider", "--regbudget-gpu=off")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["GPU checks: off (--regbudget-gpu=off)"])
+
+
+def test_gpu_auto_without_cupy_skips_gpu_checks_with_the_reason(pytester: pytest.Pytester) -> None:
+    """On a CPU-only runner: compile checks run, benchmark() returns None, the summary says why."""
+    if importlib.util.find_spec("cupy") is not None:
+        pytest.skip("CuPy is installed here; this test is about a machine without it")
+    write_test(pytester, TIMED_WITHOUT_GPU)
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["GPU checks: none ran (GPU checks skipped: CuPy is not installed*)"])
+
+
+def test_gpu_require_without_a_gpu_is_a_usage_error(pytester: pytest.Pytester) -> None:
+    write_test(pytester, "def test_x():\n    pass\n")
+    if importlib.util.find_spec("cupy") is not None:
+        pytest.skip("CuPy is installed here; this test is about a machine without it")
+    result = pytester.runpytest("--regbudget-gpu=require")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--regbudget-gpu=require, but no GPU is usable: CuPy is not installed*"])
+
+
+def test_budget_failure_is_not_hidden_by_a_skipping_body(pytester: pytest.Pytester) -> None:
+    write_test(
+        pytester,
+        """
+@pytest.mark.regbudget(source=HUNGRY, kernel="poly_eval", max_regs=32)
+def test_skips():
+    pytest.skip("no GPU here")
+""",
+    )
+    result = pytester.runpytest()
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*poly_eval [[]sm_90[]]: registers * > max_regs 32*"])
+
+
+def test_time_budget_keys_are_validated(pytester: pytest.Pytester) -> None:
+    write_test(
+        pytester,
+        """
+@pytest.mark.regbudget(source=VARIOUS, kernel="saxpy", max_time_ratio=0.9)
+def test_x():
+    pass
+""",
+    )
+    result = pytester.runpytest()
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["*max_time_ratio=0.9: expected a number >= 1, e.g. 1.10*"])
