@@ -5,16 +5,18 @@ Owns the wording of every budget verdict: which number, which limit, which arch,
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
 from .arch import get_arch
 from .baseline import Entry
+from .diagnosis import diagnose
 from .gpu import GpuFacts, Timing
 from .markers import Launch, Level, Limits
-from .occupancy import Occupancy, occupancy
+from .occupancy import Cliff, Occupancy, occupancy, register_cliff
 from .ptxas import KernelResources
+from .sass import SassReport
 
 Outcome = Literal["passed", "failed", "warned", "error"]
 DeltaVerdict = Literal["worse", "better", "same", "tolerated"]
@@ -96,6 +98,9 @@ class KernelReport:
     timing: Timing | None = None
     baseline_time_ms: float | None = None
     gpu_note: str | None = None  # why GPU checks did not run, or what they lacked
+    sass: SassReport | None = None
+    diagnosis: list[str] = field(default_factory=list)
+    cliff: Cliff | None = None
 
     @property
     def registers(self) -> int | None:
@@ -134,6 +139,7 @@ class KernelReport:
         lines = [f"{self.label}: {v}" for v in self.violations]
         if self.resources is not None:
             lines.append(f"    ptxas: {self.resources.ptxas_line}")
+        lines += [f"    diagnosis: {d}" for d in self.diagnosis]
         return "\n".join(lines)
 
 
@@ -192,6 +198,8 @@ def check(
     limits: Limits,
     level: Level = "fail",
     gpu: GpuFacts | None = None,
+    sass: SassReport | None = None,
+    ptxas_options: Sequence[str] = (),
 ) -> KernelReport:
     """Every budget of `limits` against ptxas's numbers; occupancy at the launch size when one is given.
 
@@ -238,6 +246,23 @@ def check(
                     f"occupancy {achieved:.1%} at {r.launch.threads} threads < min_occupancy "
                     f"{r.min_occupancy:.1%} ({source_name})"
                 )
+    cliff = None
+    if r.launch is not None:
+        cliff = register_cliff(
+            arch,
+            res.registers,
+            r.launch.threads,
+            res.shared_mem,
+            r.dynamic_smem,
+            res.max_threads,
+            barriers=res.barriers,
+        )
+    if r.hot_spills is not None and sass is not None and sass.spill_instructions_in_loops > r.hot_spills:
+        loops = sorted({a.loop.where() for a in sass.local if a.spill and a.loop is not None})
+        violations.append(
+            f"spill instructions in loops {sass.spill_instructions_in_loops} > hot_spills {r.hot_spills} "
+            f"(loop at {', '.join(loops)})"
+        )
     if gpu is not None:
         violations += _driver_disagreements(res, gpu)
         top = _max_block(arch, res)
@@ -259,6 +284,9 @@ def check(
         level=level,
         gpu=gpu,
         model_defects=defects,
+        sass=sass,
+        diagnosis=diagnose(res, arch, sass, ptxas_options, r.dynamic_smem),
+        cliff=cliff,
     )
 
 

@@ -14,7 +14,7 @@ import subprocess
 import tempfile
 import threading
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from .arch import compute_arch, get_arch
@@ -68,6 +68,12 @@ class CompileOptions:
             options=tuple(options),
             ptxas_options=tuple(ptxas_options),
         )
+
+    def with_line_info(self) -> CompileOptions:
+        """The same build with -lineinfo, for mapping SASS back to source (code generation is unchanged)."""
+        if "-lineinfo" in self.options or "--generate-line-info" in self.options:
+            return self
+        return replace(self, options=(*self.options, "-lineinfo"))
 
     def nvrtc_flags(self, arch: str, source_dir: Path, toolkit: Toolkit) -> list[str]:
         flags = [f"--gpu-architecture={compute_arch(arch)}"]

@@ -29,6 +29,7 @@ BUDGET_KEYS = (
     "min_occupancy",
     "max_time_ratio",
     "max_time_ms",
+    "hot_spills",
 )
 OTHER_KEYS = ("archs", "level", "tolerance")
 # How much worse than the baseline a metric may get before the ratchet fails; "spills" covers both.
@@ -67,6 +68,7 @@ class Limits:
     min_occupancy: float | None = None
     max_time_ratio: float | None = None  # GPU median / baseline median of the same device
     max_time_ms: float | None = None
+    hot_spills: int | None = None  # spill instructions inside loops (needs the SASS)
 
 
 @dataclass(frozen=True)

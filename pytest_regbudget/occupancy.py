@@ -483,3 +483,57 @@ def _ceil_div(x: int, y: int) -> int:
 
 def _round_up(x: int, unit: int) -> int:
     return _ceil_div(x, unit) * unit
+
+
+@dataclass(frozen=True)
+class Cliff:
+    """Where the kernel stands on the register staircase at one launch size."""
+
+    registers: int
+    blocks: int  # resident blocks per SM now
+    grow: int  # registers it can add before it loses a block (to 255 if it never does)
+    shed: int | None  # registers it must drop to gain a block; None if no count below gains one
+    blocks_if_shed: int | None
+
+    def sentence(self, block_size: int) -> str:
+        gain = (
+            f"{self.shed} register(s) above the {self.blocks_if_shed}-block step (shed {self.shed} to reach "
+            f"{self.registers - self.shed})"
+            if self.shed is not None
+            else "no register count below gains a block (something else limits it)"
+        )
+        lose = (
+            f"it can grow {self.grow} register(s) before it drops to {self.blocks - 1} block(s)"
+            if self.registers + self.grow < 255
+            else "it can grow to 255 registers without losing a block"
+        )
+        return f"{self.blocks} block(s) of {block_size} threads per SM: {lose}; {gain}"
+
+
+def register_cliff(
+    arch: str | ArchLimits,
+    registers: int,
+    block_size: int,
+    shared_mem: int = 0,
+    dynamic_shared_mem: int = 0,
+    max_threads: int | None = None,
+    *,
+    barriers: int = 1,
+) -> Cliff:
+    """How far `registers` is from the occupancy steps on either side, at this launch size."""
+
+    def blocks(regs: int) -> int:
+        return occupancy(
+            arch, regs, block_size, shared_mem, dynamic_shared_mem, max_threads, barriers=barriers
+        ).active_blocks
+
+    now = blocks(registers)
+    grow = next((r - 1 - registers for r in range(registers + 1, 256) if blocks(r) < now), 255 - registers)
+    lower = next((r for r in range(registers - 1, 0, -1) if blocks(r) > now), None)
+    return Cliff(
+        registers=registers,
+        blocks=now,
+        grow=grow,
+        shed=None if lower is None else registers - lower,
+        blocks_if_shed=None if lower is None else blocks(lower),
+    )

@@ -86,6 +86,19 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "Default: ini regbudget_gpu, else auto.",
     )
     group.addoption(
+        "--regbudget-sass",
+        action="store_true",
+        default=False,
+        help="disassemble each measured cubin with nvdisasm: spill instructions inside loops, local arrays, "
+        "source lines (needs the sass extra).",
+    )
+    group.addoption(
+        "--regbudget-html",
+        default=None,
+        metavar="PATH",
+        help="write a self-contained HTML report: occupancy staircase per kernel, budgets, diagnosis.",
+    )
+    group.addoption(
         "--regbudget-json",
         default=None,
         metavar="PATH",
@@ -171,6 +184,8 @@ def _settings(config: pytest.Config) -> Settings:
         step_summary=Path(step_summary) if step_summary else None,
         annotate=os.environ.get("GITHUB_ACTIONS") == "true",
         gpu_mode=gpu_mode,
+        sass=bool(config.getoption("regbudget_sass")),
+        html_path=_path_option(config, "regbudget_html"),
     )
 
 
@@ -186,6 +201,11 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     regbudget = _session(session.config)
     if regbudget.settings.gpu_mode == "require" and regbudget.gpu_device() is None:
         raise pytest.UsageError(f"--regbudget-gpu=require, but no GPU is usable: {regbudget.gpu_reason}")
+    if regbudget.settings.sass:
+        try:
+            regbudget.nvdisasm()
+        except CompileError as exc:
+            raise pytest.UsageError(str(exc)) from None
 
 
 @pytest.hookimpl(trylast=True)

@@ -70,6 +70,14 @@ class KernelRecord(TypedDict):
     baseline_time_ms: float | None
     time_ratio: float | None
     gpu_note: str | None
+    spill_instructions: int | None
+    spill_instructions_in_loops: int | None
+    local_instructions: int | None
+    diagnosis: list[str]
+    cliff_blocks: int | None
+    cliff_grow: int | None
+    cliff_shed: int | None
+    cliff_blocks_if_shed: int | None
 
 
 def _delta_record(d: Delta) -> DeltaRecord:
@@ -117,6 +125,14 @@ def to_record(r: KernelReport) -> KernelRecord:
             baseline=r.baseline.to_toml() if r.baseline else None,
             deltas=[_delta_record(d) for d in r.deltas],
             **_gpu_fields(r),
+            spill_instructions=r.sass.spill_instructions if r.sass else None,
+            spill_instructions_in_loops=r.sass.spill_instructions_in_loops if r.sass else None,
+            local_instructions=r.sass.local_instructions if r.sass else None,
+            diagnosis=list(r.diagnosis),
+            cliff_blocks=r.cliff.blocks if r.cliff else None,
+            cliff_grow=r.cliff.grow if r.cliff else None,
+            cliff_shed=r.cliff.shed if r.cliff else None,
+            cliff_blocks_if_shed=r.cliff.blocks_if_shed if r.cliff else None,
         ),
     )
 
@@ -233,6 +249,7 @@ def summary_lines(records: Sequence[KernelRecord]) -> list[str]:
         "stack",
         "smem",
         "occupancy",
+        "cliff",
         "baseline",
         "verdict",
     )
@@ -252,10 +269,16 @@ def summary_lines(records: Sequence[KernelRecord]) -> list[str]:
                 _cell(rec["stack_frame"]),
                 _cell(rec["shared_mem"]),
                 occ,
+                _cliff_cell(rec),
                 _baseline_cell(rec),
                 rec["outcome"].upper() if rec["outcome"] != "passed" else "ok",
             )
         )
+    if any(rec["spill_instructions"] is not None for rec in records):
+        header = (*header[:5], "spill instr loop/all", *header[5:])
+        rows = [
+            (*row[:5], _sass_cell(rec), *row[5:]) for row, rec in zip(rows, _sorted(records), strict=True)
+        ]
     if any(rec["gpu_device"] for rec in records):
         header, rows = _with_gpu_columns(header, rows, _sorted(records))
     widths = [max(len(h), *(len(row[i]) for row in rows)) for i, h in enumerate(header)]
@@ -269,6 +292,20 @@ def summary_lines(records: Sequence[KernelRecord]) -> list[str]:
         return "  ".join(cells).rstrip()
 
     return [fmt(header), fmt("-" * w for w in widths), *(fmt(row) for row in rows)]
+
+
+def _cliff_cell(rec: KernelRecord) -> str:
+    """`+3/-5`: registers it can grow before losing a block / must shed to gain one."""
+    if rec["cliff_grow"] is None:
+        return "-"
+    shed = "-" if rec["cliff_shed"] is None else f"-{rec['cliff_shed']}"
+    return f"+{rec['cliff_grow']}/{shed}"
+
+
+def _sass_cell(rec: KernelRecord) -> str:
+    if rec["spill_instructions"] is None:
+        return "-"
+    return f"{rec['spill_instructions_in_loops']}/{rec['spill_instructions']}"
 
 
 def _with_gpu_columns(

@@ -6,6 +6,7 @@ plugin.py's hooks hand off here. Under pytest-xdist each worker holds its own se
 
 from __future__ import annotations
 
+import contextlib
 import os
 import warnings
 from collections.abc import Sequence
@@ -16,7 +17,7 @@ from typing import Any
 import pytest
 
 from . import baseline as bl
-from . import gpu
+from . import gpu, html, sass
 from .arch import UnknownArchError, get_arch
 from .budget import KernelReport, check, compare, time_verdict
 from .compiler import DEFAULT_PTXAS_TIMEOUT, CompileOptions, compile_kernel, error_location
@@ -56,6 +57,8 @@ class Settings:
     step_summary: Path | None = None  # $GITHUB_STEP_SUMMARY
     annotate: bool = False  # GITHUB_ACTIONS=true
     gpu_mode: str = "auto"  # auto | off | require
+    sass: bool = False  # --regbudget-sass
+    html_path: Path | None = None
 
 
 @dataclass
@@ -175,9 +178,14 @@ class RegbudgetSession:
         gpu_arch: str | None,
     ) -> KernelReport:
         tk = self.toolkit()
-        compiled = compile_kernel(source, kernel, arch, options, tk, self.settings.ptxas_timeout)
         budget = state.budget or Budget()
         limits = budget.limits(arch)
+        need_sass = self.settings.sass or limits.hot_spills is not None
+        build = options.with_line_info() if need_sass else options
+        compiled = compile_kernel(source, kernel, arch, build, tk, self.settings.ptxas_timeout)
+        sass_report = None
+        if need_sass:
+            sass_report = sass.disassemble(self.nvdisasm(), compiled.cubin, compiled.entry)
         facts = None
         if arch == gpu_arch:
             dev = gpu.device()
@@ -187,7 +195,16 @@ class RegbudgetSession:
                 dev, loaded, limits.launch.threads if limits.launch else None, limits.dynamic_smem
             )
         report = check(
-            nodeid, kernel_id, arch, str(source), compiled.resources, limits, budget.level, gpu=facts
+            nodeid,
+            kernel_id,
+            arch,
+            str(source),
+            compiled.resources,
+            limits,
+            budget.level,
+            gpu=facts,
+            sass=sass_report,
+            ptxas_options=options.ptxas_options,
         )
         report.ptxas_version = tk.ptxas_version
         report.nvrtc_version = tk.nvrtc_version
@@ -200,6 +217,19 @@ class RegbudgetSession:
         self._ratchet(report, {**self.settings.tolerance, **budget.tolerance})
         state.reports.append(report)
         return report
+
+    def nvdisasm(self) -> Path:
+        """nvdisasm for the SASS diagnostics; SassError (naming the `sass` extra) when there is none."""
+        tk = None
+        with contextlib.suppress(ToolchainError):
+            tk = self.toolkit()
+        found = sass.find_nvdisasm(tk)
+        if found is None:
+            raise sass.SassError(
+                "the SASS diagnostics (--regbudget-sass, hot_spills) need nvdisasm, found neither in the "
+                f"toolkit, nor as the nvidia-cuda-nvdisasm wheel, nor on PATH. Fix: {sass.SASS_FIX}"
+            )
+        return found
 
     @staticmethod
     def _kernel_id(state: ItemState, kernel: str) -> str:
@@ -443,6 +473,8 @@ class RegbudgetSession:
         )
         if s.json_path is not None:
             write_json(s.json_path, self.records)
+        if s.html_path is not None:
+            bl.atomic_write(s.html_path, html.render(self.records))
         markdown = markdown_report(self.records) if self.records else ""
         if markdown and s.markdown_path is not None:
             bl.atomic_write(s.markdown_path, markdown)

@@ -151,7 +151,7 @@ def toolkit_from_home(home: Path, origin: str, search: _Search | None = None) ->
     )
 
 
-def _nvidia_roots() -> list[Path]:
+def nvidia_roots() -> list[Path]:
     """Every directory of the `nvidia` namespace package (wheels may be spread over several site dirs)."""
     spec = importlib.util.find_spec("nvidia")
     if spec is None or spec.submodule_search_locations is None:
@@ -167,7 +167,7 @@ def _dist_version(name: str) -> str | None:
 
 
 def _from_wheels(search: _Search) -> Toolkit | None:
-    roots = _nvidia_roots()
+    roots = nvidia_roots()
     if not roots:
         search.note("pip wheels", "no `nvidia` package in this Python environment")
         return None

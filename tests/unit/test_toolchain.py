@@ -41,7 +41,7 @@ def fresh_discovery() -> Iterator[None]:
 @pytest.fixture
 def no_wheels(monkeypatch: pytest.MonkeyPatch) -> None:
     # Hide the `nvidia` namespace package, as in an environment without the wheels.
-    monkeypatch.setattr(toolchain, "_nvidia_roots", list)
+    monkeypatch.setattr(toolchain, "nvidia_roots", list)
 
 
 def test_wheels_are_found_with_their_headers(wheels: Toolkit) -> None:
@@ -115,7 +115,7 @@ def test_nothing_found_lists_every_place_searched_and_the_fix(tmp_path: Path) ->
 def test_cuda13_wheel_layout(tmp_path: Path, wheels: Toolkit, monkeypatch: pytest.MonkeyPatch) -> None:
     root = tmp_path / "nvidia"
     make_home(root / "cu13", wheels, lib="lib")
-    monkeypatch.setattr(toolchain, "_nvidia_roots", lambda: [root])
+    monkeypatch.setattr(toolchain, "nvidia_roots", lambda: [root])
     versions = {"nvidia-cuda-nvcc": "13.0.88", "nvidia-cuda-nvrtc": wheels.ptxas_version}
     monkeypatch.setattr(toolchain, "_dist_version", versions.get)
     tk = discover(env={})

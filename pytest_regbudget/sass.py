@@ -1,0 +1,179 @@
+"""SASS facts from the measured cubin, via nvdisasm: local-memory instructions, loops, source lines.
+
+ptxas's spill figures are static byte counts; what matters is where the instructions sit. This module owns
+finding nvdisasm, running it (`-c -g`: code only, with line info) and a pure parser of its text that tells
+spill/refill instructions (nvdisasm marks them `(*"SpillRefill"*)`) from accesses to local arrays and finds
+loops as backward branches.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from .compiler import CompileError
+from .toolchain import Toolkit, nvidia_roots
+
+SASS_FIX = "pip install 'pytest-regbudget[sass]' (the nvidia-cuda-nvdisasm wheel)"
+
+
+class SassError(CompileError):
+    """nvdisasm is missing or failed; the message says how to get it."""
+
+
+@dataclass(frozen=True)
+class Loop:
+    start: int  # address of the branch target (the loop head)
+    end: int  # address of the backward branch
+    file: str | None
+    lines: tuple[int, ...]  # source lines of the loop's instructions, sorted
+
+    def where(self) -> str:
+        return _where(self.file, self.lines)
+
+
+@dataclass(frozen=True)
+class LocalAccess:
+    address: int
+    opcode: str  # "STL" or "LDL"
+    spill: bool  # a spill or refill, not an access to a local array
+    file: str | None
+    line: int | None
+    loop: Loop | None  # the innermost loop holding it
+
+    def where(self) -> str:
+        return _where(self.file, (self.line,) if self.line else ())
+
+
+@dataclass(frozen=True)
+class SassReport:
+    function: str
+    instructions: int
+    local: tuple[LocalAccess, ...]
+    loops: tuple[Loop, ...]
+
+    @property
+    def local_instructions(self) -> int:
+        return len(self.local)
+
+    @property
+    def spill_instructions(self) -> int:
+        return sum(1 for a in self.local if a.spill)
+
+    @property
+    def spill_instructions_in_loops(self) -> int:
+        return sum(1 for a in self.local if a.spill and a.loop is not None)
+
+
+def _where(file: str | None, lines: tuple[int, ...]) -> str:
+    name = Path(file).name if file else "?"
+    if not lines:
+        return name
+    if len(lines) == 1 or lines[0] == lines[-1]:
+        return f"{name}:{lines[0]}"
+    return f"{name}:{lines[0]}-{lines[-1]}"
+
+
+_SECTION = re.compile(r"^\s*\.section\s+\.text\.(\S+?),")
+_LABEL = re.compile(r"^(\.L_x_\d+):")
+_INSTR = re.compile(r"^\s*/\*([0-9a-fA-F]+)\*/\s+(.*?)\s*;(.*)$")
+_LINE = re.compile(r'//## File "([^"]+)", line (\d+)')
+_BRANCH = re.compile(r"\b(?:BRA|BRX|JMP)\b[^`]*`\((\.L_x_\d+)\)")
+_LOCAL = re.compile(r"\b(STL|LDL)(?:\.\w+)*\b")
+
+
+def parse_sass(text: str, function: str) -> SassReport:
+    """The facts of `function` in `nvdisasm -c -g` output. Raises SassError if it is not there."""
+    sections: dict[str, list[str]] = {}
+    body: list[str] | None = None
+    for line in text.splitlines():
+        section = _SECTION.match(line)
+        if section:
+            body = sections.setdefault(section.group(1), [])
+        elif body is not None:
+            body.append(line)
+    if function not in sections:
+        raise SassError(f"nvdisasm output has no function {function!r} (it has: {', '.join(sections)})")
+    lines = sections[function]
+
+    # (address, text, spill mark, file, line) per instruction; labels resolve to the next instruction.
+    instrs: list[tuple[int, str, bool, str | None, int | None]] = []
+    labels: dict[str, int] = {}
+    pending: list[str] = []
+    file: str | None = None
+    src_line: int | None = None
+    for line in lines:
+        loc = _LINE.search(line)
+        if loc:
+            file, src_line = loc.group(1), int(loc.group(2))
+            continue
+        label = _LABEL.match(line)
+        if label:
+            pending.append(label.group(1))
+            continue
+        ins = _INSTR.match(line)
+        if ins:
+            address = int(ins.group(1), 16)
+            labels.update(dict.fromkeys(pending, address))
+            pending = []
+            instrs.append((address, ins.group(2), "SpillRefill" in ins.group(3), file, src_line))
+
+    loops = []
+    for address, text_, _, _, _ in instrs:
+        branch = _BRANCH.search(text_)
+        # A branch to an earlier instruction closes a loop (a branch to itself after EXIT is not one).
+        if branch and labels.get(branch.group(1), address) < address:
+            start = labels[branch.group(1)]
+            inside = [i for i in instrs if start <= i[0] <= address]
+            files = [i[3] for i in inside if i[3]]
+            main_file = max(set(files), key=files.count) if files else None
+            lines_in = tuple(sorted({i[4] for i in inside if i[4] and i[3] == main_file}))
+            loops.append(Loop(start, address, main_file, lines_in))
+    loops.sort(key=lambda lp: lp.end - lp.start)  # innermost (shortest) first
+
+    marked = any(i[2] for i in instrs)
+    local = []
+    for address, text_, spill_mark, file_, line_ in instrs:
+        op = _LOCAL.search(text_)
+        if not op:
+            continue
+        # Older nvdisasm does not mark spills; then a stack-pointer-relative access is taken for one.
+        spill = spill_mark if marked else bool(re.search(r"\[R1(?:\+0x[0-9a-f]+)?\]", text_))
+        loop = next((lp for lp in loops if lp.start <= address <= lp.end), None)
+        local.append(LocalAccess(address, op.group(1), spill, file_, line_, loop))
+    return SassReport(function=function, instructions=len(instrs), local=tuple(local), loops=tuple(loops))
+
+
+def find_nvdisasm(toolkit: Toolkit | None) -> Path | None:
+    """The toolkit's own nvdisasm, else the CUDA 13 wheel's (the `sass` extra), else PATH's."""
+    if toolkit is not None and toolkit.nvdisasm is not None:
+        return toolkit.nvdisasm
+    for root in nvidia_roots():
+        for candidate in (root / "cu13" / "bin" / "nvdisasm", root / "cuda_nvdisasm" / "bin" / "nvdisasm"):
+            if candidate.is_file():
+                return candidate
+    on_path = shutil.which("nvdisasm")
+    return Path(on_path) if on_path else None
+
+
+def disassemble(nvdisasm: Path, cubin: bytes, function: str, timeout: float = 120.0) -> SassReport:
+    with tempfile.TemporaryDirectory(prefix="regbudget-sass-") as tmp:
+        path = Path(tmp) / "kernel.cubin"
+        path.write_bytes(cubin)
+        try:
+            proc = subprocess.run(
+                [str(nvdisasm), "-c", "-g", str(path)],
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+                check=False,
+            )
+        except subprocess.TimeoutExpired:
+            raise SassError(f"nvdisasm did not finish within {timeout:g} s") from None
+    if proc.returncode != 0:
+        raise SassError(f"nvdisasm ({nvdisasm}) failed (exit {proc.returncode}): {proc.stderr.strip()}")
+    return parse_sass(proc.stdout, function)

@@ -1,0 +1,158 @@
+"""SASS diagnostics end to end: nvdisasm from the wheel over the cubins ptxas measured."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from conftest import run_json
+
+from pytest_regbudget import sass
+
+KERNELS = Path(__file__).parent.parent / "kernels"
+SPILLS = KERNELS / "spills.cu"
+VARIOUS = KERNELS / "various.cu"
+HUNGRY = KERNELS / "hungry.cu"
+
+
+def write(pytester: pytest.Pytester, body: str) -> None:
+    pytester.makepyfile(test_k=f"import pytest\nSPILLS = {str(SPILLS)!r}\nVARIOUS = {str(VARIOUS)!r}\n{body}")
+
+
+def test_hot_spills_fail_on_the_loop_kernel_and_pass_on_the_branch_kernel(pytester: pytest.Pytester) -> None:
+    write(
+        pytester,
+        """
+@pytest.mark.regbudget(source=SPILLS, kernel="hot", hot_spills=0)
+def test_hot():
+    pass
+
+@pytest.mark.regbudget(source=SPILLS, kernel="cold", hot_spills=0)
+def test_cold():
+    pass
+""",
+    )
+    result, records = run_json(pytester)
+    result.assert_outcomes(passed=1, failed=1)
+    hot, cold = sorted(records, key=lambda r: r["kernel"], reverse=True)
+    assert hot["spill_instructions_in_loops"] > 0
+    assert hot["spill_instructions"] == hot["local_instructions"]
+    assert cold["spill_instructions_in_loops"] == 0
+    assert cold["spill_instructions"] > 0
+    assert cold["spill_stores"] > 0  # ptxas alone cannot tell the two apart
+    result.stdout.fnmatch_lines(
+        [
+            f"hot [[]sm_90[]]: spill instructions in loops {hot['spill_instructions_in_loops']} >"
+            " hot_spills 0 (loop at spills.cu:11-13)",
+            "    ptxas: *",
+            f"    diagnosis: {hot['spill_instructions_in_loops']} spill/refill instruction(s) inside the loop"
+            " at spills.cu:11-13 run on every iteration*",
+        ]
+    )
+    assert any("are outside loops" in d and "probably cheap" in d for d in cold["diagnosis"])
+    result.stdout.fnmatch_lines(["*test_hot?sm_90?*hot*sm_90*32*/*?/160*FAILED*"])
+
+
+def test_local_array_is_diagnosed_at_its_line_without_spills(pytester: pytest.Pytester) -> None:
+    write(
+        pytester,
+        """
+@pytest.mark.regbudget(source=VARIOUS, kernel="local_lookup", stack=0)
+def test_local():
+    pass
+""",
+    )
+    result, (rec,) = run_json(pytester, "--regbudget-sass")
+    result.assert_outcomes(failed=1)
+    assert rec["spill_stores"] == rec["spill_loads"] == 0
+    assert rec["spill_instructions"] == 0
+    assert rec["local_instructions"] > 0
+    result.stdout.fnmatch_lines(
+        [
+            "local_lookup [[]sm_90[]]: stack frame 1,024 bytes > stack 0",
+            "    ptxas: *",
+            "    diagnosis: a local array lives in local memory (1024 bytes of stack, no spills), accessed at"
+            " various.cu:25, various.cu:26: almost always an index the compiler cannot fold. Fix: a"
+            " compile-time trip count*shared memory.",
+        ]
+    )
+
+
+def test_line_info_does_not_change_what_ptxas_reports(pytester: pytest.Pytester) -> None:
+    write(
+        pytester,
+        f"""
+@pytest.mark.parametrize("n", [8, 64])
+@pytest.mark.regbudget(source={str(HUNGRY)!r}, kernel="poly_eval", launch=(256,))
+def test_x(regbudget, n):
+    regbudget.compile({str(HUNGRY)!r}, "poly_eval", defines={{"NACC": n}})
+""",
+    )
+    _, plain = run_json(pytester)
+    _, with_sass = run_json(pytester, "--regbudget-sass")
+    keys = ("registers", "spill_stores", "spill_loads", "stack_frame", "shared_mem")
+    assert [[r[k] for k in keys] for r in plain] == [[r[k] for k in keys] for r in with_sass]
+    assert all(r["spill_instructions"] is not None for r in with_sass)
+
+
+def test_cliff_in_summary_and_json_matches_the_calculator(pytester: pytest.Pytester) -> None:
+    write(
+        pytester,
+        f"""
+@pytest.mark.regbudget(source={str(HUNGRY)!r}, kernel="poly_eval", launch=(128,))
+def test_x():
+    pass
+""",
+    )
+    result, (rec,) = run_json(pytester, "--regbudget-gpu=off")
+    from pytest_regbudget.occupancy import occupancy
+
+    def blocks(r: int) -> int:
+        return occupancy("sm_90", r, 128).active_blocks
+
+    assert rec["cliff_blocks"] == blocks(rec["registers"]) == rec["active_blocks"]
+    assert blocks(rec["registers"] + rec["cliff_grow"] + 1) < rec["cliff_blocks"]
+    assert blocks(rec["registers"] - rec["cliff_shed"]) == rec["cliff_blocks_if_shed"] > rec["cliff_blocks"]
+    result.stdout.fnmatch_lines([f"*test_x?sm_90?*+{rec['cliff_grow']}/-{rec['cliff_shed']}*ok"])
+
+
+def test_launch_bounds_and_maxrregcount_diagnoses(pytester: pytest.Pytester) -> None:
+    write(
+        pytester,
+        f"""
+@pytest.mark.regbudget(source={str(HUNGRY)!r}, kernel="poly_eval",
+                       defines={{"BOUNDS": "__launch_bounds__(256)"}}, ptxas_options=["-maxrregcount=32"],
+                       max_regs=32)
+def test_cap():
+    pass
+""",
+    )
+    result, (rec,) = run_json(pytester)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "    diagnosis: -maxrregcount=32 does not apply: the kernel's __launch_bounds__ win*"
+            f"(it uses {rec['registers']} > 32 registers)*"
+        ]
+    )
+
+
+def test_sass_without_nvdisasm_names_the_extra(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # As on a machine without the nvidia-cuda-nvdisasm wheel and no nvdisasm in the toolkit or on PATH.
+    monkeypatch.setattr(sass, "find_nvdisasm", lambda toolkit: None)
+    write(
+        pytester,
+        """
+@pytest.mark.regbudget(source=SPILLS, kernel="hot", hot_spills=0)
+def test_hot():
+    pass
+""",
+    )
+    result, _ = run_json(pytester)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*need nvdisasm*Fix: pip install 'pytest-regbudget[[]sass[]]'*"])
+    result = pytester.runpytest("--regbudget-sass")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*need nvdisasm*pytest-regbudget[[]sass[]]*"])

@@ -1,0 +1,139 @@
+"""The SASS parser on recorded nvdisasm output, the diagnosis rules, and the occupancy cliff."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from pytest_regbudget.diagnosis import diagnose
+from pytest_regbudget.occupancy import occupancy, register_cliff
+from pytest_regbudget.ptxas import parse_ptxas_output
+from pytest_regbudget.sass import SassError, parse_sass
+
+DATA = Path(__file__).parent / "data" / "sass"
+# nvdisasm 13.5 (-c -g) over cubins that ptxas 12.9 built for sm_90 with -lineinfo (see README.md there).
+SPILLS = (DATA / "spills_sm90.sass").read_text()
+VARIOUS = (DATA / "various_sm90.sass").read_text()
+
+
+def test_spills_inside_the_runtime_loop() -> None:
+    hot = parse_sass(SPILLS, "hot")
+    assert hot.spill_instructions == 160
+    assert hot.spill_instructions_in_loops == 78
+    assert hot.local_instructions == 160  # every local access of `hot` is a spill or refill
+    assert [lp.where() for lp in hot.loops] == ["spills.cu:11-13"]
+
+
+def test_spills_confined_to_a_rare_branch_are_outside_loops() -> None:
+    cold = parse_sass(SPILLS, "cold")
+    assert cold.spill_instructions == 388
+    assert cold.spill_instructions_in_loops == 0
+    assert all(lp.where() == "spills.cu:25" for lp in cold.loops)
+    assert {a.line for a in cold.local if a.spill} <= set(range(26, 36))
+
+
+def test_local_array_accesses_are_not_spills() -> None:
+    local = parse_sass(VARIOUS, "local_lookup")
+    assert local.spill_instructions == 0
+    assert local.local_instructions == 9
+    assert {a.where() for a in local.local} == {"various.cu:25", "various.cu:26"}
+    assert {a.opcode for a in local.local} == {"STL", "LDL"}
+
+
+def test_unmarked_output_falls_back_to_stack_pointer_accesses() -> None:
+    old_style = SPILLS.replace('(*"SpillRefill"*)', "")
+    hot = parse_sass(old_style, "hot")
+    assert hot.spill_instructions == 160
+    local = parse_sass(VARIOUS.replace('(*"SpillRefill"*)', ""), "local_lookup")
+    assert local.spill_instructions == 0
+
+
+def test_unknown_function_names_what_is_there() -> None:
+    with pytest.raises(SassError, match=r"no function 'warm' \(it has: .*hot"):
+        parse_sass(SPILLS, "warm")
+
+
+RESOURCES = parse_ptxas_output(
+    "ptxas info    : Compiling entry function 'k' for 'sm_90'\n"
+    "ptxas info    : Function properties for k\n"
+    "    168 bytes stack frame, 320 bytes spill stores, 320 bytes spill loads\n"
+    "ptxas info    : Used 32 registers, used 0 barriers, 168 bytes cumulative stack size\n"
+)["k"]
+
+
+def test_diagnosis_names_the_hot_loop() -> None:
+    (sentence,) = diagnose(RESOURCES, "sm_90", parse_sass(SPILLS, "hot"))
+    assert sentence.startswith(
+        "78 spill/refill instruction(s) inside the loop at spills.cu:11-13 run on every"
+    )
+    assert "(78 of 160 spill instructions are in loops)" in sentence
+
+
+def test_diagnosis_calls_branch_spills_cheap() -> None:
+    (sentence,) = diagnose(RESOURCES, "sm_90", parse_sass(SPILLS, "cold"))
+    assert sentence.startswith("all 388 spill instruction(s) are outside loops (at spills.cu:")
+    assert sentence.endswith("they run at most once per thread and are probably cheap.")
+
+
+def test_diagnosis_of_a_demoted_local_array_names_its_line() -> None:
+    stack_only = replace(RESOURCES, spill_stores=0, spill_loads=0, stack_frame=1024)
+    (sentence,) = diagnose(stack_only, "sm_90", parse_sass(VARIOUS, "local_lookup"))
+    assert "a local array lives in local memory (1024 bytes of stack, no spills)" in sentence
+    assert "accessed at various.cu:25, various.cu:26" in sentence
+    assert "compile-time trip count" in sentence
+    assert "shared memory" in sentence
+    (without_sass,) = diagnose(stack_only, "sm_90", None)
+    assert "run with --regbudget-sass to name the line" in without_sass
+
+
+def test_diagnosis_of_an_unreachable_minimum_of_blocks() -> None:
+    bounded = replace(
+        RESOURCES, shared_mem=48 * 1024, max_threads=256, min_blocks_per_sm=8, spill_stores=8, spill_loads=8
+    )
+    sentences = diagnose(bounded, "sm_90", None)
+    assert (
+        "__launch_bounds__(256, 8) asks for 8 blocks per SM, but 49,152 bytes of shared memory per block "
+        "allow only 4 on sm_90: the minimum is unreachable and only caps registers (and causes 16 bytes of "
+        "spills). Fix: lower it to 4 or drop it."
+    ) in sentences
+
+
+def test_diagnosis_of_maxrregcount_under_launch_bounds() -> None:
+    bounded = replace(RESOURCES, registers=232, max_threads=256, spill_stores=0, spill_loads=0, stack_frame=0)
+    (sentence,) = diagnose(bounded, "sm_90", None, ptxas_options=["-maxrregcount=32"])
+    assert sentence.startswith("-maxrregcount=32 does not apply: the kernel's __launch_bounds__ win")
+    assert "(it uses 232 > 32 registers)" in sentence
+
+
+def test_cliff_agrees_with_the_calculator() -> None:
+    rng = random.Random(20261129)
+    for _ in range(300):
+        arch = rng.choice(["sm_75", "sm_80", "sm_86", "sm_89", "sm_90", "sm_120"])
+        regs, threads = rng.randint(16, 255), rng.choice([64, 128, 192, 256, 384, 512])
+        smem = rng.choice([0, 4096, 20000])
+
+        def blocks(r: int, arch: str = arch, threads: int = threads, smem: int = smem) -> int:
+            return occupancy(arch, r, threads, smem).active_blocks
+
+        cliff = register_cliff(arch, regs, threads, smem)
+        assert cliff.blocks == blocks(regs)
+        top = regs + cliff.grow
+        assert all(blocks(r) == cliff.blocks for r in range(regs, top + 1))
+        assert top == 255 or blocks(top + 1) < cliff.blocks
+        if cliff.shed is None:
+            assert all(blocks(r) <= cliff.blocks for r in range(1, regs))
+        else:
+            assert cliff.blocks_if_shed is not None
+            assert blocks(regs - cliff.shed) == cliff.blocks_if_shed > cliff.blocks
+            assert all(blocks(r) == cliff.blocks for r in range(regs - cliff.shed + 1, regs + 1))
+
+
+def test_cliff_sentence() -> None:
+    cliff = register_cliff("sm_90", 168, 128)
+    assert cliff.sentence(128) == (
+        "3 block(s) of 128 threads per SM: it can grow 0 register(s) before it drops to 2 block(s); "
+        "40 register(s) above the 4-block step (shed 40 to reach 128)"
+    )
