@@ -12,7 +12,6 @@ import functools
 import re
 import subprocess
 import tempfile
-import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -115,7 +114,6 @@ class _Nvrtc:
         self.path = path
         self.lib = ctypes.CDLL(str(path))
         self.lib.nvrtcGetErrorString.restype = ctypes.c_char_p
-        self.lock = threading.Lock()
 
     def check(self, status: int, what: str) -> None:
         if status != 0:
@@ -194,8 +192,7 @@ def compile_ptx(
     nvrtc = _nvrtc(toolkit.nvrtc)
     flags = options.nvrtc_flags(arch, Path(source_name).parent, toolkit)
     _check_nvrtc_arch(nvrtc, arch, toolkit)
-    with nvrtc.lock:
-        status, log, ptx, lowered = nvrtc.compile(source_text, source_name, flags, name_expressions)
+    status, log, ptx, lowered = nvrtc.compile(source_text, source_name, flags, name_expressions)
     if status != 0:
         raise CompileError(
             f"NVRTC {toolkit.nvrtc_version} could not compile {source_name} for {arch}:\n{log.strip()}", log
@@ -260,21 +257,34 @@ def _name_expression_errors(log: str) -> list[str]:
     return [line.split("error:", 1)[1].strip() for line in log.splitlines() if "__nv_name_map" in line]
 
 
-def compile_kernel(
+@dataclass(frozen=True)
+class BuildOutputs:
+    """What NVRTC and ptxas produced for one kernel and arch: all a cache needs to keep."""
+
+    entry: str
+    ptx: str
+    nvrtc_log: str
+    ptxas_log: str
+    cubin: bytes
+
+
+def read_source(source: Path) -> str:
+    try:
+        return source.read_text()
+    except OSError as exc:
+        raise CompileError(f"cannot read CUDA source {source}: {exc.strerror}") from exc
+
+
+def build(
     source: Path,
+    source_text: str,
     kernel: str,
     arch: str,
     options: CompileOptions,
     toolkit: Toolkit,
     ptxas_timeout: float = DEFAULT_PTXAS_TIMEOUT,
-    source_text: str | None = None,
-) -> CompiledKernel:
-    """Compile one kernel of `source` for `arch` and read ptxas's report of it."""
-    if source_text is None:
-        try:
-            source_text = source.read_text()
-        except OSError as exc:
-            raise CompileError(f"cannot read CUDA source {source}: {exc.strerror}") from exc
+) -> BuildOutputs:
+    """Run NVRTC and ptxas: the expensive, cacheable half of compile_kernel."""
     name = str(source)
     label = f"{kernel} [{arch}]"
     try:
@@ -287,34 +297,65 @@ def compile_kernel(
         plain = compile_ptx(source_text, name, arch, options, toolkit)
         raise _not_found(kernel, source, arch, plain.ptx, exc.log, reasons[0]) from None
     entry = module.lowered_names.get(kernel, kernel)
-    entries = parse_ptx_entries(module.ptx)
-    if entry not in entries:
+    if entry not in parse_ptx_entries(module.ptx):
         raise _not_found(kernel, source, arch, module.ptx, "")
     ptxas_out, cubin = run_ptxas(module.ptx, arch, options.ptxas_options, toolkit, ptxas_timeout, label)
+    return BuildOutputs(entry=entry, ptx=module.ptx, nvrtc_log=module.log, ptxas_log=ptxas_out, cubin=cubin)
+
+
+def interpret(
+    outputs: BuildOutputs,
+    source: Path,
+    source_text: str,
+    kernel: str,
+    arch: str,
+    options: CompileOptions,
+    toolkit: Toolkit,
+) -> CompiledKernel:
+    """Read ptxas's report and the PTX directives of a build: cheap, so a cache keeps only the outputs."""
+    label = f"{kernel} [{arch}]"
+    ptxas_out = outputs.ptxas_log
     try:
-        kernels = combine(parse_ptxas_output(ptxas_out), parse_ptx_directives(module.ptx))
+        kernels = combine(parse_ptxas_output(ptxas_out), parse_ptx_directives(outputs.ptx))
     except ValueError as exc:  # PtxasParseError, or a report that does not match the PTX
         raise CompileError(
             f"cannot read the report of ptxas {toolkit.ptxas_version} for {label}: {exc}\n"
             "Please report this with the ptxas output below.\n" + ptxas_out.strip(),
             ptxas_out,
         ) from exc
-    if entry not in kernels:
-        raise CompileError(f"ptxas printed no report for {label} ({entry}):\n{ptxas_out.strip()}", ptxas_out)
+    if outputs.entry not in kernels:
+        raise CompileError(
+            f"ptxas printed no report for {label} ({outputs.entry}):\n{ptxas_out.strip()}", ptxas_out
+        )
     return CompiledKernel(
         kernel=kernel,
-        entry=entry,
+        entry=outputs.entry,
         arch=arch,
         source=source,
-        resources=kernels[entry],
+        resources=kernels[outputs.entry],
         options=options,
         toolkit=toolkit,
         ptxas_log=ptxas_out,
-        nvrtc_log=module.log,
-        cubin=cubin,
-        ptx=module.ptx,
+        nvrtc_log=outputs.nvrtc_log,
+        cubin=outputs.cubin,
+        ptx=outputs.ptx,
         line=kernel_line(source_text, kernel),
     )
+
+
+def compile_kernel(
+    source: Path,
+    kernel: str,
+    arch: str,
+    options: CompileOptions,
+    toolkit: Toolkit,
+    ptxas_timeout: float = DEFAULT_PTXAS_TIMEOUT,
+    source_text: str | None = None,
+) -> CompiledKernel:
+    """Compile one kernel of `source` for `arch` and read ptxas's report of it (no cache)."""
+    text = read_source(source) if source_text is None else source_text
+    outputs = build(source, text, kernel, arch, options, toolkit, ptxas_timeout)
+    return interpret(outputs, source, text, kernel, arch, options, toolkit)
 
 
 def kernel_line(source_text: str, kernel: str) -> int | None:

@@ -15,6 +15,7 @@ import pytest
 from .arch import UnknownArchError
 from .baseline import BaselineError
 from .budget import KernelReport
+from .cache import default_cache_dir, default_jobs
 from .compiler import DEFAULT_PTXAS_TIMEOUT, CompileError, CompileOptions
 from .gpu import Device, LaunchError, Timing
 from .gpu import device as gpu_device
@@ -99,6 +100,21 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="write a self-contained HTML report: occupancy staircase per kernel, budgets, diagnosis.",
     )
     group.addoption(
+        "--regbudget-no-cache",
+        action="store_true",
+        default=False,
+        help="compile everything afresh and write no cache entries (the cache lives in $REGBUDGET_CACHE_DIR, "
+        "else $XDG_CACHE_HOME/pytest-regbudget, else ~/.cache/pytest-regbudget).",
+    )
+    group.addoption(
+        "--regbudget-jobs",
+        type=int,
+        default=None,
+        metavar="N",
+        help="compile threads. Default: ini regbudget_jobs, else the available cores divided by pytest-xdist "
+        "workers.",
+    )
+    group.addoption(
         "--regbudget-json",
         default=None,
         metavar="PATH",
@@ -116,6 +132,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "how much worse than the baseline a kernel may get, e.g. 'registers=4, spills=16, occupancy=0.05'",
         default="",
     )
+    parser.addini("regbudget_jobs", "compile threads (default: cores / xdist workers)", default="")
     parser.addini("regbudget_gpu", "auto, off or require (see --regbudget-gpu)", default="auto")
     parser.addini(
         "regbudget_ptxas_timeout",
@@ -185,8 +202,23 @@ def _settings(config: pytest.Config) -> Settings:
         annotate=os.environ.get("GITHUB_ACTIONS") == "true",
         gpu_mode=gpu_mode,
         sass=bool(config.getoption("regbudget_sass")),
+        cache_dir=None if config.getoption("regbudget_no_cache") else default_cache_dir(),
+        jobs=_jobs(config),
         html_path=_path_option(config, "regbudget_html"),
     )
+
+
+def _jobs(config: pytest.Config) -> int:
+    value: int | None = config.getoption("regbudget_jobs")
+    ini = str(config.getini("regbudget_jobs")).strip()
+    if value is None and ini:
+        try:
+            value = int(ini)
+        except ValueError:
+            raise pytest.UsageError(f"regbudget_jobs = {ini!r} (ini): expected a whole number") from None
+    if value is not None and value < 1:
+        raise pytest.UsageError(f"--regbudget-jobs={value}: expected 1 or more")
+    return value or default_jobs()
 
 
 def _session(config: pytest.Config) -> RegbudgetSession:
@@ -245,6 +277,7 @@ def pytest_deselected(items: Sequence[pytest.Item]) -> None:
 def pytest_collection_finish(session: pytest.Session) -> None:
     regbudget = _session(session.config)
     regbudget.scope.collected.update(item.nodeid for item in session.items)
+    regbudget.prefetch([s for item in session.items if (s := item.stash.get(ITEM_KEY, None)) is not None])
     regbudget.scope.prefixes, explicit_ids = _arg_prefixes(session.config)
     # Any selection counts, even one that happens to leave nothing out: stale removal must be deliberate.
     selecting = any(
@@ -410,7 +443,7 @@ def regbudget(request: pytest.FixtureRequest) -> RegbudgetFixture:
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
     lines = _session(config).summary()
     if lines:
-        lines.append(_session(config).gpu_line())
+        lines += [_session(config).cache_line(), _session(config).gpu_line()]
     if lines:
         terminalreporter.write_sep("-", "regbudget")
         for line in lines:
@@ -421,8 +454,10 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     config = session.config
     workeroutput = getattr(config, "workeroutput", None)
     if workeroutput is not None:
+        _session(config).close()
         workeroutput[WORKEROUTPUT_KEY] = _session(config).worker_payload()
         return
+    _session(config).close()
     exit_code = _session(config).finish()
     if exit_code is not None:
         session.exitstatus = exit_code

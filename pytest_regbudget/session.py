@@ -20,7 +20,8 @@ from . import baseline as bl
 from . import gpu, html, sass
 from .arch import UnknownArchError, get_arch
 from .budget import KernelReport, check, compare, time_verdict
-from .compiler import DEFAULT_PTXAS_TIMEOUT, CompileOptions, compile_kernel, error_location
+from .cache import CacheStats, CompileCache, Prefetcher, Spec
+from .compiler import DEFAULT_PTXAS_TIMEOUT, CompileOptions, error_location
 from .markers import Budget, MarkerError, parse_marker
 from .occupancy import launch_failure
 from .report import (
@@ -59,6 +60,8 @@ class Settings:
     gpu_mode: str = "auto"  # auto | off | require
     sass: bool = False  # --regbudget-sass
     html_path: Path | None = None
+    cache_dir: Path | None = None  # None: --regbudget-no-cache
+    jobs: int = 1  # compile threads
 
 
 @dataclass
@@ -94,6 +97,9 @@ class RegbudgetSession:
         self._toolkit_error: str | None = None
         self._warned_versions: set[tuple[str, str]] = set()
         self.gpu_reason = ""
+        self.cache = CompileCache(settings.cache_dir)
+        self._prefetcher: Prefetcher | None = None
+        self.cache_totals = CacheStats()  # the controller's sum over workers
         # Raises BaselineError (a usage error) before any test runs, leaving the file untouched.
         self.baseline = bl.load(settings.baseline_path) if settings.baseline_path else {}
 
@@ -120,6 +126,17 @@ class RegbudgetSession:
             count = f"{len(self.baseline)} entries" if s.baseline_path.exists() else "not yet written"
             base = f"{self._display(s.baseline_path)} ({count}{', updating' if s.update else ''})"
         return f"regbudget: {where}; archs {archs}; baseline {base}; gpu {s.gpu_mode}"
+
+    def cache_line(self) -> str:
+        if self.settings.cache_dir is None:
+            return "compile cache: off (--regbudget-no-cache)"
+        s = self.cache.stats
+        total = CacheStats(
+            s.hits + self.cache_totals.hits,
+            s.misses + self.cache_totals.misses,
+            s.corrupt + self.cache_totals.corrupt,
+        )
+        return f"compile cache {self.settings.cache_dir}: {total} ({self.settings.jobs} compile thread(s))"
 
     def gpu_line(self) -> str:
         """Where the GPU checks ran, or why not (probing only if the run already did)."""
@@ -180,9 +197,8 @@ class RegbudgetSession:
         tk = self.toolkit()
         budget = state.budget or Budget()
         limits = budget.limits(arch)
-        need_sass = self.settings.sass or limits.hot_spills is not None
-        build = options.with_line_info() if need_sass else options
-        compiled = compile_kernel(source, kernel, arch, build, tk, self.settings.ptxas_timeout)
+        need_sass = self._needs_sass(budget, arch)
+        compiled = self.compiler().get(self._spec(budget, source, kernel, options, arch))
         sass_report = None
         if need_sass:
             sass_report = sass.disassemble(self.nvdisasm(), compiled.cubin, compiled.entry)
@@ -217,6 +233,36 @@ class RegbudgetSession:
         self._ratchet(report, {**self.settings.tolerance, **budget.tolerance})
         state.reports.append(report)
         return report
+
+    def _needs_sass(self, budget: Budget, arch: str) -> bool:
+        return self.settings.sass or budget.limits(arch).hot_spills is not None
+
+    def _spec(self, budget: Budget, source: Path, kernel: str, options: CompileOptions, arch: str) -> Spec:
+        # Line info only when the SASS is read: the spec is what the cache and the prefetcher key on.
+        return (source, kernel, arch, options.with_line_info() if self._needs_sass(budget, arch) else options)
+
+    def compiler(self) -> Prefetcher:
+        if self._prefetcher is None:
+            self._prefetcher = Prefetcher(
+                self.cache, self.toolkit(), self.settings.jobs, self.settings.ptxas_timeout
+            )
+        return self._prefetcher
+
+    def prefetch(self, states: Sequence[ItemState]) -> None:
+        """Start compiling every marker kernel of the run, in collection order, on the pool."""
+        if self.settings.jobs <= 1:
+            return
+        specs = [
+            self._spec(s.budget, s.budget.source, s.budget.kernel, s.budget.options, s.arch)
+            for s in states
+            if s.budget is not None and s.budget.source is not None and s.budget.kernel is not None
+        ]
+        with contextlib.suppress(ToolchainError):  # each test reports a missing toolkit itself
+            self.compiler().submit(specs)
+
+    def close(self) -> None:
+        if self._prefetcher is not None:
+            self._prefetcher.shutdown()
 
     def nvdisasm(self) -> Path:
         """nvdisasm for the SASS diagnostics; SassError (naming the `sass` extra) when there is none."""
@@ -420,6 +466,7 @@ class RegbudgetSession:
     # -- xdist -------------------------------------------------------------------------------------
     def worker_payload(self) -> dict[str, Any]:
         return {
+            "cache": [self.cache.stats.hits, self.cache.stats.misses, self.cache.stats.corrupt],
             "records": self.records,
             "collected": sorted(self.scope.collected),
             "completed": sorted(self.scope.completed),
@@ -428,6 +475,10 @@ class RegbudgetSession:
 
     def merge_worker(self, payload: dict[str, Any]) -> None:
         self.records.extend(payload.get("records", []))
+        hits, misses, corrupt = payload.get("cache", [0, 0, 0])
+        self.cache_totals.hits += hits
+        self.cache_totals.misses += misses
+        self.cache_totals.corrupt += corrupt
         self.scope.collected.update(payload.get("collected", []))
         self.scope.completed.update(payload.get("completed", []))
         self.scope.partial = self.scope.partial or bool(payload.get("partial", False))

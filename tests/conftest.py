@@ -1,6 +1,8 @@
 from __future__ import annotations
 
 import json
+import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -33,3 +35,15 @@ def run_json(pytester: pytest.Pytester, *args: str) -> tuple[pytest.RunResult, l
     records = json.loads(out.read_text())["kernels"] if out.exists() else []
     out.unlink(missing_ok=True)
     return result, records
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _private_compile_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Keep the suite's compile cache out of the user's ~/.cache (shared by this session's pytester runs)."""
+    old = os.environ.get("REGBUDGET_CACHE_DIR")
+    os.environ["REGBUDGET_CACHE_DIR"] = str(tmp_path_factory.mktemp("regbudget-cache"))
+    yield
+    if old is None:
+        os.environ.pop("REGBUDGET_CACHE_DIR", None)
+    else:
+        os.environ["REGBUDGET_CACHE_DIR"] = old
