@@ -36,6 +36,7 @@ Key = tuple[str, str, str]  # (test nodeid, kernel, arch)
 # Stored integer metrics, in file order; "occupancy" (a fraction) and the provenance fields follow.
 INT_FIELDS = ("registers", "spill_stores", "spill_loads", "stack", "smem", "const_mem")
 TEXT_FIELDS = ("ptxas", "nvrtc", "options_hash")
+OPTIONAL_INT_FIELDS = ("spill_stores", "spill_loads")  # absent for binaries, which do not record spills
 
 
 class BaselineError(Exception):
@@ -45,8 +46,8 @@ class BaselineError(Exception):
 @dataclass(frozen=True)
 class Entry:
     registers: int
-    spill_stores: int
-    spill_loads: int
+    spill_stores: int | None  # None: a prebuilt binary, which does not record spills
+    spill_loads: int | None
     stack: int
     smem: int
     const_mem: int
@@ -61,7 +62,7 @@ class Entry:
     extra: Mapping[str, object] = field(default_factory=dict)
 
     def to_toml(self) -> dict[str, object]:
-        out: dict[str, object] = {name: getattr(self, name) for name in INT_FIELDS}
+        out: dict[str, object] = {n: getattr(self, n) for n in INT_FIELDS if getattr(self, n) is not None}
         if self.occupancy is not None:
             out["occupancy"] = self.occupancy
         if self.occupancy_at is not None:
@@ -97,6 +98,8 @@ def _entry(where: str, table: object) -> Entry:
             raise BaselineError(f'{where}: gpu."{device}".time_ms = {time_ms!r}, expected milliseconds > 0')
     for name in INT_FIELDS:
         value = table.get(name)
+        if value is None and name in OPTIONAL_INT_FIELDS:
+            continue
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
             raise BaselineError(f"{where}: {name} = {value!r}, expected a whole number >= 0")
     for name in TEXT_FIELDS:
@@ -110,8 +113,8 @@ def _entry(where: str, table: object) -> Entry:
         raise BaselineError(f"{where}: occupancy_at = {occupancy_at!r}, expected a string like '256 threads'")
     return Entry(
         registers=table["registers"],
-        spill_stores=table["spill_stores"],
-        spill_loads=table["spill_loads"],
+        spill_stores=table.get("spill_stores"),
+        spill_loads=table.get("spill_loads"),
         stack=table["stack"],
         smem=table["smem"],
         const_mem=table["const_mem"],
@@ -206,10 +209,18 @@ def atomic_write(path: Path, text: str) -> None:
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
             fh.write(text)
+        # mkstemp makes the file private (0600); a committed file keeps its mode, a new one gets the umask's.
+        os.chmod(tmp, path.stat().st_mode & 0o777 if path.exists() else 0o666 & ~_umask())
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def _umask() -> int:
+    current = os.umask(0)
+    os.umask(current)
+    return current
 
 
 @dataclass

@@ -56,6 +56,8 @@ def compare(old: Entry, new: Entry, tolerance: Mapping[str, float]) -> list[Delt
             before, after = -old.occupancy, -new.occupancy
             was, now = old.occupancy, new.occupancy
         else:
+            if getattr(old, metric) is None or getattr(new, metric) is None:
+                continue  # unknown (a binary's spills): nothing to compare
             before = was = float(getattr(old, metric))
             after = now = float(getattr(new, metric))
         if was == now:
@@ -212,6 +214,11 @@ def check(
     defects: list[str] = []
     if r.max_regs is not None and res.registers > r.max_regs:
         violations.append(f"registers {res.registers} > max_regs {r.max_regs}")
+    if not res.spills_known and any(v is not None for v in (r.spills, r.spill_stores, r.spill_loads)):
+        violations.append(
+            "spill budgets cannot be checked: this binary does not record spill bytes. Check them where the "
+            'kernel is compiled (source= with compiler="nvcc"), or drop the spill budget for the binary'
+        )
     for metric, value in (("spill stores", res.spill_stores), ("spill loads", res.spill_loads)):
         if r.spills is not None and value > r.spills:
             violations.append(f"{metric} {_bytes(value)} > spills {r.spills}")

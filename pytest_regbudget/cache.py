@@ -22,7 +22,7 @@ from pathlib import Path
 
 from . import compiler
 from .baseline import atomic_write
-from .compiler import BuildOutputs, CompiledKernel, CompileOptions
+from .compiler import BuildOutputs, CompiledKernel, CompileOptions, Nvcc
 from .toolchain import Toolkit
 
 FORMAT = 1
@@ -130,24 +130,39 @@ class CompileCache:
         options: CompileOptions,
         toolkit: Toolkit,
         ptxas_timeout: float = compiler.DEFAULT_PTXAS_TIMEOUT,
+        *,
+        source_text: str | None = None,
+        nvcc: Nvcc | None = None,
     ) -> CompiledKernel:
-        text = compiler.read_source(source)
+        """NVRTC + ptxas (or, with `nvcc`, nvcc over the whole translation unit), cached.
+
+        `source_text` compiles a code string; `source` then only names it.
+        """
+        text = compiler.read_source(source) if source_text is None else source_text
+        # An nvcc build is measured by nvcc's own toolkit, which is what its report must name.
+        used = nvcc.as_toolkit() if nvcc is not None else toolkit
+
+        def build() -> BuildOutputs:
+            if nvcc is not None:
+                return compiler.build_nvcc(source, text, kernel, arch, options, nvcc, ptxas_timeout)
+            return compiler.build(source, text, kernel, arch, options, toolkit, ptxas_timeout)
+
         if self.directory is None:
-            return compiler.compile_kernel(source, kernel, arch, options, toolkit, ptxas_timeout, text)
-        key = cache_key(source, text, kernel, arch, options, toolkit)
+            return compiler.interpret(build(), source, text, kernel, arch, options, used)
+        key = cache_key(source, text, kernel, arch, options, used)
         cached = self._load(key)
         if cached is not None:
             try:
-                compiled = compiler.interpret(cached, source, text, kernel, arch, options, toolkit)
+                compiled = compiler.interpret(cached, source, text, kernel, arch, options, used)
             except compiler.CompileError:
                 self._count("corrupt")
             else:
                 self._count("hits")
                 return compiled
         self._count("misses")
-        outputs = compiler.build(source, text, kernel, arch, options, toolkit, ptxas_timeout)
+        outputs = build()
         self._store(key, outputs)
-        return compiler.interpret(outputs, source, text, kernel, arch, options, toolkit)
+        return compiler.interpret(outputs, source, text, kernel, arch, options, used)
 
     def _load(self, key: str) -> BuildOutputs | None:
         path = self._path(key)
@@ -183,7 +198,7 @@ class CompileCache:
             atomic_write(self._path(key), json.dumps(doc))
 
 
-Spec = tuple[Path, str, str, CompileOptions]  # (source, kernel, arch, options)
+Spec = tuple[Path, str, str, CompileOptions, Nvcc | None]  # (source, kernel, arch, options, nvcc or NVRTC)
 
 
 class Prefetcher:
@@ -203,18 +218,18 @@ class Prefetcher:
             return
         for spec in specs:
             if spec not in self._futures:
-                source, kernel, arch, options = spec
-                self._futures[spec] = self._pool.submit(
-                    self.cache.compile, source, kernel, arch, options, self.toolkit, self.ptxas_timeout
-                )
+                self._futures[spec] = self._pool.submit(self._compile, spec)
 
     def get(self, spec: Spec) -> CompiledKernel:
         """The prefetched result (its exception re-raised), or a compile now."""
         future = self._futures.pop(spec, None)
         if future is not None:
             return future.result()
-        source, kernel, arch, options = spec
-        return self.cache.compile(source, kernel, arch, options, self.toolkit, self.ptxas_timeout)
+        return self._compile(spec)
+
+    def _compile(self, spec: Spec) -> CompiledKernel:
+        source, kernel, arch, options, nvcc = spec
+        return self.cache.compile(source, kernel, arch, options, self.toolkit, self.ptxas_timeout, nvcc=nvcc)
 
     def shutdown(self) -> None:
         if self._pool is not None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import ctypes
 import functools
 import re
+import shutil
 import subprocess
 import tempfile
 from collections.abc import Mapping, Sequence
@@ -18,7 +19,7 @@ from pathlib import Path
 
 from .arch import compute_arch, get_arch
 from .ptxas import KernelResources, combine, parse_ptx_directives, parse_ptx_entries, parse_ptxas_output
-from .toolchain import Toolkit
+from .toolchain import Toolkit, nvidia_roots
 
 DEFAULT_PTXAS_TIMEOUT = 300.0
 
@@ -69,7 +70,8 @@ class CompileOptions:
         )
 
     def with_line_info(self) -> CompileOptions:
-        """The same build with -lineinfo, for mapping SASS back to source (code generation is unchanged)."""
+        """The same build with -lineinfo (NVRTC and nvcc both take it), for mapping SASS back to source;
+        code generation is unchanged."""
         if "-lineinfo" in self.options or "--generate-line-info" in self.options:
             return self
         return replace(self, options=(*self.options, "-lineinfo"))
@@ -195,9 +197,29 @@ def compile_ptx(
     status, log, ptx, lowered = nvrtc.compile(source_text, source_name, flags, name_expressions)
     if status != 0:
         raise CompileError(
-            f"NVRTC {toolkit.nvrtc_version} could not compile {source_name} for {arch}:\n{log.strip()}", log
+            f"NVRTC {toolkit.nvrtc_version} could not compile {source_name} for {arch}:\n{log.strip()}"
+            + host_code_hint(source_text),
+            log,
         )
     return PtxModule(ptx=ptx, log=log, lowered_names=lowered)
+
+
+_HOST_CODE = re.compile(
+    r"^\s*#\s*include\s*<(?:cstdio|stdio\.h|cstdlib|stdlib\.h|iostream|vector|string|cuda_runtime\.h|cuda\.h)>"
+    r"|\bint\s+main\s*\(|<<<|\bcuda(?:Malloc|Memcpy|Free|DeviceSynchronize|LaunchKernel)\b",
+    re.MULTILINE,
+)
+
+
+def host_code_hint(source_text: str) -> str:
+    """NVRTC compiles device code only; say so when the file plainly holds host code."""
+    if not _HOST_CODE.search(source_text):
+        return ""
+    return (
+        "\nThis file has host code (main(), host API calls, <<<...>>> launches or host headers), which NVRTC "
+        'cannot compile. Use compiler="nvcc" (nvcc and a host C++ compiler build the whole translation '
+        "unit), or guard the host code with #ifndef __CUDACC_RTC__."
+    )
 
 
 def _check_nvrtc_arch(nvrtc: _Nvrtc, arch: str, toolkit: Toolkit) -> None:
@@ -356,6 +378,123 @@ def compile_kernel(
     text = read_source(source) if source_text is None else source_text
     outputs = build(source, text, kernel, arch, options, toolkit, ptxas_timeout)
     return interpret(outputs, source, text, kernel, arch, options, toolkit)
+
+
+@dataclass(frozen=True)
+class Nvcc:
+    """An nvcc, with the toolkit it belongs to (its ptxas does the measuring)."""
+
+    path: Path
+    version: str
+    origin: str
+
+    def as_toolkit(self) -> Toolkit:
+        # The report and the baseline record the versions that built the kernel: nvcc's own.
+        return Toolkit(
+            origin=f"{self.origin} (nvcc {self.version})",
+            ptxas=self.path.parent / "ptxas",
+            nvrtc=self.path,
+            nvrtc_version=f"nvcc {self.version}",
+            ptxas_version=self.version,
+        )
+
+
+def find_nvcc(toolkit: Toolkit | None) -> Nvcc:
+    """The found toolkit's nvcc, else the CUDA 13 wheel's (nvidia-cuda-nvcc), else PATH's."""
+    candidates: list[tuple[Path, str]] = []
+    if toolkit is not None:
+        candidates.append((toolkit.ptxas.parent / "nvcc", toolkit.origin))
+    candidates += [
+        (root / "cu13" / "bin" / "nvcc", "pip wheels (nvidia-cuda-nvcc)") for root in nvidia_roots()
+    ]
+    on_path = shutil.which("nvcc")
+    if on_path:
+        candidates.append((Path(on_path), "PATH"))
+    for path, origin in candidates:
+        if path.is_file():
+            out = subprocess.run([str(path), "--version"], capture_output=True, text=True, timeout=60).stdout
+            match = re.search(r"V(\d+\.\d+\.\d+)", out)
+            return Nvcc(path, match.group(1) if match else "?", origin)
+    searched = ", ".join(str(p) for p, _ in candidates) or "the toolkit, the wheels and PATH"
+    raise CompileError(
+        f'compiler="nvcc" needs nvcc; none found (searched {searched}). Fix: pip install "nvidia-cuda-nvcc" '
+        '"nvidia-cuda-runtime" (CUDA 13 wheels that carry nvcc and its headers), or a CUDA toolkit on PATH.'
+    )
+
+
+def _host_compiler() -> str | None:
+    return shutil.which("g++") or shutil.which("c++") or shutil.which("clang++") or shutil.which("cl")
+
+
+def build_nvcc(
+    source: Path,
+    source_text: str,
+    kernel: str,
+    arch: str,
+    options: CompileOptions,
+    nvcc: Nvcc,
+    ptxas_timeout: float = DEFAULT_PTXAS_TIMEOUT,
+) -> BuildOutputs:
+    """`nvcc -cubin -arch=sm_XX -Xptxas -v` over a whole translation unit, host code and all.
+
+    nvcc needs a host C++ compiler even for -cubin (it splits host from device code). `options` are nvcc's
+    own flags here. The PTX is kept (-keep) for the launch-bounds directives.
+    """
+    if _host_compiler() is None:
+        raise CompileError(
+            f'compiler="nvcc" needs a host C++ compiler for {source} (nvcc splits host from device code); '
+            "none of g++, c++, clang++ is on PATH. Fix: install one (apt-get install g++)."
+        )
+    label = f"{kernel} [{arch}]"
+    with tempfile.TemporaryDirectory(prefix="regbudget-nvcc-") as tmp:
+        cubin_path = Path(tmp) / "kernel.cubin"
+        cmd = [
+            str(nvcc.path),
+            "-cubin",
+            f"-arch={arch}",
+            "-Xptxas",
+            "-v",
+            "-keep",
+            f"-keep-dir={tmp}",
+            *(f"-D{k}" if v is None else f"-D{k}={v}" for k, v in options.defines),
+            *(f"-I{d}" for d in [*options.include_dirs, str(source.parent)]),
+            *options.options,
+            *(f"-Xptxas={o}" for o in options.ptxas_options),
+            str(source),
+            "-o",
+            str(cubin_path),
+        ]
+        try:
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=ptxas_timeout, check=False)
+        except subprocess.TimeoutExpired as exc:
+            raise CompileError(
+                f"nvcc {nvcc.version} did not finish {label} within {ptxas_timeout:g} s"
+            ) from exc
+        log = proc.stdout + proc.stderr
+        if proc.returncode != 0:
+            raise CompileError(
+                f"nvcc {nvcc.version} could not compile {source} for {arch}:\n{log.strip()}", log
+            )
+        ptx = "\n".join(p.read_text() for p in sorted(Path(tmp).glob("*.ptx")))
+        cubin = cubin_path.read_bytes()
+    entries = parse_ptx_entries(ptx)
+    entry = match_entry(kernel, entries)
+    if entry is None:
+        raise _not_found(kernel, source, arch, ptx, log)
+    return BuildOutputs(entry=entry, ptx=ptx, nvrtc_log="", ptxas_log=log, cubin=cubin)
+
+
+def match_entry(kernel: str, entries: Sequence[str]) -> str | None:
+    """An entry named `kernel`, or the one C++ entry whose mangled name is `kernel`'s (_Z<len><name>...).
+
+    nvcc has no name expressions: a template or an overload set is ambiguous, and then None asks the user
+    for the mangled name, which the error lists.
+    """
+    if kernel in entries:
+        return kernel
+    base = kernel.split("<", 1)[0].strip().split("::")[-1]
+    matches = [e for e in entries if e.startswith(f"_Z{len(base)}{base}")]
+    return matches[0] if len(matches) == 1 else None
 
 
 def kernel_line(source_text: str, kernel: str) -> int | None:

@@ -38,6 +38,8 @@ def diagnose(
     """Sentences that name file:line where the SASS is known, each with the fix to try."""
     out: list[str] = []
     r = resources
+    if not r.spills_known:
+        return []  # a binary: without spill figures no rule can tell arrays from spills
     spills = r.spill_stores + r.spill_loads
     # 1. Stack without spills: a local array the compiler could not keep in registers.
     if r.stack_frame and not spills:

@@ -15,7 +15,17 @@ from typing import Literal
 from .arch import UnknownArchError, get_arch
 from .compiler import CompileOptions
 
-COMPILE_KEYS = ("source", "kernel", "defines", "include_dirs", "options", "ptxas_options")
+COMPILE_KEYS = (
+    "source",
+    "kernel",
+    "defines",
+    "include_dirs",
+    "options",
+    "ptxas_options",
+    "compiler",
+    "binary",
+)
+COMPILERS = ("nvrtc", "nvcc")
 # Budgets may be given per arch as a dict keyed by arch name.
 BUDGET_KEYS = (
     "max_regs",
@@ -75,6 +85,8 @@ class Limits:
 class Budget:
     source: Path | None = None
     kernel: str | None = None
+    compiler: str | None = None  # None: ini regbudget_compiler
+    binary: Path | None = None  # a prebuilt cubin/fatbin/object/shared library instead of a source
     options: CompileOptions = field(default_factory=CompileOptions)
     archs: tuple[str, ...] | None = None  # None: every arch of the run
     level: Level = "fail"
@@ -221,9 +233,17 @@ def parse_marker(args: Sequence[object], kwargs: Mapping[str, object], base_dir:
         raise MarkerError(f"source={source!r}: expected a path to a .cu file")
     if kernel is not None and not isinstance(kernel, str):
         raise MarkerError(f"kernel={kernel!r}: expected a kernel name such as 'poly_eval' or 'gemm<128, 64>'")
-    if (source is None) != (kernel is None):
-        missing = "kernel" if kernel is None else "source"
+    binary = kwargs.get("binary")
+    if binary is not None and not isinstance(binary, (str, Path)):
+        raise MarkerError(f"binary={binary!r}: expected a path to a cubin, fatbin, object or shared library")
+    if binary is not None and source is not None:
+        raise MarkerError("give source= (to compile) or binary= (to read a prebuilt binary), not both")
+    if (source is None and binary is None) != (kernel is None):
+        missing = "kernel" if kernel is None else "source (or binary)"
         raise MarkerError(f"regbudget needs both source and kernel; {missing} is missing")
+    compiler = kwargs.get("compiler")
+    if compiler is not None and compiler not in COMPILERS:
+        raise MarkerError(f"compiler={compiler!r}: expected one of {', '.join(map(repr, COMPILERS))}")
     defines = kwargs.get("defines")
     if defines is not None and not isinstance(defines, (Mapping, list, tuple, str)):
         raise MarkerError(f"defines={defines!r}: expected a dict like {{'N': 4}} or a list like ['N=4']")
@@ -256,6 +276,8 @@ def parse_marker(args: Sequence[object], kwargs: Mapping[str, object], base_dir:
     return Budget(
         source=None if source is None else (base_dir / source),
         kernel=kernel,
+        compiler=compiler,
+        binary=None if binary is None else (base_dir / binary),
         options=options,
         archs=arch_tuple,
         level=level,

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import argparse
 import os
-from collections.abc import Generator, Sequence
+from collections.abc import Callable, Generator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 
@@ -17,12 +17,14 @@ from .baseline import BaselineError
 from .budget import KernelReport
 from .cache import default_cache_dir, default_jobs
 from .compiler import DEFAULT_PTXAS_TIMEOUT, CompileError, CompileOptions
+from .frontends import numba_ptx, triton_ptx
 from .gpu import Device, LaunchError, Timing
 from .gpu import device as gpu_device
-from .markers import VALID_KEYS, MarkerError, parse_tolerance
+from .markers import COMPILERS, VALID_KEYS, Budget, MarkerError, parse_tolerance
 from .session import WORKEROUTPUT_KEY, ItemState, RegbudgetSession, Settings, parse_archs
 from .toolchain import ToolchainError
 
+T = TypeVar("T")
 SESSION_KEY = pytest.StashKey[RegbudgetSession]()
 ITEM_KEY = pytest.StashKey[ItemState]()
 ARCH_PARAM = "regbudget_arch"
@@ -132,6 +134,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "how much worse than the baseline a kernel may get, e.g. 'registers=4, spills=16, occupancy=0.05'",
         default="",
     )
+    parser.addini(
+        "regbudget_compiler", "nvrtc (default) or nvcc, for markers that name no compiler", default="nvrtc"
+    )
     parser.addini("regbudget_jobs", "compile threads (default: cores / xdist workers)", default="")
     parser.addini("regbudget_gpu", "auto, off or require (see --regbudget-gpu)", default="auto")
     parser.addini(
@@ -204,6 +209,7 @@ def _settings(config: pytest.Config) -> Settings:
         sass=bool(config.getoption("regbudget_sass")),
         cache_dir=None if config.getoption("regbudget_no_cache") else default_cache_dir(),
         jobs=_jobs(config),
+        compiler=_compiler(config),
         html_path=_path_option(config, "regbudget_html"),
     )
 
@@ -219,6 +225,15 @@ def _jobs(config: pytest.Config) -> int:
     if value is not None and value < 1:
         raise pytest.UsageError(f"--regbudget-jobs={value}: expected 1 or more")
     return value or default_jobs()
+
+
+def _compiler(config: pytest.Config) -> str:
+    value = str(config.getini("regbudget_compiler")).strip() or "nvrtc"
+    if value not in COMPILERS:
+        raise pytest.UsageError(
+            f"regbudget_compiler = {value!r} (ini): expected one of {', '.join(COMPILERS)}"
+        )
+    return value
 
 
 def _session(config: pytest.Config) -> RegbudgetSession:
@@ -339,14 +354,22 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, object]:
 
 def _compile_marker_kernel(session: RegbudgetSession, state: ItemState, nodeid: str) -> None:
     budget = state.budget
-    if budget is None or budget.source is None or budget.kernel is None:
+    if budget is None or budget.kernel is None:
+        return
+    where = budget.binary or budget.source
+    if where is None:
         return
     try:
-        session.compile_and_check(state, nodeid, budget.source, budget.kernel, budget.options)
+        if budget.binary is not None:
+            session.load_binary(state, nodeid, budget.binary, budget.kernel)
+        else:
+            session.compile_and_check(
+                state, nodeid, where, budget.kernel, budget.options, compiler=session.compiler_of(budget)
+            )
         return
     except (CompileError, ToolchainError) as exc:
         message = str(exc)
-        session.record_error(state, nodeid, budget.kernel, budget.source, message)
+        session.record_error(state, nodeid, budget.kernel, where, message)
     # Outside the except block, so the report shows the message and not a chain of exceptions.
     pytest.fail(message, pytrace=False)
 
@@ -388,20 +411,138 @@ class RegbudgetFixture:
         include_dirs: Sequence[str | os.PathLike[str]] = (),
         options: Sequence[str] = (),
         ptxas_options: Sequence[str] = (),
+        compiler: str | None = None,
     ) -> KernelReport:
-        """Compile `kernel` of `source` (relative paths: from the test file's dir) for `self.arch`."""
+        """Compile `kernel` of `source` (relative paths: from the test file's dir) for `self.arch`.
+
+        `compiler="nvcc"` builds a translation unit with host code (`options` are then nvcc flags); the
+        default is the marker's `compiler`, else ini `regbudget_compiler`, else NVRTC.
+        """
         __tracebackhide__ = True
         path = self._test_dir / source
-        opts = CompileOptions.make(
+        opts = self._options(defines, include_dirs, options, ptxas_options)
+        chosen = compiler or self._session.compiler_of(self._state.budget or Budget())
+        if chosen not in COMPILERS:
+            raise ValueError(f"compiler={chosen!r}: expected one of {', '.join(COMPILERS)}")
+        return self._guarded(
+            kernel,
+            path,
+            lambda: self._session.compile_and_check(
+                self._state, self._nodeid, path, kernel, opts, compiler=chosen
+            ),
+        )
+
+    def compile_source(
+        self,
+        code: str,
+        kernel: str,
+        *,
+        name: str = "kernel.cu",
+        defines: dict[str, object] | Sequence[str] | None = None,
+        include_dirs: Sequence[str | os.PathLike[str]] = (),
+        options: Sequence[str] = (),
+        ptxas_options: Sequence[str] = (),
+    ) -> KernelReport:
+        """Compile `kernel` from a code string, as CuPy's RawKernel would. `name` is what errors (and the
+        reports) call the code; `#include "x.h"` resolves against the test file's directory."""
+        __tracebackhide__ = True
+        path = self._test_dir / name
+        opts = self._options(defines, include_dirs, options, ptxas_options)
+        return self._guarded(
+            kernel,
+            path,
+            lambda: self._session.compile_and_check(
+                self._state, self._nodeid, path, kernel, opts, source_text=code
+            ),
+        )
+
+    def load(self, path: str | os.PathLike[str], kernel: str | None = None) -> list[KernelReport]:
+        """Read the kernels of a prebuilt cubin, fatbin, object or shared library for `self.arch` (all of
+        them, or `kernel` only), judged by the marker's budgets. Spills are reported only where the binary
+        records them."""
+        __tracebackhide__ = True
+        binary = self._test_dir / path
+        return self._guarded(
+            kernel or str(path),
+            binary,
+            lambda: self._session.load_binary(self._state, self._nodeid, binary, kernel),
+        )
+
+    def compile_triton(
+        self,
+        fn: Any,
+        *,
+        signature: dict[str, str],
+        constexprs: dict[str, object] | None = None,
+        num_warps: int = 4,
+        num_stages: int = 3,
+    ) -> KernelReport:
+        """Compile a `@triton.jit` function for `self.arch` with Triton (no GPU needed) and measure its PTX
+        with this run's ptxas: true spill figures, not Triton's n_spills (which counts all local memory).
+        Its block is num_warps * 32 threads: give the marker launch=(num_warps * 32,) to check occupancy."""
+        __tracebackhide__ = True
+        settings = [
+            f"triton signature={sorted(signature.items())}",
+            f"constexprs={sorted((constexprs or {}).items())}",
+        ]
+        settings += [f"num_warps={num_warps}", f"num_stages={num_stages}"]
+        name = getattr(getattr(fn, "fn", fn), "__name__", str(fn))
+        return self._guarded(
+            name,
+            self._test_dir,
+            lambda: self._session.measure_ptx(
+                self._state,
+                self._nodeid,
+                lambda arch, tk: triton_ptx(
+                    fn,
+                    arch,
+                    signature=signature,
+                    constexprs=constexprs,
+                    num_warps=num_warps,
+                    num_stages=num_stages,
+                    toolkit=tk,
+                ),
+                settings,
+            ),
+        )
+
+    def compile_numba(self, fn: Any, signature: object) -> KernelReport:
+        """Compile a Python function with Numba for `self.arch`, no GPU needed: numba-cuda lowers it to NVVM
+        IR, which the libNVVM of this run's toolkit turns into PTX for this run's ptxas to measure."""
+        __tracebackhide__ = True
+        name = getattr(fn, "__name__", str(fn))
+        return self._guarded(
+            name,
+            self._test_dir,
+            lambda: self._session.measure_ptx(
+                self._state,
+                self._nodeid,
+                lambda arch, tk: numba_ptx(fn, signature, arch, toolkit=tk),
+                [f"numba signature={signature}"],
+            ),
+        )
+
+    def _options(
+        self,
+        defines: dict[str, object] | Sequence[str] | None,
+        include_dirs: Sequence[str | os.PathLike[str]],
+        options: Sequence[str],
+        ptxas_options: Sequence[str],
+    ) -> CompileOptions:
+        return CompileOptions.make(
             defines=defines,
             include_dirs=[str(self._test_dir / d) for d in include_dirs],
             options=options,
             ptxas_options=ptxas_options,
         )
+
+    def _guarded(self, kernel: str, where: Path, work: Callable[[], T]) -> T:
+        """Run `work`; a CompileError is recorded for the reports and re-raised without our frames."""
+        __tracebackhide__ = True
         try:
-            return self._session.compile_and_check(self._state, self._nodeid, path, kernel, opts)
+            return work()
         except CompileError as exc:
-            self._session.record_error(self._state, self._nodeid, kernel, path, str(exc))
+            self._session.record_error(self._state, self._nodeid, kernel, where, str(exc))
             # A fresh exception keeps the plugin's internals out of the user's traceback.
             raise type(exc)(str(exc), exc.log) from None
 

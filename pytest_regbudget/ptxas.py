@@ -74,6 +74,8 @@ class KernelResources:
     cumulative_stack: int | None = None
     # ptxas's "N bytes stack frame, N bytes spill stores, ..." line, stripped, to quote for spills.
     properties_line: str = ""
+    # False for a prebuilt binary, which does not record spills: the spill fields are then 0 and meaningless.
+    spills_known: bool = True
 
 
 @dataclass(frozen=True)

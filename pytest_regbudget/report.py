@@ -99,8 +99,8 @@ def to_record(r: KernelReport) -> KernelRecord:
             arch=r.arch,
             source=r.source,
             registers=res.registers if res else None,
-            spill_stores=res.spill_stores if res else None,
-            spill_loads=res.spill_loads if res else None,
+            spill_stores=res.spill_stores if res and res.spills_known else None,
+            spill_loads=res.spill_loads if res and res.spills_known else None,
             stack_frame=res.stack_frame if res else None,
             shared_mem=res.shared_mem if res else None,
             const_mem=res.const_mem if res else None,
@@ -165,8 +165,8 @@ def entry_from_record(rec: KernelRecord) -> Entry:
     occ = rec["occupancy"]
     return Entry(
         registers=rec["registers"] or 0,
-        spill_stores=rec["spill_stores"] or 0,
-        spill_loads=rec["spill_loads"] or 0,
+        spill_stores=rec["spill_stores"],
+        spill_loads=rec["spill_loads"],
         stack=rec["stack_frame"] or 0,
         smem=rec["shared_mem"] or 0,
         const_mem=rec["const_mem"] or 0,

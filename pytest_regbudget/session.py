@@ -9,7 +9,7 @@ from __future__ import annotations
 import contextlib
 import os
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -17,13 +17,28 @@ from typing import Any
 import pytest
 
 from . import baseline as bl
-from . import gpu, html, sass
+from . import binary, gpu, html, sass
 from .arch import UnknownArchError, get_arch
 from .budget import KernelReport, check, compare, time_verdict
 from .cache import CacheStats, CompileCache, Prefetcher, Spec
-from .compiler import DEFAULT_PTXAS_TIMEOUT, CompileOptions, error_location
+from .compiler import (
+    DEFAULT_PTXAS_TIMEOUT,
+    BuildOutputs,
+    CompiledKernel,
+    CompileError,
+    CompileOptions,
+    KernelNotFoundError,
+    Nvcc,
+    error_location,
+    find_nvcc,
+    interpret,
+    match_entry,
+    run_ptxas,
+)
+from .frontends import FrontendPtx
 from .markers import Budget, MarkerError, parse_marker
 from .occupancy import launch_failure
+from .ptxas import KernelResources
 from .report import (
     KernelRecord,
     baseline_lines,
@@ -62,6 +77,7 @@ class Settings:
     html_path: Path | None = None
     cache_dir: Path | None = None  # None: --regbudget-no-cache
     jobs: int = 1  # compile threads
+    compiler: str = "nvrtc"  # ini regbudget_compiler: nvrtc or nvcc
 
 
 @dataclass
@@ -99,6 +115,7 @@ class RegbudgetSession:
         self.gpu_reason = ""
         self.cache = CompileCache(settings.cache_dir)
         self._prefetcher: Prefetcher | None = None
+        self._nvcc: Nvcc | None = None
         self.cache_totals = CacheStats()  # the controller's sum over workers
         # Raises BaselineError (a usage error) before any test runs, leaving the file untouched.
         self.baseline = bl.load(settings.baseline_path) if settings.baseline_path else {}
@@ -172,38 +189,175 @@ class RegbudgetSession:
 
     # -- the test's call phase ---------------------------------------------------------------------
     def compile_and_check(
-        self, state: ItemState, nodeid: str, source: Path, kernel: str, options: CompileOptions
-    ) -> KernelReport:
-        """Compile one kernel for the item's arch (and the GPU's, where this item runs the GPU checks but
-        does not target the GPU's arch), judge it, and return the report for the item's arch."""
-        kernel_id = self._kernel_id(state, kernel)
-        gpu_arch = self.gpu_arch(state)
-        report = self._build(state, nodeid, source, kernel, kernel_id, options, state.arch, gpu_arch)
-        if gpu_arch is not None and gpu_arch != state.arch:
-            self._build(state, nodeid, source, kernel, kernel_id, options, gpu_arch, gpu_arch)
-        return report
-
-    def _build(
         self,
         state: ItemState,
         nodeid: str,
         source: Path,
         kernel: str,
-        kernel_id: str,
         options: CompileOptions,
-        arch: str,
+        *,
+        compiler: str = "nvrtc",
+        source_text: str | None = None,
+    ) -> KernelReport:
+        """Compile one kernel for the item's arch (and the GPU's, where this item runs the GPU checks but
+        does not target the GPU's arch), judge it, and return the report for the item's arch.
+
+        `compiler="nvcc"` builds the whole translation unit with nvcc; `source_text` compiles a code string
+        that `source` only names.
+        """
+        budget = state.budget or Budget()
+        nvcc = self.nvcc() if compiler == "nvcc" else None
+
+        def produce(arch: str) -> CompiledKernel:
+            spec = self._spec(budget, source, kernel, options, arch, nvcc)
+            if source_text is not None:
+                return self.cache.compile(
+                    source,
+                    kernel,
+                    arch,
+                    spec[3],
+                    self.toolkit(),
+                    self.settings.ptxas_timeout,
+                    source_text=source_text,
+                    nvcc=nvcc,
+                )
+            return self.compiler().get(spec)
+
+        return self.measure(state, nodeid, kernel, produce, options)
+
+    def measure(
+        self,
+        state: ItemState,
+        nodeid: str,
+        kernel: str,
+        produce: Callable[[str], CompiledKernel],
+        options: CompileOptions,
+    ) -> KernelReport:
+        """Judge what `produce(arch)` built, for the item's arch and, where due, the GPU's."""
+        kernel_id = self._kernel_id(state, kernel)
+        gpu_arch = self.gpu_arch(state)
+        report = self._judge(state, nodeid, kernel_id, produce(state.arch), options, gpu_arch)
+        if gpu_arch is not None and gpu_arch != state.arch:
+            self._judge(state, nodeid, kernel_id, produce(gpu_arch), options, gpu_arch)
+        return report
+
+    def measure_ptx(
+        self,
+        state: ItemState,
+        nodeid: str,
+        make_ptx: Callable[[str, Toolkit], FrontendPtx],
+        settings_text: Sequence[str],
+    ) -> KernelReport:
+        """Judge a kernel whose PTX another compiler (Triton, Numba) wrote, measured by our ptxas.
+
+        `settings_text` (signature, constexprs, warps...) stands in for compile options in the baseline's
+        options hash.
+        """
+        tk = self.toolkit()
+        options = CompileOptions(options=tuple(settings_text))
+        first = make_ptx(state.arch, tk)
+
+        def produce(arch: str) -> CompiledKernel:
+            made = first if arch == state.arch else make_ptx(arch, tk)
+            label = f"{made.name} [{arch}]"
+            # Triton writes sm_90a PTX when asked for sm_90 (wgmma exists only there): assemble what it wrote.
+            log, cubin = run_ptxas(made.ptx, made.ptx_target, (), tk, self.settings.ptxas_timeout, label)
+            outputs = BuildOutputs(entry=made.entry, ptx=made.ptx, nvrtc_log="", ptxas_log=log, cubin=cubin)
+            source = made.source or Path(made.name)
+            compiled = interpret(outputs, source, "", made.name, arch, options, tk)
+            used = replace(
+                tk, nvrtc_version=made.frontend
+            )  # the report names the compiler that wrote the PTX
+            return replace(compiled, kernel=made.name, line=made.line, toolkit=used)
+
+        return self.measure(state, nodeid, first.name, produce, options)
+
+    def load_binary(
+        self, state: ItemState, nodeid: str, path: Path, kernel: str | None = None
+    ) -> list[KernelReport]:
+        """Judge the kernels a prebuilt binary holds for the item's arch (all, or `kernel` only)."""
+        tk = None
+        with contextlib.suppress(ToolchainError):
+            tk = self.toolkit()
+        held = binary.read_binary(path, tk)
+        mine = [k for k in held if k.arch == state.arch]
+        if not mine:
+            archs = ", ".join(sorted({k.arch for k in held})) or "none"
+            raise CompileError(
+                f"{path} holds no machine code for {state.arch} (it holds: {archs}); build it with "
+                f"-gencode arch=compute_XX,code={state.arch} or restrict the test with archs="
+            )
+        if kernel is not None:
+            entry = match_entry(kernel, [k.name for k in mine])
+            if entry is None:
+                names = ", ".join(k.name for k in mine)
+                raise KernelNotFoundError(
+                    f"kernel {kernel!r} not found in {path} [{state.arch}]; it contains: {names} (name a C++ "
+                    "template or overload by its mangled name)"
+                )
+            mine = [k for k in mine if k.name == entry]
+        made = Toolkit(
+            origin=f"prebuilt {path.name}",
+            ptxas=path,
+            nvrtc=path,
+            nvrtc_version="prebuilt",
+            ptxas_version="prebuilt",
+        )
+        reports = []
+        for k in mine:
+            resources = KernelResources(
+                name=k.name,
+                arch=k.arch,
+                registers=k.registers,
+                spill_stores=k.spill_stores or 0,
+                spill_loads=k.spill_loads or 0,
+                stack_frame=k.stack,
+                shared_mem=k.shared,
+                const_mem=k.const,
+                const_banks=(),
+                barriers=0,
+                ptxas_line=(
+                    f"cuobjdump: REG:{k.registers} STACK:{k.stack} SHARED:{k.shared} LOCAL:{k.local}"
+                    + ("" if k.spill_stores is not None else " (spills not recorded in the binary)")
+                ),
+                max_threads=k.max_threads,
+                min_blocks_per_sm=k.min_blocks,
+                spills_known=k.spill_stores is not None,
+            )
+            compiled = CompiledKernel(
+                kernel=k.name,
+                entry=k.name,
+                arch=k.arch,
+                source=path,
+                resources=resources,
+                options=CompileOptions(),
+                toolkit=made,
+                ptxas_log="",
+                nvrtc_log="",
+                cubin=b"",
+                ptx="",
+            )
+            kernel_id = self._kernel_id(state, kernel if kernel is not None else k.name)
+            reports.append(self._judge(state, nodeid, kernel_id, compiled, CompileOptions(), gpu_arch=None))
+        return reports
+
+    def _judge(
+        self,
+        state: ItemState,
+        nodeid: str,
+        kernel_id: str,
+        compiled: CompiledKernel,
+        options: CompileOptions,
         gpu_arch: str | None,
     ) -> KernelReport:
-        tk = self.toolkit()
+        arch = compiled.arch
         budget = state.budget or Budget()
         limits = budget.limits(arch)
-        need_sass = self._needs_sass(budget, arch)
-        compiled = self.compiler().get(self._spec(budget, source, kernel, options, arch))
         sass_report = None
-        if need_sass:
+        if self._needs_sass(budget, arch) and compiled.cubin:
             sass_report = sass.disassemble(self.nvdisasm(), compiled.cubin, compiled.entry)
         facts = None
-        if arch == gpu_arch:
+        if arch == gpu_arch and compiled.cubin:
             dev = gpu.device()
             loaded = dev.load(compiled.cubin, compiled.entry, f"{nodeid}/{kernel_id}")
             state.loaded[(kernel_id, arch)] = loaded
@@ -214,7 +368,7 @@ class RegbudgetSession:
             nodeid,
             kernel_id,
             arch,
-            str(source),
+            str(compiled.source),
             compiled.resources,
             limits,
             budget.level,
@@ -222,8 +376,8 @@ class RegbudgetSession:
             sass=sass_report,
             ptxas_options=options.ptxas_options,
         )
-        report.ptxas_version = tk.ptxas_version
-        report.nvrtc_version = tk.nvrtc_version
+        report.ptxas_version = compiled.toolkit.ptxas_version
+        report.nvrtc_version = compiled.toolkit.nvrtc_version
         report.options_hash = self._options_hash(options)
         report.line = compiled.line
         if state.gpu_note and arch == state.arch:
@@ -237,9 +391,29 @@ class RegbudgetSession:
     def _needs_sass(self, budget: Budget, arch: str) -> bool:
         return self.settings.sass or budget.limits(arch).hot_spills is not None
 
-    def _spec(self, budget: Budget, source: Path, kernel: str, options: CompileOptions, arch: str) -> Spec:
+    def _spec(
+        self,
+        budget: Budget,
+        source: Path,
+        kernel: str,
+        options: CompileOptions,
+        arch: str,
+        nvcc: Nvcc | None = None,
+    ) -> Spec:
         # Line info only when the SASS is read: the spec is what the cache and the prefetcher key on.
-        return (source, kernel, arch, options.with_line_info() if self._needs_sass(budget, arch) else options)
+        build = options.with_line_info() if self._needs_sass(budget, arch) else options
+        return (source, kernel, arch, build, nvcc)
+
+    def compiler_of(self, budget: Budget) -> str:
+        return budget.compiler or self.settings.compiler
+
+    def nvcc(self) -> Nvcc:
+        if self._nvcc is None:
+            tk = None
+            with contextlib.suppress(ToolchainError):
+                tk = self.toolkit()
+            self._nvcc = find_nvcc(tk)
+        return self._nvcc
 
     def compiler(self) -> Prefetcher:
         if self._prefetcher is None:
@@ -252,11 +426,16 @@ class RegbudgetSession:
         """Start compiling every marker kernel of the run, in collection order, on the pool."""
         if self.settings.jobs <= 1:
             return
-        specs = [
-            self._spec(s.budget, s.budget.source, s.budget.kernel, s.budget.options, s.arch)
-            for s in states
-            if s.budget is not None and s.budget.source is not None and s.budget.kernel is not None
-        ]
+        specs = []
+        for s in states:
+            b = s.budget
+            if b is None or b.source is None or b.kernel is None or b.binary is not None:
+                continue
+            try:
+                nvcc = self.nvcc() if self.compiler_of(b) == "nvcc" else None
+            except CompileError:
+                continue  # the test itself reports the missing nvcc
+            specs.append(self._spec(b, b.source, b.kernel, b.options, s.arch, nvcc))
         with contextlib.suppress(ToolchainError):  # each test reports a missing toolkit itself
             self.compiler().submit(specs)
 
@@ -491,8 +670,9 @@ class RegbudgetSession:
         seen = {(r["nodeid"], r["kernel"], r["arch"]) for r in self.records}
         stale = set()
         for key in self.baseline:
-            nodeid = key[0]
-            if not any(nodeid.startswith(p) for p in self.scope.prefixes):
+            nodeid, _, arch = key
+            # An arch this run did not build for is not gone, only not asked about.
+            if arch not in self.settings.archs or not any(nodeid.startswith(p) for p in self.scope.prefixes):
                 continue
             if nodeid not in self.scope.collected or (nodeid in self.scope.completed and key not in seen):
                 stale.add(key)

@@ -362,3 +362,11 @@ def test_warn_level_gives_a_warning_annotation(
     result.stdout.fnmatch_lines(
         ["::warning file=*hungry.cu,line=10,title=regbudget poly_eval [[]sm_90[]]::registers *"]
     )
+
+
+def test_an_update_for_fewer_archs_keeps_the_other_archs(pytester: pytest.Pytester) -> None:
+    write_tests(pytester, {"a": 8})
+    run_json(pytester, "--regbudget-update", "--regbudget-arch=sm_80,sm_90")
+    result, _ = run_json(pytester, "--regbudget-update", "--regbudget-arch=sm_90")
+    result.stdout.fnmatch_lines(["*0 added, 0 updated, 1 unchanged, 0 stale"])
+    assert "test_a[sm_80]" in baseline_text(pytester)

@@ -127,3 +127,12 @@ def test_unchanged_update_does_not_rewrite(tmp_path: Path) -> None:
 def test_options_hash_is_stable_and_sensitive() -> None:
     assert bl.options_hash((("N", "4"),), [], (), ()) == bl.options_hash((("N", "4"),), [], (), ())
     assert bl.options_hash((("N", "4"),), [], (), ()) != bl.options_hash((("N", "8"),), [], (), ())
+
+
+def test_written_files_are_not_private(tmp_path: Path) -> None:
+    path = tmp_path / "b.toml"
+    bl.update(path, {("n", "k", "sm_90"): ENTRY}, set())
+    assert path.stat().st_mode & 0o044 == 0o044  # readable by group and others, like any committed file
+    path.chmod(0o640)
+    bl.update(path, {("n", "k", "sm_90"): bl.Entry(**{**ENTRY.__dict__, "registers": 1})}, set())
+    assert path.stat().st_mode & 0o777 == 0o640

@@ -155,3 +155,10 @@ def test_compare_improvements_and_tolerance() -> None:
 
 def test_compare_skips_occupancy_at_another_launch_size() -> None:
     assert compare(entry(), entry(occupancy=0.25, occupancy_at="512 threads"), {}) == []
+
+
+def test_spill_budget_on_a_binary_without_spill_figures_fails_instead_of_guessing() -> None:
+    unknown = replace(POLY, spill_stores=0, spill_loads=0, spills_known=False)
+    (msg,) = check("t", "k", "sm_90", "k.so", unknown, Limits(spills=0)).violations
+    assert msg.startswith("spill budgets cannot be checked: this binary does not record spill bytes")
+    assert check("t", "k", "sm_90", "k.so", unknown, Limits(max_regs=255)).violations == []
