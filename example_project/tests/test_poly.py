@@ -1,7 +1,4 @@
-"""Register, spill and occupancy budgets of the example kernels.
-
-Run: pytest example_project --regbudget-arch=sm_80,sm_90
-"""
+"""Budgets of the register-hungry polynomial kernel in kernels/poly.cu (NACC accumulators per thread)."""
 
 from __future__ import annotations
 
@@ -9,27 +6,11 @@ import pytest
 
 from pytest_regbudget import RegbudgetFixture
 
-
-@pytest.mark.regbudget(source="../kernels/reduce.cu", kernel="saxpy", max_regs=32, spills=0, launch=(1024, 2))
-def test_saxpy() -> None:
-    """A streaming kernel: it must run full blocks at full occupancy."""
+POLY = "../kernels/poly.cu"
 
 
 @pytest.mark.regbudget(
-    source="../kernels/reduce.cu",
-    kernel="block_sum<256>",
-    max_regs=32,
-    spills=0,
-    smem=256,
-    launch=(256, 8),
-    min_occupancy=1.0,
-)
-def test_block_sum() -> None:
-    """CUB's BlockReduce: a few registers and a warp-count of shared memory."""
-
-
-@pytest.mark.regbudget(
-    source="../kernels/poly.cu",
+    source=POLY,
     kernel="poly_eval",
     defines={"NACC": 32},
     max_regs={"sm_80": 96, "sm_90": 112},
@@ -42,7 +23,7 @@ def test_poly_eval_32_accumulators() -> None:
 
 
 @pytest.mark.regbudget(
-    source="../kernels/poly.cu",
+    source=POLY,
     kernel="poly_eval",
     defines={"NACC": 64, "BOUNDS": "__launch_bounds__(512)"},
     max_regs=128,
@@ -51,20 +32,21 @@ def test_poly_eval_32_accumulators() -> None:
     launch=(512,),
 )
 def test_poly_eval_64_accumulators_bounded() -> None:
-    """64 accumulators need ~168 registers; __launch_bounds__(512) caps them at 128 and accepts a
-    small spill, which this budget bounds so that a compiler change that spills more fails."""
+    """64 accumulators need ~168 registers, too many for a 512-thread block; __launch_bounds__(512) caps them
+    at 128 and accepts a small spill, which this budget bounds so that a compiler change that spills more
+    fails."""
 
 
 @pytest.mark.parametrize("nacc", [8, 16])
 @pytest.mark.regbudget(max_regs=64, spills=0, launch=(256, 4))
 def test_poly_eval_small(regbudget: RegbudgetFixture, nacc: int) -> None:
     """The fixture compiles variants inside the test; the marker's budgets judge each one."""
-    report = regbudget.compile("../kernels/poly.cu", "poly_eval", defines={"NACC": nacc})
+    report = regbudget.compile(POLY, "poly_eval", defines={"NACC": nacc})
     assert report.arch == regbudget.arch
 
 
 @pytest.mark.regbudget(
-    source="../kernels/poly.cu",
+    source=POLY,
     kernel="poly_eval",
     defines={"NACC": 32},
     max_regs=112,

@@ -1,0 +1,57 @@
+"""Budgets of the reductions in kernels/reduce.cu, and of a kernel given as a string."""
+
+from __future__ import annotations
+
+import pytest
+
+from pytest_regbudget import RegbudgetFixture
+
+# Code that lives in a Python string, as with cupy.RawKernel, is measured the same way as a .cu file.
+SAXPY_SOURCE = r"""
+extern "C" __global__ void saxpy(float a, const float* __restrict__ x, float* __restrict__ y, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = a * x[i] + y[i];
+}
+"""
+
+
+@pytest.mark.regbudget(
+    source="../kernels/reduce.cu",
+    kernel="block_sum<256>",
+    max_regs=32,
+    spills=0,
+    smem=64,
+    launch=(256, 8),
+    min_occupancy=1.0,
+)
+def test_block_sum() -> None:
+    """CUB's BlockReduce: a few registers and one shared-memory word per warp; eight 256-thread blocks
+    (2,048 threads) must fit on an SM."""
+
+
+@pytest.mark.regbudget(
+    source="../kernels/reduce.cu",
+    kernel="dot",
+    max_regs={"sm_80": 24, "sm_90": 24},
+    spills=0,
+    launch=(1024, 2),
+)
+def test_dot() -> None:
+    """A streaming kernel is limited by memory bandwidth: it must run two 1,024-thread blocks per SM."""
+
+
+@pytest.mark.parametrize("block", [128, 512, 1024])
+@pytest.mark.regbudget(max_regs=32, spills=0)
+def test_block_sum_sizes(regbudget: RegbudgetFixture, block: int) -> None:
+    """The fixture compiles more instantiations inside a test; the marker's budgets judge each one."""
+    report = regbudget.compile("../kernels/reduce.cu", f"block_sum<{block}>")
+    # CUB's shared storage grows with the warp count; more than 1 KiB would mean a different algorithm.
+    assert report.shared_mem is not None
+    assert report.shared_mem <= 1024
+
+
+@pytest.mark.regbudget(max_regs=32, spills=0, launch=(1024, 2))
+def test_saxpy(regbudget: RegbudgetFixture) -> None:
+    """A streaming kernel from a string: two full 1,024-thread blocks per SM."""
+    report = regbudget.compile_source(SAXPY_SOURCE, "saxpy", name="saxpy.cu")
+    assert report.arch == regbudget.arch

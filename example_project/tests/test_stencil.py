@@ -1,0 +1,31 @@
+"""Budgets of the 2D 5-point Jacobi stencil in kernels/stencil.cu."""
+
+from __future__ import annotations
+
+import pytest
+
+from pytest_regbudget import RegbudgetFixture
+
+# The (TY + 2) x (TX + 2) floats of the tile with its halo.
+TILE_SMEM = (8 + 2) * (32 + 2) * 4
+
+
+@pytest.mark.regbudget(
+    source="../kernels/stencil.cu",
+    kernel="jacobi5",
+    max_regs=32,
+    spills=0,
+    smem=TILE_SMEM,
+    launch=(256, 8),
+    min_occupancy=1.0,
+)
+def test_jacobi5() -> None:
+    """A 32 x 8 block with its halo tile: full occupancy, 1,360 bytes of shared memory."""
+
+
+@pytest.mark.regbudget(max_regs=32, spills=0, launch=(1024, 2))
+def test_jacobi5_32x32(regbudget: RegbudgetFixture) -> None:
+    """A 32 x 32 tile: 1,024 threads per block, two blocks per SM. The marker's `defines` could build it too;
+    through the fixture the test can also look at the numbers."""
+    report = regbudget.compile("../kernels/stencil.cu", "jacobi5", defines={"TX": 32, "TY": 32})
+    assert report.shared_mem == (32 + 2) * (32 + 2) * 4
