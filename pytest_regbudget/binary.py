@@ -640,13 +640,15 @@ def combine_listings(
     return [
         _kernel(u, elves[u.elf], accesses[u.elf] if u.elf < len(accesses) else {})
         for u in usages
-        # --dump-resource-usage lists the device functions of relocatable objects too.
-        if u.name in elves[u.elf].entries
+        # --dump-resource-usage lists the device functions of relocatable objects too. A linked ELF whose
+        # symbol table this parser could not read (cuobjdump 13.0 prints it in another layout, seen on an
+        # H200 machine) lists kernels only, so its listing is taken as it is.
+        if u.name in elves[u.elf].entries or (not elves[u.elf].entries and not elves[u.elf].relocatable)
     ]
 
 
 def _kernel(usage: ResourceUsage, elf: ElfInfo, accesses: Mapping[str, Mapping[int, str]]) -> BinaryKernel:
-    attrs = elf.kernels[usage.name]
+    attrs = elf.kernels.get(usage.name, KernelAttributes())
     reserved = _reserved_shared(usage, elf)
     spills: tuple[int, int] | None
     marked: int | None

@@ -5,8 +5,9 @@ Owns the wording of every budget verdict: which number, which limit, which arch,
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from .arch import get_arch
@@ -314,9 +315,15 @@ def _driver_disagreements(res: KernelResources, gpu: GpuFacts) -> list[str]:
 
 
 def _max_block(arch: str, res: KernelResources) -> int:
-    """The largest block that launches, as cuFuncGetAttribute(MAX_THREADS_PER_BLOCK) reports it."""
+    """The largest block that launches, as cuFuncGetAttribute(MAX_THREADS_PER_BLOCK) reports it.
+
+    The driver folds .maxntid into that attribute but not .reqntid (seen on an H200 with Triton kernels,
+    which declare .reqntid): a required block size is a launch rule, not a register limit.
+    """
     lim = get_arch(arch)
-    top = min(lim.max_threads_per_block, res.max_threads or lim.max_threads_per_block)
+    bound = math.prod(res.maxntid) if res.maxntid else None
+    res = replace(res, max_threads=bound)
+    top = min(lim.max_threads_per_block, bound or lim.max_threads_per_block)
     for threads in range(top, 0, -lim.warp_size if top % lim.warp_size == 0 else -1):
         if _occupancy(arch, res, threads, 0).active_blocks >= 1:
             return threads

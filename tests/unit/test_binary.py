@@ -443,3 +443,22 @@ def test_malformed_listings_are_errors() -> None:
     usages = parse_resource_usage(read("libkernels_so.res.txt"))
     with pytest.raises(CuobjdumpParseError, match="no counterpart"):
         combine_listings(usages, parse_elf_dump(read("kernels_sm90_cubin.elf.txt")))
+
+
+def test_cuobjdump_13_0_listing_recorded_on_a_gpu_machine() -> None:
+    """cuobjdump 13.0 (the H200 machine's toolkit) prints the symbol table in another layout; the kernels of
+    a linked ELF still come out, with the figures the listing gives (spills: ptxas 13.0 marks none)."""
+    usage = parse_resource_usage((DATA / "app_fatbin_13.0.resource-usage.txt").read_text())
+    elves = parse_elf_dump((DATA / "app_fatbin_13.0.elf.txt").read_text())
+    kernels = {(k.name, k.arch): k for k in combine_listings(usage, elves)}
+    assert sorted(kernels) == [
+        ("_Z9transposeILi32EEvPKfPfi", "sm_80"),
+        ("_Z9transposeILi32EEvPKfPfi", "sm_90"),
+        ("scale", "sm_80"),
+        ("scale", "sm_90"),
+    ]
+    assert kernels[("_Z9transposeILi32EEvPKfPfi", "sm_90")].registers == 12
+    assert (
+        kernels[("_Z9transposeILi32EEvPKfPfi", "sm_90")].shared == 32 * 33 * 4
+    )  # 5248 minus the 1 KiB reserve
+    assert kernels[("scale", "sm_80")].registers == 8
