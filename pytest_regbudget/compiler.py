@@ -254,24 +254,29 @@ def run_ptxas(
             "-o",
             str(cubin_path),
         ]
-        try:
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False)
-        except subprocess.TimeoutExpired as exc:
-            raise CompileError(
-                f"ptxas {toolkit.ptxas_version} did not finish {label or 'the kernel'} for {arch} within "
-                f"{timeout:g} s; raise regbudget_ptxas_timeout or simplify the kernel"
-            ) from exc
-        output = proc.stdout + proc.stderr
-        if proc.returncode != 0:
+        returncode, output = _run(cmd, timeout, f"ptxas {toolkit.ptxas_version} on {label or arch}")
+        if returncode != 0:
             hint = ""
             if re.search(r"not defined for option 'gpu-name'|Unsupported .target|is not a supported", output):
                 hint = f"\nptxas {toolkit.ptxas_version} cannot build {arch}: use a newer CUDA toolkit."
             raise CompileError(
                 f"ptxas {toolkit.ptxas_version} failed on {label or 'the kernel'} for {arch} "
-                f"(exit {proc.returncode}):\n{output.strip()}{hint}",
+                f"(exit {returncode}):\n{output.strip()}{hint}",
                 output,
             )
         return output, cubin_path.read_bytes()
+
+
+def _run(cmd: Sequence[str], timeout: float, what: str) -> tuple[int, str]:
+    """(exit code, stdout + stderr) of a compiler run that must finish within `timeout` seconds."""
+    try:
+        proc = subprocess.run(list(cmd), capture_output=True, text=True, timeout=timeout, check=False)
+    except subprocess.TimeoutExpired as exc:
+        raise CompileError(
+            f"{what} did not finish within {timeout:g} s; raise regbudget_ptxas_timeout or simplify the "
+            "kernel"
+        ) from exc
+    return proc.returncode, proc.stdout + proc.stderr
 
 
 def _name_expression_errors(log: str) -> list[str]:
@@ -464,14 +469,8 @@ def build_nvcc(
             "-o",
             str(cubin_path),
         ]
-        try:
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=ptxas_timeout, check=False)
-        except subprocess.TimeoutExpired as exc:
-            raise CompileError(
-                f"nvcc {nvcc.version} did not finish {label} within {ptxas_timeout:g} s"
-            ) from exc
-        log = proc.stdout + proc.stderr
-        if proc.returncode != 0:
+        returncode, log = _run(cmd, ptxas_timeout, f"nvcc {nvcc.version} on {label}")
+        if returncode != 0:
             raise CompileError(
                 f"nvcc {nvcc.version} could not compile {source} for {arch}:\n{log.strip()}", log
             )
