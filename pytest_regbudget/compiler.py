@@ -178,10 +178,6 @@ def _nvrtc(path: Path) -> _Nvrtc:
     return _Nvrtc(path)
 
 
-def nvrtc_runtime_version(toolkit: Toolkit) -> str:
-    return _nvrtc(toolkit.nvrtc).version()
-
-
 def compile_ptx(
     source_text: str,
     source_name: str,
