@@ -53,9 +53,7 @@ from __future__ import annotations
 
 import math
 import re
-import shutil
 import subprocess
-import sys
 import tempfile
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -63,7 +61,7 @@ from pathlib import Path
 
 from .arch import UnknownArchError, get_arch
 from .compiler import CompileError
-from .toolchain import Toolkit, nvidia_roots
+from .toolchain import Toolkit, find_tool
 
 __all__ = [
     "CUOBJDUMP_FIX",
@@ -85,7 +83,6 @@ CUOBJDUMP_FIX = (
     'pip install "nvidia-cuda-cuobjdump" (CUDA 13; "nvidia-cuda-cuobjdump-cu12" for CUDA 12), '
     "or install a CUDA toolkit and put its bin/ (which has cuobjdump) on PATH"
 )
-_EXE = ".exe" if sys.platform == "win32" else ""
 # The first ptxas seen to mark spill instructions; 12.4 and older were checked and do not.
 _ANNOTATING_PTXAS = (12, 9)
 
@@ -513,19 +510,7 @@ def _spill_bytes(offsets: Sequence[int], accesses: Mapping[int, str]) -> tuple[i
 
 def find_cuobjdump(toolkit: Toolkit | None) -> Path | None:
     """The toolkit's own cuobjdump (beside its ptxas), else the wheels' (CUDA 13, then 12), else PATH's."""
-    candidates: list[Path] = []
-    if toolkit is not None:
-        candidates.append(toolkit.ptxas.parent / f"cuobjdump{_EXE}")
-    for root in nvidia_roots():
-        candidates += [
-            root / "cu13" / "bin" / f"cuobjdump{_EXE}",
-            root / "cuda_cuobjdump" / "bin" / f"cuobjdump{_EXE}",
-        ]
-    for candidate in candidates:
-        if candidate.is_file():
-            return candidate
-    on_path = shutil.which("cuobjdump")
-    return Path(on_path) if on_path else None
+    return find_tool("cuobjdump", toolkit, "cuda_cuobjdump")
 
 
 def _keep_all(line: str) -> bool:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from .arch import compute_arch, get_arch
 from .ptxas import KernelResources, combine, parse_ptx_directives, parse_ptx_entries, parse_ptxas_output
-from .toolchain import Toolkit, nvidia_roots
+from .toolchain import Toolkit, find_tool, nvidia_roots, tool_candidates
 
 DEFAULT_PTXAS_TIMEOUT = 300.0
 
@@ -402,21 +402,18 @@ class Nvcc:
 
 def find_nvcc(toolkit: Toolkit | None) -> Nvcc:
     """The found toolkit's nvcc, else the CUDA 13 wheel's (nvidia-cuda-nvcc), else PATH's."""
-    candidates: list[tuple[Path, str]] = []
-    if toolkit is not None:
-        candidates.append((toolkit.ptxas.parent / "nvcc", toolkit.origin))
-    candidates += [
-        (root / "cu13" / "bin" / "nvcc", "pip wheels (nvidia-cuda-nvcc)") for root in nvidia_roots()
-    ]
-    on_path = shutil.which("nvcc")
-    if on_path:
-        candidates.append((Path(on_path), "PATH"))
-    for path, origin in candidates:
-        if path.is_file():
-            out = subprocess.run([str(path), "--version"], capture_output=True, text=True, timeout=60).stdout
-            match = re.search(r"V(\d+\.\d+\.\d+)", out)
-            return Nvcc(path, match.group(1) if match else "?", origin)
-    searched = ", ".join(str(p) for p, _ in candidates) or "the toolkit, the wheels and PATH"
+    path = find_tool("nvcc", toolkit, "cuda_nvcc")
+    if path is not None:
+        if toolkit is not None and path.parent == toolkit.ptxas.parent:
+            origin = toolkit.origin
+        elif any(root in path.parents for root in nvidia_roots()):
+            origin = "pip wheels (nvidia-cuda-nvcc)"
+        else:
+            origin = "PATH"
+        out = subprocess.run([str(path), "--version"], capture_output=True, text=True, timeout=60).stdout
+        match = re.search(r"V(\d+\.\d+\.\d+)", out)
+        return Nvcc(path, match.group(1) if match else "?", origin)
+    searched = ", ".join(map(str, tool_candidates("nvcc", toolkit, "cuda_nvcc"))) + ", PATH"
     raise CompileError(
         f'compiler="nvcc" needs nvcc; none found (searched {searched}). Fix: pip install "nvidia-cuda-nvcc" '
         '"nvidia-cuda-runtime" (CUDA 13 wheels that carry nvcc and its headers), or a CUDA toolkit on PATH.'

@@ -9,14 +9,13 @@ loops as backward branches.
 from __future__ import annotations
 
 import re
-import shutil
 import subprocess
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 from .compiler import CompileError
-from .toolchain import Toolkit, nvidia_roots
+from .toolchain import Toolkit, find_tool
 
 SASS_FIX = "pip install 'pytest-regbudget[sass]' (the nvidia-cuda-nvdisasm wheel)"
 
@@ -152,12 +151,7 @@ def find_nvdisasm(toolkit: Toolkit | None) -> Path | None:
     """The toolkit's own nvdisasm, else the CUDA 13 wheel's (the `sass` extra), else PATH's."""
     if toolkit is not None and toolkit.nvdisasm is not None:
         return toolkit.nvdisasm
-    for root in nvidia_roots():
-        for candidate in (root / "cu13" / "bin" / "nvdisasm", root / "cuda_nvdisasm" / "bin" / "nvdisasm"):
-            if candidate.is_file():
-                return candidate
-    on_path = shutil.which("nvdisasm")
-    return Path(on_path) if on_path else None
+    return find_tool("nvdisasm", None, "cuda_nvdisasm")
 
 
 def disassemble(nvdisasm: Path, cubin: bytes, function: str, timeout: float = 120.0) -> SassReport:

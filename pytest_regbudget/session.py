@@ -131,6 +131,13 @@ class RegbudgetSession:
             raise ToolchainError(self._toolkit_error or "no toolkit")
         return self._toolkit
 
+    def toolkit_or_none(self) -> Toolkit | None:
+        """The toolkit, for tools that can also come from elsewhere (nvcc, nvdisasm, cuobjdump)."""
+        try:
+            return self.toolkit()
+        except ToolchainError:
+            return None
+
     def header(self) -> str:
         s = self.settings
         archs = ",".join(s.archs)
@@ -276,10 +283,7 @@ class RegbudgetSession:
         self, state: ItemState, nodeid: str, path: Path, kernel: str | None = None
     ) -> list[KernelReport]:
         """Judge the kernels a prebuilt binary holds for the item's arch (all, or `kernel` only)."""
-        tk = None
-        with contextlib.suppress(ToolchainError):
-            tk = self.toolkit()
-        held = binary.read_binary(path, tk)
+        held = binary.read_binary(path, self.toolkit_or_none())
         mine = [k for k in held if k.arch == state.arch]
         if not mine:
             archs = ", ".join(sorted({k.arch for k in held})) or "none"
@@ -409,10 +413,7 @@ class RegbudgetSession:
 
     def nvcc(self) -> Nvcc:
         if self._nvcc is None:
-            tk = None
-            with contextlib.suppress(ToolchainError):
-                tk = self.toolkit()
-            self._nvcc = find_nvcc(tk)
+            self._nvcc = find_nvcc(self.toolkit_or_none())
         return self._nvcc
 
     def compiler(self) -> Prefetcher:
@@ -445,10 +446,7 @@ class RegbudgetSession:
 
     def nvdisasm(self) -> Path:
         """nvdisasm for the SASS diagnostics; SassError (naming the `sass` extra) when there is none."""
-        tk = None
-        with contextlib.suppress(ToolchainError):
-            tk = self.toolkit()
-        found = sass.find_nvdisasm(tk)
+        found = sass.find_nvdisasm(self.toolkit_or_none())
         if found is None:
             raise sass.SassError(
                 "the SASS diagnostics (--regbudget-sass, hot_spills) need nvdisasm, found neither in the "

@@ -207,6 +207,23 @@ def _from_wheels(search: _Search) -> Toolkit | None:
     return None
 
 
+def tool_candidates(name: str, toolkit: Toolkit | None, wheel: str) -> list[Path]:
+    """Where a companion tool (nvcc, nvdisasm, cuobjdump) may be, in order: beside the toolkit's ptxas, in
+    the CUDA 13 wheels (nvidia/cu13/bin), in the CUDA 12 wheel `nvidia/<wheel>/bin`."""
+    exe = f"{name}{_EXE}"
+    found = [toolkit.ptxas.parent / exe] if toolkit is not None else []
+    for root in nvidia_roots():
+        found += [root / "cu13" / "bin" / exe, root / wheel / "bin" / exe]
+    return found
+
+
+def find_tool(name: str, toolkit: Toolkit | None, wheel: str) -> Path | None:
+    """The first of tool_candidates that exists, else `name` on PATH."""
+    existing = next((p for p in tool_candidates(name, toolkit, wheel) if p.is_file()), None)
+    on_path = shutil.which(name)
+    return existing or (Path(on_path) if on_path else None)
+
+
 def _discover(cuda_home: str | None, env: Mapping[str, str]) -> Toolkit:
     search = _Search()
     explicit = [("--regbudget-cuda-home", cuda_home), ("REGBUDGET_CUDA_HOME", env.get("REGBUDGET_CUDA_HOME"))]
