@@ -7,15 +7,20 @@ change is a one-line diff), the atomic write under a cross-process lock, and the
 
 from __future__ import annotations
 
+import codecs
 import contextlib
+import errno
 import hashlib
 import os
+import socket
+import stat
 import sys
 import tempfile
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+import filelock
 import tomli_w
 
 if sys.version_info >= (3, 11):
@@ -24,6 +29,8 @@ else:  # pragma: no cover - exercised on Python 3.10 only
     import tomli as tomllib
 
 FORMAT_VERSION = 1
+# How long an update waits for another process's update of the same baseline before it gives up.
+LOCK_TIMEOUT = 60.0
 HEADER = """\
 # pytest-regbudget baseline: what ptxas reported for each (test, kernel, arch) when it was last accepted.
 # A kernel that gets worse than its entry fails its test. Refresh deliberately with
@@ -163,12 +170,44 @@ def parse(text: str, path: Path) -> dict[Key, Entry]:
 def load(path: Path) -> dict[Key, Entry]:
     """The entries of `path`; a missing file is an empty baseline."""
     try:
-        text = path.read_text(encoding="utf-8")
+        data = path.read_bytes()
     except FileNotFoundError:
         return {}
     except OSError as exc:
         raise BaselineError(f"cannot read baseline {path}: {exc.strerror}") from None
-    return parse(text, path)
+    return parse(_decode(data, path), path)
+
+
+def _decode(data: bytes, path: Path) -> str:
+    """UTF-8, as TOML requires; a UTF-8 byte order mark (Notepad's) is dropped.
+
+    UTF-16 and UTF-32 (PowerShell's `>` writes UTF-16) are refused rather than read: git shows such a file
+    as binary, so its diffs could not be reviewed, and an update would silently change its encoding.
+    """
+    wide = next(
+        (
+            name
+            for name, boms in (
+                ("UTF-32", (codecs.BOM_UTF32_LE, codecs.BOM_UTF32_BE)),
+                ("UTF-16", (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)),
+            )
+            if data.startswith(boms)
+        ),
+        "UTF-16" if b"\x00" in data else None,
+    )
+    if wide is not None:
+        raise BaselineError(
+            f"baseline {path} is {wide}; TOML files must be UTF-8. Fix: save it as UTF-8, e.g. "
+            f"iconv -f {wide} -t UTF-8 {path} > {path}.utf8 && mv {path}.utf8 {path}"
+        )
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise BaselineError(
+            f"baseline {path}, line {line}: byte 0x{data[exc.start]:02X} (byte offset {exc.start}) is not "
+            "UTF-8; TOML files must be UTF-8. Fix: save it as UTF-8"
+        ) from None
 
 
 def dumps(entries: Mapping[Key, Entry]) -> str:
@@ -180,26 +219,53 @@ def dumps(entries: Mapping[Key, Entry]) -> str:
     return HEADER + "\n" + body
 
 
-@contextlib.contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    """An exclusive lock shared by every pytest process on this machine that writes `path`.
-
-    The lock file lives in the temp dir, keyed by the baseline's absolute path, so nothing is left beside
-    the user's baseline.
-    """
+def lock_path(path: Path, lock_dir: Path) -> Path:
+    """The lock of baseline `path`: in `lock_dir` (the compile cache), keyed by the baseline's absolute
+    path. Not beside the baseline, where it would be an untracked file in the user's repository, and not in
+    a shared temp dir under a name anyone can guess."""
     digest = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:16]
-    lock_path = Path(tempfile.gettempdir()) / f"regbudget-{digest}.lock"
-    with open(lock_path, "a+b") as fh:
-        if sys.platform == "win32":  # pragma: no cover
-            import msvcrt
+    return lock_dir / "locks" / f"baseline-{digest}.lock"
 
-            fh.seek(0)
-            msvcrt.locking(fh.fileno(), msvcrt.LK_LOCK, 1)
-        else:
-            import fcntl
 
-            fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+@contextlib.contextmanager
+def _locked(path: Path, lock_dir: Path, timeout: float) -> Iterator[None]:
+    """An exclusive lock shared by every pytest process that writes `path`, waited for at most `timeout`
+    seconds. The holder writes its pid beside the lock (`<lock>.pid`), so a waiter that gives up can say
+    whom it waited for: a lock file's own content is not reliable on every platform."""
+    lock_file = lock_path(path, lock_dir)
+    pid_file = lock_file.with_name(lock_file.name + ".pid")
+    try:
+        lock_file.parent.mkdir(parents=True, exist_ok=True)
+        lock = filelock.FileLock(str(lock_file), timeout=timeout)
+        lock.acquire()
+    except filelock.Timeout:
+        raise BaselineError(
+            f"baseline {path} is being updated by {_holder(pid_file)}; gave up after waiting {timeout:g} s "
+            f"for its lock {lock_file}. Fix: let that run finish (or stop it), then update again"
+        ) from None
+    except OSError as exc:
+        raise BaselineError(
+            f"cannot lock baseline {path}: {lock_file}: {exc.strerror or exc}. Fix: make "
+            f"{lock_file.parent} writable, or set REGBUDGET_CACHE_DIR to a writable directory"
+        ) from None
+    try:
+        with contextlib.suppress(OSError):  # the pid only makes a waiter's message better
+            pid_file.write_text(f"{os.getpid()} {socket.gethostname()}\n", encoding="utf-8")
         yield
+    finally:
+        # Before the release: the next holder's pid must not be deleted by this one.
+        with contextlib.suppress(OSError):
+            pid_file.unlink()
+        lock.release()
+
+
+def _holder(pid_file: Path) -> str:
+    try:
+        pid, _, host = pid_file.read_text(encoding="utf-8").strip().partition(" ")
+    except OSError:
+        return "another process (pid unknown)"
+    where = f" on {host}" if host and host != socket.gethostname() else ""
+    return f"another process (pid {pid}{where})"
 
 
 def atomic_write(path: Path, text: str) -> None:
@@ -236,11 +302,28 @@ class UpdateCounts:
         return f"{self.added} added, {self.updated} updated, {self.unchanged} unchanged, {stale}"
 
 
-def update(path: Path, fresh: Mapping[Key, Entry], remove: set[Key]) -> UpdateCounts:
+def update(
+    path: Path,
+    fresh: Mapping[Key, Entry],
+    remove: set[Key],
+    *,
+    lock_dir: Path | None = None,
+    lock_timeout: float | None = None,
+) -> UpdateCounts:
     """Merge `fresh` into the file and drop `remove`, re-reading it under the lock so that concurrent
-    updates by other processes are kept. Raises BaselineError, leaving the file as it was, if it is corrupt.
+    updates by other processes are kept.
+
+    The lock lives in `lock_dir` (default: the compile cache directory, which is where it goes even under
+    --regbudget-no-cache) and is waited for at most `lock_timeout` seconds (default LOCK_TIMEOUT). Raises
+    BaselineError, leaving the file as it was, if it is corrupt, read-only, locked for too long, or cannot
+    be written (a directory that is not writable, a full disk).
     """
-    with _locked(path):
+    if lock_dir is None:
+        from .cache import default_cache_dir  # cache.py imports this module: import it late
+
+        lock_dir = default_cache_dir()
+    timeout = LOCK_TIMEOUT if lock_timeout is None else lock_timeout
+    with _locked(path, lock_dir, timeout):
         current = load(path)
         counts = UpdateCounts(stale=len(remove & current.keys()), stale_removed=True)
         merged = dict(current)
@@ -259,6 +342,37 @@ def update(path: Path, fresh: Mapping[Key, Entry], remove: set[Key]) -> UpdateCo
         for key in remove:
             merged.pop(key, None)
         text = dumps(merged)
-        if not path.exists() or path.read_text(encoding="utf-8") != text:
-            atomic_write(path, text)
+        if not path.exists() or path.read_bytes() != text.encode():
+            _check_writable(path)
+            try:
+                atomic_write(path, text)
+            except OSError as exc:
+                raise BaselineError(_write_failure(path, exc)) from None
     return counts
+
+
+def _check_writable(path: Path) -> None:
+    """Refuse to replace a file the user made read-only: os.replace would ignore its mode (and root
+    ignores every mode), so the check is ours."""
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        return
+    if not mode & 0o222 or not os.access(path, os.W_OK):
+        raise BaselineError(
+            f"baseline {path} is read-only (mode {stat.S_IMODE(mode):o}). Fix: chmod u+w {path} to let "
+            "--regbudget-update write it, or run without --regbudget-update"
+        )
+
+
+def _write_failure(path: Path, exc: OSError) -> str:
+    reason = exc.strerror or str(exc)
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        fix = f"free space on the disk that holds {path.parent}"
+    elif exc.errno == errno.EFBIG:
+        fix = "raise the file size limit (ulimit -f)"
+    elif exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+        fix = f"make {path.parent} writable (chmod u+w {path.parent}), or set --regbudget-baseline elsewhere"
+    else:
+        fix = f"check that {path.parent} is a writable directory"
+    return f"cannot write baseline {path}: {reason}; the file is as it was. Fix: {fix}"

@@ -15,9 +15,21 @@ from .baseline import Entry
 from .diagnosis import diagnose
 from .gpu import GpuFacts, Timing
 from .markers import Launch, Level, Limits
-from .occupancy import Cliff, Occupancy, occupancy, register_cliff
+from .occupancy import (
+    BARRIERS,
+    BLOCKS,
+    LAUNCH,
+    REGISTERS,
+    SHARED_MEMORY,
+    WARPS,
+    Cliff,
+    Occupancy,
+    occupancy,
+    register_cliff,
+)
 from .ptxas import KernelResources
 from .sass import SassReport
+from .text import one_line, safe_block
 
 Outcome = Literal["passed", "failed", "warned", "error"]
 DeltaVerdict = Literal["worse", "better", "same", "tolerated"]
@@ -135,15 +147,18 @@ class KernelReport:
 
     @property
     def label(self) -> str:
-        return f"{self.kernel} [{self.arch}]"
+        return f"{one_line(self.kernel)} [{self.arch}]"
 
     def failure_text(self) -> str:
-        """The lines a failing test shows: one per violated budget, then ptxas's own line."""
+        """The lines a failing test shows: one per violated budget, then ptxas's own line.
+
+        pytest prints them as they are, so no line may read as a GitHub workflow command.
+        """
         lines = [f"{self.label}: {v}" for v in self.violations]
         if self.resources is not None:
             lines.append(f"    ptxas: {self.resources.ptxas_line}")
         lines += [f"    diagnosis: {d}" for d in self.diagnosis]
-        return "\n".join(lines)
+        return safe_block("\n".join(lines))
 
 
 def _bytes(n: int) -> str:
@@ -165,31 +180,114 @@ def _occupancy(
 
 
 def _register_cap(arch: str, r: KernelResources, launch: Launch, dynamic_smem: int) -> int | None:
-    """The most registers per thread at which `launch` fits: what __launch_bounds__ makes ptxas aim for."""
+    """The most registers per thread at which the registers alone let `launch` fit: what
+    __launch_bounds__(threads, blocks) makes ptxas aim for."""
     need = launch.blocks or 1
     for regs in range(255, 0, -1):
-        if _occupancy(arch, r, launch.threads, dynamic_smem, regs).active_blocks >= need:
+        by_regs = _occupancy(arch, r, launch.threads, dynamic_smem, regs).blocks_by_registers
+        if by_regs is None or by_regs >= need:
             return regs
     return None
+
+
+def _smem_room(arch: str, r: KernelResources, threads: int, need: int) -> int:
+    """The most static + dynamic shared memory per block at which `need` blocks fit by shared memory."""
+    lim = get_arch(arch)
+
+    def fits(total: int) -> bool:
+        occ = occupancy(arch, 0, threads, total, 0, r.max_threads, barriers=r.barriers)
+        return occ.blocks_by_smem is None or occ.blocks_by_smem >= need
+
+    low, high = 0, lim.smem_per_block_optin
+    if not fits(low):
+        return 0
+    while low < high:  # fits() only turns false as the size grows
+        mid = (low + high + 1) // 2
+        low, high = (mid, high) if fits(mid) else (low, mid - 1)
+    return low
+
+
+def _launch_fixes(arch: str, r: KernelResources, launch: Launch, occ: Occupancy) -> list[str]:
+    """One way out per limit that holds the launch back: easing any other limit would not help."""
+    lim = occ.limits
+    need = launch.blocks or 1
+    per_sm = f"for {need} blocks per SM" if need > 1 else "for one block"
+    if launch.threads > lim.max_threads_per_block:
+        return [
+            f"a block of at most {lim.max_threads_per_block:,} threads, the most {arch} allows (launch more "
+            "blocks to cover the same work)"
+        ]
+    short = occ.short_of(need)
+    if WARPS in short or BLOCKS in short:
+        # The launch's shape cannot fit whatever the kernel uses; fix it first, then its resources.
+        short = tuple(limit for limit in short if limit in (WARPS, BLOCKS))
+    fixes = []
+    for limit in short:
+        if limit == LAUNCH:
+            fixes.append(
+                f"a block of at most {occ.max_threads:,} threads, the kernel's own bound "
+                f"(__launch_bounds__/.maxntid), or __launch_bounds__({launch.threads}) in the kernel"
+            )
+        elif limit == WARPS:
+            most = lim.max_warps_per_sm // need * lim.warp_size
+            fixes.append(
+                f"a block of at most {most:,} threads {per_sm} ({lim.max_warps_per_sm} warps per SM on "
+                f"{arch}), or fewer blocks per SM in launch="
+            )
+        elif limit == REGISTERS:
+            fixes.append(_register_fix(arch, r, launch, occ))
+        elif limit == SHARED_MEMORY:
+            room = _smem_room(arch, r, launch.threads, need)
+            fixes.append(
+                f"at most {room:,} bytes of shared memory per block {per_sm} (now {r.shared_mem:,} static + "
+                f"{occ.dynamic_shared_mem:,} dynamic): less static or dynamic shared memory, or a smaller "
+                "block if its shared memory shrinks with it"
+            )
+        elif limit == BLOCKS:
+            fixes.append(
+                f"at most {lim.max_blocks_per_sm} blocks per SM in launch=, the most {arch} keeps resident "
+                "whatever their size (bigger blocks reach the same threads per SM)"
+            )
+        elif limit == BARRIERS and lim.block_barriers_per_sm is not None:
+            most = lim.block_barriers_per_sm // need
+            fixes.append(
+                f"at most {most} barriers per block {per_sm} (now {r.barriers}; {lim.block_barriers_per_sm} "
+                f"per SM on {arch}): fewer named barriers (bar.sync ids)"
+            )
+    return fixes
+
+
+def _register_fix(arch: str, r: KernelResources, launch: Launch, occ: Occupancy) -> str:
+    bounds = f"{launch.threads}" if launch.blocks is None else f"{launch.threads}, {launch.blocks}"
+    cap = _register_cap(arch, r, launch, occ.dynamic_shared_mem)
+    lower = "" if cap is None else f"__launch_bounds__({bounds}) (ptxas then keeps it to {cap} registers), "
+    fix = f"a smaller block, {lower}or fewer live values (less unrolling, smaller per-thread arrays)"
+    if cap is not None and r.max_threads is None and r.min_blocks_per_sm is None:
+        # With __launch_bounds__ in the source, ptxas ignores -maxrregcount (see diagnosis.py).
+        fix += f"; -maxrregcount={cap} in ptxas_options caps every kernel of the file the same way"
+    return fix
 
 
 def _launch_violation(arch: str, r: KernelResources, launch: Launch, occ: Occupancy) -> str | None:
     problem = occ.shortfall(launch.blocks or 1)
     if problem is None:
         return None
-    bounds = f"{launch.threads}" if launch.blocks is None else f"{launch.threads}, {launch.blocks}"
-    cap = _register_cap(arch, r, launch, occ.dynamic_shared_mem)
-    cap_text = f" (ptxas then keeps it to {cap} registers)" if cap and cap < r.registers else ""
-    fixes = (
-        f"Fix: a smaller block, __launch_bounds__({bounds}){cap_text}, or fewer live values "
-        "(less unrolling, smaller per-thread arrays)."
-    )
+    fixes = f"Fix: {'; and '.join(_launch_fixes(arch, r, launch, occ) or ['a smaller block'])}."
     if occ.failure is not None:
         return (
             f"launch={launch} cannot launch on {arch}: {occ.failure}; at run time this is "
-            f"cudaErrorLaunchOutOfResources. {fixes}"
+            f"{_launch_error(occ)}. {fixes}"
         )
     return f"launch={launch}: {problem}. {fixes}"
+
+
+def _launch_error(occ: Occupancy) -> str:
+    """What the runtime answers a launch that no SM can hold."""
+    if occ.block_size > occ.limits.max_threads_per_block:
+        return "cudaErrorInvalidConfiguration"
+    if occ.block_size > occ.max_threads or occ.blocks_by_registers == 0:
+        return "cudaErrorLaunchOutOfResources"
+    return "a launch failure"
 
 
 def check(

@@ -1,23 +1,48 @@
-"""A content-addressed cache of NVRTC + ptxas outputs, and a pool that compiles ahead of the tests.
+"""A content-addressed cache of compiler outputs, and a pool that compiles ahead of the tests.
 
-The key covers the source and every user header it includes (found by following #include lines through
-the include path), the defines and options, the toolkit (NVRTC and ptxas versions, its header directories),
-the kernel and the arch. Entries are JSON files written atomically and carry a checksum: a corrupt or
-unreadable entry is rebuilt, never trusted. Only successful builds are cached.
+An entry may be used only when everything the compiler could have read is as it was, including files it
+looked for and did not find (a header added later can shadow another, or turn a failed `__has_include`
+into a successful one). How that is established depends on the compiler:
+
+- **nvcc** lists what it opened (`-MD -MF`). As in ccache's "direct mode", a *manifest* keyed by the source,
+  kernel, arch, options and toolkit keeps, for each build seen, the files nvcc opened with their SHA-256
+  and the file names in every directory it searched; a lookup re-hashes them, and the entry they name is
+  used only when all still match.
+- **NVRTC** has no dependency output, so the key is made beforehand from a conservative fingerprint of every
+  file NVRTC could reach: the contents of every file in the source's directory tree, in each include
+  directory's tree and in every directory an `#include` reaches through `..` or an absolute path, plus,
+  for every `#include`, `__has_include` and pre-include, each place the name could be found (present or
+  absent). The toolkit's own headers are covered by its version. An `#include` whose operand is not a
+  literal ("x.h" or <x.h>, e.g. a macro) cannot be followed: such a kernel is not cached, and the summary
+  says so, unless `depends=` names the files it reaches.
+
+Both keys hold every field of CompileOptions (`CompileOptions.identity`, which the baseline's options_hash
+uses too) and the contents of the `depends=` files. An entry is stored only if its inputs did not change
+while the compiler ran. File digests are remembered by (size, mtime, ctime, inode, device) in a small stat
+cache on disk, so that an unchanged tree is listed and stat()ed, not read.
+
+Entries are JSON files written atomically and carry a checksum: a corrupt or unreadable entry is rebuilt,
+never trusted. The checksum detects damage, not tampering: whoever can write the cache directory can make
+it report anything. Only successful builds are cached.
 """
 
 from __future__ import annotations
 
 import base64
 import contextlib
+import glob
 import hashlib
 import json
 import os
 import re
+import stat
+import tempfile
 import threading
-from collections.abc import Iterable, Sequence
+import time
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
+from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import compiler
@@ -26,7 +51,37 @@ from .compiler import BuildOutputs, CompiledKernel, CompileOptions, Nvcc
 from .toolchain import Toolkit
 
 FORMAT = 1
-_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*([<"])([^>"\n]+)[>"]', re.MULTILINE)
+# A tree this large is probably not a kernel's source directory (a home directory, a virtualenv): say so
+# instead of hashing it on every run.
+MAX_TREE_FILES = 20_000
+# A file changed less than this long ago may change again within the same timestamp tick (some file
+# systems count whole seconds): its digest is not remembered by its stat.
+_RACY_NS = 2_000_000_000
+# A file written while a compiler ran can carry a timestamp up to one clock tick before our clock read at
+# its start: Linux stamps files from a coarse clock, one tick of 1 to 10 ms (HZ 1000 to 100).
+_CLOCK_SLACK_NS = 10_000_000
+_MANIFEST_BUILDS = 8  # dependency sets kept per manifest, newest first
+_STAT_CACHE_LIMIT = 200_000
+# Files of these kinds in a source tree are left out of the tree fingerprint, because a run writes them
+# (reports, the baseline) or they are the tests: each run would otherwise miss. They still count where an
+# #include names them (NVRTC) or the compiler reports reading them (nvcc).
+NOT_FINGERPRINTED = frozenset(
+    {
+        ".py",
+        ".pyc",
+        ".pyi",
+        ".toml",
+        ".json",
+        ".md",
+        ".rst",
+        ".html",
+        ".ipynb",
+        ".yml",
+        ".yaml",
+        ".lock",
+        ".log",
+    }
+)
 
 
 def default_cache_dir(env: dict[str, str] | os._Environ[str] = os.environ) -> Path:
@@ -41,33 +96,369 @@ def _digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+def _json_digest(parts: object) -> str:
+    return _digest(json.dumps(parts, sort_keys=True).encode())
+
+
+class Uncacheable(Exception):
+    """The key cannot cover everything the compiler may read; `where` is the file that says why."""
+
+    def __init__(self, where: str, reason: str) -> None:
+        super().__init__(f"{where}: {reason}")
+        self.where = where
+        self.reason = reason
+
+
+def _shown(path: str | Path) -> str:
+    """A path as the summary shows it: relative to the working directory when below it."""
+    text = os.path.abspath(path)
+    cwd = os.getcwd()
+    return os.path.relpath(text, cwd) if text.startswith(cwd + os.sep) else text
+
+
+# -- include directives ---------------------------------------------------------------------------------
+# Read as the preprocessor does, not by a pattern over lines: line splices first, then comments become one
+# space (so `#include /* c */ "x.h"` and a directive split with `\` read as written), skipping string and
+# character literals, whose contents are not comments.
+_SPLICE = re.compile(r"\\\r?\n")
+_LEXEME = re.compile(
+    r'(?<![\w])(?:u8|u|U|L)?R"(?P<delim>[^()\\\s"]{0,16})\((?s:.*?)\)(?P=delim)"'
+    r'|"(?:\\.|[^"\\\n])*"'
+    r"|'(?:\\.|[^'\\\n])*'"
+    r"|//[^\n]*"
+    r"|/\*(?s:.*?)\*/"
+)
+_DIRECTIVE = re.compile(
+    r"^[ \t\f\v]*(?:#|%:)[ \t\f\v]*(?:include_next|include|import|embed)\b[ \t\f\v]*(.*)$", re.MULTILINE
+)
+_HAS_INCLUDE = re.compile(r"\b__has_(?:include_next|include|embed)\b\s*(\(\s*(?:\"[^\"\n]*\"|<[^>\n]*>))?")
+_OPERAND = re.compile(r'"([^"\n]*)"|<([^>\n]*)>')
+
+# (name, as written): name None where the operand is not a literal the cache can follow.
+Directive = tuple[str | None, str]
+_scanned: dict[str, list[Directive]] = {}  # content digest -> its directives, for this process
+
+
+def _strip_comments(text: str) -> str:
+    def keep(match: re.Match[str]) -> str:
+        token = match.group(0)
+        if token.startswith("/"):
+            return " "
+        # A raw string may span lines that look like directives; other literals stay, as an #include's
+        # operand is one.
+        return '""' if match.group("delim") is not None else token
+
+    return _LEXEME.sub(keep, _SPLICE.sub("", text))
+
+
+def directives(text: str) -> list[Directive]:
+    """Every #include-like directive and __has_include of a source, in any #if branch (a superset of what
+    is read costs a rebuild at worst, never a stale hit)."""
+    code = _strip_comments(text)
+    found: list[Directive] = []
+    for match in _DIRECTIVE.finditer(code):
+        rest = match.group(1).strip()
+        operand = _OPERAND.match(rest)
+        name = None if operand is None else (operand.group(1) or operand.group(2) or "")
+        found.append((name, f"#include {rest}"))
+    for match in _HAS_INCLUDE.finditer(code):
+        written = match.group(0).strip()
+        operand = None if match.group(1) is None else _OPERAND.search(match.group(1))
+        name = None if operand is None else (operand.group(1) or operand.group(2) or "")
+        found.append((name, written))
+    return found
+
+
+def _directives_of(data: bytes, digest: str) -> list[Directive]:
+    known = _scanned.get(digest)
+    if known is None:
+        # latin-1 maps every byte: the scan never fails on an encoding, and ASCII syntax reads the same.
+        known = _scanned[digest] = directives(data.decode("latin-1"))
+    return known
+
+
+def _option_values(options: Sequence[str], names: Sequence[str]) -> list[str]:
+    """The values of options such as -I: `-I dir`, `-Idir`, `-I=dir`, `--include-path=dir`."""
+    values: list[str] = []
+    i = 0
+    while i < len(options):
+        opt = options[i]
+        for name in names:
+            if opt == name and i + 1 < len(options):
+                values.append(options[i + 1])
+                i += 1
+                break
+            if opt.startswith(f"{name}="):
+                values.append(opt[len(name) + 1 :])
+                break
+            if len(name) == 2 and opt.startswith(name) and len(opt) > 2:
+                values.append(opt[2:])
+                break
+        i += 1
+    return values
+
+
+_DIR_OPTIONS = ("-I", "--include-path", "-isystem", "--system-include", "-idirafter")
+_PRE_INCLUDE_OPTIONS = ("-include", "--pre-include")
+
+
+# -- file digests and trees -----------------------------------------------------------------------------
+class StatCache:
+    """SHA-256 of files, remembered by (size, mtime_ns, ctime_ns, inode, device): kept in memory and, with
+    a cache directory, in one file there, so that a warm run stat()s a tree instead of reading it."""
+
+    def __init__(self, path: Path | None) -> None:
+        self.path = path
+        self._entries: dict[str, list[object]] = {}
+        self._used: set[str] = set()
+        self._loaded = path is None
+        self._dirty = False
+        self._lock = threading.Lock()
+
+    def _load(self) -> None:
+        self._loaded = True
+        if self.path is None:
+            return
+        # A damaged stat cache only costs reading files again: it maps stats to digests of what was read.
+        with contextlib.suppress(OSError, ValueError, TypeError, AttributeError):
+            doc = json.loads(self.path.read_text(encoding="utf-8"))
+            if doc.get("format") == FORMAT and isinstance(doc.get("files"), dict):
+                self._entries = {
+                    str(k): v for k, v in doc["files"].items() if isinstance(v, list) and len(v) == 6
+                }
+
+    def digest(self, path: str, st: os.stat_result) -> str:
+        """The file's SHA-256 (OSError if it cannot be read)."""
+        ident: list[object] = [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev]
+        if not self._loaded:
+            with self._lock:
+                if not self._loaded:
+                    self._load()
+        # No lock to read: one dict lookup and one set insertion are atomic, and this runs once per file.
+        known = self._entries.get(path)
+        self._used.add(path)
+        if known is not None and known[:5] == ident:
+            return str(known[5])
+        with open(path, "rb") as fh:
+            digest = _digest(fh.read())
+        # Remembered only once the file has been still for longer than a timestamp tick: an edit of the
+        # same size within the tick would otherwise keep this digest.
+        if time.time_ns() - max(st.st_mtime_ns, st.st_ctime_ns) > _RACY_NS:
+            with self._lock:
+                self._entries[path] = [*ident, digest]
+                self._dirty = True
+        return digest
+
+    def save(self) -> None:
+        with self._lock:
+            if not self._dirty or self.path is None:
+                return
+            self._dirty = False
+            if len(self._entries) > _STAT_CACHE_LIMIT:
+                self._entries = {k: v for k, v in self._entries.items() if k in self._used}
+            text = json.dumps({"format": FORMAT, "files": self._entries})
+        with contextlib.suppress(OSError):  # a cache that cannot be written slows the run, no more
+            atomic_write(self.path, text)
+
+
+def _file_state(path: str, digests: StatCache) -> str:
+    """What a lookup of `path` finds: a digest, "absent", or what stands there instead of a file."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return "absent"
+    except OSError as exc:  # ENOTDIR, a symlink loop, no permission to search: nothing readable there
+        return f"error {exc.errno}"
+    if not stat.S_ISREG(st.st_mode):
+        return "directory" if stat.S_ISDIR(st.st_mode) else "not a file"
+    try:
+        return digests.digest(path, st)
+    except OSError:
+        # Unreadable now; a chmod changes ctime, so the key changes when it becomes readable.
+        return f"unreadable {st.st_size} {st.st_mtime_ns} {st.st_ctime_ns}"
+
+
+def _skipped_dir(name: str, path: str, skip: frozenset[str]) -> bool:
+    # Hidden directories, bytecode, virtualenvs (site-packages), the cache itself and the toolkit's
+    # headers (its version stands for them) hold no kernel headers worth hashing on every run.
+    return (
+        name.startswith(".")
+        or name == "__pycache__"
+        or path in skip
+        or os.path.exists(os.path.join(path, "pyvenv.cfg"))
+    )
+
+
+def _walk(root: str, skip: frozenset[str], recursive: bool, limit: int) -> list[tuple[str, str]]:
+    """(relative, full) paths of the files under `root` that a fingerprint covers, sorted. Symbolic links
+    are followed, each directory once. Strings are joined by hand: this loop runs for every file of
+    every tree on every compile, and os.path.join was most of its time."""
+    found: list[tuple[str, str]] = []
+    seen: set[tuple[int, int]] = set()
+    pending = [("", root)]
+    while pending:
+        rel, here = pending.pop()
+        try:
+            st = os.stat(here)
+            if (st.st_dev, st.st_ino) in seen:
+                continue
+            seen.add((st.st_dev, st.st_ino))
+            entries = list(os.scandir(here))
+        except OSError:
+            continue  # gone or not searchable: nothing in it can be read by the compiler either
+        prefix = f"{rel}{os.sep}" if rel else ""
+        for entry in entries:
+            name = entry.name
+            try:
+                is_dir = entry.is_dir()
+            except OSError:
+                is_dir = False
+            if is_dir:
+                if recursive and not _skipped_dir(name, entry.path, skip):
+                    pending.append((prefix + name, entry.path))
+                continue
+            dot = name.rfind(".")
+            if dot == 0 or (dot > 0 and name[dot:] in NOT_FINGERPRINTED):
+                continue
+            found.append((prefix + name, entry.path))
+            if len(found) > limit:
+                raise Uncacheable(
+                    _shown(root),
+                    f"its tree holds more than {limit} files to fingerprint; keep kernel sources (and "
+                    "include_dirs) in directories of their own",
+                )
+    found.sort()
+    return found
+
+
+def walk_tree(
+    root: str, skip: frozenset[str], recursive: bool = True, limit: int = MAX_TREE_FILES
+) -> list[str]:
+    """Relative paths of the files under `root` that a fingerprint covers, sorted (raises Uncacheable past
+    `limit` files)."""
+    return [rel for rel, _ in _walk(root, skip, recursive, limit)]
+
+
+def _tree_digest(root: str, digests: StatCache, skip: frozenset[str]) -> str:
+    """Names and contents of every file under `root`."""
+    if not os.path.isdir(root):
+        return "absent"
+    lines = [f"{rel}\0{_file_state(path, digests)}" for rel, path in _walk(root, skip, True, MAX_TREE_FILES)]
+    return _digest("\n".join(lines).encode(errors="surrogateescape"))
+
+
+def _listing_digest(root: str, skip: frozenset[str], recursive: bool) -> str:
+    """Names (not contents) of the files under `root`: enough to see a header that appeared."""
+    if not os.path.isdir(root):
+        return "absent"
+    return _digest("\n".join(walk_tree(root, skip, recursive)).encode(errors="surrogateescape"))
+
+
+def _newest_change(paths: Iterable[str]) -> int:
+    newest = 0
+    for path in paths:
+        with contextlib.suppress(OSError):
+            st = os.stat(path)
+            newest = max(newest, st.st_mtime_ns, st.st_ctime_ns)
+    return newest
+
+
+def _outermost(roots: Iterable[str]) -> list[str]:
+    """The roots that are not inside another (a tree covers its subdirectories)."""
+    kept: list[str] = []
+    for root in sorted(set(roots), key=len):
+        if not any(root == k or root.startswith(k.rstrip(os.sep) + os.sep) for k in kept):
+            kept.append(root)
+    return sorted(kept)
+
+
+def _inside(path: str, roots: Iterable[str]) -> bool:
+    return any(path == r or path.startswith(r.rstrip(os.sep) + os.sep) for r in roots)
+
+
+# -- what a build may read ------------------------------------------------------------------------------
+@dataclass
+class _Reach:
+    """What NVRTC could read for one build, found by following #include names through the include path."""
+
+    lookups: dict[str, str] = field(default_factory=dict)  # every candidate path -> _file_state
+    roots: set[str] = field(default_factory=set)  # trees whose every file counts
+    found: dict[str, str] = field(default_factory=dict)  # real path -> digest of user headers read
+    unresolved: list[tuple[str, str]] = field(default_factory=list)  # (file, directive as written)
+
+
+def _reach(
+    source: Path, text: str, options: CompileOptions, toolkit_dirs: Sequence[Path], digests: StatCache
+) -> _Reach:
+    here = os.path.abspath(source.parent)
+    toolkit = [os.path.realpath(d) for d in toolkit_dirs]
+    search = [
+        os.path.abspath(d) for d in [*options.include_dirs, *_option_values(options.options, _DIR_OPTIONS)]
+    ]
+    search.append(here)
+    reach = _Reach(roots={here, *search})
+    # (file that includes, its directory, its directives, extra candidates for a pre-include)
+    pending: list[tuple[str, str, list[Directive], list[str]]] = [(str(source), here, directives(text), [])]
+    pre: list[Directive] = [
+        (name, f"pre-include {name}") for name in _option_values(options.options, _PRE_INCLUDE_OPTIONS)
+    ]
+    if pre:
+        # A pre-include is looked up like a quoted #include of the source, and in the working directory.
+        pending.append((str(source), here, pre, [os.getcwd()]))
+    visited: set[str] = set()
+    while pending:
+        includer, includer_dir, found_directives, extra = pending.pop()
+        for name, written in found_directives:
+            if name is None:
+                reach.unresolved.append((includer, written))
+                continue
+            if os.path.isabs(name):
+                candidates = [name]
+            else:
+                # Quoted and angled names alike, and the includer's directory first: a superset of the
+                # places NVRTC looks costs a rebuild at worst.
+                bases = [includer_dir, *extra, *search, *toolkit]
+                candidates = [os.path.join(b, name) for b in bases]
+            escapes = os.path.isabs(name) or ".." in Path(name).parts
+            for candidate in candidates:
+                in_toolkit = _inside(os.path.realpath(candidate), toolkit)
+                if in_toolkit:
+                    reach.lookups[candidate] = "toolkit" if os.path.isfile(candidate) else "absent"
+                    continue
+                state = reach.lookups.get(candidate) or _file_state(candidate, digests)
+                reach.lookups[candidate] = state
+                if not os.path.isfile(candidate):
+                    continue
+                real = os.path.realpath(candidate)
+                if escapes:
+                    reach.roots.add(os.path.dirname(real))
+                if real in visited:
+                    continue
+                visited.add(real)
+                reach.found[real] = state
+                inner = _scanned.get(state)
+                if inner is None:
+                    try:
+                        with open(candidate, "rb") as fh:
+                            data = fh.read()
+                    except OSError:
+                        continue  # unreadable to NVRTC too; its state is in the lookups
+                    inner = _directives_of(data, _digest(data))
+                pending.append((candidate, os.path.dirname(candidate), inner, []))
+    reach.roots = {r for r in reach.roots if not _inside(os.path.realpath(r), toolkit)}
+    return reach
+
+
 def included_files(
     source: Path, text: str, include_dirs: Sequence[str], toolkit_dirs: Sequence[Path]
 ) -> list[tuple[str, str]]:
-    """(path, sha256) of every user header reachable from `source`, in a stable order.
-
-    Headers found in the toolkit's own directories are left out (the toolkit is part of the key), and so
-    are names found nowhere (NVRTC's built-in headers). Every #include line counts, even one inside an
-    #if that is off: a superset of the real dependencies can only cost a rebuild, never a stale hit.
-    """
-    toolkit_roots = [d.resolve() for d in toolkit_dirs]
-    found: dict[str, str] = {}
-    pending = [(source.parent, text)]
-    while pending:
-        here, body = pending.pop()
-        for quote, name in _INCLUDE.findall(body):
-            local = [here] if quote == '"' else []
-            candidates = [d / name for d in [*local, *map(Path, include_dirs), source.parent, *toolkit_roots]]
-            path = next((c.resolve() for c in candidates if c.is_file()), None)
-            if path is None or any(path.is_relative_to(root) for root in toolkit_roots):
-                continue
-            key = str(path)
-            if key in found:
-                continue
-            data = path.read_bytes()
-            found[key] = _digest(data)
-            pending.append((path.parent, data.decode(errors="replace")))
-    return sorted(found.items())
+    """(real path, sha256) of every user header reachable from `source` through literal #include names,
+    in a stable order. Headers in the toolkit's own directories are left out (the toolkit is part of the
+    key), and so are names found nowhere (NVRTC's built-in headers)."""
+    reach = _reach(
+        source, text, CompileOptions(include_dirs=tuple(include_dirs)), toolkit_dirs, StatCache(None)
+    )
+    return sorted(reach.found.items())
 
 
 def _toolkit_identity(toolkit: Toolkit) -> list[object]:
@@ -76,51 +467,225 @@ def _toolkit_identity(toolkit: Toolkit) -> list[object]:
     return [toolkit.nvrtc_version, toolkit.ptxas_version, str(toolkit.ptxas), str(toolkit.nvrtc), dirs]
 
 
-def cache_key(
-    source: Path, text: str, kernel: str, arch: str, options: CompileOptions, toolkit: Toolkit
-) -> str:
-    parts = [
+def _host_compiler_identity() -> list[object]:
+    # nvcc preprocesses with the host compiler, whose built-in macros the dependency list does not show.
+    path = compiler._host_compiler()
+    if path is None:
+        return []
+    real = os.path.realpath(path)
+    st = os.stat(real)
+    return [path, real, st.st_size, st.st_mtime_ns]
+
+
+def _depends_fingerprint(patterns: Sequence[str], digests: StatCache, skip: frozenset[str]) -> list[object]:
+    """Contents of the files the user named with depends= (globs expanded; a directory: its tree)."""
+    out: list[object] = []
+    for pattern in patterns:
+        magic = any(c in pattern for c in "*?[")
+        matches = sorted(glob.glob(pattern, recursive=True)) if magic else [pattern]
+        states = []
+        for match in matches:
+            state = (
+                _tree_digest(match, digests, skip) if os.path.isdir(match) else _file_state(match, digests)
+            )
+            states.append([match, state])
+        out.append([pattern, states])
+    return out
+
+
+def _skip_dirs(toolkit_dirs: Iterable[Path], cache_dir: Path | None) -> frozenset[str]:
+    skip = {os.path.realpath(d) for d in toolkit_dirs}
+    if cache_dir is not None:
+        skip.add(os.path.realpath(cache_dir))
+    return frozenset(skip)
+
+
+def _identity(source: Path, text: str, kernel: str, arch: str, options: CompileOptions) -> list[object]:
+    return [
         FORMAT,
-        str(source.resolve()),  # NVRTC writes the path into diagnostics and line info
+        str(source.resolve()),  # compilers write the path into diagnostics and line info
         _digest(text.encode()),
-        included_files(source, text, options.include_dirs, toolkit.include_dirs),
         kernel,
         arch,
-        [list(d) for d in options.defines],
-        list(options.include_dirs),
-        list(options.options),
-        list(options.ptxas_options),
-        _toolkit_identity(toolkit),
+        list(options.identity()),
     ]
-    return _digest(json.dumps(parts, sort_keys=True).encode())
 
 
+def cache_key(
+    source: Path,
+    text: str,
+    kernel: str,
+    arch: str,
+    options: CompileOptions,
+    toolkit: Toolkit,
+    digests: StatCache | None = None,
+    cache_dir: Path | None = None,
+) -> str:
+    """The key of an NVRTC + ptxas build: raises Uncacheable where an #include cannot be followed."""
+    digests = digests or StatCache(None)
+    reach = _reach(source, text, options, toolkit.include_dirs, digests)
+    if reach.unresolved and not options.depends:
+        where, written = reach.unresolved[0]
+        raise Uncacheable(
+            _shown(where),
+            f"{written} goes through a macro, which the cache cannot follow; name the files it can reach "
+            "with depends=",
+        )
+    skip = _skip_dirs(toolkit.include_dirs, cache_dir)
+    roots = _outermost(os.path.realpath(r) for r in reach.roots)
+    trees = [[root, _tree_digest(root, digests, skip)] for root in roots]
+    return _json_digest(
+        [
+            *_identity(source, text, kernel, arch, options),
+            "nvrtc",
+            _toolkit_identity(toolkit),
+            sorted(reach.lookups.items()),
+            trees,
+            _depends_fingerprint(options.depends, digests, skip),
+        ]
+    )
+
+
+# -- nvcc: a manifest of the files each build opened ----------------------------------------------------
+_DEP_TOKEN = re.compile(r"(?:\\.|[^\s\\])+")
+
+
+def parse_depfile(text: str, cwd: str) -> list[str]:
+    """The prerequisites of a make rule as nvcc -MD writes it (`target : a.cu b.h \\`), absolute."""
+    tokens = _DEP_TOKEN.findall(text.replace("\\\n", " ").replace("\\\r\n", " "))
+    # The rule's target ends at the first token that ends with the colon.
+    start = next((i + 1 for i, t in enumerate(tokens) if t.endswith(":")), len(tokens))
+    deps = []
+    for token in tokens[start:]:
+        name = re.sub(r"\\(.)", r"\1", token).replace("$$", "$")
+        deps.append(os.path.join(cwd, name))
+    return list(dict.fromkeys(deps))
+
+
+@dataclass(frozen=True)
+class _Build:
+    """One build in a manifest: the files nvcc opened and the directories it searched, as they were."""
+
+    files: tuple[tuple[str, str], ...]  # (path, _file_state)
+    listings: tuple[tuple[str, bool, str], ...]  # (directory, recursive, _listing_digest)
+
+    def key(self, manifest_key: str) -> str:
+        return _json_digest([manifest_key, [list(f) for f in self.files], [list(d) for d in self.listings]])
+
+    def still_valid(
+        self, digests: StatCache, skip: frozenset[str], listed: dict[tuple[str, bool], str]
+    ) -> bool:
+        """Every file as it was, and every directory listing (`listed` holds those already made)."""
+        if not all(_file_state(path, digests) == state for path, state in self.files):
+            return False
+        for d, recursive, state in self.listings:
+            if (d, recursive) not in listed:
+                listed[d, recursive] = _listing_digest(d, skip, recursive)
+            if listed[d, recursive] != state:
+                return False
+        return True
+
+
+def _searched_trees(source: Path, options: CompileOptions) -> list[str]:
+    """The user's include directories and the source's: whole trees, as `#include "sub/x.h"` may land in
+    any subdirectory of them."""
+    user = [*options.include_dirs, *_option_values(options.options, _DIR_OPTIONS), str(source.parent)]
+    return _outermost(os.path.realpath(d) for d in user)
+
+
+# -- the cache ------------------------------------------------------------------------------------------
 @dataclass
 class CacheStats:
     hits: int = 0
     misses: int = 0
     corrupt: int = 0
+    not_cached: int = 0  # compiles whose inputs the key could not cover
+    reasons: dict[str, str] = field(default_factory=dict)  # file -> why its kernels are not cached
+    disabled: str = ""  # why the cache is off altogether
 
     def __str__(self) -> str:
-        corrupt = f", {self.corrupt} corrupt entries rebuilt" if self.corrupt else ""
-        return f"{self.hits} hits, {self.misses} misses{corrupt}"
+        if self.disabled:
+            return self.disabled
+        text = f"{self.hits} hits, {self.misses} misses"
+        if self.corrupt:
+            text += f", {self.corrupt} corrupt entries rebuilt"
+        if self.not_cached:
+            where, why = min(self.reasons.items())
+            more = f"; and {len(self.reasons) - 1} more file(s)" if len(self.reasons) > 1 else ""
+            text += f", {self.not_cached} not cached ({where}: {why}{more})"
+        return text
+
+    def merged(self, other: CacheStats) -> CacheStats:
+        return CacheStats(
+            self.hits + other.hits,
+            self.misses + other.misses,
+            self.corrupt + other.corrupt,
+            self.not_cached + other.not_cached,
+            {**other.reasons, **self.reasons},
+            self.disabled or other.disabled,
+        )
+
+    def to_payload(self) -> dict[str, object]:
+        """For an xdist worker's report to the controller (JSON-able)."""
+        return {
+            "hits": self.hits,
+            "misses": self.misses,
+            "corrupt": self.corrupt,
+            "not_cached": self.not_cached,
+            "reasons": dict(self.reasons),
+            "disabled": self.disabled,
+        }
+
+    def add_payload(self, payload: object) -> None:
+        """Add a worker's `to_payload()` (workers and controller run the same version)."""
+        if not isinstance(payload, dict):
+            return
+        self.hits += int(payload.get("hits", 0))
+        self.misses += int(payload.get("misses", 0))
+        self.corrupt += int(payload.get("corrupt", 0))
+        self.not_cached += int(payload.get("not_cached", 0))
+        self.reasons.update({str(k): str(v) for k, v in dict(payload.get("reasons", {})).items()})
+        self.disabled = self.disabled or str(payload.get("disabled", ""))
+
+
+def _unusable(directory: Path) -> str:
+    """Why `directory` cannot hold the cache ("" if it can, or can be created)."""
+    for path in [directory, *directory.parents]:
+        if path.exists():
+            if path.is_dir():
+                return ""
+            return (
+                f"{path} is not a directory: caching off (remove it, or point REGBUDGET_CACHE_DIR at a "
+                "directory)"
+            )
+    return ""
 
 
 class CompileCache:
     """compile_kernel with a disk cache in front (directory None: no cache, every compile runs)."""
 
     def __init__(self, directory: Path | None) -> None:
-        self.directory = directory
         self.stats = CacheStats()
         self._lock = threading.Lock()
+        if directory is not None:
+            self.stats.disabled = _unusable(directory)
+            if self.stats.disabled:
+                directory = None
+        self.directory = directory
+        self.digests = StatCache(None if directory is None else directory / f"v{FORMAT}" / "stat-cache")
 
-    def _path(self, key: str) -> Path:
+    def _path(self, key: str, kind: str = "") -> Path:
         assert self.directory is not None
-        return self.directory / f"v{FORMAT}" / key[:2] / f"{key}.json"
+        return self.directory / f"v{FORMAT}" / kind / key[:2] / f"{key}.json"
 
     def _count(self, what: str) -> None:
         with self._lock:
             setattr(self.stats, what, getattr(self.stats, what) + 1)
+
+    def _not_cached(self, exc: Uncacheable) -> None:
+        with self._lock:
+            self.stats.not_cached += 1
+            self.stats.reasons.setdefault(exc.where, exc.reason)
 
     def compile(
         self,
@@ -142,35 +707,154 @@ class CompileCache:
         # An nvcc build is measured by nvcc's own toolkit, which is what its report must name.
         used = nvcc.as_toolkit() if nvcc is not None else toolkit
 
+        def finish(outputs: BuildOutputs) -> CompiledKernel:
+            return compiler.interpret(outputs, source, text, kernel, arch, options, used)
+
         def build() -> BuildOutputs:
             if nvcc is not None:
                 return compiler.build_nvcc(source, text, kernel, arch, options, nvcc, ptxas_timeout)
             return compiler.build(source, text, kernel, arch, options, toolkit, ptxas_timeout)
 
+        def key() -> str:
+            return cache_key(source, text, kernel, arch, options, toolkit, self.digests, self.directory)
+
         if self.directory is None:
-            return compiler.interpret(build(), source, text, kernel, arch, options, used)
-        key = cache_key(source, text, kernel, arch, options, used)
+            return finish(build())
+        try:
+            if nvcc is not None:
+                return self._compile_nvcc(source, text, kernel, arch, options, nvcc, ptxas_timeout, finish)
+            return self._compile_nvrtc(key, build, finish)
+        except Uncacheable as exc:  # raised before any build: this is the only one
+            self._not_cached(exc)
+            return finish(build())
+        finally:
+            self.digests.save()
+
+    def _hit(self, key: str, finish: Callable[[BuildOutputs], CompiledKernel]) -> CompiledKernel | None:
         cached = self._load(key)
-        if cached is not None:
-            try:
-                compiled = compiler.interpret(cached, source, text, kernel, arch, options, used)
-            except compiler.CompileError:
-                self._count("corrupt")
-            else:
-                self._count("hits")
-                return compiled
+        if cached is None:
+            return None
+        try:
+            compiled = finish(cached)
+        except compiler.CompileError:
+            self._count("corrupt")
+            return None
+        self._count("hits")
+        return compiled
+
+    def _compile_nvrtc(
+        self,
+        key: Callable[[], str],
+        build: Callable[[], BuildOutputs],
+        finish: Callable[[BuildOutputs], CompiledKernel],
+    ) -> CompiledKernel:
+        before = key()  # Uncacheable before anything is counted
+        compiled = self._hit(before, finish)
+        if compiled is not None:
+            return compiled
         self._count("misses")
         outputs = build()
-        self._store(key, outputs)
-        return compiler.interpret(outputs, source, text, kernel, arch, options, used)
+        compiled = finish(outputs)
+        # A file edited while NVRTC ran may have been read in either state: then store nothing.
+        with contextlib.suppress(Uncacheable):
+            if key() == before:
+                self._store(before, outputs)
+        return compiled
 
-    def _load(self, key: str) -> BuildOutputs | None:
-        path = self._path(key)
+    def _compile_nvcc(
+        self,
+        source: Path,
+        text: str,
+        kernel: str,
+        arch: str,
+        options: CompileOptions,
+        nvcc: Nvcc,
+        ptxas_timeout: float,
+        finish: Callable[[BuildOutputs], CompiledKernel],
+    ) -> CompiledKernel:
+        skip = _skip_dirs([], self.directory)
+        manifest_key = _json_digest(
+            [
+                *_identity(source, text, kernel, arch, options),
+                "nvcc",
+                _toolkit_identity(nvcc.as_toolkit()),
+                str(nvcc.path),
+                _host_compiler_identity(),
+                _depends_fingerprint(options.depends, self.digests, skip),
+            ]
+        )
+        # The user's include directories and the source's, listed before the build: Uncacheable (a tree
+        # too large) is raised before anything is counted, and a change while nvcc runs shows.
+        trees = _searched_trees(source, options)
+        listed = [(d, True, _listing_digest(d, skip, True)) for d in trees]
+        builds = self._load_manifest(manifest_key)
+        known = {(d, recursive): state for d, recursive, state in listed}
+        for seen in builds:
+            if seen.still_valid(self.digests, skip, known):
+                compiled = self._hit(seen.key(manifest_key), finish)
+                if compiled is not None:
+                    return compiled
+                break
+        self._count("misses")
+        started = time.time_ns()
+        with tempfile.TemporaryDirectory(prefix="regbudget-deps-") as tmp:
+            depfile = Path(tmp) / "deps.d"
+            outputs = compiler.build_nvcc(source, text, kernel, arch, options, nvcc, ptxas_timeout, depfile)
+            try:
+                deps = depfile.read_text(encoding="utf-8", errors="surrogateescape")
+            except OSError:
+                deps = ""
+        compiled = finish(outputs)
+        files = parse_depfile(deps, os.getcwd())
+        if not files:
+            self._not_cached(
+                Uncacheable(_shown(source), f"nvcc {nvcc.version} wrote no dependency list (-MD)")
+            )
+            return compiled
+        opened_in = sorted({os.path.realpath(os.path.dirname(f)) for f in files})
+        dirs = [d for d in opened_in if not _inside(d, trees)]
+        # A file or directory that changed while nvcc ran may have been read in either state: store nothing.
+        if _newest_change([*files, *dirs]) >= started - _CLOCK_SLACK_NS:
+            return compiled
+        try:
+            after = [(d, True, _listing_digest(d, skip, True)) for d in trees]
+            listed += [(d, False, _listing_digest(d, skip, False)) for d in dirs]
+        except Uncacheable:
+            return compiled
+        if after != listed[: len(after)]:
+            return compiled
+        build = _Build(files=tuple((f, _file_state(f, self.digests)) for f in files), listings=tuple(listed))
+        self._store(build.key(manifest_key), outputs)
+        self._store_manifest(manifest_key, [build, *(b for b in builds if b != build)][:_MANIFEST_BUILDS])
+        return compiled
+
+    def _read(self, path: Path) -> object | None:
+        """The payload of a checksummed document; None if absent (corrupt ones are counted)."""
         try:
             doc = json.loads(path.read_text(encoding="utf-8"))
-            payload = doc["payload"]
+            payload: object = doc["payload"]
             if doc.get("format") != FORMAT or doc.get("sha256") != _digest(json.dumps(payload).encode()):
                 raise ValueError("checksum mismatch")
+            return payload
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError, KeyError, TypeError):
+            self._count("corrupt")
+            return None
+
+    def _write(self, path: Path, payload: object) -> None:
+        doc = {"format": FORMAT, "sha256": _digest(json.dumps(payload).encode()), "payload": payload}
+        # A read-only or full cache directory slows the run down; it must not fail it.
+        with contextlib.suppress(OSError):
+            atomic_write(path, json.dumps(doc))
+
+    def _load(self, key: str) -> BuildOutputs | None:
+        payload = self._read(self._path(key))
+        if payload is None:
+            return None
+        try:
+            if not isinstance(payload, dict):
+                raise TypeError(f"expected a dict, found {type(payload).__name__}")
             return BuildOutputs(
                 entry=str(payload["entry"]),
                 ptx=str(payload["ptx"]),
@@ -178,9 +862,7 @@ class CompileCache:
                 ptxas_log=str(payload["ptxas_log"]),
                 cubin=base64.b64decode(payload["cubin"], validate=True),
             )
-        except FileNotFoundError:
-            return None
-        except (OSError, ValueError, KeyError, TypeError):
+        except (ValueError, KeyError, TypeError):
             self._count("corrupt")
             return None
 
@@ -192,10 +874,31 @@ class CompileCache:
             "ptxas_log": outputs.ptxas_log,
             "cubin": base64.b64encode(outputs.cubin).decode(),
         }
-        doc = {"format": FORMAT, "sha256": _digest(json.dumps(payload).encode()), "payload": payload}
-        # A read-only or full cache directory slows the run down; it must not fail it.
-        with contextlib.suppress(OSError):
-            atomic_write(self._path(key), json.dumps(doc))
+        self._write(self._path(key), payload)
+
+    def _load_manifest(self, key: str) -> list[_Build]:
+        payload = self._read(self._path(key, "manifests"))
+        if payload is None:
+            return []
+        try:
+            if not isinstance(payload, list):
+                raise TypeError(f"expected a list, found {type(payload).__name__}")
+            return [
+                _Build(
+                    files=tuple((str(p), str(s)) for p, s in b["files"]),
+                    listings=tuple((str(d), bool(r), str(s)) for d, r, s in b["listings"]),
+                )
+                for b in payload
+            ]
+        except (ValueError, KeyError, TypeError):
+            self._count("corrupt")
+            return []
+
+    def _store_manifest(self, key: str, builds: Sequence[_Build]) -> None:
+        payload = [
+            {"files": [list(f) for f in b.files], "listings": [list(d) for d in b.listings]} for b in builds
+        ]
+        self._write(self._path(key, "manifests"), payload)
 
 
 Spec = tuple[Path, str, str, CompileOptions, Nvcc | None]  # (source, kernel, arch, options, nvcc or NVRTC)
@@ -224,7 +927,12 @@ class Prefetcher:
         """The prefetched result (its exception re-raised), or a compile now."""
         future = self._futures.pop(spec, None)
         if future is not None:
-            return future.result()
+            # Wait in short slices: a plain result() would hold off Ctrl-C until the compile ends.
+            while True:
+                try:
+                    return future.result(timeout=0.1)
+                except FutureTimeout:
+                    continue
         return self._compile(spec)
 
     def _compile(self, spec: Spec) -> CompiledKernel:

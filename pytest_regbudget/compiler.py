@@ -9,17 +9,26 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import os
 import re
 import shutil
 import subprocess
 import tempfile
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
 from .arch import compute_arch, get_arch
 from .ptxas import KernelResources, combine, parse_ptx_directives, parse_ptx_entries, parse_ptxas_output
-from .toolchain import Toolkit, find_tool, nvidia_roots, tool_candidates
+from .toolchain import (
+    VERSION_TIMEOUT,
+    Toolkit,
+    find_tool,
+    nvidia_roots,
+    run_tool,
+    start_failure,
+    tool_candidates,
+)
 
 DEFAULT_PTXAS_TIMEOUT = 300.0
 
@@ -41,9 +50,12 @@ class CompileOptions:
     """What the user controls. `None`/empty means the toolkit's default; flags are made in `nvrtc_flags`."""
 
     defines: tuple[tuple[str, str | None], ...] = ()
-    include_dirs: tuple[str, ...] = ()
+    include_dirs: tuple[str, ...] = field(default=(), metadata={"paths": True})
     options: tuple[str, ...] = ()
     ptxas_options: tuple[str, ...] = ()
+    # Files (or globs, or directories) the build reads that the cache cannot find by itself, such as a
+    # header named through a macro: hashed into the cache key; the compilers never see them.
+    depends: tuple[str, ...] = field(default=(), metadata={"paths": True})
 
     @classmethod
     def make(
@@ -52,6 +64,7 @@ class CompileOptions:
         include_dirs: Sequence[str | Path] = (),
         options: Sequence[str] = (),
         ptxas_options: Sequence[str] = (),
+        depends: Sequence[str | Path] = (),
     ) -> CompileOptions:
         if isinstance(defines, str):
             defines = [defines]
@@ -67,7 +80,31 @@ class CompileOptions:
             include_dirs=tuple(str(d) for d in include_dirs),
             options=tuple(options),
             ptxas_options=tuple(ptxas_options),
+            depends=tuple(str(d) for d in depends),
         )
+
+    def identity(self, relative_to: Path | None = None) -> tuple[object, ...]:
+        """Every field's value, in declaration order: the one list that both the cache key and the
+        baseline's options_hash are made from, so a new field cannot be left out of either.
+
+        Path fields become lists (relative to `relative_to` when given, for a hash that is the same on
+        every checkout).
+        """
+        every = fields(self)
+        values: list[object] = []
+        for f in every:
+            value = getattr(self, f.name)
+            if f.metadata.get("paths"):
+                value = [os.path.relpath(v, relative_to) if relative_to else v for v in value]
+            values.append(value)
+        # Fields added after the first four (those of 0.1) count only when they are set, so that a new
+        # field leaves the options_hash of existing baseline entries alone. Each value keeps its
+        # position, so the values left still name exactly one set of options.
+        last = len(every) - 1
+        while last >= 4 and getattr(self, every[last].name) == every[last].default:
+            values.pop()
+            last -= 1
+        return tuple(values)
 
     def with_line_info(self) -> CompileOptions:
         """The same build with -lineinfo (NVRTC and nvcc both take it), for mapping SASS back to source;
@@ -142,14 +179,16 @@ class _Nvrtc:
         """(status, log, ptx, lowered names); status is NVRTC's, 0 on success."""
         prog = ctypes.c_void_p()
         lib = self.lib
+        # A file name or include path may hold bytes that are not UTF-8 (Python keeps them as surrogates):
+        # NVRTC must get the bytes back, as the file system has them.
         self.check(
-            lib.nvrtcCreateProgram(ctypes.byref(prog), source.encode(), name.encode(), 0, None, None),
+            lib.nvrtcCreateProgram(ctypes.byref(prog), source.encode(), _fs_bytes(name), 0, None, None),
             "nvrtcCreateProgram",
         )
         try:
             for expr in name_expressions:
                 self.check(lib.nvrtcAddNameExpression(prog, expr.encode()), "nvrtcAddNameExpression")
-            c_flags = (ctypes.c_char_p * len(flags))(*(f.encode() for f in flags))
+            c_flags = (ctypes.c_char_p * len(flags))(*(_fs_bytes(f) for f in flags))
             status = lib.nvrtcCompileProgram(prog, len(flags), c_flags)
             size = ctypes.c_size_t()
             self.check(lib.nvrtcGetProgramLogSize(prog, ctypes.byref(size)), "nvrtcGetProgramLogSize")
@@ -171,6 +210,10 @@ class _Nvrtc:
             return 0, log, buf.value.decode(errors="replace"), lowered
         finally:
             lib.nvrtcDestroyProgram(ctypes.byref(prog))
+
+
+def _fs_bytes(text: str) -> bytes:
+    return text.encode(errors="surrogateescape")
 
 
 @functools.lru_cache(maxsize=8)
@@ -240,7 +283,7 @@ def run_ptxas(
     """`ptxas -v -arch=sm_XX`: (its report, the cubin). Raises CompileError with ptxas's output."""
     with tempfile.TemporaryDirectory(prefix="regbudget-") as tmp:
         ptx_path, cubin_path = Path(tmp) / "kernel.ptx", Path(tmp) / "kernel.cubin"
-        ptx_path.write_text(ptx)
+        ptx_path.write_text(ptx, encoding="utf-8")
         cmd = [
             str(toolkit.ptxas),
             "-v",
@@ -260,19 +303,29 @@ def run_ptxas(
                 f"(exit {returncode}):\n{output.strip()}{hint}",
                 output,
             )
-        return output, cubin_path.read_bytes()
+        cubin = cubin_path.read_bytes() if cubin_path.is_file() else b""
+        if not cubin:
+            raise CompileError(
+                f"ptxas {toolkit.ptxas_version} ({toolkit.ptxas}) exited 0 but wrote no cubin for "
+                f"{label or 'the kernel'} for {arch}; this ptxas is broken. Fix: reinstall the toolkit, or "
+                f"point --regbudget-cuda-home at another one. Its output:\n{output.strip() or '(none)'}",
+                output,
+            )
+        return output, cubin
 
 
 def _run(cmd: Sequence[str], timeout: float, what: str) -> tuple[int, str]:
-    """(exit code, stdout + stderr) of a compiler run that must finish within `timeout` seconds."""
+    """(exit code, stdout + stderr) of a compiler run that must finish within `timeout` seconds; on a
+    timeout the compiler and every process it started are killed."""
     try:
-        proc = subprocess.run(list(cmd), capture_output=True, text=True, timeout=timeout, check=False)
-    except subprocess.TimeoutExpired as exc:
+        return run_tool(cmd, timeout)
+    except subprocess.TimeoutExpired:
         raise CompileError(
-            f"{what} did not finish within {timeout:g} s; raise regbudget_ptxas_timeout or simplify the "
-            "kernel"
-        ) from exc
-    return proc.returncode, proc.stdout + proc.stderr
+            f"{what} did not finish within {timeout:g} s (killed with its child processes); raise "
+            "regbudget_ptxas_timeout or simplify the kernel"
+        ) from None
+    except OSError as exc:
+        raise CompileError(f"{what}: cannot run {cmd[0]}: {start_failure(exc, cmd[0])}") from None
 
 
 def _name_expression_errors(log: str) -> list[str]:
@@ -292,10 +345,24 @@ class BuildOutputs:
 
 
 def read_source(source: Path) -> str:
+    """A CUDA source as text: UTF-8, with a leading byte order mark dropped (nvcc skips it, NVRTC rejects
+    it). Other encodings are refused with the place of the first bad byte: decoding them leniently would
+    compile bytes other than the file's, and the cache key would not be the file's either."""
     try:
-        return source.read_text()
+        data = source.read_bytes()
     except OSError as exc:
         raise CompileError(f"cannot read CUDA source {source}: {exc.strerror}") from exc
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line_start = data.rfind(b"\n", 0, exc.start) + 1
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise CompileError(
+            f"{source}:{line}: byte 0x{data[exc.start]:02X} (byte offset {exc.start}, column "
+            f"{exc.start - line_start + 1}) is not UTF-8; pytest-regbudget reads CUDA sources as UTF-8. "
+            f"Fix: save the file as UTF-8, e.g. iconv -f latin1 -t utf-8 {source} > {source}.utf8 && "
+            f"mv {source}.utf8 {source}"
+        ) from None
 
 
 def build(
@@ -410,7 +477,12 @@ def find_nvcc(toolkit: Toolkit | None) -> Nvcc:
             origin = "pip wheels (nvidia-cuda-nvcc)"
         else:
             origin = "PATH"
-        out = subprocess.run([str(path), "--version"], capture_output=True, text=True, timeout=60).stdout
+        try:
+            _, out = run_tool([str(path), "--version"], VERSION_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            raise CompileError(f"`{path} --version` did not finish within {VERSION_TIMEOUT:g} s") from None
+        except OSError as exc:
+            raise CompileError(f"cannot run {path}: {start_failure(exc, path)}") from None
         match = re.search(r"V(\d+\.\d+\.\d+)", out)
         return Nvcc(path, match.group(1) if match else "?", origin)
     searched = ", ".join(map(str, tool_candidates("nvcc", toolkit, "cuda_nvcc"))) + ", PATH"
@@ -432,11 +504,13 @@ def build_nvcc(
     options: CompileOptions,
     nvcc: Nvcc,
     ptxas_timeout: float = DEFAULT_PTXAS_TIMEOUT,
+    depfile: Path | None = None,
 ) -> BuildOutputs:
     """`nvcc -cubin -arch=sm_XX -Xptxas -v` over a whole translation unit, host code and all.
 
     nvcc needs a host C++ compiler even for -cubin (it splits host from device code). `options` are nvcc's
-    own flags here. The PTX is kept (-keep) for the launch-bounds directives.
+    own flags here. The PTX is kept (-keep) for the launch-bounds directives. With `depfile`, nvcc also
+    writes there (-MD -MF) every file it opened, for the cache.
     """
     if _host_compiler() is None:
         raise CompileError(
@@ -458,6 +532,7 @@ def build_nvcc(
             *(f"-I{d}" for d in [*options.include_dirs, str(source.parent)]),
             *options.options,
             *(f"-Xptxas={o}" for o in options.ptxas_options),
+            *(["-MD", "-MF", str(depfile)] if depfile is not None else []),
             str(source),
             "-o",
             str(cubin_path),

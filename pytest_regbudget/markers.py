@@ -7,6 +7,8 @@ Every error names the key, the bad value and what would be valid.
 from __future__ import annotations
 
 import difflib
+import re
+import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,6 +26,7 @@ COMPILE_KEYS = (
     "ptxas_options",
     "compiler",
     "binary",
+    "depends",
 )
 COMPILERS = ("nvrtc", "nvcc")
 # Budgets may be given per arch as a dict keyed by arch name.
@@ -109,10 +112,20 @@ def _suggest(key: str) -> str:
     return f" (did you mean {close[0]!r}?)" if close else ""
 
 
+_NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
+
+
+def _string_number(value: object) -> str:
+    """ "; got a string '64': write 64" when a number came quoted, else nothing."""
+    if isinstance(value, str) and _NUMBER.fullmatch(value.strip()):
+        return f"; got a string {value!r}: write {value.strip()}"
+    return ""
+
+
 def _non_negative_int(key: str, value: object, label: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         unit = " bytes" if key in _BYTE_KEYS else ""
-        raise MarkerError(f"{label}={value!r}: expected a whole number >= 0{unit}")
+        raise MarkerError(f"{label}={value!r}: expected a whole number >= 0{unit}{_string_number(value)}")
     return value
 
 
@@ -126,7 +139,7 @@ def _launch(value: object, label: str) -> Launch:
     ):
         raise MarkerError(
             f"{label}={value!r}: expected (threads,) or (threads, blocks_per_sm) with positive integers, "
-            "e.g. launch=(256,) or launch=(256, 4)"
+            f"e.g. launch=(256,) or launch=(256, 4){_string_number(value)}"
         )
     return Launch(value[0], value[1] if len(value) == 2 else None)
 
@@ -136,13 +149,15 @@ def _occupancy(value: object, label: str) -> float:
         hint = (
             f"; for {value}% write {value / 100:g}" if isinstance(value, (int, float)) and value > 1 else ""
         )
-        raise MarkerError(f"{label}={value!r}: expected a fraction in (0, 1]{hint}")
+        raise MarkerError(f"{label}={value!r}: expected a fraction in (0, 1]{hint}{_string_number(value)}")
     return float(value)
 
 
 def _positive(value: object, label: str, minimum: float, example: str) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= minimum:
-        raise MarkerError(f"{label}={value!r}: expected a number >= {minimum:g}, e.g. {example}")
+        raise MarkerError(
+            f"{label}={value!r}: expected a number >= {minimum:g}, e.g. {example}{_string_number(value)}"
+        )
     return float(value)
 
 
@@ -156,10 +171,11 @@ def _budget_value(key: str, value: object, label: str) -> object:
     if key == "min_occupancy":
         return _occupancy(value, label)
     if key == "max_regs":
-        regs = _non_negative_int(key, value, label)
-        if regs == 0 or regs > 255:
-            raise MarkerError(f"{label}={regs}: expected 1..255 registers per thread")
-        return regs
+        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 255:
+            raise MarkerError(
+                f"{label}={value!r}: expected 1..255 registers per thread{_string_number(value)}"
+            )
+        return value
     return _non_negative_int(key, value, label)
 
 
@@ -179,6 +195,109 @@ def _strings(key: str, value: object) -> tuple[str, ...]:
     if isinstance(value, Sequence) and all(isinstance(v, (str, Path)) for v in value):
         return tuple(str(v) for v in value)
     raise MarkerError(f"{key}={value!r}: expected a string or a list of strings")
+
+
+# A macro name, function-like ones included ("F(x)"), as -D takes it.
+_MACRO = re.compile(r"[A-Za-z_]\w*(\([\w\s,.]*\))?")
+_DEFINES_HOW = "write defines={'N': 4, 'DEBUG': None} or defines=['N=4', 'DEBUG']"
+
+
+def _defines(value: object) -> Mapping[str, object] | tuple[str, ...] | None:
+    """`{"N": 4, "DEBUG": None}`, `["N=4", "DEBUG"]` or "N=4", checked item by item."""
+    if value is None:
+        return None
+    if isinstance(value, Mapping):
+        for name, v in value.items():
+            if not isinstance(name, str) or not _MACRO.fullmatch(name):
+                raise MarkerError(f"defines: {name!r} is not a macro name; {_DEFINES_HOW}")
+            if isinstance(v, bool):
+                raise MarkerError(f"defines[{name!r}]={v!r} would define {name} as {v}: write 1 or 0")
+            if v is not None and not isinstance(v, (str, int, float)):
+                raise MarkerError(
+                    f"defines[{name!r}]={v!r}: expected a string, a number or None (a macro without a "
+                    f"value); {_DEFINES_HOW}"
+                )
+        return value
+    items = [value] if isinstance(value, str) else value
+    if not isinstance(items, (list, tuple)):
+        raise MarkerError(f"defines={value!r}: expected a dict or a list of strings; {_DEFINES_HOW}")
+    for item in items:
+        if not isinstance(item, str):
+            hint = ""
+            if isinstance(item, (tuple, list)) and len(item) == 2:
+                hint = f" (for {item!r} write '{item[0]}={item[1]}' or {{{item[0]!r}: {item[1]!r}}})"
+            raise MarkerError(f"defines: item {item!r} is not a string{hint}; {_DEFINES_HOW}")
+        name = item.partition("=")[0]
+        if not _MACRO.fullmatch(name):
+            hint = f" (write {item[2:]!r}: the -D is added for you)" if item.startswith("-D") else ""
+            raise MarkerError(f"defines: {item!r} does not start with a macro name{hint}; {_DEFINES_HOW}")
+    return tuple(items)
+
+
+# Options that pick the target: the run does that, per arch (nvcc, NVRTC and ptxas spellings).
+_ARCH_OPTIONS = (
+    "--gpu-architecture",
+    "-arch",
+    "--gpu-name",
+    "--gpu-code",
+    "-code",
+    "--generate-code",
+    "-gencode",
+)
+_PASS_THROUGH = ("-Xptxas", "--ptxas-options")
+_ARCH_IN = re.compile(r"(?:sm|compute|lto)_(\d+[af]?)")
+
+
+def _arch_option(option: str) -> bool:
+    name, eq, value = option.partition("=")
+    if name in _PASS_THROUGH and eq:
+        return any(_arch_option(o) for o in value.split(","))
+    return name in _ARCH_OPTIONS
+
+
+def _options(key: str, value: object) -> tuple[str, ...]:
+    """A list of options, or one string split as a POSIX shell would ("-std=c++17 -O3")."""
+    example = f"write {key}=['-std=c++17', '-O3'] or {key}='-std=c++17 -O3'"
+    if isinstance(value, str):
+        try:
+            parts = shlex.split(value)
+        except ValueError as exc:
+            raise MarkerError(f"{key}={value!r} cannot be split into options ({exc}); {example}") from None
+    elif isinstance(value, (list, tuple)) and all(isinstance(v, (str, Path)) for v in value):
+        parts = [str(v) for v in value]
+    else:
+        raise MarkerError(f"{key}={value!r}: expected a string or a list of strings; {example}")
+    for i, option in enumerate(parts):
+        if _arch_option(option):
+            rest = " ".join(parts[i : i + 2])
+            found = _ARCH_IN.search(rest)
+            arch = f"sm_{found[1]}" if found else "sm_90"
+            raise MarkerError(
+                f"{key}: {option!r} sets the target arch, which the run chooses for each test: drop it, and "
+                f"use archs=[{arch!r}] on the marker to limit this test, or --regbudget-arch={arch} (ini "
+                "regbudget_arch) for the whole run"
+            )
+    return tuple(parts)
+
+
+def duplicate_markers(found: Sequence[tuple[str, Sequence[object], Mapping[str, object]]]) -> str | None:
+    """The error for a test that more than one regbudget marker applies to, None for one or none.
+
+    `found` is (where, args, kwargs) per marker, closest first. Budgets are not merged: a class or module
+    marker and a test's own would each hold half of what the test is judged by, so give one marker.
+    """
+    if len(found) < 2:
+        return None
+    shown = [
+        "regbudget("
+        + ", ".join([*map(repr, args), *(f"{k}={v!r}" for k, v in kwargs.items())])
+        + f") on {where}"
+        for where, args, kwargs in found
+    ]
+    return (
+        f"{len(found)} regbudget markers apply to this test: {'; '.join(shown)}. Markers are not merged: "
+        "put every key into one marker, on the test or on its class or module"
+    )
 
 
 def parse_tolerance(value: object, where: str) -> dict[str, float]:
@@ -207,11 +326,30 @@ def parse_tolerance(value: object, where: str) -> dict[str, float]:
                 f"{where}: unknown metric {name!r}{hint}; valid metrics: {', '.join(TOLERANCE_KEYS)}"
             )
         if isinstance(amount, bool) or not isinstance(amount, (int, float)) or amount < 0:
-            raise MarkerError(f"{where}: {name}={amount!r}: expected a number >= 0")
+            raise MarkerError(f"{where}: {name}={amount!r}: expected a number >= 0{_string_number(amount)}")
         if name == "occupancy" and amount > 1:
             raise MarkerError(f"{where}: occupancy={amount!r}: expected a fraction such as 0.05")
         out[name] = float(amount)
     return out
+
+
+def _paths(key: str, kwargs: Mapping[str, object], base_dir: Path) -> tuple[str, ...]:
+    return tuple(str(base_dir / d) for d in _strings(key, kwargs.get(key, ())))
+
+
+def compile_options(kwargs: Mapping[str, object], base_dir: Path) -> CompileOptions:
+    """The compile keys (defines, include_dirs, options, ptxas_options, depends) of a marker or of a
+    fixture call, checked alike; relative paths are from `base_dir`, the test file's directory."""
+    return CompileOptions.make(
+        defines=_defines(kwargs.get("defines")),
+        include_dirs=tuple(
+            str(base_dir / d) for d in _strings("include_dirs", kwargs.get("include_dirs", ()))
+        ),
+        options=_options("options", kwargs.get("options", ())),
+        ptxas_options=_options("ptxas_options", kwargs.get("ptxas_options", ())),
+        # Relative to the test file, like include_dirs; globs are expanded when the cache key is made.
+        depends=_paths("depends", kwargs, base_dir),
+    )
 
 
 def parse_marker(args: Sequence[object], kwargs: Mapping[str, object], base_dir: Path) -> Budget:
@@ -244,17 +382,13 @@ def parse_marker(args: Sequence[object], kwargs: Mapping[str, object], base_dir:
     compiler = kwargs.get("compiler")
     if compiler is not None and compiler not in COMPILERS:
         raise MarkerError(f"compiler={compiler!r}: expected one of {', '.join(map(repr, COMPILERS))}")
-    defines = kwargs.get("defines")
-    if defines is not None and not isinstance(defines, (Mapping, list, tuple, str)):
-        raise MarkerError(f"defines={defines!r}: expected a dict like {{'N': 4}} or a list like ['N=4']")
-    include_dirs = tuple(str(base_dir / d) for d in _strings("include_dirs", kwargs.get("include_dirs", ())))
-    options = CompileOptions.make(
-        defines=defines,
-        include_dirs=include_dirs,
-        options=_strings("options", kwargs.get("options", ())),
-        ptxas_options=_strings("ptxas_options", kwargs.get("ptxas_options", ())),
-    )
+    options = compile_options(kwargs, base_dir)
     archs = kwargs.get("archs")
+    if archs is not None and not archs:
+        raise MarkerError(
+            f"archs={archs!r} selects no arch; drop it to use every arch of the run, or name some: "
+            "archs=['sm_90']"
+        )
     arch_tuple = None if archs is None else tuple(_arch_name("archs", a) for a in _strings("archs", archs))
     level = kwargs.get("level", "fail")
     if level not in ("fail", "warn"):

@@ -147,6 +147,22 @@ class Occupancy:
             )
         return f"{lim.max_blocks_per_sm} resident blocks per SM at most on {self.arch}"
 
+    def short_of(self, blocks: int) -> tuple[str, ...]:
+        """Every limit that alone keeps fewer than `blocks` blocks resident, in LIMITERS order, after LAUNCH
+        when the block is larger than the kernel's own bound (__launch_bounds__/.maxntid).
+
+        A launch needs each of them fixed: easing the first limiter alone may only expose the next.
+        """
+        counts = (
+            self.blocks_by_warps,
+            self.blocks_by_registers,
+            self.blocks_by_smem,
+            self.blocks_by_blocks,
+            self.blocks_by_barriers,
+        )
+        short = tuple(name for name, n in zip(LIMITERS, counts, strict=True) if n is not None and n < blocks)
+        return (LAUNCH, *short) if self.block_size > self.max_threads else short
+
     def shortfall(self, blocks: int) -> str | None:
         """None when at least `blocks` blocks fit per SM, else a sentence saying what limits them."""
         if self.active_blocks >= blocks:

@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 
 import pytest
 
+from . import scope
 from .arch import UnknownArchError
 from .baseline import BaselineError
 from .budget import KernelReport
@@ -20,8 +21,17 @@ from .compiler import DEFAULT_PTXAS_TIMEOUT, CompileError, CompileOptions
 from .frontends import numba_ptx, triton_ptx
 from .gpu import Device, LaunchError, Timing
 from .gpu import device as gpu_device
-from .markers import COMPILERS, VALID_KEYS, Budget, MarkerError, parse_tolerance
+from .markers import (
+    COMPILERS,
+    VALID_KEYS,
+    Budget,
+    MarkerError,
+    compile_options,
+    duplicate_markers,
+    parse_tolerance,
+)
 from .session import WORKEROUTPUT_KEY, ItemState, RegbudgetSession, Settings, parse_archs
+from .text import safe_block
 from .toolchain import ToolchainError
 
 T = TypeVar("T")
@@ -64,7 +74,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         action="store_true",
         default=False,
         help="write or refresh the baseline entries of the kernels that ran (absolute budgets still fail); "
-        "an update of the full suite also removes stale entries.",
+        "it removes an entry only when the run could have seen it and did not, and never when interrupted.",
     )
     group.addoption(
         "--regbudget-baseline",
@@ -157,6 +167,7 @@ def pytest_configure(config: pytest.Config) -> None:
     except BaselineError as exc:
         # Before any test runs, and before anything is written: the file stays as it was.
         raise pytest.UsageError(f"{exc}\nFix the file (or restore it from version control).") from None
+    config.pluginmanager.register(_ScopeWatcher(config), "regbudget-scope")
     if config.pluginmanager.hasplugin("xdist") and not hasattr(config, "workerinput"):
         config.pluginmanager.register(_XdistController(config), "regbudget-xdist-controller")
 
@@ -177,9 +188,12 @@ def _settings(config: pytest.Config) -> Settings:
     try:
         timeout = float(timeout_text)
     except ValueError:
+        timeout = float("nan")
+    if not 0 < timeout < float("inf"):  # also false for nan
         raise pytest.UsageError(
-            f"regbudget_ptxas_timeout = {timeout_text!r}: expected a number of seconds"
-        ) from None
+            f"regbudget_ptxas_timeout = {timeout_text!r}: expected a finite number of seconds > 0, "
+            f"e.g. {DEFAULT_PTXAS_TIMEOUT:g}"
+        )
     try:
         tolerance = parse_tolerance(str(config.getini("regbudget_tolerance")), "regbudget_tolerance (ini)")
     except MarkerError as exc:
@@ -244,17 +258,6 @@ def pytest_report_header(config: pytest.Config) -> str:
     return _session(config).header()
 
 
-def pytest_sessionstart(session: pytest.Session) -> None:
-    regbudget = _session(session.config)
-    if regbudget.settings.gpu_mode == "require" and regbudget.gpu_device() is None:
-        raise pytest.UsageError(f"--regbudget-gpu=require, but no GPU is usable: {regbudget.gpu_reason}")
-    if regbudget.settings.sass:
-        try:
-            regbudget.nvdisasm()
-        except CompileError as exc:
-            raise pytest.UsageError(str(exc)) from None
-
-
 @pytest.hookimpl(trylast=True)
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     # trylast: our arch parameter goes after the user's own, so ids end in the arch (test_x[4-sm_90]).
@@ -280,52 +283,94 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         if arch is None:
             continue
         budget, error = RegbudgetSession.parse(item.get_closest_marker("regbudget"), Path(item.path))
+        marks = [
+            (f"{type(node).__name__.lower()} {node.name}", mark.args, mark.kwargs)
+            for node, mark in item.iter_markers_with_node("regbudget")
+        ]
+        if (duplicates := duplicate_markers(marks)) is not None:
+            budget, error = None, duplicates
         archs = tuple(_session(item.config).item_archs(budget))
         item.stash[ITEM_KEY] = ItemState(arch=arch, budget=budget, marker_error=error, item_archs=archs)
 
 
 def pytest_deselected(items: Sequence[pytest.Item]) -> None:
     if items:
-        _session(items[0].config).scope.partial = True
+        _session(items[0].config).scope.deselected.update(item.nodeid for item in items)
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
     regbudget = _session(session.config)
     regbudget.scope.collected.update(item.nodeid for item in session.items)
     regbudget.prefetch([s for item in session.items if (s := item.stash.get(ITEM_KEY, None)) is not None])
-    regbudget.scope.prefixes, explicit_ids = _arg_prefixes(session.config)
-    # Any selection counts, even one that happens to leave nothing out: stale removal must be deliberate.
-    selecting = any(
-        session.config.getoption(name, None) for name in ("keyword", "markexpr", "lf", "deselect")
-    )
-    if explicit_ids or selecting:
-        regbudget.scope.partial = True
 
 
-def _arg_prefixes(config: pytest.Config) -> tuple[tuple[str, ...], bool]:
-    """Nodeid prefixes of the paths this run was given, and whether any argument was a node id."""
+class _ScopeWatcher:
+    """Hooks that see reports without a config: what was collected, per file, and which tests skipped."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        regbudget = _session(self.config)
+        if report.failed:
+            regbudget.scope.collection_errors += 1
+        nodeid = report.nodeid
+        if not nodeid or "::" in nodeid or not (self.config.rootpath / nodeid).is_file():
+            return  # a package, a directory or a class: only modules hold entries
+        if report.failed:
+            regbudget.scope.note_file(nodeid, scope.ERROR)
+        elif report.skipped:
+            longrepr = report.longrepr
+            reason = str(longrepr[2]) if isinstance(longrepr, tuple) and len(longrepr) == 3 else ""
+            regbudget.scope.note_file(nodeid, scope.SKIPPED, reason.removeprefix("Skipped: "))
+        else:
+            regbudget.scope.note_file(nodeid, scope.COLLECTED)
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.skipped:
+            _session(self.config).scope.skipped.add(report.nodeid)
+
+
+def _arg_prefixes(config: pytest.Config) -> tuple[str, ...]:
+    """Nodeid prefixes of the paths this run was given in full ("dir/" or "file.py"); a node id argument
+    (file.py::test_x) names only part of its file, and a path outside the rootdir nothing we can key on."""
     prefixes: list[str] = []
-    explicit_ids = False
     for arg in config.args:
         path_part, sep, _ = arg.partition("::")
-        explicit_ids = explicit_ids or bool(sep)
+        if sep:
+            continue
         path = Path(config.invocation_params.dir, path_part).resolve()
         try:
             rel = path.relative_to(config.rootpath).as_posix()
         except ValueError:
-            return ("",), True  # outside the rootdir: no safe notion of scope
+            continue
         if path.is_dir():
             prefixes.append("" if rel == "." else rel + "/")
-        else:
-            prefixes.append(rel + "::")
-    return tuple(prefixes) or ("",), explicit_ids
+        elif path.is_file():
+            prefixes.append(rel)
+    return tuple(prefixes)
+
+
+def _interruption(session: pytest.Session, exitstatus: int, errors: int) -> str | None:
+    """Why the run ended early, if it did: then it removes no baseline entry."""
+    if exitstatus == pytest.ExitCode.INTERNAL_ERROR:
+        return "internal error"
+    if exitstatus == pytest.ExitCode.INTERRUPTED:
+        if errors:
+            return f"{errors} error{'s' if errors != 1 else ''} during collection"
+        return str(session.shouldstop or session.shouldfail or "KeyboardInterrupt or pytest.exit")
+    if session.shouldstop or session.shouldfail:
+        return str(session.shouldstop or session.shouldfail)  # -x, --maxfail, --stepwise
+    if session.config.option.collectonly:
+        return "--collect-only runs no test"
+    return None
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
     state = item.stash.get(ITEM_KEY, None)
     if state is not None and state.marker_error is not None:
         # An error of this test alone: the rest of the run goes on.
-        pytest.fail(f"{item.nodeid}: bad regbudget marker: {state.marker_error}", pytrace=False)
+        pytest.fail(safe_block(f"{item.nodeid}: bad regbudget marker: {state.marker_error}"), pytrace=False)
 
 
 @pytest.hookimpl(wrapper=True)
@@ -371,7 +416,7 @@ def _compile_marker_kernel(session: RegbudgetSession, state: ItemState, nodeid: 
         message = str(exc)
         session.record_error(state, nodeid, budget.kernel, where, message)
     # Outside the except block, so the report shows the message and not a chain of exceptions.
-    pytest.fail(message, pytrace=False)
+    pytest.fail(safe_block(message), pytrace=False)
 
 
 class RegbudgetFixture:
@@ -412,15 +457,17 @@ class RegbudgetFixture:
         options: Sequence[str] = (),
         ptxas_options: Sequence[str] = (),
         compiler: str | None = None,
+        depends: Sequence[str | os.PathLike[str]] = (),
     ) -> KernelReport:
         """Compile `kernel` of `source` (relative paths: from the test file's dir) for `self.arch`.
 
         `compiler="nvcc"` builds a translation unit with host code (`options` are then nvcc flags); the
-        default is the marker's `compiler`, else ini `regbudget_compiler`, else NVRTC.
+        default is the marker's `compiler`, else ini `regbudget_compiler`, else NVRTC. `depends` names files
+        the compile cache cannot find by itself (such as a header included through a macro), as the marker's.
         """
         __tracebackhide__ = True
         path = self._test_dir / source
-        opts = self._options(defines, include_dirs, options, ptxas_options)
+        opts = self._options(defines, include_dirs, options, ptxas_options, depends)
         chosen = compiler or self._session.compiler_of(self._state.budget or Budget())
         if chosen not in COMPILERS:
             raise ValueError(f"compiler={chosen!r}: expected one of {', '.join(COMPILERS)}")
@@ -442,12 +489,13 @@ class RegbudgetFixture:
         include_dirs: Sequence[str | os.PathLike[str]] = (),
         options: Sequence[str] = (),
         ptxas_options: Sequence[str] = (),
+        depends: Sequence[str | os.PathLike[str]] = (),
     ) -> KernelReport:
         """Compile `kernel` from a code string, as CuPy's RawKernel would. `name` is what errors (and the
         reports) call the code; `#include "x.h"` resolves against the test file's directory."""
         __tracebackhide__ = True
         path = self._test_dir / name
-        opts = self._options(defines, include_dirs, options, ptxas_options)
+        opts = self._options(defines, include_dirs, options, ptxas_options, depends)
         return self._guarded(
             kernel,
             path,
@@ -528,13 +576,20 @@ class RegbudgetFixture:
         include_dirs: Sequence[str | os.PathLike[str]],
         options: Sequence[str],
         ptxas_options: Sequence[str],
+        depends: Sequence[str | os.PathLike[str]] = (),
     ) -> CompileOptions:
-        return CompileOptions.make(
-            defines=defines,
-            include_dirs=[str(self._test_dir / d) for d in include_dirs],
-            options=options,
-            ptxas_options=ptxas_options,
-        )
+        given = {
+            "defines": defines,
+            "include_dirs": include_dirs,
+            "options": options,
+            "ptxas_options": ptxas_options,
+            "depends": depends,
+        }
+        try:
+            return compile_options(given, self._test_dir)
+        except MarkerError as exc:
+            # The same rules as the marker's keys: a bad argument is the test's error, said plainly.
+            raise ValueError(str(exc)) from None
 
     def _guarded(self, kernel: str, where: Path, work: Callable[[], T]) -> T:
         """Run `work`; a CompileError is recorded for the reports and re-raised without our frames."""
@@ -544,7 +599,7 @@ class RegbudgetFixture:
         except CompileError as exc:
             self._session.record_error(self._state, self._nodeid, kernel, where, str(exc))
             # A fresh exception keeps the plugin's internals out of the user's traceback.
-            raise type(exc)(str(exc), exc.log) from None
+            raise type(exc)(safe_block(str(exc)), exc.log) from None
 
     def benchmark(
         self,
@@ -570,7 +625,7 @@ class RegbudgetFixture:
             return self._session.benchmark(self._state, kernel, grid_t, block_t, args, dynamic_smem, flush_l2)
         except LaunchError as exc:
             message = str(exc)
-        pytest.fail(message, pytrace=False)
+        pytest.fail(safe_block(message), pytrace=False)
 
 
 @pytest.fixture
@@ -591,15 +646,31 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: p
             terminalreporter.write_line(line)
 
 
-def pytest_sessionfinish(session: pytest.Session) -> None:
+def pytest_sessionstart(session: pytest.Session) -> None:
+    regbudget = _session(session.config)
+    if regbudget.settings.gpu_mode == "require" and regbudget.gpu_device() is None:
+        raise pytest.UsageError(f"--regbudget-gpu=require, but no GPU is usable: {regbudget.gpu_reason}")
+    if regbudget.settings.sass:
+        try:
+            regbudget.nvdisasm()
+        except CompileError as exc:
+            raise pytest.UsageError(str(exc)) from None
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int | pytest.ExitCode) -> None:
     config = session.config
+    regbudget = _session(config)
+    regbudget.close()
+    interrupted = _interruption(session, int(exitstatus), regbudget.scope.collection_errors)
+    regbudget.scope.interrupted = regbudget.scope.interrupted or interrupted
     workeroutput = getattr(config, "workeroutput", None)
     if workeroutput is not None:
-        _session(config).close()
-        workeroutput[WORKEROUTPUT_KEY] = _session(config).worker_payload()
+        workeroutput[WORKEROUTPUT_KEY] = regbudget.worker_payload()
         return
-    _session(config).close()
-    exit_code = _session(config).finish()
+    regbudget.prefixes = _arg_prefixes(config)
+    # --lf skips whole files at collection without reporting them as deselected.
+    regbudget.selection = "--lf" if config.getoption("lf", False) else None
+    exit_code = regbudget.finish()
     if exit_code is not None:
         session.exitstatus = exit_code
 

@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, TypedDict, cast
 
+from .arch import UnknownArchError, get_arch
 from .baseline import Entry, Key, atomic_write
 from .budget import Delta, KernelReport
+from .text import one_line, safe_block
 
 
 class DeltaRecord(TypedDict):
@@ -228,7 +231,7 @@ def _baseline_cell(rec: KernelRecord) -> str:
     cells = ", ".join(_delta_cell(d) for d in rec["deltas"]) or "="
     if status == "toolkit-mismatch":
         old = rec["baseline"]["ptxas"] if rec["baseline"] else "?"
-        return f"{cells} (ptxas {old}, not enforced)"
+        return f"{cells} (ptxas {one_line(str(old))}, not enforced)"
     return cells
 
 
@@ -261,9 +264,9 @@ def summary_lines(records: Sequence[KernelRecord]) -> list[str]:
             occ = f"{rec['occupancy']:.0%} @{rec['launch'][0]}"
         rows.append(
             (
-                rec["nodeid"].split("::", 1)[-1],
-                rec["kernel"],
-                rec["arch"],
+                one_line(rec["nodeid"].split("::", 1)[-1]),
+                one_line(rec["kernel"]),
+                one_line(rec["arch"]),
                 _cell(rec["registers"]),
                 spills,
                 _cell(rec["stack_frame"]),
@@ -291,7 +294,8 @@ def summary_lines(records: Sequence[KernelRecord]) -> list[str]:
         ]
         return "  ".join(cells).rstrip()
 
-    return [fmt(header), fmt("-" * w for w in widths), *(fmt(row) for row in rows)]
+    # The test column leads each row: a non-Python item's id could start with "::".
+    return [fmt(header), fmt("-" * w for w in widths), *(safe_block(fmt(row)) for row in rows)]
 
 
 def _cliff_cell(rec: KernelRecord) -> str:
@@ -336,13 +340,18 @@ def write_json(path: Path, records: Sequence[KernelRecord]) -> None:
 
 
 def _label(rec: KernelRecord) -> str:
-    return f"{rec['kernel']} [{rec['arch']}] ({rec['nodeid']})"
+    return one_line(f"{rec['kernel']} [{rec['arch']}] ({rec['nodeid']})")
+
+
+# A suite that lost a directory of tests has thousands of stale entries: name a few, count the rest.
+STALE_SHOWN = 10
 
 
 def baseline_lines(
-    records: Sequence[KernelRecord], stale: Sequence[Key], *, updating: bool, partial: bool
+    records: Sequence[KernelRecord], stale: Sequence[Key], *, updating: bool, kept: Sequence[str] = ()
 ) -> list[str]:
-    """Improvements to lock in and stale entries to remove, each ending with what to do."""
+    """Improvements to lock in and stale entries to remove, each ending with what to do; during an update,
+    `kept` says which entries the run could not judge and why."""
     lines = []
     improved = [
         (rec, [d for d in rec["deltas"] if d["verdict"] == "better"])
@@ -362,11 +371,45 @@ def baseline_lines(
         lines.append(
             f"{len(stale)} stale baseline entr{'y' if len(stale) == 1 else 'ies'} (test or kernel gone):"
         )
-        lines += [f"  {nodeid} {kernel} [{arch}]" for nodeid, kernel, arch in stale]
-        lines.append("  An update of the full suite (pytest --regbudget-update) removes them.")
-    if partial and updating:
-        lines.append("Part of the suite ran (-k, -m, --lf or node ids): entries it did not run are kept.")
-    return lines
+        lines += [one_line(f"  {nodeid} {kernel} [{arch}]") for nodeid, kernel, arch in stale[:STALE_SHOWN]]
+        if len(stale) > STALE_SHOWN:
+            lines.append(f"  ... and {len(stale) - STALE_SHOWN} more")
+        lines.append("  pytest --regbudget-update removes them.")
+    lines += kept
+    return [safe_block(line) for line in lines]
+
+
+def unknown_arch_lines(keys: Iterable[Key], baseline: str) -> list[str]:
+    """A line per arch of the baseline that this plugin does not know (a typo or a hand edit): no run can
+    build for it, so its entries are never checked, and no update removes them."""
+    by_arch: dict[str, list[Key]] = {}
+    for key in keys:
+        by_arch.setdefault(key[2], []).append(key)
+    lines = []
+    for arch, found in sorted(by_arch.items()):
+        try:
+            get_arch(arch)
+        except UnknownArchError as exc:
+            nodeid, kernel, _ = min(found)
+            entries = f"{len(found)} entr{'y' if len(found) == 1 else 'ies'}"
+            lines.append(
+                one_line(
+                    f"baseline {baseline}: {entries} for arch {arch!r} (e.g. {nodeid} {kernel}) are never "
+                    f"checked and never removed: correct the arch or delete them; {exc}"
+                )
+            )
+    return [safe_block(line) for line in lines]
+
+
+def _md_code(text: str) -> str:
+    """`text` as a code span that fits in one table cell, whatever backticks or pipes it holds."""
+    text = one_line(text).replace("|", "\\|")
+    if not text:
+        return "-"
+    # A fence one backtick longer than any run inside; a space keeps a backtick at an end off the fence.
+    fence = "`" * (max(map(len, re.findall("`+", text)), default=0) + 1)
+    pad = " " if text[0] in "` " or text[-1] in "` " else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
 
 
 def markdown_report(records: Sequence[KernelRecord]) -> str:
@@ -374,23 +417,26 @@ def markdown_report(records: Sequence[KernelRecord]) -> str:
     rows = ["| kernel | arch | metric | baseline | now | delta | verdict |", "|---|---|---|---|---|---|---|"]
     verdicts = {"passed": "ok", "failed": "**FAILED**", "warned": "warning", "error": "**ERROR**"}
     for rec in _sorted(records):
-        kernel = f"`{rec['kernel']}`"
+        kernel = _md_code(rec["kernel"])
+        arch = one_line(rec["arch"]).replace("|", "\\|")
         outcome = verdicts.get(rec["outcome"], rec["outcome"])
         if rec["registers"] is None:
             first = (rec["error"] or "").strip().splitlines()[:1]
-            rows.append(f"| {kernel} | {rec['arch']} | compile | - | - | - | {outcome}: {' '.join(first)} |")
+            rows.append(
+                f"| {kernel} | {arch} | compile | - | - | - | {outcome}: {_md_code(' '.join(first))} |"
+            )
             continue
         for d in rec["deltas"]:
             if d["metric"] == "occupancy":
                 values = f"{d['baseline']:.1%} | {d['now']:.1%} | {d['delta'] * 100:+.1f} pts"
             else:
                 values = f"{d['baseline']:g} | {d['now']:g} | {d['delta']:+g}"
-            rows.append(f"| {kernel} | {rec['arch']} | {d['metric']} | {values} | {d['verdict']} |")
+            rows.append(f"| {kernel} | {arch} | {d['metric']} | {values} | {d['verdict']} |")
         if not rec["deltas"]:
             old = rec["baseline"]["registers"] if rec["baseline"] else "-"
             delta = "new" if rec["baseline_status"] == "new" else "0" if rec["baseline"] else "-"
             rows.append(
-                f"| {kernel} | {rec['arch']} | registers | {old} | {rec['registers']} | {delta} | {outcome} |"
+                f"| {kernel} | {arch} | registers | {old} | {rec['registers']} | {delta} | {outcome} |"
             )
         elif rec["outcome"] != "passed":
             rows[-1] = rows[-1].rsplit("|", 2)[0] + f"| {outcome} |"
@@ -400,8 +446,14 @@ def markdown_report(records: Sequence[KernelRecord]) -> str:
 
 
 def _escape(text: str, prop: bool = False) -> str:
-    # GitHub workflow-command escaping; properties also escape ':' and ','.
-    text = text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    """GitHub workflow-command escaping (actions/toolkit's escapeData and escapeProperty).
+
+    The runner reads a command up to the line break and a property up to ':' or ','. A message keeps its
+    line breaks as %0A (the annotation shows them); a property is one line. Other non-printable characters
+    are shown escaped.
+    """
+    text = one_line(text) if prop else "\n".join(one_line(line) for line in text.splitlines())
+    text = text.replace("%", "%25").replace("\n", "%0A")
     return text.replace(":", "%3A").replace(",", "%2C") if prop else text
 
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .compiler import CompileError
-from .toolchain import Toolkit, find_tool
+from .toolchain import Toolkit, find_tool, run_tool, start_failure
 
 SASS_FIX = "pip install 'pytest-regbudget[sass]' (the nvidia-cuda-nvdisasm wheel)"
 
@@ -159,15 +159,11 @@ def disassemble(nvdisasm: Path, cubin: bytes, function: str, timeout: float = 12
         path = Path(tmp) / "kernel.cubin"
         path.write_bytes(cubin)
         try:
-            proc = subprocess.run(
-                [str(nvdisasm), "-c", "-g", str(path)],
-                capture_output=True,
-                text=True,
-                timeout=timeout,
-                check=False,
-            )
+            returncode, output = run_tool([str(nvdisasm), "-c", "-g", str(path)], timeout)
         except subprocess.TimeoutExpired:
             raise SassError(f"nvdisasm did not finish within {timeout:g} s") from None
-    if proc.returncode != 0:
-        raise SassError(f"nvdisasm ({nvdisasm}) failed (exit {proc.returncode}): {proc.stderr.strip()}")
-    return parse_sass(proc.stdout, function)
+        except OSError as exc:
+            raise SassError(f"cannot run nvdisasm: {start_failure(exc, nvdisasm)}") from None
+    if returncode != 0:
+        raise SassError(f"nvdisasm ({nvdisasm}) failed (exit {returncode}): {output.strip()}")
+    return parse_sass(output, function)

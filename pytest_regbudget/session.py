@@ -7,7 +7,6 @@ plugin.py's hooks hand off here. Under pytest-xdist each worker holds its own se
 from __future__ import annotations
 
 import contextlib
-import os
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -47,9 +46,12 @@ from .report import (
     markdown_report,
     summary_lines,
     to_record,
+    unknown_arch_lines,
     write_json,
 )
-from .toolchain import ToolchainError, Toolkit, discover
+from .scope import Decision, RunScope, decide
+from .text import safe_block
+from .toolchain import ToolchainError, Toolkit, discover, kill_running_tools
 
 WORKEROUTPUT_KEY = "regbudget"
 UPDATE_HINT = "pytest --regbudget-update"
@@ -93,21 +95,15 @@ class ItemState:
     gpu_note: str | None = None
 
 
-@dataclass
-class RunScope:
-    """Which baseline entries this run could have seen: the base of stale-entry detection."""
-
-    collected: set[str] = field(default_factory=set)
-    completed: set[str] = field(default_factory=set)  # tests whose body ran to the end
-    partial: bool = False  # -k, -m, --lf, node ids: some tests were left out on purpose
-    prefixes: tuple[str, ...] = ("",)  # nodeid prefixes of the paths given on the command line
-
-
 class RegbudgetSession:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self.records: list[KernelRecord] = []
         self.scope = RunScope()
+        # Set by the controller at the end: the run's path arguments and a selection that hides files.
+        self.prefixes: tuple[str, ...] = ("",)
+        self.selection: str | None = None
+        self.missing_sources: set[bl.Key] = set()  # entries whose kernel source file the run found gone
         self.finish_lines: list[str] = []
         self._toolkit: Toolkit | None = None
         self._toolkit_error: str | None = None
@@ -154,12 +150,7 @@ class RegbudgetSession:
     def cache_line(self) -> str:
         if self.settings.cache_dir is None:
             return "compile cache: off (--regbudget-no-cache)"
-        s = self.cache.stats
-        total = CacheStats(
-            s.hits + self.cache_totals.hits,
-            s.misses + self.cache_totals.misses,
-            s.corrupt + self.cache_totals.corrupt,
-        )
+        total = self.cache.stats.merged(self.cache_totals)
         return f"compile cache {self.settings.cache_dir}: {total} ({self.settings.jobs} compile thread(s))"
 
     def gpu_line(self) -> str:
@@ -213,6 +204,9 @@ class RegbudgetSession:
         that `source` only names.
         """
         budget = state.budget or Budget()
+        if source_text is None and not source.exists():
+            # The kernel's source is gone: its entry is stale even though the test still names it.
+            self.missing_sources.add((nodeid, self._kernel_id(state, kernel), state.arch))
         nvcc = self.nvcc() if compiler == "nvcc" else None
 
         def produce(arch: str) -> CompiledKernel:
@@ -441,6 +435,9 @@ class RegbudgetSession:
             self.compiler().submit(specs)
 
     def close(self) -> None:
+        # Tools run in sessions of their own, out of Ctrl-C's reach: stop any still running (an interrupted
+        # run) before waiting for the compile threads that started them.
+        kill_running_tools()
         if self._prefetcher is not None:
             self._prefetcher.shutdown()
 
@@ -577,9 +574,9 @@ class RegbudgetSession:
         return f"{report.label}: launching block={block} failed ({error}): {detail}"
 
     def _options_hash(self, options: CompileOptions) -> str:
-        # Include dirs relative to the rootdir, so that the hash is the same on every checkout.
-        dirs = [os.path.relpath(d, self.settings.rootdir) for d in options.include_dirs]
-        return bl.options_hash(options.defines, dirs, options.options, options.ptxas_options)
+        # Every field, from the list the cache key uses too; paths relative to the rootdir, so that the
+        # hash is the same on every checkout.
+        return bl.options_hash(*options.identity(relative_to=self.settings.rootdir))
 
     def _ratchet(self, report: KernelReport, tolerance: dict[str, float]) -> None:
         old = self.baseline.get((report.nodeid, report.kernel, report.arch))
@@ -643,43 +640,43 @@ class RegbudgetSession:
     # -- xdist -------------------------------------------------------------------------------------
     def worker_payload(self) -> dict[str, Any]:
         return {
-            "cache": [self.cache.stats.hits, self.cache.stats.misses, self.cache.stats.corrupt],
+            "cache": self.cache.stats.to_payload(),
             "records": self.records,
-            "collected": sorted(self.scope.collected),
-            "completed": sorted(self.scope.completed),
-            "partial": self.scope.partial,
+            "scope": self.scope.payload(),
+            "missing_sources": sorted(self.missing_sources),
         }
 
     def merge_worker(self, payload: dict[str, Any]) -> None:
         self.records.extend(payload.get("records", []))
-        hits, misses, corrupt = payload.get("cache", [0, 0, 0])
-        self.cache_totals.hits += hits
-        self.cache_totals.misses += misses
-        self.cache_totals.corrupt += corrupt
-        self.scope.collected.update(payload.get("collected", []))
-        self.scope.completed.update(payload.get("completed", []))
-        self.scope.partial = self.scope.partial or bool(payload.get("partial", False))
+        self.cache_totals.add_payload(payload.get("cache"))
+        self.scope.merge(payload.get("scope", {}))
+        self.missing_sources.update(
+            (str(n), str(k), str(a)) for n, k, a in payload.get("missing_sources", [])
+        )
 
     # -- end of run (controller only) --------------------------------------------------------------
-    def stale_keys(self) -> set[bl.Key]:
-        """Entries whose test or kernel no longer exists; empty when the run left tests out on purpose."""
-        if self.scope.partial:
-            return set()
-        seen = {(r["nodeid"], r["kernel"], r["arch"]) for r in self.records}
-        stale = set()
-        for key in self.baseline:
-            nodeid, _, arch = key
-            # An arch this run did not build for is not gone, only not asked about.
-            if arch not in self.settings.archs or not any(nodeid.startswith(p) for p in self.scope.prefixes):
-                continue
-            if nodeid not in self.scope.collected or (nodeid in self.scope.completed and key not in seen):
-                stale.add(key)
-        return stale
+    def decision(self) -> Decision:
+        """The baseline entries this run did not measure, split into stale and kept (see scope.py)."""
+        return decide(
+            self.baseline,
+            self.scope,
+            measured={(r["nodeid"], r["kernel"], r["arch"]) for r in self.records},
+            missing_sources=self.missing_sources,
+            archs=self.settings.archs,
+            prefixes=self.prefixes,
+            rootdir=self.settings.rootdir,
+            selection=self.selection,
+        )
 
     def finish(self) -> int | None:
-        """Write what the run produced; returns an exit code when the baseline could not be written."""
+        """Write what the run produced; returns an exit code when the baseline could not be written.
+
+        An interrupted run (scope.interrupted) still writes the entries of the kernels it measured, but
+        removes none: it cannot tell a test that is gone from one it never reached.
+        """
         s = self.settings
-        stale = self.stale_keys()
+        decision = self.decision()
+        stale = set(decision.stale)
         exit_code = None
         if s.update and s.baseline_path is not None:
             fresh = {
@@ -688,36 +685,60 @@ class RegbudgetSession:
                 if r["registers"] is not None
             }
             try:
-                counts = bl.update(s.baseline_path, fresh, stale)
-            except bl.BaselineError as exc:
+                counts = bl.update(s.baseline_path, fresh, stale, lock_dir=s.cache_dir)
+            except (bl.BaselineError, OSError) as exc:
+                # OSError: a failure baseline.py did not foresee; the file is still as it was.
                 self.finish_lines.append(f"baseline NOT updated: {exc}")
                 exit_code = int(pytest.ExitCode.USAGE_ERROR)
             else:
                 self.finish_lines.append(f"baseline {self._display(s.baseline_path)} updated: {counts}")
-        self.finish_lines[:0] = baseline_lines(
-            self.records,
-            sorted(stale),
-            updating=s.update,
-            partial=self.scope.partial,
-        )
-        if s.json_path is not None:
-            write_json(s.json_path, self.records)
-        if s.html_path is not None:
-            bl.atomic_write(s.html_path, html.render(self.records))
+        kept = decision.kept_lines() if s.update else []
+        if s.update and self.scope.interrupted:
+            kept.insert(0, f"run interrupted ({self.scope.interrupted}): no baseline entry was removed")
+        self.finish_lines[:0] = baseline_lines(self.records, sorted(stale), updating=s.update, kept=kept)
+        if s.baseline_path is not None:
+            self.finish_lines += unknown_arch_lines(self.baseline, self._display(s.baseline_path))
         markdown = markdown_report(self.records) if self.records else ""
-        if markdown and s.markdown_path is not None:
-            bl.atomic_write(s.markdown_path, markdown)
+        outputs: list[tuple[str, Path | None, Callable[[Path], None]]] = [
+            ("--regbudget-json", s.json_path, lambda p: write_json(p, self.records)),
+            ("--regbudget-html", s.html_path, lambda p: bl.atomic_write(p, html.render(self.records))),
+            (
+                "--regbudget-markdown",
+                s.markdown_path if markdown else None,
+                lambda p: bl.atomic_write(p, markdown),
+            ),
+        ]
+        for option, path, write in outputs:
+            if path is not None and not self._write_output(option, path, write):
+                exit_code = int(pytest.ExitCode.USAGE_ERROR)
         if markdown and s.step_summary is not None:
-            # GitHub's step summary is shared by every command of the step: append, never replace.
-            with open(s.step_summary, "a", encoding="utf-8") as fh:
-                fh.write(markdown)
+            # GitHub's step summary is shared by every command of the step: append, never replace. It is
+            # the runner's file, not one the user asked for: a failure is reported, not an exit code.
+            self._write_output("$GITHUB_STEP_SUMMARY", s.step_summary, lambda p: _append(p, markdown))
         return exit_code
 
+    def _write_output(self, option: str, path: Path, write: Callable[[Path], None]) -> bool:
+        """Write one report file; a failure becomes a summary line naming the file, never a traceback."""
+        try:
+            write(path)
+        except (OSError, bl.BaselineError) as exc:
+            why = getattr(exc, "strerror", None) or str(exc)
+            hint = "give a file path, not a directory" if path.is_dir() else "check the path and free space"
+            self.finish_lines.append(f"{option} report NOT written to {path}: {why}; {hint}")
+            return False
+        return True
+
     def summary(self) -> list[str]:
-        lines = [*summary_lines(self.records), *self.finish_lines]
+        # finish_lines quote paths and OS errors: never let one read as a workflow command.
+        lines = [*summary_lines(self.records), *(safe_block(line) for line in self.finish_lines)]
         if self.settings.annotate:
             lines += github_annotations(self.records, self.settings.rootdir)
         return lines
+
+
+def _append(path: Path, text: str) -> None:
+    with open(path, "a", encoding="utf-8") as fh:
+        fh.write(text)
 
 
 def parse_archs(values: Sequence[str]) -> list[str]:

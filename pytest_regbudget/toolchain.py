@@ -2,7 +2,8 @@
 
 Owns the search order (explicit home, pip wheels, CUDA_HOME/CUDA_PATH, PATH), the versions of what was
 found, and the error that lists everything searched. Nothing here loads NVRTC: versions come from file
-names and package metadata, so `pytest --help` and collection stay free of CUDA.
+names and package metadata, so `pytest --help` and collection stay free of CUDA. Also owns how a tool
+(ptxas, nvcc) is run: under a timeout, in a process group of its own that is killed whole.
 """
 
 from __future__ import annotations
@@ -13,9 +14,11 @@ import importlib.util
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
-from collections.abc import Iterable, Iterator, Mapping
+import threading
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -63,16 +66,93 @@ def _major_minor(version: str) -> str:
     return ".".join(version.split(".")[:2])
 
 
+# `ptxas --version` answers at once; a tool that does not answer within this is broken, not busy.
+VERSION_TIMEOUT = 60.0
+
+
+# Tool runs in progress, in any thread: kill_running_tools stops them when the run is interrupted.
+_running: set[subprocess.Popen[bytes]] = set()
+_running_lock = threading.Lock()
+_POSIX = os.name == "posix"
+
+
+def run_tool(cmd: Sequence[str], timeout: float) -> tuple[int, str]:
+    """(exit code, stdout + stderr) of a tool run that must finish within `timeout` seconds.
+
+    The tool runs in a session of its own, so that on a timeout (or Ctrl-C) the whole process group is
+    killed: a wrapper script's children, or nvcc's cicc and ptxas, would otherwise live on and keep the
+    pipes open. Output is decoded leniently: a path or message in another encoding must not crash the run.
+    Raises subprocess.TimeoutExpired after the kill, and OSError when the tool cannot be started.
+    """
+    with subprocess.Popen(
+        list(cmd), stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=_POSIX
+    ) as proc:
+        with _running_lock:
+            _running.add(proc)
+        try:
+            out, err = proc.communicate(timeout=timeout)
+        except BaseException:
+            _kill_group(proc)
+            # A grandchild that left the group (setsid) may still hold the pipes: close them rather than
+            # read them to the end, and reap the child.
+            for pipe in (proc.stdout, proc.stderr):
+                if pipe is not None:
+                    pipe.close()
+            proc.wait()
+            raise
+        finally:
+            with _running_lock:
+                _running.discard(proc)
+    return proc.returncode, (out + err).decode(errors="replace")
+
+
+def kill_running_tools() -> None:
+    """Kill every tool run in progress, with its children, in every thread (each run then returns its
+    exit status, a signal). For an interrupted session: a tool in a session of its own does not get the
+    terminal's Ctrl-C, and a compile thread would wait for it to finish."""
+    with _running_lock:
+        running = list(_running)
+    for proc in running:
+        _kill_group(proc)
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    if _POSIX:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+            return
+        except (ProcessLookupError, PermissionError):
+            pass  # the group is gone already; the child may still need its own signal
+    proc.kill()
+
+
 @functools.lru_cache(maxsize=32)
-def ptxas_version(ptxas: Path) -> str:
+def ptxas_version(ptxas: Path, timeout: float | None = None) -> str:
     """Ask ptxas itself; cached because discovery may run once per test process."""
-    out = subprocess.run(
-        [str(ptxas), "--version"], capture_output=True, text=True, timeout=60, check=False
-    ).stdout
+    limit = VERSION_TIMEOUT if timeout is None else timeout
+    try:
+        _, out = run_tool([str(ptxas), "--version"], limit)
+    except subprocess.TimeoutExpired:
+        raise ToolchainError(
+            f"{ptxas} --version did not answer within {limit:g} s (killed); this ptxas is broken or hangs. "
+            "Fix: reinstall the toolkit, or point --regbudget-cuda-home / REGBUDGET_CUDA_HOME at another one"
+        ) from None
+    except OSError as exc:
+        raise ToolchainError(f"cannot run {ptxas}: {start_failure(exc, ptxas)}") from None
     match = re.search(r"V(\d+\.\d+\.\d+)", out) or re.search(r"release (\d+\.\d+)", out)
     if not match:
         raise ToolchainError(f"cannot read the version of {ptxas}: `ptxas --version` printed {out!r}")
     return match.group(1)
+
+
+def start_failure(exc: OSError, tool: Path | str) -> str:
+    """Why a tool could not be started, with the fix."""
+    reason = exc.strerror or str(exc)
+    if isinstance(exc, PermissionError):
+        return f"{reason} (it is not executable). Fix: chmod +x {tool}, or reinstall the toolkit"
+    if isinstance(exc, FileNotFoundError):
+        return f"{reason}. Fix: reinstall the toolkit"
+    return f"{reason}. Fix: check that {tool} is a program for this machine, or reinstall the toolkit"
 
 
 def _nvrtc_libs(directory: Path) -> Iterator[Path]:

@@ -8,9 +8,35 @@ from typing import Any
 
 import pytest
 
+from pytest_regbudget import baseline as bl
 from pytest_regbudget.gpu import Device, GpuUnavailable, device
 
 KERNELS = Path(__file__).parent / "kernels"
+# A kernel whose register count follows the macro N (which the including test defines somewhere).
+ACC_KERNEL = """
+extern "C" __global__ void acc(const float* x, float* y) {
+    float v[N];
+#pragma unroll
+    for (int k = 0; k < N; ++k) v[k] = x[threadIdx.x + k * 32];
+    float s = 0;
+    for (int r = 0; r < 8; ++r)
+#pragma unroll
+        for (int k = 0; k < N; ++k) s += v[k] * v[(k + r) % N];
+    y[threadIdx.x] = s;
+}
+"""
+# A baseline entry for tests of the file format and its writers.
+SAMPLE_ENTRY = bl.Entry(
+    registers=72,
+    spill_stores=0,
+    spill_loads=0,
+    stack=16,
+    smem=4096,
+    const_mem=380,
+    ptxas="12.9.86",
+    nvrtc="12.9.86",
+    options_hash="abc",
+)
 
 
 @pytest.fixture

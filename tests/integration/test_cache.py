@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import run_json
+from conftest import ACC_KERNEL, run_json
 
 from pytest_regbudget.cache import CompileCache, cache_key, default_cache_dir, default_jobs, included_files
 from pytest_regbudget.compiler import CompileOptions
@@ -17,19 +17,7 @@ from pytest_regbudget.toolchain import discover
 KERNELS = Path(__file__).parent.parent / "kernels"
 HUNGRY = KERNELS / "hungry.cu"
 
-KERNEL = """
-#include "params.h"
-extern "C" __global__ void acc(const float* x, float* y) {
-    float v[N];
-#pragma unroll
-    for (int k = 0; k < N; ++k) v[k] = x[threadIdx.x + k * 32];
-    float s = 0;
-    for (int r = 0; r < 8; ++r)
-#pragma unroll
-        for (int k = 0; k < N; ++k) s += v[k] * v[(k + r) % N];
-    y[threadIdx.x] = s;
-}
-"""
+KERNEL = '#include "params.h"\n' + ACC_KERNEL
 
 
 @pytest.fixture

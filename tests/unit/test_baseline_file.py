@@ -2,25 +2,15 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from conftest import SAMPLE_ENTRY
 
 from pytest_regbudget import baseline as bl
 
-ENTRY = bl.Entry(
-    registers=72,
-    spill_stores=0,
-    spill_loads=0,
-    stack=16,
-    smem=4096,
-    const_mem=380,
-    ptxas="12.9.86",
-    nvrtc="12.9.86",
-    options_hash="abc",
-    occupancy=0.5,
-    occupancy_at="256 threads",
-)
+ENTRY = replace(SAMPLE_ENTRY, occupancy=0.5, occupancy_at="256 threads")
 
 
 def test_round_trip_is_exact_and_sorted(tmp_path: Path) -> None:

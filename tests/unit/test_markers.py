@@ -44,7 +44,7 @@ def test_source_without_kernel_is_an_error() -> None:
     [
         ("max_regs", 0, "1..255"),
         ("max_regs", 300, "1..255"),
-        ("max_regs", "64", "whole number"),
+        ("max_regs", "64", "1..255 registers per thread; got a string '64': write 64"),
         ("spills", -1, "whole number >= 0 bytes"),
         ("stack", 1.5, "whole number"),
         ("launch", (0,), "positive integers"),

@@ -1,0 +1,47 @@
+"""Text from outside the plugin (kernel names, paths, test ids, compiler logs) made safe to print.
+
+Owns two rules. A name is printed on one line: every character that is not printable (a newline, a tab,
+an escape sequence, a Unicode line separator) is shown escaped, as `repr` shows it. A multi-line log keeps
+its lines, but no line may read as a GitHub workflow command: the runner strips leading whitespace and obeys
+any line that then starts with `::` (actions/runner, ActionCommand.TryParseV2), so indenting is not enough.
+"""
+
+from __future__ import annotations
+
+__all__ = ["COMMAND_GUARD", "one_line", "safe_block"]
+
+# What a log line that would start a workflow command is shown with, in place of its last two spaces of
+# indentation (NVRTC indents the source line it quotes by two, so its caret line stays aligned).
+COMMAND_GUARD = "> "
+
+
+def _escaped(char: str) -> str:
+    return char.encode("unicode_escape").decode("ascii")
+
+
+def one_line(text: str) -> str:
+    """`text` with each non-printable character escaped (a newline shows as `\\n`): it cannot start a line."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else _escaped(c) for c in text)
+
+
+def _guard(line: str) -> str:
+    rest = line.lstrip()
+    if not rest.startswith("::"):
+        return line
+    indent = line[: len(line) - len(rest)]
+    return indent[:-2] + COMMAND_GUARD + rest
+
+
+def safe_block(text: str) -> str:
+    """Multi-line `text` (a compiler log, a failure message) with no line GitHub would run as a command.
+
+    Every line break (`\\r` too) ends a line; other non-printable characters but tabs are escaped, and a
+    line that would start with `::` after its indentation gets `> ` in front of the `::`.
+    """
+    lines = []
+    for line in text.splitlines():
+        escaped = "".join(c if c.isprintable() or c == "\t" else _escaped(c) for c in line)
+        lines.append(_guard(escaped))
+    return "\n".join(lines)

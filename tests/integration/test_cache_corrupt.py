@@ -1,0 +1,82 @@
+"""Every kind of damaged cache entry is rebuilt, never trusted: the result equals a fresh build, the damage
+is counted, and the rewritten entry is trusted again. Real NVRTC + ptxas from the wheels."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from pytest_regbudget.cache import CompileCache
+from pytest_regbudget.compiler import CompileOptions
+from pytest_regbudget.toolchain import discover
+
+HUNGRY = Path(__file__).parent.parent / "kernels" / "hungry.cu"
+OPTIONS = CompileOptions.make(defines={"NACC": 6})
+
+
+def _resign(doc: dict[str, object]) -> str:
+    """A document whose checksum matches its (damaged) payload: only the payload's checks can catch it."""
+    doc["sha256"] = hashlib.sha256(json.dumps(doc["payload"]).encode()).hexdigest()
+    return json.dumps(doc)
+
+
+def _edit_payload(edit: Callable[[dict[str, object]], object]) -> Callable[[Path], None]:
+    def damage(path: Path) -> None:
+        doc = json.loads(path.read_text())
+        edit(doc["payload"])
+        path.write_text(_resign(doc))
+
+    return damage
+
+
+def _into_dir(path: Path) -> None:
+    path.unlink()
+    path.mkdir()
+
+
+DAMAGE: dict[str, Callable[[Path], object]] = {
+    "empty": lambda p: p.write_bytes(b""),
+    "truncated": lambda p: p.write_text(p.read_text()[:100]),
+    "not-json": lambda p: p.write_text("<html>proxy error</html>"),
+    "not-utf8": lambda p: p.write_bytes(b"\xff\xfe\x00garbage"),
+    "json-list": lambda p: p.write_text("[1, 2, 3]"),
+    "wrong-format": lambda p: p.write_text(p.read_text().replace('"format": 1', '"format": 99')),
+    "checksum-mismatch": lambda p: p.write_text(p.read_text().replace("Used", "Used 1")),
+    "missing-field": _edit_payload(lambda payload: payload.pop("ptx")),
+    "cubin-not-base64": _edit_payload(lambda payload: payload.update(cubin="%%% not base64 %%%")),
+    "field-of-wrong-type": _edit_payload(lambda payload: payload.update(cubin=12345)),
+    "unreadable-report": _edit_payload(
+        lambda payload: payload.update(ptxas_log="ptxas info    : Used many registers")
+    ),
+    "a-directory": _into_dir,
+}
+
+
+@pytest.fixture(scope="module")
+def fresh() -> tuple[int, int]:
+    """Registers and spill stores of a build without a cache."""
+    compiled = CompileCache(None).compile(HUNGRY, "poly_eval", "sm_90", OPTIONS, discover())
+    return compiled.resources.registers, compiled.resources.spill_stores
+
+
+@pytest.mark.parametrize("kind", DAMAGE)
+def test_damaged_entry_is_rebuilt(tmp_path: Path, kind: str, fresh: tuple[int, int]) -> None:
+    toolkit = discover()
+    CompileCache(tmp_path).compile(HUNGRY, "poly_eval", "sm_90", OPTIONS, toolkit)
+    (entry,) = [p for p in (tmp_path / "v1").rglob("*.json") if "manifests" not in p.parts]
+    DAMAGE[kind](entry)
+    cache = CompileCache(tmp_path)
+    compiled = cache.compile(HUNGRY, "poly_eval", "sm_90", OPTIONS, toolkit)
+    assert (compiled.resources.registers, compiled.resources.spill_stores) == fresh
+    assert (cache.stats.hits, cache.stats.misses, cache.stats.corrupt) == (0, 1, 1), kind
+    again = CompileCache(tmp_path)
+    again.compile(HUNGRY, "poly_eval", "sm_90", OPTIONS, toolkit)
+    if kind == "a-directory":
+        # A directory in the entry's place cannot be replaced by a file: the cache stays off for it.
+        assert (again.stats.hits, again.stats.corrupt) == (0, 1)
+    else:
+        assert (again.stats.hits, again.stats.misses, again.stats.corrupt) == (1, 0, 0), kind

@@ -1,0 +1,253 @@
+"""What the compile cache keys on: include directives, file digests, trees, nvcc's dependency lists, and
+every field of CompileOptions. No toolkit needed: the toolkit here is a stand-in with no headers."""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import fields, replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_regbudget import baseline as bl
+from pytest_regbudget.cache import (
+    NOT_FINGERPRINTED,
+    CacheStats,
+    CompileCache,
+    StatCache,
+    Uncacheable,
+    cache_key,
+    directives,
+    parse_depfile,
+    walk_tree,
+)
+from pytest_regbudget.compiler import CompileOptions
+from pytest_regbudget.session import RegbudgetSession, Settings
+from pytest_regbudget.toolchain import Toolkit
+
+TOOLKIT = Toolkit(
+    origin="test",
+    ptxas=Path("/x/ptxas"),
+    nvrtc=Path("/x/libnvrtc.so"),
+    nvrtc_version="12.9",
+    ptxas_version="12.9.86",
+)
+KERNEL = 'extern "C" __global__ void k(float* y) { y[0] = N; }\n'
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ('#include "a.h"', [("a.h", '#include "a.h"')]),
+        ("  #  include <b/c.h>", [("b/c.h", "#include <b/c.h>")]),
+        ('#include /* a comment */ "a.h"', [("a.h", '#include "a.h"')]),
+        ('#include /* a comment\n across lines */ "a.h"', [("a.h", '#include "a.h"')]),
+        ('#include \\\n   "a.h"', [("a.h", '#include "a.h"')]),
+        ('#inc\\\nlude "a.h"', [("a.h", '#include "a.h"')]),
+        ('%:include "a.h"', [("a.h", '#include "a.h"')]),
+        ("#include_next <a.h>", [("a.h", "#include <a.h>")]),
+        ("#include CFG", [(None, "#include CFG")]),
+        ("#include CFG(x)  // why", [(None, "#include CFG(x)")]),
+        ('/* #include "no.h" */\n// #include "no.h"\nint x;', []),
+        ('const char* s = R"(\n#include "no.h"\n)";', []),
+        ('const char* s = "#include \\"no.h\\"";', []),
+        ('int x = 1\'000;\n#include "a.h"', [("a.h", '#include "a.h"')]),
+        ('#if __has_include("a.h")\n#endif', [("a.h", '__has_include("a.h"')]),
+        ("#if __has_include( <a.h> )\n#endif", [("a.h", "__has_include( <a.h>")]),
+        ("#if __has_include(HDR)\n#endif", [(None, "__has_include")]),
+        ("#define HAS __has_include\n", [(None, "__has_include")]),
+    ],
+)
+def test_directives(text: str, expected: list[tuple[str | None, str]]) -> None:
+    assert directives(text) == expected
+
+
+def test_parse_depfile(tmp_path: Path) -> None:
+    text = (
+        "out/k.cubin : kernels/a.cu \\\n    /usr/include/x.h \\\n"
+        "    dir\\ with\\ space/b.h \\\n    kernels/a.cu\n"
+    )
+    assert parse_depfile(text, str(tmp_path)) == [
+        str(tmp_path / "kernels/a.cu"),
+        "/usr/include/x.h",
+        str(tmp_path / "dir with space/b.h"),
+    ]
+
+
+# One changed value per field. A new CompileOptions field fails here until it has a sample, and then the
+# test proves it reaches the cache key and the baseline's options_hash.
+SAMPLES: dict[str, Any] = {
+    "defines": (("N", "4"),),
+    "include_dirs": ("/r/inc",),
+    "options": ("-std=c++17",),
+    "ptxas_options": ("-O1",),
+    "depends": ("/r/cfg.h",),
+}
+
+
+def test_every_compile_option_is_in_the_cache_key_and_the_options_hash(tmp_path: Path) -> None:
+    names = [f.name for f in fields(CompileOptions)]
+    assert sorted(names) == sorted(SAMPLES), "give the new CompileOptions field a sample value here"
+    source = tmp_path / "k.cu"
+    source.write_text(KERNEL)
+    session = RegbudgetSession(Settings(archs=("sm_90",), rootdir=Path("/r")))
+    base = CompileOptions()
+    key = cache_key(source, KERNEL, "k", "sm_90", base, TOOLKIT)
+    hashed = session._options_hash(base)
+    for name in names:
+        changed = replace(base, **{name: SAMPLES[name]})
+        assert changed.identity() != base.identity(), name
+        assert cache_key(source, KERNEL, "k", "sm_90", changed, TOOLKIT) != key, name
+        assert session._options_hash(changed) != hashed, name
+
+
+def test_options_hash_of_existing_baselines_is_unchanged() -> None:
+    """Entries written before `depends` existed keep their options_hash (the 0.1 formula)."""
+    options = CompileOptions.make(
+        defines={"N": 4}, include_dirs=["/r/inc"], options=["-O3"], ptxas_options=["-O2"]
+    )
+    session = RegbudgetSession(Settings(archs=("sm_90",), rootdir=Path("/r")))
+    old = bl.options_hash(options.defines, ["inc"], options.options, options.ptxas_options)
+    assert session._options_hash(options) == old
+    assert session._options_hash(replace(options, depends=("/r/cfg.h",))) != old
+
+
+def test_stat_cache_remembers_still_files_only(tmp_path: Path) -> None:
+    still, fresh = tmp_path / "still.h", tmp_path / "fresh.h"
+    still.write_text("A")
+    fresh.write_text("B")
+    old = time.time() - 60
+    os.utime(still, (old, old))  # ctime stays new: remembered only once ctime is old too
+    digests = StatCache(tmp_path / "stat-cache")
+    first = digests.digest(str(fresh), os.stat(fresh))
+    fresh.write_text("C")  # same size, maybe the same timestamp tick: must not be trusted
+    assert digests.digest(str(fresh), os.stat(fresh)) != first
+    digests.digest(str(still), os.stat(still))
+    digests.save()
+    assert not (tmp_path / "stat-cache").exists()  # nothing still enough to remember yet
+
+
+def test_stat_cache_skips_reading_an_unchanged_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    header = tmp_path / "a.h"
+    header.write_text("A")
+    monkeypatch.setattr("pytest_regbudget.cache._RACY_NS", -(10**18))  # every file counts as still
+    digests = StatCache(tmp_path / "stat-cache")
+    value = digests.digest(str(header), os.stat(header))
+    digests.save()
+    reloaded = StatCache(tmp_path / "stat-cache")
+
+    def no_reading(*args: object) -> None:
+        raise AssertionError("read a file whose stat had not changed")
+
+    monkeypatch.setattr("pytest_regbudget.cache.open", no_reading, raising=False)
+    assert reloaded.digest(str(header), os.stat(header)) == value
+    monkeypatch.undo()
+    header.write_text("B")
+    assert reloaded.digest(str(header), os.stat(header)) != value
+
+
+def test_tree_leaves_out_generated_files_and_has_a_limit(tmp_path: Path) -> None:
+    for name in [
+        "a.h",
+        "sub/b.cuh",
+        "data.inc",
+        ".git/x.h",
+        "__pycache__/m.pyc",
+        "venv/pyvenv.cfg",
+        "venv/lib/c.h",
+        "report.json",
+        "regbudget-baseline.toml",
+        "test_k.py",
+        "cache/v1/x.json",
+    ]:
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text("")
+    skip = frozenset({str(tmp_path / "cache")})
+    assert walk_tree(str(tmp_path), skip) == ["a.h", "data.inc", "sub/b.cuh"]
+    assert walk_tree(str(tmp_path), skip, recursive=False) == ["a.h", "data.inc"]
+    with pytest.raises(Uncacheable, match="more than 2 files"):
+        walk_tree(str(tmp_path), skip, limit=2)
+    assert {".json", ".toml", ".py"} <= NOT_FINGERPRINTED
+
+
+def project(tmp_path: Path) -> Path:
+    (tmp_path / "kernels").mkdir()
+    (tmp_path / "common").mkdir()
+    (tmp_path / "common" / "cfg.h").write_text("#define N 2\n")
+    (tmp_path / "kernels" / "notes.txt").write_text("included by nobody\n")
+    return tmp_path / "kernels" / "k.cu"
+
+
+def test_nvrtc_key_covers_the_whole_source_tree(tmp_path: Path) -> None:
+    source = project(tmp_path)
+    text = '#include "../common/cfg.h"\n' + KERNEL
+    key = cache_key(source, text, "k", "sm_90", CompileOptions(), TOOLKIT)
+    # A file no #include names still counts (the scanner is not trusted to be complete) ...
+    (tmp_path / "kernels" / "notes.txt").write_text("changed\n")
+    key2 = cache_key(source, text, "k", "sm_90", CompileOptions(), TOOLKIT)
+    assert key2 != key
+    # ... and so does the tree an #include reaches through "..", and a new file anywhere in it.
+    (tmp_path / "common" / "new.h").write_text("")
+    key3 = cache_key(source, text, "k", "sm_90", CompileOptions(), TOOLKIT)
+    assert key3 != key2
+    # Reports, the baseline and tests written beside the kernels do not.
+    for name in ["report.json", "regbudget-baseline.toml", "test_k.py"]:
+        (tmp_path / "kernels" / name).write_text("x")
+    assert cache_key(source, text, "k", "sm_90", CompileOptions(), TOOLKIT) == key3
+
+
+def test_nvrtc_key_ignores_a_cache_dir_inside_the_tree(tmp_path: Path) -> None:
+    source = project(tmp_path)
+    cache_dir = tmp_path / "kernels" / "cache"
+    key = cache_key(source, KERNEL, "k", "sm_90", CompileOptions(), TOOLKIT, cache_dir=cache_dir)
+    (cache_dir / "v1").mkdir(parents=True)
+    (cache_dir / "v1" / "stat-cache").write_text("{}")
+    assert cache_key(source, KERNEL, "k", "sm_90", CompileOptions(), TOOLKIT, cache_dir=cache_dir) == key
+
+
+def test_macro_include_needs_depends(tmp_path: Path) -> None:
+    source = project(tmp_path)
+    text = '#define CFG "../common/cfg.h"\n#include CFG\n' + KERNEL
+    with pytest.raises(Uncacheable, match=r"#include CFG goes through a macro.*depends="):
+        cache_key(source, text, "k", "sm_90", CompileOptions(), TOOLKIT)
+    for depends in [
+        str(tmp_path / "common" / "cfg.h"),
+        str(tmp_path / "common" / "*.h"),
+        str(tmp_path / "common"),
+    ]:
+        options = CompileOptions(depends=(depends,))
+        key = cache_key(source, text, "k", "sm_90", options, TOOLKIT)
+        (tmp_path / "common" / "cfg.h").write_text("#define N 9\n")
+        assert cache_key(source, text, "k", "sm_90", options, TOOLKIT) != key, depends
+        (tmp_path / "common" / "cfg.h").write_text("#define N 2\n")
+        assert cache_key(source, text, "k", "sm_90", options, TOOLKIT) == key, depends
+
+
+def test_cache_stats_line() -> None:
+    stats = CacheStats(hits=3, misses=1)
+    assert str(stats) == "3 hits, 1 misses"
+    stats.not_cached = 2
+    stats.reasons = {"kernels/x.cu": "#include CFG goes through a macro"}
+    assert str(stats) == "3 hits, 1 misses, 2 not cached (kernels/x.cu: #include CFG goes through a macro)"
+    worker = CacheStats(hits=1, corrupt=1, not_cached=1, reasons={"kernels/y.cu": "why"})
+    total = stats.merged(CacheStats())
+    total.add_payload(worker.to_payload())
+    assert str(total) == (
+        "4 hits, 1 misses, 1 corrupt entries rebuilt, 3 not cached (kernels/x.cu: #include CFG goes "
+        "through a macro; and 1 more file(s))"
+    )
+
+
+def test_cache_dir_that_is_a_file(tmp_path: Path) -> None:
+    afile = tmp_path / "cache"
+    afile.write_text("")
+    for directory in [afile, afile / "deeper"]:
+        cache = CompileCache(directory)
+        assert cache.directory is None
+        assert str(cache.stats) == (
+            f"{afile} is not a directory: caching off (remove it, or point REGBUDGET_CACHE_DIR at a "
+            "directory)"
+        )
+    assert CompileCache(tmp_path / "new" / "dir").directory == tmp_path / "new" / "dir"

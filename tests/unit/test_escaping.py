@@ -1,0 +1,178 @@
+"""Hostile names, paths and logs in every output: no forged GitHub command, no broken Markdown table."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from pytest_regbudget import html
+from pytest_regbudget.budget import KernelReport, check
+from pytest_regbudget.markers import Launch, Limits
+from pytest_regbudget.ptxas import parse_ptxas_output
+from pytest_regbudget.report import (
+    KernelRecord,
+    baseline_lines,
+    github_annotations,
+    markdown_report,
+    summary_lines,
+    to_record,
+)
+from pytest_regbudget.text import one_line, safe_block
+
+PTXAS = """\
+ptxas info    : Compiling entry function 'k' for 'sm_90'
+ptxas info    : Function properties for k
+    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+ptxas info    : Used 40 registers, used 0 barriers, 0 bytes smem
+"""
+RES = parse_ptxas_output(PTXAS)["k"]
+
+FORGED = "k\n::error file=x.cu::forged"
+HOSTILE = ["a|b", "x`y", "``z", FORGED, "%0A", "k\r::warning::cr", "k\u2028::error::ls", "k\x1b[2J"]
+# A compiler log as NVRTC writes it: it quotes the source line, indented by two spaces.
+LOG = 'bad.cu(2): error: the global scope has no "error"\n  ::error file=x.cu::forged\n    ^\n'
+
+
+def passed(kernel: str, nodeid: str = "t.py::test_k[sm_90]") -> KernelRecord:
+    return to_record(check(nodeid, kernel, "sm_90", "/src/k.cu", RES, Limits(launch=Launch(256))))
+
+
+def failed(kernel: str, nodeid: str = "t.py::test_k[sm_90]") -> KernelRecord:
+    return to_record(check(nodeid, kernel, "sm_90", "/src/k.cu", RES, Limits(max_regs=32)))
+
+
+def errored(kernel: str, source: str = "k.cu", error: str = LOG) -> KernelRecord:
+    report = KernelReport("t.py::test_e[sm_90]", kernel, "sm_90", source, None, error=error, line=2)
+    return to_record(report)
+
+
+def all_records() -> list[KernelRecord]:
+    return [make(name) for name in HOSTILE for make in (passed, failed, errored)]
+
+
+def commands(lines: list[str]) -> list[str]:
+    """The lines the GitHub runner would run: it strips leading whitespace, then looks for '::'."""
+    return [line for text in lines for line in text.splitlines() if line.lstrip().startswith("::")]
+
+
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        ("saxpy", "saxpy"),
+        ("gemm<128, 64>", "gemm<128, 64>"),
+        (FORGED, "k\\n::error file=x.cu::forged"),
+        ("a\tb\rc\x1b", "a\\tb\\rc\\x1b"),
+        ("k\u2028x\x85", "k\\u2028x\\x85"),
+        ("%0A", "%0A"),
+    ],
+)
+def test_one_line_escapes_what_could_start_a_line(text: str, shown: str) -> None:
+    assert one_line(text) == shown
+    assert len(shown.splitlines()) == 1
+
+
+def test_safe_block_guards_lines_that_would_be_commands_and_keeps_carets_aligned() -> None:
+    assert safe_block(LOG).splitlines() == [
+        'bad.cu(2): error: the global scope has no "error"',
+        "> ::error file=x.cu::forged",
+        "    ^",
+    ]
+    assert safe_block("::warning::x") == "> ::warning::x"
+    assert safe_block("a\r::error::b") == "a\n> ::error::b"
+    assert safe_block("\t::error::x") == "> ::error::x"
+    assert safe_block("fine\n  indented\tline") == "fine\n  indented\tline"
+
+
+def test_summary_table_has_one_line_per_row_and_no_command() -> None:
+    records = all_records()
+    lines = summary_lines(records)
+    assert len(lines) == 2 + len(records)
+    assert all("\n" not in line and "\r" not in line for line in lines)
+    assert commands(lines) == []
+    assert any("k\\n::error file=x.cu::forged" in line for line in lines)
+
+
+def test_a_test_id_that_starts_with_a_command_is_guarded() -> None:
+    lines = summary_lines([passed("k", nodeid="t.py::::error file=a.cu::forged")])
+    assert commands(lines) == []
+    assert lines[-1].startswith("> ::error")
+
+
+def test_failure_text_has_no_command_line() -> None:
+    for name in HOSTILE:
+        report = check("t.py::t", name, "sm_90", "k.cu", RES, Limits(max_regs=32))
+        text = report.failure_text()
+        assert commands([text]) == []
+        assert text.splitlines()[0].startswith(one_line(name) + " [sm_90]: registers 40 > max_regs 32")
+
+
+def cells(row: str) -> list[str]:
+    """A GFM table row's cells: split at pipes that no backslash escapes."""
+    return re.split(r"(?<!\\)\|", row.strip())[1:-1]
+
+
+def test_markdown_rows_keep_their_columns() -> None:
+    text = markdown_report(all_records())
+    rows = [line for line in text.splitlines() if line.startswith("|")]
+    assert len(rows) == 2 + 3 * len(HOSTILE)
+    assert all(len(cells(row)) == 7 for row in rows), rows
+    assert "`a\\|b`" in text
+    assert "``x`y``" in text
+    assert "` ``z `" in text  # a backtick at the edge needs the padding space
+    assert "`k\\n::error file=x.cu::forged`" in text
+    assert commands(text.splitlines()) == []
+
+
+def test_markdown_compile_error_is_a_code_span_on_one_line() -> None:
+    text = markdown_report([errored("k", error="x.cu(1): error: a | b `c`\nsecond line")])
+    (row,) = [line for line in text.splitlines() if "compile" in line]
+    assert row.endswith("| **ERROR**: `` x.cu(1): error: a \\| b `c` `` |")
+    assert len(cells(row)) == 7
+
+
+def test_annotations_escape_data_and_properties(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("GITHUB_WORKSPACE", raising=False)
+    records = [
+        failed(FORGED),
+        errored("a,b:c", source="/src/dir,x/k:1.cu", error="first %0A\nsecond\r\n::error::third"),
+    ]
+    lines = github_annotations(records, Path("/src"))
+    assert len(lines) == 2
+    assert all("\n" not in line and "\r" not in line for line in lines)
+    forged = next(line for line in lines if "forged" in line)
+    assert forged.startswith(
+        "::error file=k.cu,title=regbudget k\\n%3A%3Aerror file=x.cu%3A%3Aforged [sm_90]::"
+    )
+    err = next(line for line in lines if "third" in line)
+    assert err.startswith("::error file=dir%2Cx/k%3A1.cu,line=2,title=regbudget a%2Cb%3Ac [sm_90]::")
+    assert err.endswith("::first %250A%0Asecond%0A::error::third")
+    # Only the annotations themselves are commands.
+    assert all(line.count("\n") == 0 and line.startswith(("::error ", "::warning ")) for line in lines)
+
+
+def test_baseline_lines_escape_and_summarise_stale_entries() -> None:
+    stale = [(f"t.py::test_{i:05d}[sm_90]", "k", "sm_90") for i in range(10_000)]
+    stale[0] = ("t.py::x\n::error::forged", "k", "sm_90")
+    lines = baseline_lines([], stale, updating=False)
+    assert lines[0] == "10000 stale baseline entries (test or kernel gone):"
+    assert lines[1] == "  t.py::x\\n::error::forged k [sm_90]"
+    assert len(lines) == 1 + 10 + 2
+    assert lines[-2] == "  ... and 9990 more"
+    assert commands(lines) == []
+
+
+def test_baseline_lines_show_all_of_a_few_stale_entries() -> None:
+    stale = [(f"t.py::test_{i}", "k", "sm_90") for i in range(10)]
+    lines = baseline_lines([], stale, updating=False)
+    assert len(lines) == 1 + 10 + 1
+    assert "more" not in "\n".join(lines)
+
+
+def test_html_escapes_hostile_names() -> None:
+    page = html.render([errored("<script>alert(1)</script>", source="<b>.cu"), passed("a&b")])
+    assert "<script>alert" not in page
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    assert "&lt;b&gt;.cu" in page
+    assert "a&amp;b" in page

@@ -1,0 +1,370 @@
+"""Faults that must end in one clear error, not a traceback or a hang: sources and baselines that are not
+UTF-8, broken or hanging tools (small shell scripts standing in for a broken ptxas, never for its numbers),
+timeouts that must kill a whole process group, a held or unwritable baseline."""
+
+from __future__ import annotations
+
+import errno
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import textwrap
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import SAMPLE_ENTRY as ENTRY
+
+from pytest_regbudget import baseline as bl
+from pytest_regbudget import compiler, toolchain
+from pytest_regbudget.compiler import CompileError
+from pytest_regbudget.toolchain import ToolchainError, Toolkit
+
+pytestmark = pytest.mark.skipif(os.name != "posix", reason="the fake tools are shell scripts")
+
+KEY = ("t.py::a[sm_90]", "k", "sm_90")
+VERSION = 'echo "Cuda compilation tools, release 12.9, V12.9.86"'
+
+
+def script(path: Path, body: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("#!/bin/sh\n" + textwrap.dedent(body))
+    path.chmod(0o755)
+    return path
+
+
+def fake_toolkit(ptxas: Path) -> Toolkit:
+    return Toolkit(origin="fake", ptxas=ptxas, nvrtc=ptxas, nvrtc_version="12.9", ptxas_version="12.9.86")
+
+
+def fake_home(tmp_path: Path, ptxas_body: str) -> Path:
+    """A CUDA home as toolchain.toolkit_from_home reads it: bin/ptxas and lib/libnvrtc.so.* (not loaded)."""
+    home = tmp_path / "cuda"
+    script(home / "bin" / "ptxas", ptxas_body)
+    (home / "lib").mkdir()
+    (home / "lib" / "libnvrtc.so.12").write_bytes(b"")
+    (home / "lib" / "libnvrtc-builtins.so.12.9").write_bytes(b"")
+    return home
+
+
+def alive(pid: int) -> bool:
+    """Running, as opposed to gone or a zombie (a container's pid 1 may never reap an orphan)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except FileNotFoundError:
+        return False
+    return "State:\tZ" not in status
+
+
+def assert_gone(pid: int) -> None:
+    """The wrapper's child is gone within 5 s; if not, kill it (the test failed, it must not leak)."""
+    deadline = time.monotonic() + 5
+    while alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if alive(pid):  # pragma: no cover - the failure these tests exist for
+        os.kill(pid, signal.SIGKILL)
+        pytest.fail(f"the wrapper's child {pid} outlived its parent's kill")
+
+
+# -- input that is not UTF-8 ----------------------------------------------------------------------
+
+
+def test_latin1_source_names_file_line_byte_and_fix(tmp_path: Path) -> None:
+    source = tmp_path / "k.cu"
+    source.write_bytes(b'// ok\n// caf\xe9\nextern "C" __global__ void k() {}\n')
+    with pytest.raises(CompileError) as info:
+        compiler.read_source(source)
+    message = str(info.value)
+    assert f"{source}:2: byte 0xE9 (byte offset 12, column 7) is not UTF-8" in message
+    assert "save the file as UTF-8" in message
+
+
+def test_utf8_bom_is_dropped_for_nvrtc(tmp_path: Path) -> None:
+    source = tmp_path / "k.cu"
+    source.write_bytes(b'\xef\xbb\xbfextern "C" __global__ void k() {}\n')
+    assert compiler.read_source(source) == 'extern "C" __global__ void k() {}\n'
+
+
+@pytest.mark.parametrize(
+    ("encoding", "name"),
+    [("utf-16", "UTF-16"), ("utf-16-be", "UTF-16"), ("utf-32", "UTF-32"), ("utf-16-le", "UTF-16")],
+)
+def test_wide_baseline_is_refused_and_kept(tmp_path: Path, encoding: str, name: str) -> None:
+    path = tmp_path / "b.toml"
+    text = bl.dumps({KEY: ENTRY})
+    # utf-16 and utf-32 write a byte order mark; utf-16-be gets one by hand; utf-16-le has none.
+    data = (b"\xfe\xff" if encoding == "utf-16-be" else b"") + text.encode(encoding)
+    path.write_bytes(data)
+    with pytest.raises(bl.BaselineError, match=rf"baseline .*b\.toml is {name}; .*save it as UTF-8"):
+        bl.load(path)
+    with pytest.raises(bl.BaselineError, match=rf"is {name}"):
+        bl.update(path, {("other", "k", "sm_90"): ENTRY}, set(), lock_dir=tmp_path / "cache")
+    assert path.read_bytes() == data
+
+
+def test_latin1_baseline_names_line_and_byte(tmp_path: Path) -> None:
+    path = tmp_path / "b.toml"
+    path.write_bytes(b"# caf\xe9\nversion = 1\n")
+    with pytest.raises(bl.BaselineError, match=r"b\.toml, line 1: byte 0xE9 .* is not UTF-8"):
+        bl.load(path)
+
+
+def test_utf8_bom_baseline_loads_and_an_update_drops_the_bom(tmp_path: Path) -> None:
+    path = tmp_path / "b.toml"
+    path.write_bytes(b"\xef\xbb\xbf" + bl.dumps({KEY: ENTRY}).encode())
+    assert bl.load(path) == {KEY: ENTRY}
+    bl.update(path, {KEY: ENTRY}, set(), lock_dir=tmp_path / "cache")
+    assert path.read_bytes() == bl.dumps({KEY: ENTRY}).encode()
+
+
+def test_tool_output_that_is_not_utf8_is_decoded_with_replacement(tmp_path: Path) -> None:
+    tool = script(tmp_path / "ptxas", r"printf 'ptxas fatal : /k\351.ptx\n' >&2; exit 1" + "\n")
+    assert compiler._run([str(tool)], 10, "ptxas") == (1, "ptxas fatal : /k\ufffd.ptx\n")
+
+
+# -- toolchain faults -----------------------------------------------------------------------------
+
+
+def test_ptxas_that_hangs_on_version_is_a_toolchain_error(tmp_path: Path) -> None:
+    ptxas = script(tmp_path / "ptxas", "exec sleep 1000\n")
+    start = time.monotonic()
+    with pytest.raises(ToolchainError, match=rf"{ptxas} --version did not answer within 1 s \(killed\)"):
+        toolchain.ptxas_version(ptxas, 1.0)
+    assert time.monotonic() - start < 10
+
+
+def test_hanging_ptxas_in_an_explicit_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    home = fake_home(tmp_path, "exec sleep 1000\n")
+    monkeypatch.setattr(toolchain, "VERSION_TIMEOUT", 1.0)
+    with pytest.raises(ToolchainError, match=r"bin/ptxas --version did not answer within 1 s"):
+        toolchain.discover(str(home), env={})
+
+
+def test_ptxas_that_is_not_executable(tmp_path: Path) -> None:
+    home = fake_home(tmp_path, VERSION + "\n")
+    ptxas = home / "bin" / "ptxas"
+    ptxas.chmod(0o644)
+    if os.access(ptxas, os.X_OK):  # pragma: no cover - a file system that ignores modes
+        pytest.skip("this file system ignores the executable bit")
+    with pytest.raises(ToolchainError, match=rf"cannot run {ptxas}: .*not executable.*chmod \+x {ptxas}"):
+        toolchain.discover(str(home), env={})
+    with pytest.raises(CompileError, match=rf"ptxas 12.9.86 on k \[sm_90\]: cannot run {ptxas}: .*chmod \+x"):
+        compiler.run_ptxas(".version 8.8\n", "sm_90", (), fake_toolkit(ptxas), 10, "k [sm_90]")
+
+
+def test_ptxas_that_exits_0_without_a_cubin(tmp_path: Path) -> None:
+    ptxas = script(tmp_path / "ptxas", "echo 'ptxas info    : 0 bytes gmem'\nexit 0\n")
+    with pytest.raises(CompileError) as info:
+        compiler.run_ptxas(".version 8.8\n", "sm_90", (), fake_toolkit(ptxas), 10, "k [sm_90]")
+    message = str(info.value)
+    assert f"ptxas 12.9.86 ({ptxas}) exited 0 but wrote no cubin for k [sm_90] for sm_90" in message
+    assert "0 bytes gmem" in message
+
+
+# -- timeouts -------------------------------------------------------------------------------------
+
+
+def test_timeout_kills_the_whole_process_group(tmp_path: Path) -> None:
+    pid_file = tmp_path / "grandchild.pid"
+    wrapper = script(tmp_path / "ptxas", f"sleep 1000 &\necho $! > {pid_file}\nwait\n")
+    start = time.monotonic()
+    with pytest.raises(CompileError, match=r"did not finish within 1 s \(killed with its child processes\)"):
+        compiler._run([str(wrapper)], 1.0, "ptxas 12.9.86 on k [sm_90]")
+    assert time.monotonic() - start < 10
+    assert_gone(int(pid_file.read_text()))
+
+
+def test_an_interrupted_run_can_kill_the_tools_of_every_thread(tmp_path: Path) -> None:
+    """Ctrl-C does not reach a tool in a session of its own: kill what the compile threads run."""
+    pid_file = tmp_path / "grandchild.pid"
+    wrapper = script(tmp_path / "ptxas", f"sleep 1000 &\necho $! > {pid_file}\nwait\n")
+    results: list[tuple[int, str]] = []
+    worker = threading.Thread(target=lambda: results.append(toolchain.run_tool([str(wrapper)], 300)))
+    worker.start()
+    deadline = time.monotonic() + 10
+    while not pid_file.exists() or not pid_file.read_text().strip():
+        assert time.monotonic() < deadline, "the wrapper did not start"
+        time.sleep(0.02)
+    toolchain.kill_running_tools()
+    worker.join(10)
+    assert not worker.is_alive()
+    assert results[0][0] == -signal.SIGKILL
+    assert_gone(int(pid_file.read_text()))
+
+
+# -- the baseline lock ----------------------------------------------------------------------------
+
+
+@pytest.fixture
+def held_lock(tmp_path: Path) -> Iterator[tuple[Path, Path, int]]:
+    """(baseline, lock dir, holder pid): another process holds the baseline's lock until the test ends."""
+    path, lock_dir = tmp_path / "repo" / "b.toml", tmp_path / "cache"
+    path.parent.mkdir()
+    bl.atomic_write(path, bl.dumps({KEY: ENTRY}))
+    code = (
+        "import sys, time; from pathlib import Path; from pytest_regbudget import baseline as bl\n"
+        "with bl._locked(Path(sys.argv[1]), Path(sys.argv[2]), 10):\n"
+        "    print('held', flush=True); time.sleep(60)\n"
+    )
+    holder = subprocess.Popen(
+        [sys.executable, "-c", code, str(path), str(lock_dir)], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert holder.stdout is not None
+        assert holder.stdout.readline() == "held\n"
+        yield path, lock_dir, holder.pid
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_held_lock_times_out_naming_the_holder(held_lock: tuple[Path, Path, int]) -> None:
+    path, lock_dir, pid = held_lock
+    before = path.read_bytes()
+    start = time.monotonic()
+    with pytest.raises(bl.BaselineError) as info:
+        bl.update(path, {("n2", "k", "sm_90"): ENTRY}, set(), lock_dir=lock_dir, lock_timeout=0.5)
+    assert time.monotonic() - start < 10
+    message = str(info.value)
+    assert f"baseline {path} is being updated by another process (pid {pid})" in message
+    assert "gave up after waiting 0.5 s" in message
+    assert "let that run finish" in message
+    assert path.read_bytes() == before
+
+
+def test_lock_lives_in_the_cache_dir_and_leaves_nothing_beside_the_baseline(tmp_path: Path) -> None:
+    path, lock_dir = tmp_path / "repo" / "b.toml", tmp_path / "cache"
+    bl.update(path, {KEY: ENTRY}, set(), lock_dir=lock_dir)
+    assert sorted(p.name for p in path.parent.iterdir()) == ["b.toml"]
+    lock = bl.lock_path(path, lock_dir)
+    assert lock.parent == lock_dir / "locks"
+    assert not lock.with_name(lock.name + ".pid").exists()
+    bl.update(path, {KEY: ENTRY}, set(), lock_dir=lock_dir)  # and it can be taken again
+
+
+def test_default_lock_dir_is_the_compile_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("REGBUDGET_CACHE_DIR", str(tmp_path / "cache"))
+    path = tmp_path / "repo" / "b.toml"
+    bl.update(path, {KEY: ENTRY}, set())
+    assert (tmp_path / "cache" / "locks").is_dir()
+    assert sorted(p.name for p in path.parent.iterdir()) == ["b.toml"]
+
+
+# -- baseline write failures ----------------------------------------------------------------------
+
+
+def test_read_only_baseline_is_refused_and_kept(tmp_path: Path) -> None:
+    path = tmp_path / "b.toml"
+    bl.atomic_write(path, bl.dumps({KEY: ENTRY}))
+    path.chmod(0o444)
+    before = path.read_bytes()
+    with pytest.raises(
+        bl.BaselineError, match=rf"baseline {path} is read-only \(mode 444\)\. Fix: chmod u\+w"
+    ):
+        bl.update(path, {("n2", "k", "sm_90"): ENTRY}, set(), lock_dir=tmp_path / "cache")
+    assert path.read_bytes() == before
+    assert path.stat().st_mode & 0o777 == 0o444
+    # Nothing to change: nothing to refuse.
+    assert bl.update(path, {KEY: ENTRY}, set(), lock_dir=tmp_path / "cache").unchanged == 1
+
+
+def _leftovers(directory: Path) -> list[str]:
+    return sorted(p.name for p in directory.iterdir())
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into a directory without write permission")
+def test_unwritable_directory(tmp_path: Path) -> None:  # pragma: no cover - CI runs as a normal user
+    directory = tmp_path / "repo"
+    path = directory / "b.toml"
+    bl.atomic_write(path, bl.dumps({KEY: ENTRY}))
+    directory.chmod(0o555)
+    try:
+        with pytest.raises(bl.BaselineError, match=rf"cannot write baseline {path}: Permission denied"):
+            bl.update(path, {("n2", "k", "sm_90"): ENTRY}, set(), lock_dir=tmp_path / "cache")
+    finally:
+        directory.chmod(0o755)
+    assert bl.load(path) == {KEY: ENTRY}
+
+
+def test_unwritable_directory_as_any_user(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same as the user would see it, for a run as root (which may write anywhere)."""
+    path = tmp_path / "repo" / "b.toml"
+    bl.atomic_write(path, bl.dumps({KEY: ENTRY}))
+
+    def denied(*args: Any, **kwargs: Any) -> tuple[int, str]:
+        raise PermissionError(errno.EACCES, "Permission denied", str(path.parent))
+
+    monkeypatch.setattr(tempfile, "mkstemp", denied)
+    with pytest.raises(bl.BaselineError) as info:
+        bl.update(path, {("n2", "k", "sm_90"): ENTRY}, set(), lock_dir=tmp_path / "cache")
+    assert str(info.value) == (
+        f"cannot write baseline {path}: Permission denied; the file is as it was. Fix: make {path.parent} "
+        f"writable (chmod u+w {path.parent}), or set --regbudget-baseline elsewhere"
+    )
+    assert bl.load(path) == {KEY: ENTRY}
+
+
+def test_full_disk_keeps_the_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "repo" / "b.toml"
+    bl.atomic_write(path, bl.dumps({KEY: ENTRY}))
+    before = path.read_bytes()
+    real_fdopen = os.fdopen
+
+    class Full:
+        def __init__(self, fd: int, *args: Any, **kwargs: Any) -> None:
+            self.fh = real_fdopen(fd, *args, **kwargs)
+
+        def __enter__(self) -> Full:
+            return self
+
+        def __exit__(self, *exc: object) -> None:
+            self.fh.close()
+
+        def write(self, text: str) -> int:
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "fdopen", Full)
+    with pytest.raises(bl.BaselineError, match=r"No space left on device; the file is as it was\. Fix: free"):
+        bl.update(path, {("n2", "k", "sm_90"): ENTRY}, set(), lock_dir=tmp_path / "cache")
+    assert path.read_bytes() == before
+    assert _leftovers(path.parent) == ["b.toml"]
+
+
+# SIGKILL during updates: tests/unit/test_baseline_durability.py.
+
+
+def test_file_size_limit_keeps_the_file(tmp_path: Path) -> None:
+    """A real write failure from the kernel (EFBIG under RLIMIT_FSIZE), in a child process."""
+    path = tmp_path / "repo" / "b.toml"
+    bl.atomic_write(path, bl.dumps({KEY: ENTRY}))
+    before = path.read_bytes()
+    code = textwrap.dedent(
+        f"""
+        import resource, signal, sys
+        from pathlib import Path
+        from pytest_regbudget import baseline as bl
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, ({len(before)}, {len(before)}))
+        entry = bl.load(Path(sys.argv[1]))[{KEY!r}]
+        fresh = {{("n%d" % i, "k", "sm_90"): entry for i in range(50)}}
+        try:
+            bl.update(Path(sys.argv[1]), fresh, set(), lock_dir=Path(sys.argv[2]))
+        except bl.BaselineError as exc:
+            print(exc)
+        """
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(path), str(tmp_path / "cache")],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert f"cannot write baseline {path}: File too large; the file is as it was" in out
+    assert "ulimit -f" in out
+    assert path.read_bytes() == before
+    assert _leftovers(path.parent) == ["b.toml"]
