@@ -22,12 +22,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from types import MappingProxyType
 
+from .errors import UnknownArchError
+
 __all__ = [
     "ARCHS",
     "SUPPORTED_ARCHS",
     "SUPPORTED_VARIANTS",
     "ArchLimits",
-    "UnknownArchError",
     "compute_arch",
     "get_arch",
 ]
@@ -78,10 +79,6 @@ class ArchLimits:
     @property
     def max_warps_per_sm(self) -> int:
         return self.max_threads_per_sm // self.warp_size
-
-
-class UnknownArchError(ValueError):
-    """An arch name this table has no limits for; the message lists the supported names."""
 
 
 # Shared by every supported arch. Guide: 1024 threads per block, 32-thread warps, 64 K 32-bit registers

@@ -19,9 +19,16 @@ import tempfile
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import filelock
 import tomli_w
+
+from .dirs import default_cache_dir
+from .errors import BaselineError
+
+if TYPE_CHECKING:
+    from .budget import KernelReport
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -44,10 +51,6 @@ Key = tuple[str, str, str]  # (test nodeid, kernel, arch)
 INT_FIELDS = ("registers", "spill_stores", "spill_loads", "stack", "smem", "const_mem")
 TEXT_FIELDS = ("ptxas", "nvrtc", "options_hash")
 OPTIONAL_INT_FIELDS = ("spill_stores", "spill_loads")  # absent for binaries, which do not record spills
-
-
-class BaselineError(Exception):
-    """The baseline file cannot be used; the message names the file, the place and the problem."""
 
 
 @dataclass(frozen=True)
@@ -80,9 +83,59 @@ class Entry:
             out["gpu"] = {name: dict(sorted(fig.items())) for name, fig in sorted(self.gpu.items())}
         return out
 
+    @classmethod
+    def from_report(cls, report: KernelReport) -> Entry:
+        """The entry a measured kernel writes (its report must have resources)."""
+        res, occ = report.resources, report.occupancy
+        if res is None:
+            raise ValueError(f"{report.label} has no numbers to record: {report.error}")
+        occupancy_at = None
+        if occ is not None and report.launch is not None:
+            dynamic = f", {report.dynamic_smem} B dynamic smem" if report.dynamic_smem else ""
+            occupancy_at = f"{report.launch.threads} threads{dynamic}"
+        return cls(
+            registers=res.registers,
+            spill_stores=res.spill_stores if res.spills_known else None,
+            spill_loads=res.spill_loads if res.spills_known else None,
+            stack=res.stack_frame,
+            smem=res.shared_mem,
+            const_mem=res.const_mem,
+            ptxas=report.ptxas_version,
+            nvrtc=report.nvrtc_version,
+            options_hash=report.options_hash,
+            # Rounded so that the file does not churn on float noise.
+            occupancy=None if occ is None else round(round(occ.occupancy, 6), 4),
+            occupancy_at=occupancy_at,
+            gpu=_gpu_figures(report),
+        )
+
     def gpu_time_ms(self, device: str) -> float | None:
         value = self.gpu.get(device, {}).get("time_ms")
         return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _gpu_figures(report: KernelReport) -> dict[str, dict[str, object]]:
+    """Per-device figures for the baseline; only a timed kernel has any."""
+    g, t = report.gpu, report.timing
+    if g is None or t is None:
+        return {}
+    figures: dict[str, object] = {
+        "time_ms": float(f"{t.median_ms:.4g}"),
+        "noise": round(t.noise or 0.0, 4),
+        "samples": t.samples,
+        "driver_registers": g.view.registers,
+    }
+    driver = report.driver_occupancy
+    if driver is not None:
+        figures["driver_occupancy"] = round(round(driver, 6), 4)
+    if t.sm_clock_mhz is not None:
+        figures["sm_clock_mhz"] = t.sm_clock_mhz
+    return {g.device: figures}
+
+
+def entry_from_table(table: object, where: str = "entry") -> Entry:
+    """An entry from its TOML table (as `Entry.to_toml` makes it), validated like the file's."""
+    return _entry(where, table)
 
 
 def options_hash(*parts: object) -> str:
@@ -319,8 +372,6 @@ def update(
     be written (a directory that is not writable, a full disk).
     """
     if lock_dir is None:
-        from .cache import default_cache_dir  # cache.py imports this module: import it late
-
         lock_dir = default_cache_dir()
     timeout = LOCK_TIMEOUT if lock_timeout is None else lock_timeout
     with _locked(path, lock_dir, timeout):

@@ -59,15 +59,14 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .arch import UnknownArchError, get_arch
-from .compiler import CompileError
+from .arch import get_arch
+from .errors import BinaryError, ParseError, UnknownArchError
+from .sass import instruction, local_opcode
 from .toolchain import Toolkit, find_tool
 
 __all__ = [
     "CUOBJDUMP_FIX",
-    "BinaryError",
     "BinaryKernel",
-    "CuobjdumpParseError",
     "ElfInfo",
     "KernelAttributes",
     "ResourceUsage",
@@ -85,20 +84,6 @@ CUOBJDUMP_FIX = (
 )
 # The first ptxas seen to mark spill instructions; 12.4 and older were checked and do not.
 _ANNOTATING_PTXAS = (12, 9)
-
-
-class BinaryError(CompileError):
-    """cuobjdump is missing, cannot read the file, or printed something this module cannot read."""
-
-
-class CuobjdumpParseError(ValueError):
-    """cuobjdump text that cannot be read; the message quotes the offending line."""
-
-    def __init__(self, message: str, line: str | None = None, lineno: int | None = None) -> None:
-        if line is not None:
-            where = f"line {lineno}: " if lineno is not None else ""
-            message = f"{message}\n  {where}{line.strip()!r}"
-        super().__init__(message)
 
 
 @dataclass(frozen=True)
@@ -239,9 +224,7 @@ def parse_resource_usage(text: str) -> list[ResourceUsage]:
         for lineno, line in block.lines:
             if m := _FUNCTION.match(line):
                 if pending is not None:
-                    raise CuobjdumpParseError(
-                        f"function {pending[0]!r} has no resource line", pending[2], pending[1]
-                    )
+                    raise ParseError(f"function {pending[0]!r} has no resource line", pending[2], pending[1])
                 pending = (m.group(1), lineno, line)
                 continue
             if pending is None or not line.strip():
@@ -257,9 +240,7 @@ def parse_resource_usage(text: str) -> list[ResourceUsage]:
                     fields[key] = int(value)
             missing = [k for k in _REQUIRED if k not in fields]
             if missing:
-                raise CuobjdumpParseError(
-                    f"the resource line of {name!r} has no {', '.join(missing)}", line, lineno
-                )
+                raise ParseError(f"the resource line of {name!r} has no {', '.join(missing)}", line, lineno)
             result.append(
                 ResourceUsage(
                     name=name,
@@ -274,7 +255,7 @@ def parse_resource_usage(text: str) -> list[ResourceUsage]:
                 )
             )
         if pending is not None:
-            raise CuobjdumpParseError(
+            raise ParseError(
                 f"function {pending[0]!r} has no resource line; is the output truncated?",
                 pending[2],
                 pending[1],
@@ -432,7 +413,7 @@ def parse_elf_dump(text: str | Iterable[str]) -> list[ElfInfo]:
     for index, block in enumerate(_elf_blocks(lines)):
         state = _read_elf_block(block)
         if state.header is None:
-            raise CuobjdumpParseError(f"ELF {index} of the listing has no ELF header line")
+            raise ParseError(f"ELF {index} of the listing has no ELF header line")
         elf_type, sm, header_toolkit = state.header
         entries = [s for s in state.symbols if s.kind == "FUNC" and "ENTRY" in s.other]
         kernels: dict[str, KernelAttributes] = {}
@@ -463,7 +444,6 @@ def parse_elf_dump(text: str | Iterable[str]) -> list[ElfInfo]:
 # --dump-sass
 
 _SASS_FUNCTION = re.compile(r"^\s*Function\s*:\s*(\S+)\s*$")
-_SASS_LOCAL = re.compile(r"^\s*/\*([0-9a-fA-F]+)\*/\s+[^;]*?\b((?:STL|LDL)(?:\.\w+)*)\b")
 _WIDTHS = {"U8": 1, "S8": 1, "U16": 2, "S16": 2, "64": 8, "128": 16}
 
 
@@ -477,8 +457,8 @@ def parse_sass_local_accesses(text: str | Iterable[str]) -> list[dict[str, dict[
         for _, line in block.lines:
             if m := _SASS_FUNCTION.match(line):
                 current = functions.setdefault(m.group(1), {})
-            elif current is not None and (m := _SASS_LOCAL.match(line)):
-                current[int(m.group(1), 16)] = m.group(2)
+            elif current is not None and (ins := instruction(line)) and (opcode := local_opcode(ins[1])):
+                current[ins[0]] = opcode
         result.append(functions)
     return result
 
@@ -597,7 +577,7 @@ def read_binary(path: Path, toolkit: Toolkit | None = None, timeout: float = 120
                 )
             accesses = parse_sass_local_accesses(sass)
         return combine_listings(usages, elves, accesses)
-    except CuobjdumpParseError as exc:
+    except ParseError as exc:
         raise BinaryError(f"cannot read cuobjdump's listings of {path}: {exc}") from exc
 
 
@@ -619,7 +599,7 @@ def combine_listings(
     # Both listings print the same ELFs in the same order; check that before pairing them up.
     for u in usages:
         if u.elf >= len(elves) or (u.arch is not None and u.arch != elves[u.elf].arch):
-            raise CuobjdumpParseError(
+            raise ParseError(
                 f"the resource listing's ELF {u.elf} ({u.arch}) has no counterpart in the ELF listing"
             )
     return [

@@ -13,8 +13,8 @@ from typing import Literal
 from .arch import get_arch
 from .baseline import Entry
 from .diagnosis import diagnose
-from .gpu import GpuFacts, Timing
-from .markers import Launch, Level, Limits
+from .facts import GpuFacts, KernelFacts, Timing
+from .limits import Launch, Level, Limits
 from .occupancy import (
     BARRIERS,
     BLOCKS,
@@ -52,10 +52,14 @@ class Delta:
         return self.now - self.baseline
 
     def text(self) -> str:
-        """`registers 72 -> 80 (+8)`; occupancy in percent."""
-        if self.metric == "occupancy":
-            return f"occupancy {self.baseline:.1%} -> {self.now:.1%} ({self.change * 100:+.1f} pts)"
-        return f"{self.metric} {self.baseline:g} -> {self.now:g} ({self.change:+g})"
+        return delta_text(self.metric, self.baseline, self.now)
+
+
+def delta_text(metric: str, baseline: float, now: float) -> str:
+    """`registers 72 -> 80 (+8)`; occupancy in percent."""
+    if metric == "occupancy":
+        return f"occupancy {baseline:.1%} -> {now:.1%} ({(now - baseline) * 100:+.1f} pts)"
+    return f"{metric} {baseline:g} -> {now:g} ({now - baseline:+g})"
 
 
 def compare(old: Entry, new: Entry, tolerance: Mapping[str, float]) -> list[Delta]:
@@ -86,9 +90,12 @@ def compare(old: Entry, new: Entry, tolerance: Mapping[str, float]) -> list[Delt
     return deltas
 
 
-@dataclass
+@dataclass(frozen=True)
 class KernelReport:
-    """One kernel on one arch in one test: what ptxas said, what it means, and the verdict."""
+    """One kernel on one arch in one test: what ptxas said, what it means, and the verdict.
+
+    Immutable: `verdict()` makes it whole, and `timed()` makes the final one of a timed kernel.
+    """
 
     nodeid: str
     kernel: str
@@ -136,6 +143,13 @@ class KernelReport:
     @property
     def shared_mem(self) -> int | None:
         return self.resources.shared_mem if self.resources else None
+
+    @property
+    def driver_occupancy(self) -> float | None:
+        """The occupancy the driver grants at the launch size, where GPU checks ran."""
+        if self.gpu is None or self.gpu.driver_blocks is None or self.occupancy is None:
+            return None
+        return self.occupancy.of_blocks(self.gpu.driver_blocks)
 
     @property
     def outcome(self) -> Outcome:
@@ -337,7 +351,7 @@ def check(
             violations.append(launch_problem)
         driver_occ: float | None = None
         if gpu is not None and gpu.driver_blocks is not None:
-            driver_occ = gpu.driver_blocks * occ.warps_per_block / occ.max_warps_per_sm
+            driver_occ = occ.of_blocks(gpu.driver_blocks)
             if gpu.driver_blocks != occ.active_blocks:
                 defects.append(
                     f"the driver grants {gpu.driver_blocks} blocks of {r.launch.threads} threads per SM on "
@@ -450,3 +464,95 @@ def time_verdict(
                 "pytest --regbudget-update on this GPU"
             )
     return out
+
+
+UPDATE_HINT = "pytest --regbudget-update"
+
+
+@dataclass(frozen=True)
+class BaselineRule:
+    """How a kernel is held to its baseline entry."""
+
+    entry: Entry | None  # this kernel's entry, if the baseline has one
+    recorded: bool = False  # a baseline file is in use: a kernel without an entry is "new", not "none"
+    tolerance: Mapping[str, float] = field(default_factory=dict)
+    enforce: bool = True  # False during an update, which accepts whatever it measures
+    name: str = "the baseline"  # the file, as the fix names it
+
+
+def verdict(
+    nodeid: str,
+    kernel: str,
+    facts: KernelFacts,
+    limits: Limits,
+    level: Level = "fail",
+    *,
+    gpu: GpuFacts | None = None,
+    sass: SassReport | None = None,
+    baseline: BaselineRule | None = None,
+    gpu_note: str | None = None,
+) -> KernelReport:
+    """Everything known at compile time (and, with `gpu`, at load time) judged at once: the budgets of
+    `limits`, the driver's agreement, and the baseline. `kernel` is the id the baseline keys it by."""
+    report = check(
+        nodeid,
+        kernel,
+        facts.arch,
+        str(facts.source),
+        facts.resources,
+        limits,
+        level,
+        gpu=gpu,
+        sass=sass,
+        ptxas_options=facts.ptxas_options,
+    )
+    report = replace(
+        report,
+        ptxas_version=facts.provenance.ptxas,
+        nvrtc_version=facts.provenance.frontend,
+        options_hash=facts.options_hash,
+        line=facts.line,
+        gpu_note=gpu_note,
+    )
+    return report if baseline is None else ratchet(report, baseline)
+
+
+def ratchet(report: KernelReport, rule: BaselineRule) -> KernelReport:
+    """The report held to its baseline entry: deltas always, violations where enforced and comparable."""
+    old = rule.entry
+    if old is None:
+        return replace(report, baseline_status="new" if rule.recorded else "none")
+    deltas = compare(old, Entry.from_report(report), rule.tolerance)
+    if old.ptxas != report.ptxas_version:
+        return replace(report, baseline=old, deltas=deltas, baseline_status="toolkit-mismatch")
+    worse = []
+    for d in deltas if rule.enforce else []:
+        if d.verdict == "worse":
+            allowed = f", tolerance {d.tolerance:g}" if d.tolerance else ""
+            worse.append(
+                f"{d.text()} is worse than the baseline{allowed}; if intended, accept it with "
+                f"{UPDATE_HINT} and commit {rule.name}"
+            )
+    return replace(
+        report,
+        baseline=old,
+        deltas=deltas,
+        baseline_status="compared",
+        violations=[*report.violations, *worse],
+    )
+
+
+def timed(report: KernelReport, limits: Limits, timing: Timing, *, enforce: bool) -> KernelReport:
+    """The report with its GPU time judged: `max_time_ms` always, `max_time_ratio` against this device's
+    baseline median where there is one and the run is not an update."""
+    device = report.gpu.device if report.gpu else None
+    baseline_ms = report.baseline.gpu_time_ms(device) if report.baseline and device else None
+    note = report.gpu_note
+    if baseline_ms is None and limits.max_time_ratio is not None:
+        note = (
+            f"no time baseline for {device or 'this GPU'} yet: max_time_ratio not checked; "
+            f"record one with {UPDATE_HINT} on this GPU"
+        )
+    judged = limits if enforce else replace(limits, max_time_ratio=None)
+    out = replace(report, timing=timing, baseline_time_ms=baseline_ms, gpu_note=note)
+    return replace(out, violations=[*report.violations, *time_verdict(out, judged, timing, baseline_ms)])

@@ -48,6 +48,7 @@ from pathlib import Path
 from . import compiler
 from .baseline import atomic_write
 from .compiler import BuildOutputs, CompiledKernel, CompileOptions, Nvcc
+from .errors import CompileError
 from .toolchain import Toolkit
 
 FORMAT = 1
@@ -82,14 +83,6 @@ NOT_FINGERPRINTED = frozenset(
         ".log",
     }
 )
-
-
-def default_cache_dir(env: dict[str, str] | os._Environ[str] = os.environ) -> Path:
-    """REGBUDGET_CACHE_DIR, else $XDG_CACHE_HOME/pytest-regbudget, else ~/.cache/pytest-regbudget."""
-    if env.get("REGBUDGET_CACHE_DIR"):
-        return Path(env["REGBUDGET_CACHE_DIR"])
-    base = env.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "pytest-regbudget"
 
 
 def _digest(data: bytes) -> str:
@@ -705,10 +698,10 @@ class CompileCache:
         """
         text = compiler.read_source(source) if source_text is None else source_text
         # An nvcc build is measured by nvcc's own toolkit, which is what its report must name.
-        used = nvcc.as_toolkit() if nvcc is not None else toolkit
+        made = nvcc.provenance() if nvcc is not None else compiler.nvrtc_provenance(toolkit)
 
         def finish(outputs: BuildOutputs) -> CompiledKernel:
-            return compiler.interpret(outputs, source, text, kernel, arch, options, used)
+            return compiler.interpret(outputs, source, text, kernel, arch, options, made)
 
         def build() -> BuildOutputs:
             if nvcc is not None:
@@ -736,7 +729,7 @@ class CompileCache:
             return None
         try:
             compiled = finish(cached)
-        except compiler.CompileError:
+        except CompileError:
             self._count("corrupt")
             return None
         self._count("hits")
@@ -777,7 +770,7 @@ class CompileCache:
             [
                 *_identity(source, text, kernel, arch, options),
                 "nvcc",
-                _toolkit_identity(nvcc.as_toolkit()),
+                nvcc.identity(),
                 str(nvcc.path),
                 _host_compiler_identity(),
                 _depends_fingerprint(options.depends, self.digests, skip),

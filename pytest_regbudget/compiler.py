@@ -17,8 +17,11 @@ import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
+from typing import Literal
 
 from .arch import compute_arch, get_arch
+from .errors import CompileError, KernelNotFoundError
+from .facts import KernelFacts, Provenance
 from .ptxas import KernelResources, combine, parse_ptx_directives, parse_ptx_entries, parse_ptxas_output
 from .toolchain import (
     VERSION_TIMEOUT,
@@ -31,23 +34,13 @@ from .toolchain import (
 )
 
 DEFAULT_PTXAS_TIMEOUT = 300.0
-
-
-class CompileError(Exception):
-    """NVRTC or ptxas rejected the kernel; the message carries the compiler's own log."""
-
-    def __init__(self, message: str, log: str = "") -> None:
-        super().__init__(message)
-        self.log = log
-
-
-class KernelNotFoundError(CompileError):
-    """The module compiled, but holds no kernel of the requested name."""
+# The two compilers a CUDA source is built with: NVRTC (the kernel alone) or nvcc (the translation unit).
+Backend = Literal["nvrtc", "nvcc"]
 
 
 @dataclass(frozen=True)
 class CompileOptions:
-    """What the user controls. `None`/empty means the toolkit's default; flags are made in `nvrtc_flags`."""
+    """What the user controls. `None`/empty means the toolkit's default; flags are made in `flags`."""
 
     defines: tuple[tuple[str, str | None], ...] = ()
     include_dirs: tuple[str, ...] = field(default=(), metadata={"paths": True})
@@ -113,14 +106,23 @@ class CompileOptions:
             return self
         return replace(self, options=(*self.options, "-lineinfo"))
 
-    def nvrtc_flags(self, arch: str, source_dir: Path, toolkit: Toolkit) -> list[str]:
-        flags = [f"--gpu-architecture={compute_arch(arch)}"]
-        flags += [f"-D{k}" if v is None else f"-D{k}={v}" for k, v in self.defines]
-        # The user's dirs first, then the source's own dir (nvcc's rule for "x.h"), then the toolkit's
-        # headers, which bare NVRTC does not know about but every nvcc user expects.
-        dirs = [*self.include_dirs, str(source_dir), *(str(d) for d in toolkit.include_dirs)]
-        flags += [f"--include-path={d}" for d in dirs]
-        return [*flags, *self.options]
+    def flags(
+        self, backend: Backend, arch: str, source_dir: Path, toolkit_include_dirs: Sequence[Path] = ()
+    ) -> list[str]:
+        """The flags these options make: for NVRTC, PTX for compute_XX (ptxas_options go to ptxas, which
+        runs apart); for nvcc, a cubin for sm_XX with ptxas_options passed through.
+
+        Headers are searched in the user's dirs first, then in the source's own dir (nvcc's rule for
+        "x.h"), then in `toolkit_include_dirs`: the toolkit's headers, which bare NVRTC does not know about
+        but every nvcc user expects (nvcc adds them itself).
+        """
+        defines = [f"-D{k}" if v is None else f"-D{k}={v}" for k, v in self.defines]
+        dirs = [*self.include_dirs, str(source_dir), *(str(d) for d in toolkit_include_dirs)]
+        if backend == "nvrtc":
+            includes = [f"--include-path={d}" for d in dirs]
+            return [f"--gpu-architecture={compute_arch(arch)}", *defines, *includes, *self.options]
+        ptxas = [f"-Xptxas={o}" for o in self.ptxas_options]
+        return [f"-arch={arch}", *defines, *(f"-I{d}" for d in dirs), *self.options, *ptxas]
 
 
 @dataclass(frozen=True)
@@ -132,18 +134,48 @@ class PtxModule:
 
 @dataclass(frozen=True)
 class CompiledKernel:
-    kernel: str  # as the user named it ("gemm<128, 64>")
-    entry: str  # as it is in the PTX/cubin ("_Z4gemmILi128ELi64EEvPf")
-    arch: str
-    source: Path
-    resources: KernelResources
+    """A compile's result: the kernel's facts, and what only a compile has (its options, NVRTC log, PTX)."""
+
+    facts: KernelFacts
     options: CompileOptions
-    toolkit: Toolkit
-    ptxas_log: str
     nvrtc_log: str
-    cubin: bytes = field(repr=False)
     ptx: str = field(repr=False)
-    line: int | None = None  # 1-based line of the kernel's __global__ in `source`
+
+    @property
+    def kernel(self) -> str:
+        return self.facts.kernel
+
+    @property
+    def entry(self) -> str:
+        return self.facts.entry
+
+    @property
+    def arch(self) -> str:
+        return self.facts.arch
+
+    @property
+    def source(self) -> Path:
+        return self.facts.source
+
+    @property
+    def resources(self) -> KernelResources:
+        return self.facts.resources
+
+    @property
+    def provenance(self) -> Provenance:
+        return self.facts.provenance
+
+    @property
+    def ptxas_log(self) -> str:
+        return self.facts.ptxas_log
+
+    @property
+    def cubin(self) -> bytes:
+        return self.facts.cubin
+
+    @property
+    def line(self) -> int | None:
+        return self.facts.line
 
 
 class _Nvrtc:
@@ -231,7 +263,7 @@ def compile_ptx(
 ) -> PtxModule:
     """NVRTC: one translation unit to PTX for `compute_XX`. Raises CompileError with NVRTC's log."""
     nvrtc = _nvrtc(toolkit.nvrtc)
-    flags = options.nvrtc_flags(arch, Path(source_name).parent, toolkit)
+    flags = options.flags("nvrtc", arch, Path(source_name).parent, toolkit.include_dirs)
     _check_nvrtc_arch(nvrtc, arch, toolkit)
     status, log, ptx, lowered = nvrtc.compile(source_text, source_name, flags, name_expressions)
     if status != 0:
@@ -400,16 +432,19 @@ def interpret(
     kernel: str,
     arch: str,
     options: CompileOptions,
-    toolkit: Toolkit,
+    provenance: Provenance,
 ) -> CompiledKernel:
-    """Read ptxas's report and the PTX directives of a build: cheap, so a cache keeps only the outputs."""
+    """Read ptxas's report and the PTX directives of a build: cheap, so a cache keeps only the outputs.
+
+    The facts' options_hash is left empty: it is the baseline's digest, which the caller makes.
+    """
     label = f"{kernel} [{arch}]"
     ptxas_out = outputs.ptxas_log
     try:
         kernels = combine(parse_ptxas_output(ptxas_out), parse_ptx_directives(outputs.ptx))
-    except ValueError as exc:  # PtxasParseError, or a report that does not match the PTX
+    except ValueError as exc:  # ParseError, or a report that does not match the PTX
         raise CompileError(
-            f"cannot read the report of ptxas {toolkit.ptxas_version} for {label}: {exc}\n"
+            f"cannot read the report of ptxas {provenance.ptxas} for {label}: {exc}\n"
             "Please report this with the ptxas output below.\n" + ptxas_out.strip(),
             ptxas_out,
         ) from exc
@@ -417,20 +452,19 @@ def interpret(
         raise CompileError(
             f"ptxas printed no report for {label} ({outputs.entry}):\n{ptxas_out.strip()}", ptxas_out
         )
-    return CompiledKernel(
+    facts = KernelFacts(
         kernel=kernel,
         entry=outputs.entry,
         arch=arch,
         source=source,
         resources=kernels[outputs.entry],
-        options=options,
-        toolkit=toolkit,
-        ptxas_log=ptxas_out,
-        nvrtc_log=outputs.nvrtc_log,
-        cubin=outputs.cubin,
-        ptx=outputs.ptx,
+        provenance=provenance,
         line=kernel_line(source_text, kernel),
+        ptxas_options=options.ptxas_options,
+        ptxas_log=ptxas_out,
+        cubin=outputs.cubin,
     )
+    return CompiledKernel(facts=facts, options=options, nvrtc_log=outputs.nvrtc_log, ptx=outputs.ptx)
 
 
 def compile_kernel(
@@ -445,7 +479,13 @@ def compile_kernel(
     """Compile one kernel of `source` for `arch` and read ptxas's report of it (no cache)."""
     text = read_source(source) if source_text is None else source_text
     outputs = build(source, text, kernel, arch, options, toolkit, ptxas_timeout)
-    return interpret(outputs, source, text, kernel, arch, options, toolkit)
+    return interpret(outputs, source, text, kernel, arch, options, nvrtc_provenance(toolkit))
+
+
+def nvrtc_provenance(toolkit: Toolkit) -> Provenance:
+    return Provenance(
+        "nvrtc", frontend=toolkit.nvrtc_version, ptxas=toolkit.ptxas_version, origin=toolkit.origin
+    )
 
 
 @dataclass(frozen=True)
@@ -456,15 +496,18 @@ class Nvcc:
     version: str
     origin: str
 
-    def as_toolkit(self) -> Toolkit:
+    def provenance(self) -> Provenance:
         # The report and the baseline record the versions that built the kernel: nvcc's own.
-        return Toolkit(
+        return Provenance(
+            "nvcc",
+            frontend=f"nvcc {self.version}",
+            ptxas=self.version,
             origin=f"{self.origin} (nvcc {self.version})",
-            ptxas=self.path.parent / "ptxas",
-            nvrtc=self.path,
-            nvrtc_version=f"nvcc {self.version}",
-            ptxas_version=self.version,
         )
+
+    def identity(self) -> list[object]:
+        """What a cache key needs to know of this nvcc (its ptxas is the one beside it)."""
+        return ["nvcc", self.version, str(self.path)]
 
 
 def find_nvcc(toolkit: Toolkit | None) -> Nvcc:
@@ -523,15 +566,11 @@ def build_nvcc(
         cmd = [
             str(nvcc.path),
             "-cubin",
-            f"-arch={arch}",
             "-Xptxas",
             "-v",
             "-keep",
             f"-keep-dir={tmp}",
-            *(f"-D{k}" if v is None else f"-D{k}={v}" for k, v in options.defines),
-            *(f"-I{d}" for d in [*options.include_dirs, str(source.parent)]),
-            *options.options,
-            *(f"-Xptxas={o}" for o in options.ptxas_options),
+            *options.flags("nvcc", arch, source.parent),
             *(["-MD", "-MF", str(depfile)] if depfile is not None else []),
             str(source),
             "-o",

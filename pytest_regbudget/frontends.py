@@ -32,13 +32,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .arch import ArchLimits, UnknownArchError, compute_arch, get_arch
-from .compiler import CompileError, run_ptxas
+from .arch import ArchLimits, compute_arch, get_arch
+from .compiler import run_ptxas
+from .errors import CompileError, FrontendError, UnknownArchError
 from .ptxas import parse_ptx_entries
 from .toolchain import Toolkit, discover
 
 __all__ = [
-    "FrontendError",
     "FrontendPtx",
     "max_ptx_version",
     "numba_ptx",
@@ -46,10 +46,6 @@ __all__ = [
     "toolkit_nvvm",
     "triton_ptx",
 ]
-
-
-class FrontendError(CompileError):
-    """A front end is missing, rejected the kernel, or made PTX our ptxas cannot take; says how to fix it."""
 
 
 @dataclass(frozen=True)

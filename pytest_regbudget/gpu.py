@@ -12,9 +12,11 @@ import statistics
 import tempfile
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from .errors import GpuUnavailable, LaunchError
+from .facts import DriverView, GpuFacts, Timing
 
 # Sampling defaults, after NVBench (--min-samples 10, --max-noise 0.5 %, a per-benchmark time limit) and
 # triton.testing.do_bench (warm-up of ~25 ms, cold L2 by writing a buffer larger than the cache).
@@ -23,44 +25,6 @@ MAX_SAMPLES = 2000
 MAX_NOISE = 0.005
 TIME_LIMIT_S = 2.0
 WARMUP_S = 0.025
-# NVML "clocks event reasons" that mean the SM clock was pulled down by power, heat or the hardware.
-_THROTTLE_MASK = (
-    0x4 | 0x8 | 0x20 | 0x40 | 0x80 | 0x100
-)  # SW power cap, HW slowdown, SW/HW thermal, power brake
-
-
-class GpuUnavailable(RuntimeError):
-    """No CuPy or no device; the message says which and how to get one."""
-
-
-class LaunchError(RuntimeError):
-    """The driver refused to launch the kernel."""
-
-
-@dataclass(frozen=True)
-class DriverView:
-    """What the driver says about one loaded kernel."""
-
-    registers: int
-    local_bytes: int
-    shared_bytes: int
-    max_threads: int
-
-
-@dataclass(frozen=True)
-class Timing:
-    median_ms: float
-    noise: float  # relative standard deviation of the samples
-    samples: int
-    min_ms: float
-    sm_clock_mhz: int | None
-    max_sm_clock_mhz: int | None
-    throttle_reasons: int | None  # NVML bit mask, 0 = not throttled
-    l2_flush: bool
-
-    @property
-    def throttled(self) -> bool:
-        return bool(self.throttle_reasons and self.throttle_reasons & _THROTTLE_MASK)
 
 
 class Device:
@@ -246,16 +210,6 @@ def device() -> Device:
     if _DEVICE is None:
         raise GpuUnavailable(_DEVICE_ERROR or "no GPU")
     return _DEVICE
-
-
-@dataclass(frozen=True)
-class GpuFacts:
-    """The driver's view of one loaded cubin, next to which the static numbers are judged."""
-
-    device: str
-    arch: str
-    view: DriverView
-    driver_blocks: int | None  # resident blocks per SM at the launch size, if there is one
 
 
 def probe(dev: Device, kernel: Any, threads: int | None, dynamic_smem: int) -> GpuFacts:

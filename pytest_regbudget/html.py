@@ -92,8 +92,10 @@ def staircase_svg(rec: KernelRecord) -> str:
         parts.append(_marker(x(base), BASELINE_COLOUR, f"baseline {base}", dashed=True))
     if regs_now is not None:
         parts.append(_marker(x(regs_now), KERNEL_COLOUR, f"{regs_now} regs"))
+        grow = regs_now + (rec["cliff_grow"] or 0)
         for edge, label in (
-            (regs_now + (rec["cliff_grow"] or 0), "loses a block after"),
+            # Growing to 255 loses nothing: there is no register count beyond it to lose a block at.
+            (grow if grow < 255 else None, "loses a block after"),
             (regs_now - (rec["cliff_shed"] or 0) if rec["cliff_shed"] else None, "gains a block at"),
         ):
             if edge is not None and 1 <= edge <= 255 and edge != regs_now:
@@ -134,7 +136,10 @@ def _kernel_section(rec: KernelRecord) -> str:
             if rec["cliff_shed"] is None
             else f"-{rec['cliff_shed']} to gain one ({rec['cliff_blocks_if_shed']} blocks)"
         )
-        cliff = f"{rec['cliff_blocks']} blocks; +{rec['cliff_grow']} before losing one; {shed}"
+        grow = rec["cliff_grow"] or 0
+        grown = (rec["registers"] or 0) + grow
+        keeps = f"+{grow} before losing one" if grown < 255 else "can grow to 255 without losing one"
+        cliff = f"{rec['cliff_blocks']} blocks; {keeps}; {shed}"
     rows = [
         _row("registers", rec["registers"], base.get("registers")),
         _row(

@@ -9,13 +9,15 @@ from __future__ import annotations
 import difflib
 import re
 import shlex
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Literal
 
-from .arch import UnknownArchError, get_arch
+from . import sources
+from .arch import get_arch
 from .compiler import CompileOptions
+from .errors import MarkerError, UnknownArchError
+from .limits import LEVELS, Launch, Level, Limits
 
 COMPILE_KEYS = (
     "source",
@@ -28,7 +30,6 @@ COMPILE_KEYS = (
     "binary",
     "depends",
 )
-COMPILERS = ("nvrtc", "nvcc")
 # Budgets may be given per arch as a dict keyed by arch name.
 BUDGET_KEYS = (
     "max_regs",
@@ -48,40 +49,6 @@ OTHER_KEYS = ("archs", "level", "tolerance")
 # How much worse than the baseline a metric may get before the ratchet fails; "spills" covers both.
 TOLERANCE_KEYS = ("registers", "spills", "spill_stores", "spill_loads", "stack", "smem", "occupancy")
 VALID_KEYS = (*COMPILE_KEYS, *BUDGET_KEYS, *OTHER_KEYS)
-_BYTE_KEYS = ("spills", "spill_stores", "spill_loads", "stack", "smem", "dynamic_smem")
-
-Level = Literal["fail", "warn"]
-
-
-class MarkerError(ValueError):
-    """A regbudget marker that cannot be understood; the message says which key and how to fix it."""
-
-
-@dataclass(frozen=True)
-class Launch:
-    threads: int
-    blocks: int | None = None  # resident blocks per SM that must fit
-
-    def __str__(self) -> str:
-        return f"({self.threads},)" if self.blocks is None else f"({self.threads}, {self.blocks})"
-
-
-@dataclass(frozen=True)
-class Limits:
-    """The budgets that apply on one arch; None means unchecked."""
-
-    max_regs: int | None = None
-    spills: int | None = None
-    spill_stores: int | None = None
-    spill_loads: int | None = None
-    stack: int | None = None
-    smem: int | None = None
-    launch: Launch | None = None
-    dynamic_smem: int = 0
-    min_occupancy: float | None = None
-    max_time_ratio: float | None = None  # GPU median / baseline median of the same device
-    max_time_ms: float | None = None
-    hot_spills: int | None = None  # spill instructions inside loops (needs the SASS)
 
 
 @dataclass(frozen=True)
@@ -93,18 +60,13 @@ class Budget:
     options: CompileOptions = field(default_factory=CompileOptions)
     archs: tuple[str, ...] | None = None  # None: every arch of the run
     level: Level = "fail"
-    budgets: Mapping[str, object] = field(default_factory=dict)  # validated raw values, maybe per arch
+    default: Limits = field(default_factory=Limits)  # the budgets of an arch that no per-arch value names
+    # The archs that per-arch values name (max_regs={"sm_80": 96}), each with all of its budgets.
+    per_arch: Mapping[str, Limits] = field(default_factory=dict)
     tolerance: Mapping[str, float] = field(default_factory=dict)
 
     def limits(self, arch: str) -> Limits:
-        resolved: dict[str, object] = {}
-        for key, value in self.budgets.items():
-            if isinstance(value, Mapping):
-                if arch not in value:
-                    continue
-                value = value[arch]
-            resolved[key] = value
-        return Limits(**resolved)  # type: ignore[arg-type]
+        return self.per_arch.get(arch, self.default)
 
 
 def _suggest(key: str) -> str:
@@ -122,10 +84,19 @@ def _string_number(value: object) -> str:
     return ""
 
 
-def _non_negative_int(key: str, value: object, label: str) -> int:
+def _count(value: object, label: str, unit: str = "") -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        unit = " bytes" if key in _BYTE_KEYS else ""
         raise MarkerError(f"{label}={value!r}: expected a whole number >= 0{unit}{_string_number(value)}")
+    return value
+
+
+def _bytes(value: object, label: str) -> int:
+    return _count(value, label, " bytes")
+
+
+def _registers(value: object, label: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 255:
+        raise MarkerError(f"{label}={value!r}: expected 1..255 registers per thread{_string_number(value)}")
     return value
 
 
@@ -161,22 +132,49 @@ def _positive(value: object, label: str, minimum: float, example: str) -> float:
     return float(value)
 
 
-def _budget_value(key: str, value: object, label: str) -> object:
-    if key == "max_time_ratio":
-        return _positive(value, label, 1.0, "1.10 for 10 % slower than the baseline")
-    if key == "max_time_ms":
-        return _positive(value, label, 0.0, "2.5")
-    if key == "launch":
-        return _launch(value, label)
-    if key == "min_occupancy":
-        return _occupancy(value, label)
-    if key == "max_regs":
-        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 255:
-            raise MarkerError(
-                f"{label}={value!r}: expected 1..255 registers per thread{_string_number(value)}"
-            )
-        return value
-    return _non_negative_int(key, value, label)
+# Per budget key: check a marker value (`label` names it in the error) and set it on a Limits.
+_SETTERS: Mapping[str, Callable[[Limits, object, str], Limits]] = {
+    "max_regs": lambda lim, v, label: replace(lim, max_regs=_registers(v, label)),
+    "spills": lambda lim, v, label: replace(lim, spills=_bytes(v, label)),
+    "spill_stores": lambda lim, v, label: replace(lim, spill_stores=_bytes(v, label)),
+    "spill_loads": lambda lim, v, label: replace(lim, spill_loads=_bytes(v, label)),
+    "stack": lambda lim, v, label: replace(lim, stack=_bytes(v, label)),
+    "smem": lambda lim, v, label: replace(lim, smem=_bytes(v, label)),
+    "launch": lambda lim, v, label: replace(lim, launch=_launch(v, label)),
+    "dynamic_smem": lambda lim, v, label: replace(lim, dynamic_smem=_bytes(v, label)),
+    "min_occupancy": lambda lim, v, label: replace(lim, min_occupancy=_occupancy(v, label)),
+    "max_time_ratio": lambda lim, v, label: replace(
+        lim, max_time_ratio=_positive(v, label, 1.0, "1.10 for 10 % slower than the baseline")
+    ),
+    "max_time_ms": lambda lim, v, label: replace(lim, max_time_ms=_positive(v, label, 0.0, "2.5")),
+    "hot_spills": lambda lim, v, label: replace(lim, hot_spills=_count(v, label)),
+}
+
+
+def _limits(kwargs: Mapping[str, object]) -> tuple[Limits, dict[str, Limits]]:
+    """The budgets of every arch, and those of each arch that a per-arch value names (its own values on
+    top of every arch's). Values are checked in key order, and a dict's in its order."""
+    default = Limits()
+    per_arch: dict[str, Limits] = {}
+    for key in BUDGET_KEYS:
+        if key not in kwargs:
+            continue
+        value, put = kwargs[key], _SETTERS[key]
+        if isinstance(value, Mapping):
+            for a, v in value.items():
+                arch = _arch_name(key, a)
+                per_arch[arch] = put(per_arch.get(arch, default), v, f"{key}[{a!r}]")
+        else:
+            default = put(default, value, key)
+            per_arch = {arch: put(lim, value, key) for arch, lim in per_arch.items()}
+    return default, per_arch
+
+
+def _level(value: object) -> Level:
+    for level in LEVELS:
+        if value == level:
+            return level
+    raise MarkerError(f"level={value!r}: expected 'fail' or 'warn'")
 
 
 def _arch_name(key: str, name: object) -> str:
@@ -380,8 +378,8 @@ def parse_marker(args: Sequence[object], kwargs: Mapping[str, object], base_dir:
         missing = "kernel" if kernel is None else "source (or binary)"
         raise MarkerError(f"regbudget needs both source and kernel; {missing} is missing")
     compiler = kwargs.get("compiler")
-    if compiler is not None and compiler not in COMPILERS:
-        raise MarkerError(f"compiler={compiler!r}: expected one of {', '.join(map(repr, COMPILERS))}")
+    if compiler is not None and compiler not in sources.names():
+        raise MarkerError(f"compiler={compiler!r}: expected one of {', '.join(map(repr, sources.names()))}")
     options = compile_options(kwargs, base_dir)
     archs = kwargs.get("archs")
     if archs is not None and not archs:
@@ -390,22 +388,10 @@ def parse_marker(args: Sequence[object], kwargs: Mapping[str, object], base_dir:
             "archs=['sm_90']"
         )
     arch_tuple = None if archs is None else tuple(_arch_name("archs", a) for a in _strings("archs", archs))
-    level = kwargs.get("level", "fail")
-    if level not in ("fail", "warn"):
-        raise MarkerError(f"level={level!r}: expected 'fail' or 'warn'")
-    budgets: dict[str, object] = {}
-    for key in BUDGET_KEYS:
-        if key not in kwargs:
-            continue
-        value = kwargs[key]
-        if isinstance(value, Mapping):
-            budgets[key] = {
-                _arch_name(key, a): _budget_value(key, v, f"{key}[{a!r}]") for a, v in value.items()
-            }
-        else:
-            budgets[key] = _budget_value(key, value, key)
+    level = _level(kwargs.get("level", "fail"))
+    default, per_arch = _limits(kwargs)
     tolerance = parse_tolerance(kwargs["tolerance"], "tolerance") if "tolerance" in kwargs else {}
-    if "min_occupancy" in budgets and "launch" not in budgets:
+    if "min_occupancy" in kwargs and "launch" not in kwargs:
         raise MarkerError("min_occupancy needs a block size: add launch=(threads,)")
     return Budget(
         source=None if source is None else (base_dir / source),
@@ -415,6 +401,7 @@ def parse_marker(args: Sequence[object], kwargs: Mapping[str, object], base_dir:
         options=options,
         archs=arch_tuple,
         level=level,
-        budgets=budgets,
+        default=default,
+        per_arch=per_arch,
         tolerance=tolerance,
     )

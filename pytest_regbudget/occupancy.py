@@ -104,6 +104,10 @@ class Occupancy:
         """Resident warps over the SM's warp slots, 0..1."""
         return self.active_warps / self.max_warps_per_sm
 
+    def of_blocks(self, blocks: int) -> float:
+        """The occupancy of `blocks` resident blocks of this size (e.g. what a driver grants), 0..1."""
+        return blocks * self.warps_per_block / self.max_warps_per_sm
+
     @property
     def summary(self) -> str:
         """`2 blocks x 16 warps = 32 of 64 warps per SM (50%) on sm_90, limited by registers`."""

@@ -6,35 +6,37 @@ from __future__ import annotations
 
 import argparse
 import os
-from collections.abc import Callable, Generator, Sequence
+from collections.abc import Generator, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, cast, get_args
 
 import pytest
 
-from . import scope
-from .arch import UnknownArchError
-from .baseline import BaselineError
+from . import scope, sources
 from .budget import KernelReport
-from .cache import default_cache_dir, default_jobs
-from .compiler import DEFAULT_PTXAS_TIMEOUT, CompileError, CompileOptions
-from .frontends import numba_ptx, triton_ptx
-from .gpu import Device, LaunchError, Timing
+from .cache import default_jobs
+from .compiler import DEFAULT_PTXAS_TIMEOUT, CompileOptions
+from .dirs import default_cache_dir
+from .errors import BaselineError, CompileError, LaunchError, MarkerError, ToolchainError, UnknownArchError
+from .facts import Timing
+from .gpu import Device
 from .gpu import device as gpu_device
+from .gpu_runner import GpuMode
 from .markers import (
-    COMPILERS,
     VALID_KEYS,
     Budget,
-    MarkerError,
     compile_options,
     duplicate_markers,
     parse_tolerance,
 )
 from .session import WORKEROUTPUT_KEY, ItemState, RegbudgetSession, Settings, parse_archs
+from .sources import KernelSource, SourceSpec
+from .sources import make as make_source
+from .sources.nvrtc import CodeString
+from .sources.prebuilt import Binary
+from .sources.python import numba_kernel, triton_kernel
 from .text import safe_block
-from .toolchain import ToolchainError
 
-T = TypeVar("T")
 SESSION_KEY = pytest.StashKey[RegbudgetSession]()
 ITEM_KEY = pytest.StashKey[ItemState]()
 ARCH_PARAM = "regbudget_arch"
@@ -203,9 +205,7 @@ def _settings(config: pytest.Config) -> Settings:
     if baseline is None:
         ini_dir = config.inipath.parent if config.inipath else config.rootpath
         baseline = ini_dir / ini_baseline if ini_baseline else config.rootpath / DEFAULT_BASELINE
-    gpu_mode = config.getoption("regbudget_gpu") or str(config.getini("regbudget_gpu")).strip()
-    if gpu_mode not in ("auto", "off", "require"):
-        raise pytest.UsageError(f"regbudget_gpu = {gpu_mode!r} (ini): expected auto, off or require")
+    gpu_mode = _gpu_mode(config.getoption("regbudget_gpu") or str(config.getini("regbudget_gpu")).strip())
     step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
     return Settings(
         archs=tuple(archs),
@@ -241,11 +241,18 @@ def _jobs(config: pytest.Config) -> int:
     return value or default_jobs()
 
 
+def _gpu_mode(value: str) -> GpuMode:
+    for mode in get_args(GpuMode):
+        if value == mode:
+            return cast(GpuMode, mode)
+    raise pytest.UsageError(f"regbudget_gpu = {value!r} (ini): expected {', '.join(get_args(GpuMode))}")
+
+
 def _compiler(config: pytest.Config) -> str:
     value = str(config.getini("regbudget_compiler")).strip() or "nvrtc"
-    if value not in COMPILERS:
+    if value not in sources.names():
         raise pytest.UsageError(
-            f"regbudget_compiler = {value!r} (ini): expected one of {', '.join(COMPILERS)}"
+            f"regbudget_compiler = {value!r} (ini): expected one of {', '.join(sources.names())}"
         )
     return value
 
@@ -282,25 +289,34 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         arch = params.get(ARCH_PARAM)
         if arch is None:
             continue
-        budget, error = RegbudgetSession.parse(item.get_closest_marker("regbudget"), Path(item.path))
+        session = _session(item.config)
+        budget, error = session.parse(item.get_closest_marker("regbudget"), Path(item.path))
         marks = [
             (f"{type(node).__name__.lower()} {node.name}", mark.args, mark.kwargs)
             for node, mark in item.iter_markers_with_node("regbudget")
         ]
         if (duplicates := duplicate_markers(marks)) is not None:
             budget, error = None, duplicates
-        archs = tuple(_session(item.config).item_archs(budget))
-        item.stash[ITEM_KEY] = ItemState(arch=arch, budget=budget, marker_error=error, item_archs=archs)
+        archs = tuple(session.item_archs(budget))
+        source = None
+        if error is None:
+            try:
+                source = session.marker_source(budget)
+            except ValueError as exc:
+                budget, error = None, str(exc)
+        item.stash[ITEM_KEY] = ItemState(
+            arch=arch, budget=budget, marker_error=error, source=source, item_archs=archs
+        )
 
 
 def pytest_deselected(items: Sequence[pytest.Item]) -> None:
     if items:
-        _session(items[0].config).scope.deselected.update(item.nodeid for item in items)
+        _session(items[0].config).note_deselected(item.nodeid for item in items)
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
     regbudget = _session(session.config)
-    regbudget.scope.collected.update(item.nodeid for item in session.items)
+    regbudget.note_collected(item.nodeid for item in session.items)
     regbudget.prefetch([s for item in session.items if (s := item.stash.get(ITEM_KEY, None)) is not None])
 
 
@@ -311,24 +327,19 @@ class _ScopeWatcher:
         self.config = config
 
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
-        regbudget = _session(self.config)
-        if report.failed:
-            regbudget.scope.collection_errors += 1
         nodeid = report.nodeid
-        if not nodeid or "::" in nodeid or not (self.config.rootpath / nodeid).is_file():
-            return  # a package, a directory or a class: only modules hold entries
-        if report.failed:
-            regbudget.scope.note_file(nodeid, scope.ERROR)
-        elif report.skipped:
-            longrepr = report.longrepr
-            reason = str(longrepr[2]) if isinstance(longrepr, tuple) and len(longrepr) == 3 else ""
-            regbudget.scope.note_file(nodeid, scope.SKIPPED, reason.removeprefix("Skipped: "))
-        else:
-            regbudget.scope.note_file(nodeid, scope.COLLECTED)
+        # Only a module holds entries: not a package, a directory or a class.
+        module = bool(nodeid) and "::" not in nodeid and (self.config.rootpath / nodeid).is_file()
+        longrepr = report.longrepr
+        reason = str(longrepr[2]) if isinstance(longrepr, tuple) and len(longrepr) == 3 else ""
+        outcome = scope.ERROR if report.failed else scope.SKIPPED if report.skipped else scope.COLLECTED
+        _session(self.config).note_collection(
+            nodeid, outcome, reason.removeprefix("Skipped: "), module=module
+        )
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if report.skipped:
-            _session(self.config).scope.skipped.add(report.nodeid)
+            _session(self.config).note_skipped(report.nodeid)
 
 
 def _arg_prefixes(config: pytest.Config) -> tuple[str, ...]:
@@ -384,37 +395,29 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, object]:
         result = yield
     except pytest.skip.Exception:
         # A body that skips (no GPU, say) does not excuse the compile-time budgets that were checked.
-        failure = session.verdict(state, item.nodeid, completed=False)
+        failure = session.finish_test(state, item.nodeid, completed=False)
         if failure:
             pytest.fail(failure, pytrace=False)
         raise
     except BaseException:
-        session.verdict(state, item.nodeid, completed=False)
+        session.finish_test(state, item.nodeid, completed=False)
         raise
-    failure = session.verdict(state, item.nodeid, completed=True)
+    failure = session.finish_test(state, item.nodeid, completed=True)
     if failure:
         pytest.fail(failure, pytrace=False)
     return result
 
 
 def _compile_marker_kernel(session: RegbudgetSession, state: ItemState, nodeid: str) -> None:
-    budget = state.budget
-    if budget is None or budget.kernel is None:
-        return
-    where = budget.binary or budget.source
-    if where is None:
+    source = state.source
+    if source is None:
         return
     try:
-        if budget.binary is not None:
-            session.load_binary(state, nodeid, budget.binary, budget.kernel)
-        else:
-            session.compile_and_check(
-                state, nodeid, where, budget.kernel, budget.options, compiler=session.compiler_of(budget)
-            )
+        session.measure(state, nodeid, source)
         return
     except (CompileError, ToolchainError) as exc:
         message = str(exc)
-        session.record_error(state, nodeid, budget.kernel, where, message)
+        session.record_error(state, nodeid, source.kernel or str(source.where), source.where, message)
     # Outside the except block, so the report shows the message and not a chain of exceptions.
     pytest.fail(safe_block(message), pytrace=False)
 
@@ -466,18 +469,9 @@ class RegbudgetFixture:
         the compile cache cannot find by itself (such as a header included through a macro), as the marker's.
         """
         __tracebackhide__ = True
-        path = self._test_dir / source
         opts = self._options(defines, include_dirs, options, ptxas_options, depends)
-        chosen = compiler or self._session.compiler_of(self._state.budget or Budget())
-        if chosen not in COMPILERS:
-            raise ValueError(f"compiler={chosen!r}: expected one of {', '.join(COMPILERS)}")
-        return self._guarded(
-            kernel,
-            path,
-            lambda: self._session.compile_and_check(
-                self._state, self._nodeid, path, kernel, opts, compiler=chosen
-            ),
-        )
+        chosen = compiler or (self._state.budget or Budget()).compiler or self._session.settings.compiler
+        return self._measure_one(make_source(chosen, SourceSpec(self._test_dir / source, kernel, opts)))
 
     def compile_source(
         self,
@@ -494,27 +488,15 @@ class RegbudgetFixture:
         """Compile `kernel` from a code string, as CuPy's RawKernel would. `name` is what errors (and the
         reports) call the code; `#include "x.h"` resolves against the test file's directory."""
         __tracebackhide__ = True
-        path = self._test_dir / name
         opts = self._options(defines, include_dirs, options, ptxas_options, depends)
-        return self._guarded(
-            kernel,
-            path,
-            lambda: self._session.compile_and_check(
-                self._state, self._nodeid, path, kernel, opts, source_text=code
-            ),
-        )
+        return self._measure_one(CodeString(self._test_dir / name, code, kernel, opts))
 
     def load(self, path: str | os.PathLike[str], kernel: str | None = None) -> list[KernelReport]:
         """Read the kernels of a prebuilt cubin, fatbin, object or shared library for `self.arch` (all of
         them, or `kernel` only), judged by the marker's budgets. Spills are reported only where the binary
         records them."""
         __tracebackhide__ = True
-        binary = self._test_dir / path
-        return self._guarded(
-            kernel or str(path),
-            binary,
-            lambda: self._session.load_binary(self._state, self._nodeid, binary, kernel),
-        )
+        return self.measure(Binary(self._test_dir / path, kernel))
 
     def compile_triton(
         self,
@@ -529,46 +511,38 @@ class RegbudgetFixture:
         with this run's ptxas: true spill figures, not Triton's n_spills (which counts all local memory).
         Its block is num_warps * 32 threads: give the marker launch=(num_warps * 32,) to check occupancy."""
         __tracebackhide__ = True
-        settings = [
-            f"triton signature={sorted(signature.items())}",
-            f"constexprs={sorted((constexprs or {}).items())}",
-        ]
-        settings += [f"num_warps={num_warps}", f"num_stages={num_stages}"]
-        name = getattr(getattr(fn, "fn", fn), "__name__", str(fn))
-        return self._guarded(
-            name,
+        source = triton_kernel(
+            fn,
             self._test_dir,
-            lambda: self._session.measure_ptx(
-                self._state,
-                self._nodeid,
-                lambda arch, tk: triton_ptx(
-                    fn,
-                    arch,
-                    signature=signature,
-                    constexprs=constexprs,
-                    num_warps=num_warps,
-                    num_stages=num_stages,
-                    toolkit=tk,
-                ),
-                settings,
-            ),
+            signature=signature,
+            constexprs=constexprs,
+            num_warps=num_warps,
+            num_stages=num_stages,
         )
+        return self._measure_one(source)
 
     def compile_numba(self, fn: Any, signature: object) -> KernelReport:
         """Compile a Python function with Numba for `self.arch`, no GPU needed: numba-cuda lowers it to NVVM
         IR, which the libNVVM of this run's toolkit turns into PTX for this run's ptxas to measure."""
         __tracebackhide__ = True
-        name = getattr(fn, "__name__", str(fn))
-        return self._guarded(
-            name,
-            self._test_dir,
-            lambda: self._session.measure_ptx(
-                self._state,
-                self._nodeid,
-                lambda arch, tk: numba_ptx(fn, signature, arch, toolkit=tk),
-                [f"numba signature={signature}"],
-            ),
-        )
+        return self._measure_one(numba_kernel(fn, signature, self._test_dir))
+
+    def measure(self, source: KernelSource) -> list[KernelReport]:
+        """Build any kernel source (an object implementing `pytest_regbudget.sources.KernelSource`) for
+        `self.arch` and judge its kernels by the marker's budgets, as the methods above do."""
+        __tracebackhide__ = True
+        try:
+            return self._session.measure(self._state, self._nodeid, source)
+        except CompileError as exc:
+            kernel = source.kernel or str(source.where)
+            self._session.record_error(self._state, self._nodeid, kernel, source.where, str(exc))
+            # A fresh exception keeps the plugin's internals out of the user's traceback.
+            raise type(exc)(safe_block(str(exc)), exc.log) from None
+
+    def _measure_one(self, source: KernelSource) -> KernelReport:
+        __tracebackhide__ = True
+        (report,) = self.measure(source)
+        return report
 
     def _options(
         self,
@@ -590,16 +564,6 @@ class RegbudgetFixture:
         except MarkerError as exc:
             # The same rules as the marker's keys: a bad argument is the test's error, said plainly.
             raise ValueError(str(exc)) from None
-
-    def _guarded(self, kernel: str, where: Path, work: Callable[[], T]) -> T:
-        """Run `work`; a CompileError is recorded for the reports and re-raised without our frames."""
-        __tracebackhide__ = True
-        try:
-            return work()
-        except CompileError as exc:
-            self._session.record_error(self._state, self._nodeid, kernel, where, str(exc))
-            # A fresh exception keeps the plugin's internals out of the user's traceback.
-            raise type(exc)(safe_block(str(exc)), exc.log) from None
 
     def benchmark(
         self,
@@ -648,11 +612,11 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: p
 
 def pytest_sessionstart(session: pytest.Session) -> None:
     regbudget = _session(session.config)
-    if regbudget.settings.gpu_mode == "require" and regbudget.gpu_device() is None:
-        raise pytest.UsageError(f"--regbudget-gpu=require, but no GPU is usable: {regbudget.gpu_reason}")
+    if regbudget.settings.gpu_mode == "require" and regbudget.gpu.device() is None:
+        raise pytest.UsageError(f"--regbudget-gpu=require, but no GPU is usable: {regbudget.gpu.reason()}")
     if regbudget.settings.sass:
         try:
-            regbudget.nvdisasm()
+            regbudget.builder.nvdisasm()
         except CompileError as exc:
             raise pytest.UsageError(str(exc)) from None
 
@@ -662,15 +626,15 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int | pytest.ExitC
     regbudget = _session(config)
     regbudget.close()
     interrupted = _interruption(session, int(exitstatus), regbudget.scope.collection_errors)
-    regbudget.scope.interrupted = regbudget.scope.interrupted or interrupted
+    if interrupted:
+        regbudget.note_interrupted(interrupted)
     workeroutput = getattr(config, "workeroutput", None)
     if workeroutput is not None:
         workeroutput[WORKEROUTPUT_KEY] = regbudget.worker_payload()
         return
-    regbudget.prefixes = _arg_prefixes(config)
     # --lf skips whole files at collection without reporting them as deselected.
-    regbudget.selection = "--lf" if config.getoption("lf", False) else None
-    exit_code = regbudget.finish()
+    selection = "--lf" if config.getoption("lf", False) else None
+    exit_code = regbudget.finish(_arg_prefixes(config), selection)
     if exit_code is not None:
         session.exitstatus = exit_code
 

@@ -1,8 +1,8 @@
 """Pure parsers for what ptxas and NVRTC print: `ptxas -v` resource lines, PTX entry directives
 and `ptxas --version`, turned into one `KernelResources` per kernel.
 
-No subprocess and no other pytest_regbudget module: text in, frozen values out, so the parser can be
-tested against recorded outputs of every toolkit without a toolkit (tests/unit/data/ptxas).
+No subprocess and no other pytest_regbudget module but `errors`: text in, frozen values out, so the parser
+can be tested against recorded outputs of every toolkit without a toolkit (tests/unit/data/ptxas).
 
 What `ptxas -v` prints, as recorded from CUDA 11.8 to 13.0::
 
@@ -26,28 +26,17 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 
+from .errors import ParseError
+
 __all__ = [
     "KernelResources",
     "PtxDirectives",
-    "PtxasParseError",
     "combine",
     "parse_ptx_directives",
     "parse_ptx_entries",
     "parse_ptxas_output",
     "parse_ptxas_version",
 ]
-
-
-class PtxasParseError(ValueError):
-    """ptxas or PTX text that cannot be read as resources; the message quotes the offending line."""
-
-    def __init__(self, message: str, line: str | None = None, lineno: int | None = None) -> None:
-        self.line = line
-        self.lineno = lineno
-        if line is not None:
-            where = f"line {lineno}: " if lineno is not None else ""
-            message = f"{message}\n  {where}{line.strip()!r}"
-        super().__init__(message)
 
 
 @dataclass(frozen=True)
@@ -152,7 +141,7 @@ def _parse_used_fields(
         elif m := _FIELD_CUMULATIVE_STACK.match(field):
             cumulative = int(m.group(1))
         elif _KNOWN_WORDS.search(field):
-            raise PtxasParseError(f"unrecognised field {field!r} in ptxas's resource line", line, lineno)
+            raise ParseError(f"unrecognised field {field!r} in ptxas's resource line", line, lineno)
     return barriers, smem, tuple(banks), cumulative
 
 
@@ -176,11 +165,11 @@ def parse_ptxas_output(text: str) -> dict[str, KernelResources]:
         lineno = i + 1
         i += 1
         if _ERROR.match(line):
-            raise PtxasParseError("ptxas reported an error, so there are no resources to read", line, lineno)
+            raise ParseError("ptxas reported an error, so there are no resources to read", line, lineno)
         if m := _COMPILING_ENTRY.match(line):
             name, arch = m.group(1), m.group(2)
             if name in entries:
-                raise PtxasParseError(
+                raise ParseError(
                     f"entry {name!r} is compiled twice; pass the output of one ptxas run per arch",
                     line,
                     lineno,
@@ -193,7 +182,7 @@ def parse_ptxas_output(text: str) -> dict[str, KernelResources]:
                 i += 1
             frame = _FRAME.match(lines[i]) if i < len(lines) else None
             if frame is None:
-                raise PtxasParseError(
+                raise ParseError(
                     f"'Function properties for {m.group(1)}' is not followed by its stack frame and "
                     "spill sizes",
                     line,
@@ -212,7 +201,7 @@ def parse_ptxas_output(text: str) -> dict[str, KernelResources]:
                 # Not inside an entry's block: nothing we report can own it.
                 continue
             if current.used is not None:
-                raise PtxasParseError(
+                raise ParseError(
                     f"a second resource line for entry {current.name!r}; the output is ambiguous",
                     line,
                     lineno,
@@ -222,13 +211,13 @@ def parse_ptxas_output(text: str) -> dict[str, KernelResources]:
     result: dict[str, KernelResources] = {}
     for entry in entries.values():
         if entry.used is None:
-            raise PtxasParseError(
+            raise ParseError(
                 f"entry {entry.name!r} has no 'Used N registers' line; is the ptxas output truncated?",
                 entry.line,
                 entry.lineno,
             )
         if entry.name not in properties:
-            raise PtxasParseError(
+            raise ParseError(
                 f"entry {entry.name!r} has no 'Function properties' (stack frame and spills); "
                 "is the ptxas output truncated?",
                 entry.line,
@@ -363,4 +352,4 @@ def parse_ptxas_version(text: str) -> str:
     if m := _RELEASE.search(text):
         return m.group(1)
     first = next((line for line in text.splitlines() if line.strip()), text)
-    raise PtxasParseError("no 'release X.Y, VX.Y.Z' in ptxas --version output", first)
+    raise ParseError("no 'release X.Y, VX.Y.Z' in ptxas --version output", first)

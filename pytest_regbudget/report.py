@@ -13,9 +13,10 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, TypedDict, cast
 
-from .arch import UnknownArchError, get_arch
-from .baseline import Entry, Key, atomic_write
-from .budget import Delta, KernelReport
+from .arch import get_arch
+from .baseline import Key
+from .budget import Delta, KernelReport, delta_text
+from .errors import UnknownArchError
 from .text import one_line, safe_block
 
 
@@ -142,9 +143,7 @@ def to_record(r: KernelReport) -> KernelRecord:
 
 def _gpu_fields(r: KernelReport) -> dict[str, Any]:
     g, t = r.gpu, r.timing
-    driver_occ = None
-    if g is not None and g.driver_blocks is not None and r.occupancy is not None:
-        driver_occ = round(g.driver_blocks * r.occupancy.warps_per_block / r.occupancy.max_warps_per_sm, 6)
+    driver_occ = None if r.driver_occupancy is None else round(r.driver_occupancy, 6)
     return {
         "gpu_device": g.device if g else None,
         "driver_registers": g.view.registers if g else None,
@@ -161,51 +160,6 @@ def _gpu_fields(r: KernelReport) -> dict[str, Any]:
         "time_ratio": t.median_ms / r.baseline_time_ms if t and r.baseline_time_ms else None,
         "gpu_note": r.gpu_note,
     }
-
-
-def entry_from_record(rec: KernelRecord) -> Entry:
-    """The baseline entry a successful record would write."""
-    occ = rec["occupancy"]
-    return Entry(
-        registers=rec["registers"] or 0,
-        spill_stores=rec["spill_stores"],
-        spill_loads=rec["spill_loads"],
-        stack=rec["stack_frame"] or 0,
-        smem=rec["shared_mem"] or 0,
-        const_mem=rec["const_mem"] or 0,
-        ptxas=rec["ptxas_version"],
-        nvrtc=rec["nvrtc_version"],
-        options_hash=rec["options_hash"],
-        # Rounded so that the file does not churn on float noise.
-        occupancy=None if occ is None else round(occ, 4),
-        occupancy_at=_occupancy_at(rec),
-        gpu=_gpu_entry(rec),
-    )
-
-
-def _gpu_entry(rec: KernelRecord) -> dict[str, dict[str, object]]:
-    """Per-device figures for the baseline; only a timed kernel has any."""
-    if rec["gpu_device"] is None or rec["time_ms"] is None:
-        return {}
-    figures: dict[str, object] = {
-        "time_ms": float(f"{rec['time_ms']:.4g}"),
-        "noise": round(rec["noise"] or 0.0, 4),
-        "samples": rec["samples"],
-        "driver_registers": rec["driver_registers"],
-    }
-    if rec["driver_occupancy"] is not None:
-        figures["driver_occupancy"] = round(rec["driver_occupancy"], 4)
-    if rec["sm_clock_mhz"] is not None:
-        figures["sm_clock_mhz"] = rec["sm_clock_mhz"]
-    return {rec["gpu_device"]: figures}
-
-
-def _occupancy_at(rec: KernelRecord) -> str | None:
-    """The launch the occupancy figure is for: a baseline compares occupancy only at the same one."""
-    if rec["occupancy"] is None or not rec["launch"]:
-        return None
-    dynamic = f", {rec['dynamic_smem']} B dynamic smem" if rec["dynamic_smem"] else ""
-    return f"{rec['launch'][0]} threads{dynamic}"
 
 
 def _sorted(records: Iterable[KernelRecord]) -> list[KernelRecord]:
@@ -277,6 +231,7 @@ def summary_lines(records: Sequence[KernelRecord]) -> list[str]:
                 rec["outcome"].upper() if rec["outcome"] != "passed" else "ok",
             )
         )
+    numeric = {"regs", "stack", "smem"}
     if any(rec["spill_instructions"] is not None for rec in records):
         header = (*header[:5], "spill instr loop/all", *header[5:])
         rows = [
@@ -285,13 +240,11 @@ def summary_lines(records: Sequence[KernelRecord]) -> list[str]:
     if any(rec["gpu_device"] for rec in records):
         header, rows = _with_gpu_columns(header, rows, _sorted(records))
     widths = [max(len(h), *(len(row[i]) for row in rows)) for i, h in enumerate(header)]
-    numeric = {3, 5, 6}
+    # Right-justified by name: optional columns (SASS, GPU) shift the positions.
+    right = [h in numeric for h in header]
 
     def fmt(row: Iterable[str]) -> str:
-        cells = [
-            c.rjust(w) if i in numeric else c.ljust(w)
-            for i, (c, w) in enumerate(zip(row, widths, strict=True))
-        ]
+        cells = [c.rjust(w) if r else c.ljust(w) for c, w, r in zip(row, widths, right, strict=True)]
         return "  ".join(cells).rstrip()
 
     # The test column leads each row: a non-Python item's id could start with "::".
@@ -333,10 +286,9 @@ def _with_gpu_columns(
     return (*header[:-1], *extra, header[-1]), out
 
 
-def write_json(path: Path, records: Sequence[KernelRecord]) -> None:
-    """Written atomically so a reader (a CI step) never sees half a file."""
-    text = json.dumps({"kernels": _sorted(records)}, indent=2) + "\n"
-    atomic_write(path, text)
+def json_text(records: Sequence[KernelRecord]) -> str:
+    """`{"kernels": [...]}`, sorted by test, kernel and arch."""
+    return json.dumps({"kernels": _sorted(records)}, indent=2) + "\n"
 
 
 def _label(rec: KernelRecord) -> str:
@@ -362,9 +314,7 @@ def baseline_lines(
     if improved and not updating:
         lines.append(f"{len(improved)} kernel(s) improved on the baseline:")
         for rec, ds in improved:
-            changes = ", ".join(
-                f"{d['metric']} {d['baseline']:g} -> {d['now']:g} ({d['delta']:+g})" for d in ds
-            )
+            changes = ", ".join(delta_text(d["metric"], d["baseline"], d["now"]) for d in ds)
             lines.append(f"  {_label(rec)}: {changes}")
         lines.append("  Run pytest --regbudget-update to lock the improvements in.")
     if stale and not updating:

@@ -1,27 +1,18 @@
-"""SASS facts from the measured cubin, via nvdisasm: local-memory instructions, loops, source lines.
+"""SASS facts from the measured cubin: local-memory instructions, loops, source lines.
 
 ptxas's spill figures are static byte counts; what matters is where the instructions sit. This module owns
-finding nvdisasm, running it (`-c -g`: code only, with line info) and a pure parser of its text that tells
-spill/refill instructions (nvdisasm marks them `(*"SpillRefill"*)`) from accesses to local arrays and finds
-loops as backward branches.
+a pure parser of `nvdisasm -c -g` text (disasm.py runs nvdisasm) that tells spill/refill instructions
+(nvdisasm marks them `(*"SpillRefill"*)`) from accesses to local arrays and finds loops as backward
+branches, and the reading of one SASS instruction line, which binary.py shares for cuobjdump's listings.
 """
 
 from __future__ import annotations
 
 import re
-import subprocess
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from .compiler import CompileError
-from .toolchain import Toolkit, find_tool, run_tool, start_failure
-
-SASS_FIX = "pip install 'pytest-regbudget[sass]' (the nvidia-cuda-nvdisasm wheel)"
-
-
-class SassError(CompileError):
-    """nvdisasm is missing or failed; the message says how to get it."""
+from .errors import SassError
 
 
 @dataclass(frozen=True)
@@ -82,7 +73,21 @@ _LABEL = re.compile(r"^(\.L_x_\d+):")
 _INSTR = re.compile(r"^\s*/\*([0-9a-fA-F]+)\*/\s+(.*?)\s*;(.*)$")
 _LINE = re.compile(r'//## File "([^"]+)", line (\d+)')
 _BRANCH = re.compile(r"\b(?:BRA|BRX|JMP)\b[^`]*`\((\.L_x_\d+)\)")
-_LOCAL = re.compile(r"\b(STL|LDL)(?:\.\w+)*\b")
+_LOCAL = re.compile(r"\b(?:STL|LDL)(?:\.\w+)*\b")
+
+
+def instruction(line: str) -> tuple[int, str, str] | None:
+    """(address, instruction, what follows its `;`) of one line of SASS, as nvdisasm and cuobjdump print
+    it (`/*0840*/  @!P0 STL.64 [R1+0xa8], R2 ;`); None for any other line."""
+    found = _INSTR.match(line)
+    return None if found is None else (int(found.group(1), 16), found.group(2), found.group(3))
+
+
+def local_opcode(instruction: str) -> str | None:
+    """The local-memory store or load of an instruction, with its modifiers ("LDL.LU.64"); None if the
+    instruction is neither."""
+    found = _LOCAL.search(instruction)
+    return None if found is None else found.group(0)
 
 
 def parse_sass(text: str, function: str) -> SassReport:
@@ -114,12 +119,12 @@ def parse_sass(text: str, function: str) -> SassReport:
         if label:
             pending.append(label.group(1))
             continue
-        ins = _INSTR.match(line)
+        ins = instruction(line)
         if ins:
-            address = int(ins.group(1), 16)
+            address, text_, rest = ins
             labels.update(dict.fromkeys(pending, address))
             pending = []
-            instrs.append((address, ins.group(2), "SpillRefill" in ins.group(3), file, src_line))
+            instrs.append((address, text_, "SpillRefill" in rest, file, src_line))
 
     loops = []
     for address, text_, _, _, _ in instrs:
@@ -137,33 +142,11 @@ def parse_sass(text: str, function: str) -> SassReport:
     marked = any(i[2] for i in instrs)
     local = []
     for address, text_, spill_mark, file_, line_ in instrs:
-        op = _LOCAL.search(text_)
-        if not op:
+        op = local_opcode(text_)
+        if op is None:
             continue
         # Older nvdisasm does not mark spills; then a stack-pointer-relative access is taken for one.
         spill = spill_mark if marked else bool(re.search(r"\[R1(?:\+0x[0-9a-f]+)?\]", text_))
         loop = next((lp for lp in loops if lp.start <= address <= lp.end), None)
-        local.append(LocalAccess(address, op.group(1), spill, file_, line_, loop))
+        local.append(LocalAccess(address, op.partition(".")[0], spill, file_, line_, loop))
     return SassReport(function=function, instructions=len(instrs), local=tuple(local), loops=tuple(loops))
-
-
-def find_nvdisasm(toolkit: Toolkit | None) -> Path | None:
-    """The toolkit's own nvdisasm, else the CUDA 13 wheel's (the `sass` extra), else PATH's."""
-    if toolkit is not None and toolkit.nvdisasm is not None:
-        return toolkit.nvdisasm
-    return find_tool("nvdisasm", None, "cuda_nvdisasm")
-
-
-def disassemble(nvdisasm: Path, cubin: bytes, function: str, timeout: float = 120.0) -> SassReport:
-    with tempfile.TemporaryDirectory(prefix="regbudget-sass-") as tmp:
-        path = Path(tmp) / "kernel.cubin"
-        path.write_bytes(cubin)
-        try:
-            returncode, output = run_tool([str(nvdisasm), "-c", "-g", str(path)], timeout)
-        except subprocess.TimeoutExpired:
-            raise SassError(f"nvdisasm did not finish within {timeout:g} s") from None
-        except OSError as exc:
-            raise SassError(f"cannot run nvdisasm: {start_failure(exc, nvdisasm)}") from None
-    if returncode != 0:
-        raise SassError(f"nvdisasm ({nvdisasm}) failed (exit {returncode}): {output.strip()}")
-    return parse_sass(output, function)

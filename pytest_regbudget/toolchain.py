@@ -22,15 +22,13 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .errors import ToolchainError
+
 PIP_FIX = (
     'pip install "nvidia-cuda-nvcc-cu12" "nvidia-cuda-nvrtc-cu12" "nvidia-cuda-runtime-cu12" '
     '"nvidia-cuda-cccl-cu12"   (or reinstall pytest-regbudget, which depends on them)'
 )
 _EXE = ".exe" if sys.platform == "win32" else ""
-
-
-class ToolchainError(RuntimeError):
-    """No usable toolkit, or NVRTC and ptxas that do not belong together."""
 
 
 @dataclass(frozen=True)
@@ -246,44 +244,61 @@ def _dist_version(name: str) -> str | None:
         return None
 
 
+@dataclass(frozen=True)
+class _Wheels:
+    """One CUDA release's pip wheels: their distribution names, and where their parts lie under each
+    directory of the `nvidia` namespace package."""
+
+    release: str
+    nvcc: str  # the distribution that carries ptxas
+    nvrtc: str
+    bin_dirs: tuple[str, ...]
+    lib_dirs: tuple[str, ...]
+    include_dirs: tuple[str, ...]
+
+
+# CUDA 12 wheels first: they are what pytest-regbudget depends on, so they are what the user chose.
+_WHEELS = (
+    _Wheels(
+        "CUDA 12",
+        nvcc="nvidia-cuda-nvcc-cu12",
+        nvrtc="nvidia-cuda-nvrtc-cu12",
+        bin_dirs=("cuda_nvcc/bin", "cuda_nvdisasm/bin"),
+        lib_dirs=("cuda_nvrtc/lib",),
+        include_dirs=("cuda_runtime/include", "cuda_cccl/include"),
+    ),
+    # CUDA 13 wheels share one tree, nvidia/cu13.
+    _Wheels(
+        "CUDA 13",
+        nvcc="nvidia-cuda-nvcc",
+        nvrtc="nvidia-cuda-nvrtc",
+        bin_dirs=("cu13/bin",),
+        lib_dirs=("cu13/lib",),
+        include_dirs=("cu13/include", "cu13/include/cccl"),
+    ),
+)
+
+
 def _from_wheels(search: _Search) -> Toolkit | None:
     roots = nvidia_roots()
     if not roots:
         search.note("pip wheels", "no `nvidia` package in this Python environment")
         return None
-    # CUDA 12 wheels first: they are what pytest-regbudget depends on, so they are what the user chose.
-    cu12_version = _dist_version("nvidia-cuda-nvcc-cu12")
-    if cu12_version:
+    for wheels in _WHEELS:
+        version = _dist_version(wheels.nvcc)
+        if not version:
+            search.note(f"pip wheels ({wheels.release})", f"{wheels.nvcc} is not installed")
+            continue
         found = _toolkit_from_dirs(
-            f"pip wheels (nvidia-cuda-nvcc-cu12 {cu12_version})",
-            [*(r / "cuda_nvcc" / "bin" for r in roots), *(r / "cuda_nvdisasm" / "bin" for r in roots)],
-            [r / "cuda_nvrtc" / "lib" for r in roots],
-            [
-                *(r / "cuda_runtime" / "include" for r in roots),
-                *(r / "cuda_cccl" / "include" for r in roots),
-            ],
+            f"pip wheels ({wheels.nvcc} {version})",
+            [r / d for d in wheels.bin_dirs for r in roots],
+            [r / d for d in wheels.lib_dirs for r in roots],
+            [r / d for d in wheels.include_dirs for r in roots],
             search,
-            nvrtc_version=_dist_version("nvidia-cuda-nvrtc-cu12"),
+            nvrtc_version=_dist_version(wheels.nvrtc),
         )
         if found:
             return found
-    else:
-        search.note("pip wheels (CUDA 12)", "nvidia-cuda-nvcc-cu12 is not installed")
-    cu13_version = _dist_version("nvidia-cuda-nvcc")
-    if cu13_version:
-        cu13 = [r / "cu13" for r in roots]
-        found = _toolkit_from_dirs(
-            f"pip wheels (nvidia-cuda-nvcc {cu13_version})",
-            [r / "bin" for r in cu13],
-            [r / "lib" for r in cu13],
-            [d for r in cu13 for d in (r / "include", r / "include" / "cccl")],
-            search,
-            nvrtc_version=_dist_version("nvidia-cuda-nvrtc"),
-        )
-        if found:
-            return found
-    else:
-        search.note("pip wheels (CUDA 13)", "nvidia-cuda-nvcc is not installed")
     return None
 
 

@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from pytest_regbudget import baseline as bl
-from pytest_regbudget.gpu import Device, GpuUnavailable, device
+from pytest_regbudget.errors import GpuUnavailable
+from pytest_regbudget.gpu import Device, device
 
 KERNELS = Path(__file__).parent / "kernels"
 # A kernel whose register count follows the macro N (which the including test defines somewhere).

@@ -65,7 +65,8 @@ def _numba_works(arch: str) -> bool:
     """numba-cuda can be broken by its environment (a NumPy it does not support); say so and go on."""
     if importlib.util.find_spec("numba") is None:
         return False
-    from pytest_regbudget.frontends import FrontendError, numba_ptx
+    from pytest_regbudget.errors import FrontendError
+    from pytest_regbudget.frontends import numba_ptx
 
     def probe(x):  # type: ignore[no-untyped-def]
         pass

@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 from conftest import ACC_KERNEL, run_json
 
-from pytest_regbudget.cache import CompileCache, cache_key, default_cache_dir, default_jobs, included_files
+from pytest_regbudget.cache import CompileCache, cache_key, default_jobs, included_files
 from pytest_regbudget.compiler import CompileOptions
+from pytest_regbudget.dirs import default_cache_dir
 from pytest_regbudget.toolchain import discover
 
 KERNELS = Path(__file__).parent.parent / "kernels"

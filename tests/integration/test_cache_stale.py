@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 from conftest import ACC_KERNEL, run_json
 
-from pytest_regbudget.compiler import CompileError, find_nvcc
+from pytest_regbudget.compiler import find_nvcc
+from pytest_regbudget.errors import CompileError
 
 # The size N comes from wherever a case puts it; N=2 and N=9 give different register counts, and the same
 # header size, so that an edit within one timestamp tick cannot hide behind an unchanged size.

@@ -8,13 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_regbudget.compiler import (
-    CompileError,
-    CompileOptions,
-    KernelNotFoundError,
-    compile_kernel,
-    compile_ptx,
-)
+from pytest_regbudget.compiler import CompileOptions, compile_kernel, compile_ptx
+from pytest_regbudget.errors import CompileError, KernelNotFoundError
 from pytest_regbudget.toolchain import Toolkit, discover
 
 

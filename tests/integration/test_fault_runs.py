@@ -17,8 +17,9 @@ from conftest import run_json
 
 from pytest_regbudget import baseline as bl
 from pytest_regbudget import toolchain
-from pytest_regbudget.cache import default_cache_dir
-from pytest_regbudget.compiler import CompileError, find_nvcc
+from pytest_regbudget.compiler import find_nvcc
+from pytest_regbudget.dirs import default_cache_dir
+from pytest_regbudget.errors import CompileError
 
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="the fake tools are shell scripts")
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from conftest import run_json
 
-from pytest_regbudget import sass
+from pytest_regbudget import disasm
 
 KERNELS = Path(__file__).parent.parent / "kernels"
 SPILLS = KERNELS / "spills.cu"
@@ -141,7 +141,7 @@ def test_sass_without_nvdisasm_names_the_extra(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # As on a machine without the nvidia-cuda-nvdisasm wheel and no nvdisasm in the toolkit or on PATH.
-    monkeypatch.setattr(sass, "find_nvdisasm", lambda toolkit: None)
+    monkeypatch.setattr(disasm, "find_nvdisasm", lambda toolkit: None)
     write(
         pytester,
         """

@@ -9,6 +9,7 @@ import pytest
 from conftest import SAMPLE_ENTRY
 
 from pytest_regbudget import baseline as bl
+from pytest_regbudget.errors import BaselineError
 
 ENTRY = replace(SAMPLE_ENTRY, occupancy=0.5, occupancy_at="256 threads")
 
@@ -66,7 +67,7 @@ def test_missing_file_is_empty(tmp_path: Path) -> None:
 )
 def test_bad_files_name_file_and_place(tmp_path: Path, text: str, needle: str) -> None:
     path = tmp_path / "b.toml"
-    with pytest.raises(bl.BaselineError) as info:
+    with pytest.raises(BaselineError) as info:
         bl.parse(text, path)
     assert str(path) in str(info.value)
     assert needle in str(info.value)
@@ -101,7 +102,7 @@ def test_update_keeps_fields_it_does_not_measure(tmp_path: Path) -> None:
 def test_update_of_corrupt_file_raises_and_leaves_it(tmp_path: Path) -> None:
     path = tmp_path / "b.toml"
     path.write_text("not = [toml")
-    with pytest.raises(bl.BaselineError):
+    with pytest.raises(BaselineError):
         bl.update(path, {("n", "k", "sm_90"): ENTRY}, set())
     assert path.read_text() == "not = [toml"
 

@@ -24,9 +24,7 @@ import pytest
 from pytest_regbudget import binary
 from pytest_regbudget.arch import get_arch
 from pytest_regbudget.binary import (
-    BinaryError,
     BinaryKernel,
-    CuobjdumpParseError,
     combine_listings,
     find_cuobjdump,
     parse_elf_dump,
@@ -34,6 +32,7 @@ from pytest_regbudget.binary import (
     read_binary,
 )
 from pytest_regbudget.compiler import CompileOptions, compile_kernel
+from pytest_regbudget.errors import BinaryError, ParseError
 from pytest_regbudget.ptxas import KernelResources, parse_ptxas_output
 from pytest_regbudget.toolchain import Toolkit, discover, nvidia_roots
 
@@ -434,14 +433,14 @@ def test_unknown_arch_keeps_shared_as_listed() -> None:
 
 
 def test_malformed_listings_are_errors() -> None:
-    with pytest.raises(CuobjdumpParseError, match="'k' has no resource line"):
+    with pytest.raises(ParseError, match="'k' has no resource line"):
         parse_resource_usage("Resource usage:\n Function k:\n")
-    with pytest.raises(CuobjdumpParseError, match="has no REG"):
+    with pytest.raises(ParseError, match="has no REG"):
         parse_resource_usage(" Function k:\n  STACK:0 SHARED:0 LOCAL:0\n")
-    with pytest.raises(CuobjdumpParseError, match="no ELF header"):
+    with pytest.raises(ParseError, match="no ELF header"):
         parse_elf_dump(".section .symtab\n")
     usages = parse_resource_usage(read("libkernels_so.res.txt"))
-    with pytest.raises(CuobjdumpParseError, match="no counterpart"):
+    with pytest.raises(ParseError, match="no counterpart"):
         combine_listings(usages, parse_elf_dump(read("kernels_sm90_cubin.elf.txt")))
 
 

@@ -8,7 +8,7 @@ import pytest
 
 from pytest_regbudget.baseline import Entry
 from pytest_regbudget.budget import check, compare
-from pytest_regbudget.markers import Launch, Limits
+from pytest_regbudget.limits import Launch, Limits
 from pytest_regbudget.ptxas import parse_ptxas_output
 
 PTXAS = """\

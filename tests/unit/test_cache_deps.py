@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from pytest_regbudget import baseline as bl
+from pytest_regbudget.builder import Builder
 from pytest_regbudget.cache import (
     NOT_FINGERPRINTED,
     CacheStats,
@@ -24,7 +25,7 @@ from pytest_regbudget.cache import (
     walk_tree,
 )
 from pytest_regbudget.compiler import CompileOptions
-from pytest_regbudget.session import RegbudgetSession, Settings
+from pytest_regbudget.session import Settings
 from pytest_regbudget.toolchain import Toolkit
 
 TOOLKIT = Toolkit(
@@ -92,15 +93,15 @@ def test_every_compile_option_is_in_the_cache_key_and_the_options_hash(tmp_path:
     assert sorted(names) == sorted(SAMPLES), "give the new CompileOptions field a sample value here"
     source = tmp_path / "k.cu"
     source.write_text(KERNEL)
-    session = RegbudgetSession(Settings(archs=("sm_90",), rootdir=Path("/r")))
+    builder = Builder(Settings(archs=("sm_90",), rootdir=Path("/r")).build())
     base = CompileOptions()
     key = cache_key(source, KERNEL, "k", "sm_90", base, TOOLKIT)
-    hashed = session._options_hash(base)
+    hashed = builder.options_hash(base)
     for name in names:
         changed = replace(base, **{name: SAMPLES[name]})
         assert changed.identity() != base.identity(), name
         assert cache_key(source, KERNEL, "k", "sm_90", changed, TOOLKIT) != key, name
-        assert session._options_hash(changed) != hashed, name
+        assert builder.options_hash(changed) != hashed, name
 
 
 def test_options_hash_of_existing_baselines_is_unchanged() -> None:
@@ -108,10 +109,10 @@ def test_options_hash_of_existing_baselines_is_unchanged() -> None:
     options = CompileOptions.make(
         defines={"N": 4}, include_dirs=["/r/inc"], options=["-O3"], ptxas_options=["-O2"]
     )
-    session = RegbudgetSession(Settings(archs=("sm_90",), rootdir=Path("/r")))
+    builder = Builder(Settings(archs=("sm_90",), rootdir=Path("/r")).build())
     old = bl.options_hash(options.defines, ["inc"], options.options, options.ptxas_options)
-    assert session._options_hash(options) == old
-    assert session._options_hash(replace(options, depends=("/r/cfg.h",))) != old
+    assert builder.options_hash(options) == old
+    assert builder.options_hash(replace(options, depends=("/r/cfg.h",))) != old
 
 
 def test_stat_cache_remembers_still_files_only(tmp_path: Path) -> None:

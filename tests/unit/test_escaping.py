@@ -9,7 +9,7 @@ import pytest
 
 from pytest_regbudget import html
 from pytest_regbudget.budget import KernelReport, check
-from pytest_regbudget.markers import Launch, Limits
+from pytest_regbudget.limits import Launch, Limits
 from pytest_regbudget.ptxas import parse_ptxas_output
 from pytest_regbudget.report import (
     KernelRecord,

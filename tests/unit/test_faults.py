@@ -22,8 +22,8 @@ from conftest import SAMPLE_ENTRY as ENTRY
 
 from pytest_regbudget import baseline as bl
 from pytest_regbudget import compiler, toolchain
-from pytest_regbudget.compiler import CompileError
-from pytest_regbudget.toolchain import ToolchainError, Toolkit
+from pytest_regbudget.errors import BaselineError, CompileError, ToolchainError
+from pytest_regbudget.toolchain import Toolkit
 
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="the fake tools are shell scripts")
 
@@ -100,9 +100,9 @@ def test_wide_baseline_is_refused_and_kept(tmp_path: Path, encoding: str, name: 
     # utf-16 and utf-32 write a byte order mark; utf-16-be gets one by hand; utf-16-le has none.
     data = (b"\xfe\xff" if encoding == "utf-16-be" else b"") + text.encode(encoding)
     path.write_bytes(data)
-    with pytest.raises(bl.BaselineError, match=rf"baseline .*b\.toml is {name}; .*save it as UTF-8"):
+    with pytest.raises(BaselineError, match=rf"baseline .*b\.toml is {name}; .*save it as UTF-8"):
         bl.load(path)
-    with pytest.raises(bl.BaselineError, match=rf"is {name}"):
+    with pytest.raises(BaselineError, match=rf"is {name}"):
         bl.update(path, {("other", "k", "sm_90"): ENTRY}, set(), lock_dir=tmp_path / "cache")
     assert path.read_bytes() == data
 
@@ -110,7 +110,7 @@ def test_wide_baseline_is_refused_and_kept(tmp_path: Path, encoding: str, name: 
 def test_latin1_baseline_names_line_and_byte(tmp_path: Path) -> None:
     path = tmp_path / "b.toml"
     path.write_bytes(b"# caf\xe9\nversion = 1\n")
-    with pytest.raises(bl.BaselineError, match=r"b\.toml, line 1: byte 0xE9 .* is not UTF-8"):
+    with pytest.raises(BaselineError, match=r"b\.toml, line 1: byte 0xE9 .* is not UTF-8"):
         bl.load(path)
 
 
@@ -227,7 +227,7 @@ def test_held_lock_times_out_naming_the_holder(held_lock: tuple[Path, Path, int]
     path, lock_dir, pid = held_lock
     before = path.read_bytes()
     start = time.monotonic()
-    with pytest.raises(bl.BaselineError) as info:
+    with pytest.raises(BaselineError) as info:
         bl.update(path, {("n2", "k", "sm_90"): ENTRY}, set(), lock_dir=lock_dir, lock_timeout=0.5)
     assert time.monotonic() - start < 10
     message = str(info.value)
@@ -263,9 +263,7 @@ def test_read_only_baseline_is_refused_and_kept(tmp_path: Path) -> None:
     bl.atomic_write(path, bl.dumps({KEY: ENTRY}))
     path.chmod(0o444)
     before = path.read_bytes()
-    with pytest.raises(
-        bl.BaselineError, match=rf"baseline {path} is read-only \(mode 444\)\. Fix: chmod u\+w"
-    ):
+    with pytest.raises(BaselineError, match=rf"baseline {path} is read-only \(mode 444\)\. Fix: chmod u\+w"):
         bl.update(path, {("n2", "k", "sm_90"): ENTRY}, set(), lock_dir=tmp_path / "cache")
     assert path.read_bytes() == before
     assert path.stat().st_mode & 0o777 == 0o444
@@ -284,7 +282,7 @@ def test_unwritable_directory(tmp_path: Path) -> None:  # pragma: no cover - CI 
     bl.atomic_write(path, bl.dumps({KEY: ENTRY}))
     directory.chmod(0o555)
     try:
-        with pytest.raises(bl.BaselineError, match=rf"cannot write baseline {path}: Permission denied"):
+        with pytest.raises(BaselineError, match=rf"cannot write baseline {path}: Permission denied"):
             bl.update(path, {("n2", "k", "sm_90"): ENTRY}, set(), lock_dir=tmp_path / "cache")
     finally:
         directory.chmod(0o755)
@@ -300,7 +298,7 @@ def test_unwritable_directory_as_any_user(tmp_path: Path, monkeypatch: pytest.Mo
         raise PermissionError(errno.EACCES, "Permission denied", str(path.parent))
 
     monkeypatch.setattr(tempfile, "mkstemp", denied)
-    with pytest.raises(bl.BaselineError) as info:
+    with pytest.raises(BaselineError) as info:
         bl.update(path, {("n2", "k", "sm_90"): ENTRY}, set(), lock_dir=tmp_path / "cache")
     assert str(info.value) == (
         f"cannot write baseline {path}: Permission denied; the file is as it was. Fix: make {path.parent} "
@@ -329,7 +327,7 @@ def test_full_disk_keeps_the_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
             raise OSError(errno.ENOSPC, "No space left on device")
 
     monkeypatch.setattr(os, "fdopen", Full)
-    with pytest.raises(bl.BaselineError, match=r"No space left on device; the file is as it was\. Fix: free"):
+    with pytest.raises(BaselineError, match=r"No space left on device; the file is as it was\. Fix: free"):
         bl.update(path, {("n2", "k", "sm_90"): ENTRY}, set(), lock_dir=tmp_path / "cache")
     assert path.read_bytes() == before
     assert _leftovers(path.parent) == ["b.toml"]
@@ -348,13 +346,14 @@ def test_file_size_limit_keeps_the_file(tmp_path: Path) -> None:
         import resource, signal, sys
         from pathlib import Path
         from pytest_regbudget import baseline as bl
+        from pytest_regbudget.errors import BaselineError
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
         resource.setrlimit(resource.RLIMIT_FSIZE, ({len(before)}, {len(before)}))
         entry = bl.load(Path(sys.argv[1]))[{KEY!r}]
         fresh = {{("n%d" % i, "k", "sm_90"): entry for i in range(50)}}
         try:
             bl.update(Path(sys.argv[1]), fresh, set(), lock_dir=Path(sys.argv[2]))
-        except bl.BaselineError as exc:
+        except BaselineError as exc:
             print(exc)
         """
     )

@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from pytest_regbudget.compiler import CompileError, run_ptxas
+from pytest_regbudget.compiler import run_ptxas
+from pytest_regbudget.errors import CompileError, FrontendError
 from pytest_regbudget.frontends import (
-    FrontendError,
     FrontendPtx,
     _require,
     max_ptx_version,

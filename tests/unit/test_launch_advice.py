@@ -9,7 +9,7 @@ import pytest
 
 from pytest_regbudget.arch import get_arch
 from pytest_regbudget.budget import check
-from pytest_regbudget.markers import Launch, Limits
+from pytest_regbudget.limits import Launch, Limits
 from pytest_regbudget.occupancy import BARRIERS, BLOCKS, LAUNCH, REGISTERS, SHARED_MEMORY, WARPS, occupancy
 from pytest_regbudget.ptxas import KernelResources, parse_ptxas_output
 

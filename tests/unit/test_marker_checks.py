@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_regbudget.markers import MarkerError, duplicate_markers, parse_marker
+from pytest_regbudget.errors import MarkerError
+from pytest_regbudget.markers import duplicate_markers, parse_marker
 
 BASE = Path("/proj/tests")
 

@@ -4,7 +4,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_regbudget.markers import Launch, MarkerError, parse_marker
+from pytest_regbudget.errors import MarkerError
+from pytest_regbudget.limits import Launch, Limits
+from pytest_regbudget.markers import parse_marker
 
 BASE = Path("/proj/tests")
 
@@ -69,6 +71,31 @@ def test_per_arch_budget_resolves_per_arch_and_skips_missing_archs() -> None:
     assert budget.limits("sm_90").max_regs == 128
     assert budget.limits("sm_75").max_regs is None
     assert budget.limits("sm_75").spills == 0
+
+
+def test_per_arch_limits_are_built_once_at_parse_time() -> None:
+    budget = parse_marker(
+        (),
+        {"spills": 0, "max_regs": {"sm_80": 96, "sm_90": 128}, "launch": (256,), "stack": {"sm_90": 64}},
+        BASE,
+    )
+    # Every arch gets the scalar keys; a per-arch value only the archs it names, on top of them.
+    assert budget.default == Limits(spills=0, launch=Launch(256))
+    assert budget.per_arch == {
+        "sm_80": Limits(max_regs=96, spills=0, launch=Launch(256)),
+        "sm_90": Limits(max_regs=128, spills=0, stack=64, launch=Launch(256)),
+    }
+    assert budget.limits("sm_90") is budget.limits("sm_90")
+    assert budget.limits("sm_75") is budget.default
+
+
+def test_per_arch_values_are_checked_as_scalars_are() -> None:
+    with pytest.raises(MarkerError, match=r"max_regs\['sm_80'\]=300: expected 1\.\.255 registers per thread"):
+        parse(max_regs={"sm_80": 300})
+    with pytest.raises(MarkerError, match=r"stack\['sm_90'\]=-1: expected a whole number >= 0 bytes"):
+        parse(stack={"sm_90": -1})
+    with pytest.raises(MarkerError, match=r"^hot_spills=-1: expected a whole number >= 0$"):
+        parse(hot_spills=-1)
 
 
 def test_per_arch_budget_with_unknown_arch_lists_supported() -> None:

@@ -24,10 +24,10 @@ from pytest_regbudget.arch import (
     SUPPORTED_ARCHS,
     SUPPORTED_VARIANTS,
     ArchLimits,
-    UnknownArchError,
     compute_arch,
     get_arch,
 )
+from pytest_regbudget.errors import UnknownArchError
 from pytest_regbudget.occupancy import Occupancy, launch_failure, occupancy
 
 HARNESS = Path(__file__).with_name("occupancy_oracle.c")

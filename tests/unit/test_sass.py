@@ -9,9 +9,10 @@ from pathlib import Path
 import pytest
 
 from pytest_regbudget.diagnosis import diagnose
+from pytest_regbudget.errors import SassError
 from pytest_regbudget.occupancy import occupancy, register_cliff
 from pytest_regbudget.ptxas import parse_ptxas_output
-from pytest_regbudget.sass import SassError, parse_sass
+from pytest_regbudget.sass import instruction, local_opcode, parse_sass
 
 DATA = Path(__file__).parent / "data" / "sass"
 # nvdisasm 13.5 (-c -g) over cubins that ptxas 12.9 built for sm_90 with -lineinfo (see README.md there).
@@ -49,6 +50,25 @@ def test_unmarked_output_falls_back_to_stack_pointer_accesses() -> None:
     assert hot.spill_instructions == 160
     local = parse_sass(VARIOUS.replace('(*"SpillRefill"*)', ""), "local_lookup")
     assert local.spill_instructions == 0
+
+
+def test_one_line_reader_for_nvdisasm_and_cuobjdump() -> None:
+    # nvdisasm -c -g (a spill mark before the ;) and cuobjdump --dump-sass (the encoding after it).
+    nvdisasm = (
+        '        /*0840*/                   STL [R1+0xa8], R0                          (*"SpillRefill"*);'
+    )
+    cuobjdump = "        /*0050*/              @!P0 LDL.LU.64 R2, [R1+0x8] ;         /* 0x0000080001027983 */"
+    assert instruction(nvdisasm) == (
+        0x840,
+        'STL [R1+0xa8], R0                          (*"SpillRefill"*)',
+        "",
+    )
+    address, text, rest = instruction(cuobjdump) or (0, "", "")
+    assert (address, text, rest.strip()) == (0x50, "@!P0 LDL.LU.64 R2, [R1+0x8]", "/* 0x0000080001027983 */")
+    assert local_opcode(text) == "LDL.LU.64"
+    assert local_opcode("STL.128 [R1], R4") == "STL.128"
+    assert local_opcode("LDG.E R2, desc[UR4][R2.64]") is None
+    assert instruction("        Function : hot") is None
 
 
 def test_unknown_function_names_what_is_there() -> None:

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from pytest_regbudget import toolchain
-from pytest_regbudget.toolchain import ToolchainError, Toolkit, discover
+from pytest_regbudget.errors import ToolchainError
+from pytest_regbudget.toolchain import Toolkit, discover
 
 
 @pytest.fixture(scope="module")

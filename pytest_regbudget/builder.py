@@ -1,0 +1,142 @@
+"""The build side of a run: the toolkit, nvcc, nvdisasm, the compile cache and its prefetch pool, and the
+`BuildEnv` each test's kernel sources build in. Found once, on first use; no test state lives here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import baseline as bl
+from . import disasm
+from .cache import CacheStats, CompileCache, Prefetcher, Spec
+from .compiler import CompiledKernel, CompileOptions, Nvcc, find_nvcc
+from .errors import SassError, ToolchainError
+from .toolchain import Toolkit, discover, kill_running_tools
+
+
+@dataclass(frozen=True)
+class BuildSettings:
+    rootdir: Path
+    cuda_home: str | None
+    ptxas_timeout: float
+    cache_dir: Path | None  # None: --regbudget-no-cache
+    jobs: int  # compile threads
+    sass: bool  # --regbudget-sass: every kernel's SASS is read
+
+
+class Builder:
+    def __init__(self, settings: BuildSettings) -> None:
+        self.settings = settings
+        self.cache = CompileCache(settings.cache_dir)
+        self._toolkit: Toolkit | None = None
+        self._toolkit_error: str | None = None
+        self._nvcc: Nvcc | None = None
+        self._prefetcher: Prefetcher | None = None
+
+    def toolkit(self) -> Toolkit:
+        if self._toolkit is None and self._toolkit_error is None:
+            try:
+                self._toolkit = discover(self.settings.cuda_home)
+            except ToolchainError as exc:
+                self._toolkit_error = str(exc)
+        if self._toolkit is None:
+            raise ToolchainError(self._toolkit_error or "no toolkit")
+        return self._toolkit
+
+    def toolkit_or_none(self) -> Toolkit | None:
+        """The toolkit, for tools that can also come from elsewhere (nvcc, nvdisasm, cuobjdump)."""
+        try:
+            return self.toolkit()
+        except ToolchainError:
+            return None
+
+    def nvcc(self) -> Nvcc:
+        if self._nvcc is None:
+            self._nvcc = find_nvcc(self.toolkit_or_none())
+        return self._nvcc
+
+    def nvdisasm(self) -> Path:
+        """nvdisasm for the SASS diagnostics; SassError (naming the `sass` extra) when there is none."""
+        found = disasm.find_nvdisasm(self.toolkit_or_none())
+        if found is None:
+            raise SassError(
+                "the SASS diagnostics (--regbudget-sass, hot_spills) need nvdisasm, found neither in the "
+                f"toolkit, nor as the nvidia-cuda-nvdisasm wheel, nor on PATH. Fix: {disasm.SASS_FIX}"
+            )
+        return found
+
+    def pool(self) -> Prefetcher:
+        if self._prefetcher is None:
+            self._prefetcher = Prefetcher(
+                self.cache, self.toolkit(), self.settings.jobs, self.settings.ptxas_timeout
+            )
+        return self._prefetcher
+
+    def prefetch(self, specs: Iterable[Spec]) -> None:
+        if self.settings.jobs <= 1:
+            return
+        with contextlib.suppress(ToolchainError):  # each test reports a missing toolkit itself
+            self.pool().submit(specs)
+
+    def compile(self, spec: Spec, source_text: str | None = None) -> CompiledKernel:
+        if source_text is None:
+            return self.pool().get(spec)
+        source, kernel, arch, options, nvcc = spec
+        return self.cache.compile(
+            source,
+            kernel,
+            arch,
+            options,
+            self.toolkit(),
+            self.settings.ptxas_timeout,
+            source_text=source_text,
+            nvcc=nvcc,
+        )
+
+    def options_hash(self, options: CompileOptions) -> str:
+        # Every field, from the list the cache key uses too; paths relative to the rootdir, so that the
+        # hash is the same on every checkout.
+        return bl.options_hash(*options.identity(relative_to=self.settings.rootdir))
+
+    def cache_line(self, workers: CacheStats) -> str:
+        if self.settings.cache_dir is None:
+            return "compile cache: off (--regbudget-no-cache)"
+        total = self.cache.stats.merged(workers)
+        return f"compile cache {self.settings.cache_dir}: {total} ({self.settings.jobs} compile thread(s))"
+
+    def close(self) -> None:
+        # Tools run in sessions of their own, out of Ctrl-C's reach: stop any still running (an interrupted
+        # run) before waiting for the compile threads that started them.
+        kill_running_tools()
+        if self._prefetcher is not None:
+            self._prefetcher.shutdown()
+
+
+class ItemEnv:
+    """The `BuildEnv` of one test: the run's builder, with line info where that test's SASS is read."""
+
+    def __init__(self, builder: Builder, reads_sass: Callable[[str], bool]) -> None:
+        self._builder = builder
+        self._reads_sass = reads_sass
+        self.ptxas_timeout = builder.settings.ptxas_timeout
+
+    def toolkit(self) -> Toolkit:
+        return self._builder.toolkit()
+
+    def toolkit_or_none(self) -> Toolkit | None:
+        return self._builder.toolkit_or_none()
+
+    def nvcc(self) -> Nvcc:
+        return self._builder.nvcc()
+
+    def line_info(self, arch: str) -> bool:
+        return self._reads_sass(arch)
+
+    def compile(self, spec: Spec, source_text: str | None = None) -> CompiledKernel:
+        return self._builder.compile(spec, source_text)
+
+    def options_hash(self, options: CompileOptions) -> str:
+        return self._builder.options_hash(options)

@@ -1,0 +1,88 @@
+"""Every error pytest-regbudget raises, in one place, so that any module can raise or catch one without
+importing the module that does the work (a parser need not import the compiler to raise a CompileError).
+
+Each message says what went wrong and how to fix it. All derive from `RegbudgetError`; those that are
+also a built-in error (ValueError, RuntimeError) stay so, so that existing `except` clauses still match.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "BaselineError",
+    "BinaryError",
+    "CompileError",
+    "FrontendError",
+    "GpuUnavailable",
+    "KernelNotFoundError",
+    "LaunchError",
+    "MarkerError",
+    "ParseError",
+    "RegbudgetError",
+    "SassError",
+    "ToolchainError",
+    "UnknownArchError",
+]
+
+
+class RegbudgetError(Exception):
+    """The base of every error of this package."""
+
+
+class CompileError(RegbudgetError):
+    """NVRTC or ptxas rejected the kernel; the message carries the compiler's own log."""
+
+    def __init__(self, message: str, log: str = "") -> None:
+        super().__init__(message)
+        self.log = log
+
+
+class KernelNotFoundError(CompileError):
+    """The module compiled, but holds no kernel of the requested name."""
+
+
+class FrontendError(CompileError):
+    """A front end is missing, rejected the kernel, or made PTX our ptxas cannot take; says how to fix it."""
+
+
+class BinaryError(CompileError):
+    """cuobjdump is missing, cannot read the file, or printed something this package cannot read."""
+
+
+class SassError(CompileError):
+    """nvdisasm is missing or failed; the message says how to get it."""
+
+
+class ToolchainError(RegbudgetError, RuntimeError):
+    """No usable toolkit, or NVRTC and ptxas that do not belong together."""
+
+
+class MarkerError(RegbudgetError, ValueError):
+    """A regbudget marker that cannot be understood; the message says which key and how to fix it."""
+
+
+class UnknownArchError(RegbudgetError, ValueError):
+    """An arch name arch.py has no limits for; the message lists the supported names."""
+
+
+class BaselineError(RegbudgetError):
+    """The baseline file cannot be used; the message names the file, the place and the problem."""
+
+
+class ParseError(RegbudgetError, ValueError):
+    """Tool output (ptxas, PTX, cuobjdump) that cannot be read; the message quotes the offending line."""
+
+    def __init__(self, message: str, line: str | None = None, lineno: int | None = None) -> None:
+        self.line = line
+        self.lineno = lineno
+        if line is not None:
+            where = f"line {lineno}: " if lineno is not None else ""
+            message = f"{message}\n  {where}{line.strip()!r}"
+        super().__init__(message)
+
+
+class GpuUnavailable(RegbudgetError, RuntimeError):
+    """No CuPy or no device; the message says which and how to get one."""
+
+
+class LaunchError(RegbudgetError, RuntimeError):
+    """The driver refused to launch the kernel."""

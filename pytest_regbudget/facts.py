@@ -1,0 +1,97 @@
+"""What was measured about a kernel, as plain frozen data: no pytest, no CuPy, no NVRTC.
+
+Kernel sources (sources/) produce `KernelFacts`; the GPU runner produces the GPU data classes; the verdict
+(budget.py) reads them all. Nothing here does work.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .ptxas import KernelResources
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """Which tools made (or read) a kernel's numbers, for the report and the baseline.
+
+    `compiler` is the source kind (nvrtc, nvcc, string, binary, triton, numba); `frontend` what wrote the PTX
+    ("12.9.86" for NVRTC, "nvcc 13.5.37", "triton 3.5.0"); `ptxas` the assembler whose numbers these are
+    ("12.9.86", or "prebuilt" for a binary read as it is); `origin` where the toolkit was found.
+    """
+
+    compiler: str
+    frontend: str
+    ptxas: str
+    origin: str = ""
+
+    @property
+    def release(self) -> str:
+        """major.minor of the ptxas that produced the numbers ("12.9"), or the ptxas field as it is."""
+        parts = self.ptxas.split(".")
+        return ".".join(parts[:2]) if len(parts) >= 2 and parts[0].isdigit() else self.ptxas
+
+
+@dataclass(frozen=True)
+class KernelFacts:
+    """One kernel built (or read) for one arch: everything the verdict needs, nothing it must work out."""
+
+    kernel: str  # as the user named it ("gemm<128, 64>")
+    entry: str  # as it is in the PTX/cubin ("_Z4gemmILi128ELi64EEvPf")
+    arch: str
+    source: Path  # the file it came from (a code string's name; a Python function's file)
+    resources: KernelResources
+    provenance: Provenance
+    # A digest of what the build depended on (compile options, or a front end's signature and settings),
+    # stored with the baseline entry to tell when a kernel's build changed.
+    options_hash: str = ""
+    line: int | None = None  # 1-based line of the kernel's definition in `source`
+    ptxas_options: tuple[str, ...] = ()  # for the diagnosis (-maxrregcount and friends)
+    ptxas_log: str = ""
+    cubin: bytes = field(default=b"", repr=False)  # empty when the machine code cannot be loaded
+
+
+# NVML "clocks event reasons" that mean the SM clock was pulled down by power, heat or the hardware.
+_THROTTLE_MASK = (
+    0x4 | 0x8 | 0x20 | 0x40 | 0x80 | 0x100
+)  # SW power cap, HW slowdown, SW/HW thermal, power brake
+
+
+@dataclass(frozen=True)
+class DriverView:
+    """What the driver says about one loaded kernel."""
+
+    registers: int
+    local_bytes: int
+    shared_bytes: int
+    max_threads: int
+
+
+@dataclass(frozen=True)
+class Timing:
+    """A kernel's GPU time: the median of samples taken until their noise was low enough."""
+
+    median_ms: float
+    noise: float  # relative standard deviation of the samples
+    samples: int
+    min_ms: float
+    sm_clock_mhz: int | None
+    max_sm_clock_mhz: int | None
+    throttle_reasons: int | None  # NVML bit mask, 0 = not throttled
+    l2_flush: bool
+
+    @property
+    def throttled(self) -> bool:
+        """The SM clock was held down (power, heat, hardware) when the samples were taken."""
+        return bool(self.throttle_reasons and self.throttle_reasons & _THROTTLE_MASK)
+
+
+@dataclass(frozen=True)
+class GpuFacts:
+    """The driver's view of one loaded cubin, next to which the static numbers are judged."""
+
+    device: str
+    arch: str
+    view: DriverView
+    driver_blocks: int | None  # resident blocks per SM at the launch size, if there is one

@@ -1,0 +1,42 @@
+"""The budgets one kernel is held to on one arch, as plain frozen values: no pytest, nothing to run.
+
+markers.py checks a marker's keys and builds these once; budget.py judges a kernel by them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal, get_args
+
+__all__ = ["LEVELS", "Launch", "Level", "Limits"]
+
+# What a kernel over its budget does to its test: fail it, or pass it with a warning.
+Level = Literal["fail", "warn"]
+LEVELS: tuple[Level, ...] = get_args(Level)
+
+
+@dataclass(frozen=True)
+class Launch:
+    threads: int
+    blocks: int | None = None  # resident blocks per SM that must fit
+
+    def __str__(self) -> str:
+        return f"({self.threads},)" if self.blocks is None else f"({self.threads}, {self.blocks})"
+
+
+@dataclass(frozen=True)
+class Limits:
+    """The budgets that apply on one arch; None means unchecked."""
+
+    max_regs: int | None = None
+    spills: int | None = None
+    spill_stores: int | None = None
+    spill_loads: int | None = None
+    stack: int | None = None
+    smem: int | None = None
+    launch: Launch | None = None
+    dynamic_smem: int = 0
+    min_occupancy: float | None = None
+    max_time_ratio: float | None = None  # GPU median / baseline median of the same device
+    max_time_ms: float | None = None
+    hot_spills: int | None = None  # spill instructions inside loops (needs the SASS)

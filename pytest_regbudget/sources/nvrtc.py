@@ -1,0 +1,75 @@
+"""Sources the compile cache builds: a .cu file (`CompiledFile`, by NVRTC + ptxas or by nvcc) and a code
+string (`CodeString`, by NVRTC + ptxas). A file is also compiled ahead of its test by the prefetch pool.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Literal
+
+from ..cache import Spec
+from ..compiler import CompiledKernel, CompileOptions
+from ..facts import KernelFacts
+from . import BuildEnv
+
+
+def facts_of(compiled: CompiledKernel, options: CompileOptions, env: BuildEnv) -> KernelFacts:
+    """A compile's facts, with the baseline's digest of `options`: the ones asked for, without the
+    -lineinfo the SASS may have added."""
+    return replace(compiled.facts, options_hash=env.options_hash(options))
+
+
+@dataclass(frozen=True)
+class CompiledFile:
+    """A .cu file built by NVRTC + ptxas, or (compiler="nvcc") a whole translation unit built by nvcc and
+    measured by nvcc's own ptxas; `options` are then nvcc's flags."""
+
+    path: Path
+    kernel: str
+    options: CompileOptions | None = None
+    compiler: Literal["nvrtc", "nvcc"] = "nvrtc"
+    reads_file = True
+    loadable = True
+
+    @property
+    def where(self) -> Path:
+        return self.path
+
+    def _spec(self, arch: str, env: BuildEnv) -> Spec:
+        opts = self.options or CompileOptions()
+        # Line info only when the SASS is read: the spec is what the cache and the prefetcher key on.
+        build = opts.with_line_info() if env.line_info(arch) else opts
+        return (self.path, self.kernel, arch, build, env.nvcc() if self.compiler == "nvcc" else None)
+
+    def plan(self, arch: str, env: BuildEnv) -> Spec | None:
+        return self._spec(arch, env)
+
+    def build(self, arch: str, env: BuildEnv) -> list[KernelFacts]:
+        compiled = env.compile(self._spec(arch, env))
+        return [facts_of(compiled, self.options or CompileOptions(), env)]
+
+
+@dataclass(frozen=True)
+class CodeString:
+    """Device code held in a string, as CuPy's RawKernel takes it; `name` is what errors call it and where
+    its `#include "x.h"` lines are resolved from."""
+
+    name: Path
+    text: str
+    kernel: str
+    options: CompileOptions | None = None
+    reads_file = False
+    loadable = True
+
+    @property
+    def where(self) -> Path:
+        return self.name
+
+    def plan(self, arch: str, env: BuildEnv) -> Spec | None:
+        return None  # built when the test runs: the string exists only then
+
+    def build(self, arch: str, env: BuildEnv) -> list[KernelFacts]:
+        opts = self.options or CompileOptions()
+        spec = (self.name, self.kernel, arch, opts.with_line_info() if env.line_info(arch) else opts, None)
+        return [facts_of(env.compile(spec, source_text=self.text), opts, env)]

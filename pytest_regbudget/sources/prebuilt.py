@@ -1,0 +1,87 @@
+"""A prebuilt cubin, fatbin, object file or shared library, read as it is by cuobjdump: no compile."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from .. import binary
+from ..cache import Spec
+from ..compiler import CompileOptions, match_entry
+from ..errors import CompileError, KernelNotFoundError
+from ..facts import KernelFacts, Provenance
+from ..ptxas import KernelResources
+from . import BuildEnv
+
+
+@dataclass(frozen=True)
+class Binary:
+    """Every kernel the binary holds for an arch, or only `kernel`. Spills are known only where the binary
+    records them (cuobjdump's SASS of a cubin built with them)."""
+
+    path: Path
+    kernel: str | None = None
+    reads_file = True
+    loadable = False  # cuobjdump gives numbers, not a loadable cubin of one kernel
+
+    @property
+    def where(self) -> Path:
+        return self.path
+
+    def plan(self, arch: str, env: BuildEnv) -> Spec | None:
+        return None
+
+    def build(self, arch: str, env: BuildEnv) -> list[KernelFacts]:
+        held = binary.read_binary(self.path, env.toolkit_or_none())
+        mine = [k for k in held if k.arch == arch]
+        if not mine:
+            archs = ", ".join(sorted({k.arch for k in held})) or "none"
+            raise CompileError(
+                f"{self.path} holds no machine code for {arch} (it holds: {archs}); build it with "
+                f"-gencode arch=compute_XX,code={arch} or restrict the test with archs="
+            )
+        if self.kernel is not None:
+            entry = match_entry(self.kernel, [k.name for k in mine])
+            if entry is None:
+                names = ", ".join(k.name for k in mine)
+                raise KernelNotFoundError(
+                    f"kernel {self.kernel!r} not found in {self.path} [{arch}]; it contains: {names} (name a "
+                    "C++ template or overload by its mangled name)"
+                )
+            mine = [k for k in mine if k.name == entry]
+        made = Provenance(
+            "binary", frontend="prebuilt", ptxas="prebuilt", origin=f"prebuilt {self.path.name}"
+        )
+        # A binary has no compile options; the digest of none keeps its entries comparable across runs.
+        digest = env.options_hash(CompileOptions())
+        return [self._facts(k, made, digest) for k in mine]
+
+    def _facts(self, k: binary.BinaryKernel, made: Provenance, digest: str) -> KernelFacts:
+        spilled = "" if k.spill_stores is not None else " (spills not recorded in the binary)"
+        resources = KernelResources(
+            name=k.name,
+            arch=k.arch,
+            registers=k.registers,
+            spill_stores=k.spill_stores or 0,
+            spill_loads=k.spill_loads or 0,
+            stack_frame=k.stack,
+            shared_mem=k.shared,
+            const_mem=k.const,
+            const_banks=(),
+            barriers=0,
+            ptxas_line=(
+                f"cuobjdump: REG:{k.registers} STACK:{k.stack} SHARED:{k.shared} LOCAL:{k.local}{spilled}"
+            ),
+            max_threads=k.max_threads,
+            min_blocks_per_sm=k.min_blocks,
+            spills_known=k.spill_stores is not None,
+        )
+        return KernelFacts(
+            kernel=self.kernel if self.kernel is not None else k.name,
+            entry=k.name,
+            arch=k.arch,
+            source=self.path,
+            resources=resources,
+            provenance=made,
+            options_hash=digest,
+        )

@@ -1,0 +1,733 @@
+"""The report renderers (report.py, html.py) on canned records: no toolkit, no pytest run, no GPU.
+
+Strings that the docs quote (docs/getting-started.md, usage.md, baseline.md, ci.md, troubleshooting.md) are
+asserted exactly: they are what users and CI scripts read.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any, cast
+
+import pytest
+
+from pytest_regbudget import html
+from pytest_regbudget.report import (
+    STALE_SHOWN,
+    DeltaRecord,
+    KernelRecord,
+    baseline_lines,
+    github_annotations,
+    json_text,
+    markdown_report,
+    summary_lines,
+    unknown_arch_lines,
+)
+
+NODEID = "tests/test_kernels.py::test_poly_eval[sm_90]"
+ROOT = Path("/repo")
+
+
+def record(**overrides: Any) -> KernelRecord:
+    """The kernel of docs/getting-started.md: poly_eval on sm_90, 102 registers, 25% at 256 threads."""
+    rec: KernelRecord = {
+        "nodeid": NODEID,
+        "kernel": "poly_eval",
+        "entry": "poly_eval",
+        "arch": "sm_90",
+        "source": "/repo/kernels/poly.cu",
+        "registers": 102,
+        "spill_stores": 0,
+        "spill_loads": 0,
+        "stack_frame": 0,
+        "shared_mem": 0,
+        "const_mem": 0,
+        "barriers": 0,
+        "max_threads": None,
+        "min_blocks_per_sm": None,
+        "launch": [256],
+        "dynamic_smem": 0,
+        "occupancy": 0.25,
+        "active_blocks": 2,
+        "limiter": "registers",
+        "outcome": "passed",
+        "level": "fail",
+        "violations": [],
+        "error": None,
+        "ptxas_line": "ptxas info    : Used 102 registers, used 0 barriers",
+        "ptxas_version": "12.9.86",
+        "nvrtc_version": "12.9.86",
+        "options_hash": "a2769e93734c",
+        "line": 12,
+        "baseline_status": "none",
+        "baseline": None,
+        "deltas": [],
+        "gpu_device": None,
+        "driver_registers": None,
+        "driver_local_bytes": None,
+        "driver_max_threads": None,
+        "driver_blocks": None,
+        "driver_occupancy": None,
+        "model_defects": [],
+        "time_ms": None,
+        "noise": None,
+        "samples": None,
+        "sm_clock_mhz": None,
+        "baseline_time_ms": None,
+        "time_ratio": None,
+        "gpu_note": None,
+        "spill_instructions": None,
+        "spill_instructions_in_loops": None,
+        "local_instructions": None,
+        "diagnosis": [],
+        "cliff_blocks": 2,
+        "cliff_grow": 26,
+        "cliff_shed": 22,
+        "cliff_blocks_if_shed": 3,
+    }
+    unknown = set(overrides) - set(rec)
+    assert not unknown, f"not a KernelRecord field: {sorted(unknown)}"
+    return cast(KernelRecord, {**rec, **overrides})
+
+
+def delta(metric: str, baseline: float, now: float, verdict: str) -> DeltaRecord:
+    return DeltaRecord(metric=metric, baseline=baseline, now=now, delta=now - baseline, verdict=verdict)
+
+
+def entry(**overrides: object) -> dict[str, object]:
+    """A baseline entry as `Entry.to_toml()` writes it into a record."""
+    return {
+        "registers": 102,
+        "spill_stores": 0,
+        "spill_loads": 0,
+        "stack": 0,
+        "smem": 0,
+        "const_mem": 0,
+        "occupancy": 0.25,
+        "occupancy_at": "256 threads",
+        "ptxas": "12.9.86",
+        "nvrtc": "12.9.86",
+        "options_hash": "a2769e93734c",
+        **overrides,
+    }
+
+
+def failed_poly() -> KernelRecord:
+    """docs/getting-started.md section 6: NACC 32 -> 40 took poly_eval from 102 to 126 registers."""
+    return record(
+        registers=126,
+        cliff_grow=2,
+        cliff_shed=46,
+        cliff_blocks_if_shed=3,
+        outcome="failed",
+        violations=[
+            "poly_eval [sm_90]: registers 102 -> 126 (+24) is worse than the baseline; if intended, "
+            "accept it with pytest --regbudget-update and commit regbudget-baseline.toml"
+        ],
+        baseline_status="compared",
+        baseline=entry(),
+        deltas=[delta("registers", 102, 126, "worse")],
+    )
+
+
+def errored(error: str = 'bad.cu(2): error: identifier "x" is undefined\n  x = 1;\n  ^\n') -> KernelRecord:
+    """A kernel that did not compile: no ptxas figures at all."""
+    return record(
+        nodeid="tests/test_kernels.py::test_bad[sm_90]",
+        kernel="bad",
+        entry=None,
+        source="/repo/kernels/bad.cu",
+        registers=None,
+        spill_stores=None,
+        spill_loads=None,
+        stack_frame=None,
+        shared_mem=None,
+        const_mem=None,
+        barriers=None,
+        occupancy=None,
+        active_blocks=None,
+        limiter=None,
+        outcome="error",
+        error=error,
+        ptxas_line=None,
+        line=2,
+        cliff_blocks=None,
+        cliff_grow=None,
+        cliff_shed=None,
+        cliff_blocks_if_shed=None,
+    )
+
+
+def columns(line: str) -> list[str]:
+    """A summary line's cells: the table separates columns by two or more spaces, cells hold at most one."""
+    return re.split(r" {2,}", line.strip())
+
+
+def test_the_helper_record_has_exactly_the_typed_fields() -> None:
+    assert set(record()) == set(KernelRecord.__required_keys__)
+    with pytest.raises(AssertionError, match="not a KernelRecord field"):
+        record(regs=1)
+
+
+# --- summary_lines: the terminal table --------------------------------------------------------------------
+
+
+def test_summary_of_no_records_is_empty() -> None:
+    assert summary_lines([]) == []
+
+
+def test_summary_matches_the_getting_started_table_for_a_new_kernel() -> None:
+    assert summary_lines([record(baseline_status="new")]) == [
+        "test                   kernel     arch   regs  spill st/ld  stack  smem  "
+        "occupancy  cliff    baseline  verdict",
+        "---------------------  ---------  -----  ----  -----------  -----  ----  "
+        "---------  -------  --------  -------",
+        "test_poly_eval[sm_90]  poly_eval  sm_90   102  0/0              0     0  "
+        "25% @256   +26/-22  new       ok",
+    ]
+
+
+def test_summary_matches_the_getting_started_table_for_a_regression() -> None:
+    assert summary_lines([failed_poly()]) == [
+        "test                   kernel     arch   regs  spill st/ld  stack  smem  "
+        "occupancy  cliff   baseline  verdict",
+        "---------------------  ---------  -----  ----  -----------  -----  ----  "
+        "---------  ------  --------  -------",
+        "test_poly_eval[sm_90]  poly_eval  sm_90   126  0/0              0     0  "
+        "25% @256   +2/-46  regs +24  FAILED",
+    ]
+
+
+def test_summary_rows_are_sorted_by_test_kernel_and_arch_whatever_the_input_order() -> None:
+    records = [
+        record(nodeid="tests/test_b.py::test_x[sm_90]", kernel="a"),
+        record(nodeid="tests/test_a.py::test_x[sm_90]", kernel="z", arch="sm_90"),
+        record(nodeid="tests/test_a.py::test_x[sm_90]", kernel="z", arch="sm_100"),
+        record(nodeid="tests/test_a.py::test_x[sm_90]", kernel="m", arch="sm_90"),
+    ]
+    rows = [columns(line)[:3] for line in summary_lines(records)[2:]]
+    # Plain string order: sm_100 sorts before sm_90.
+    assert rows == [
+        ["test_x[sm_90]", "m", "sm_90"],
+        ["test_x[sm_90]", "z", "sm_100"],
+        ["test_x[sm_90]", "z", "sm_90"],
+        ["test_x[sm_90]", "a", "sm_90"],
+    ]
+
+
+def test_summary_test_column_drops_only_the_file_part_of_the_node_id() -> None:
+    lines = summary_lines([record(nodeid="tests/test_k.py::TestK::test_k[sm_90]")])
+    assert lines[2].startswith("TestK::test_k[sm_90]  poly_eval")
+
+
+@pytest.mark.parametrize(
+    ("outcome", "verdict"),
+    [("passed", "ok"), ("failed", "FAILED"), ("warned", "WARNED"), ("error", "ERROR")],
+)
+def test_summary_verdict_column(outcome: str, verdict: str) -> None:
+    assert columns(summary_lines([record(outcome=outcome)])[2])[-1] == verdict
+
+
+def test_summary_of_a_compile_error_is_dashes_and_error() -> None:
+    (row,) = summary_lines([errored()])[2:]
+    assert columns(row) == ["test_bad[sm_90]", "bad", "sm_90", "-", "-", "-", "-", "-", "-", "-", "ERROR"]
+
+
+def test_summary_cells_for_what_is_not_known() -> None:
+    # A binary records no spills; no launch means no occupancy; a cliff with nothing to shed.
+    rec = record(spill_stores=None, spill_loads=None, launch=None, cliff_grow=153, cliff_shed=None)
+    assert columns(summary_lines([rec])[2]) == [
+        "test_poly_eval[sm_90]",
+        "poly_eval",
+        "sm_90",
+        "102",
+        "-",
+        "0",
+        "0",
+        "-",
+        "+153/-",
+        "-",
+        "ok",
+    ]
+
+
+def test_summary_spill_and_occupancy_cells() -> None:
+    rec = record(spill_stores=16, spill_loads=24, stack_frame=40, shared_mem=4096, occupancy=0.1875)
+    assert columns(summary_lines([rec])[2])[3:8] == ["102", "16/24", "40", "4096", "19% @256"]
+
+
+def baseline_cell(rec: KernelRecord) -> str:
+    lines = summary_lines([rec])
+    start = lines[0].index("baseline")
+    end = lines[0].index("verdict")
+    return lines[2][start:end].rstrip()
+
+
+@pytest.mark.parametrize(
+    ("status", "deltas", "cell"),
+    [
+        ("none", [], "-"),
+        ("new", [], "new"),
+        ("compared", [], "="),
+        # The example the docs give (usage.md, baseline.md): occupancy in points, rounded.
+        (
+            "compared",
+            [delta("registers", 72, 80, "worse"), delta("occupancy", 0.375, 0.25, "worse")],
+            "regs +8, occ -12pt",
+        ),
+        ("compared", [delta("registers", 126, 102, "better")], "regs -24"),
+        ("compared", [delta("stack", 0, 8, "tolerated")], "stack +8"),
+        (
+            "compared",
+            [
+                delta("spill_stores", 0, 16, "worse"),
+                delta("spill_loads", 8, 0, "better"),
+                delta("smem", 1024, 2048, "worse"),
+                delta("occupancy", 0.25, 0.5, "better"),
+            ],
+            "spill st +16, spill ld -8, smem +1024, occ +25pt",
+        ),
+    ],
+)
+def test_summary_baseline_cell(status: str, deltas: list[DeltaRecord], cell: str) -> None:
+    rec = record(
+        baseline_status=status, deltas=deltas, baseline=None if status in ("none", "new") else entry()
+    )
+    assert baseline_cell(rec) == cell
+
+
+def test_summary_baseline_cell_of_another_ptxas_is_shown_but_not_enforced() -> None:
+    old = entry(ptxas="12.4.131")
+    changed = record(
+        baseline_status="toolkit-mismatch", baseline=old, deltas=[delta("registers", 94, 102, "worse")]
+    )
+    same = record(baseline_status="toolkit-mismatch", baseline=old)
+    assert baseline_cell(changed) == "regs +8 (ptxas 12.4.131, not enforced)"
+    assert baseline_cell(same) == "= (ptxas 12.4.131, not enforced)"
+
+
+def test_summary_baseline_cell_of_a_compile_error_is_a_dash() -> None:
+    rec = errored()
+    rec["baseline_status"] = "compared"
+    rec["baseline"] = entry()
+    assert columns(summary_lines([rec])[2])[9] == "-"
+
+
+BASE_HEADER = [
+    "test",
+    "kernel",
+    "arch",
+    "regs",
+    "spill st/ld",
+    "stack",
+    "smem",
+    "occupancy",
+    "cliff",
+    "baseline",
+    "verdict",
+]
+GPU_HEADER = ["drv regs", "drv occ", "time ms", "noise", "base ms", "ratio"]
+
+
+def timed(**overrides: Any) -> KernelRecord:
+    return record(
+        gpu_device="NVIDIA H200",
+        driver_registers=102,
+        driver_occupancy=0.25,
+        time_ms=0.31623,
+        noise=0.0123,
+        samples=50,
+        baseline_time_ms=0.3156,
+        time_ratio=0.31623 / 0.3156,
+        **overrides,
+    )
+
+
+def test_summary_has_no_gpu_columns_without_gpu_data() -> None:
+    assert columns(summary_lines([record(), failed_poly()])[0]) == BASE_HEADER
+
+
+def test_summary_gpu_columns_sit_before_the_verdict_when_any_kernel_ran_on_a_gpu() -> None:
+    lines = summary_lines([timed(), record(nodeid="tests/test_kernels.py::test_z[sm_90]")])
+    assert columns(lines[0]) == [*BASE_HEADER[:-1], *GPU_HEADER, "verdict"]
+    assert columns(lines[2])[-7:] == ["102", "25%", "0.3162", "1.2%", "0.3156", "x1.002", "ok"]
+    # A kernel that did not run on the GPU gets dashes in the same columns.
+    assert columns(lines[3])[-7:] == ["-", "-", "-", "-", "-", "-", "ok"]
+
+
+def test_summary_sass_column_follows_spill_bytes_when_any_kernel_has_sass() -> None:
+    sass = record(spill_instructions=7, spill_instructions_in_loops=3)
+    plain = record(nodeid="tests/test_kernels.py::test_z[sm_90]")
+    lines = summary_lines([plain, sass])
+    assert columns(lines[0]) == [*BASE_HEADER[:5], "spill instr loop/all", *BASE_HEADER[5:]]
+    assert columns(lines[2])[3:7] == ["102", "0/0", "3/7", "0"]
+    assert columns(lines[3])[3:7] == ["102", "0/0", "-", "0"]
+
+
+def test_summary_keeps_stack_and_smem_right_justified_with_the_sass_column() -> None:
+    rec = record(stack_frame=8, shared_mem=4, spill_instructions=7, spill_instructions_in_loops=3)
+    header, _, row = summary_lines([rec])
+    smem_end = header.index("smem") + len("smem")
+    assert row[smem_end - 1] == "4"
+
+
+# --- baseline_lines: improvements and stale entries --------------------------------------------------------
+
+
+def improved(**overrides: Any) -> KernelRecord:
+    return record(
+        baseline_status="compared",
+        baseline=entry(registers=126, stack=16),
+        deltas=[
+            delta("registers", 126, 102, "better"),
+            delta("spill_stores", 0, 4, "tolerated"),
+            delta("stack", 16, 0, "better"),
+        ],
+        **overrides,
+    )
+
+
+def test_no_improvement_and_nothing_stale_says_nothing() -> None:
+    assert baseline_lines([record(), failed_poly()], [], updating=False) == []
+
+
+def test_improvements_list_the_better_metrics_and_end_with_the_update_hint() -> None:
+    records = [
+        improved(nodeid="tests/test_z.py::test_k[sm_90]", kernel="zeta"),
+        failed_poly(),  # compared, but worse: not an improvement
+        improved(),
+        # Another ptxas's figures are not enforced, so they are not offered to lock in either.
+        record(
+            kernel="other",
+            baseline_status="toolkit-mismatch",
+            baseline=entry(ptxas="12.4.131"),
+            deltas=[delta("registers", 110, 102, "better")],
+        ),
+    ]
+    assert baseline_lines(records, [], updating=False) == [
+        "2 kernel(s) improved on the baseline:",
+        f"  poly_eval [sm_90] ({NODEID}): registers 126 -> 102 (-24), stack 16 -> 0 (-16)",
+        "  zeta [sm_90] (tests/test_z.py::test_k[sm_90]): registers 126 -> 102 (-24), stack 16 -> 0 (-16)",
+        "  Run pytest --regbudget-update to lock the improvements in.",
+    ]
+
+
+def key(i: int) -> tuple[str, str, str]:
+    return (f"tests/test_gone.py::test_{i:02d}[sm_90]", "k", "sm_90")
+
+
+def test_one_stale_entry_is_named_with_the_fix() -> None:
+    assert baseline_lines([], [key(1)], updating=False) == [
+        "1 stale baseline entry (test or kernel gone):",
+        "  tests/test_gone.py::test_01[sm_90] k [sm_90]",
+        "  pytest --regbudget-update removes them.",
+    ]
+
+
+@pytest.mark.parametrize("count", [2, STALE_SHOWN, STALE_SHOWN + 1, 25])
+def test_stale_entries_are_capped_at_ten_then_counted(count: int) -> None:
+    assert STALE_SHOWN == 10
+    stale = [key(i) for i in range(count)]
+    lines = baseline_lines([], stale, updating=False)
+    shown = [f"  tests/test_gone.py::test_{i:02d}[sm_90] k [sm_90]" for i in range(min(count, 10))]
+    more = [f"  ... and {count - 10} more"] if count > 10 else []
+    assert lines == [
+        f"{count} stale baseline entries (test or kernel gone):",
+        *shown,
+        *more,
+        "  pytest --regbudget-update removes them.",
+    ]
+
+
+def test_improvements_come_before_stale_entries_then_kept_lines() -> None:
+    kept = ["2 entries kept: sm_80 was not built (this run's archs: sm_90)"]
+    lines = baseline_lines([improved()], [key(1)], updating=False, kept=kept)
+    assert [line for line in lines if not line.startswith("  ")] == [
+        "1 kernel(s) improved on the baseline:",
+        "1 stale baseline entry (test or kernel gone):",
+        "2 entries kept: sm_80 was not built (this run's archs: sm_90)",
+    ]
+
+
+def test_an_update_shows_neither_improvements_nor_stale_entries_only_what_it_kept() -> None:
+    kept = ["1 entry kept: tests/test_b.py was not collected (error)"]
+    assert baseline_lines([improved()], [key(1)], updating=True) == []
+    assert baseline_lines([improved()], [key(1)], updating=True, kept=kept) == kept
+
+
+def test_baseline_lines_cannot_forge_a_workflow_command() -> None:
+    stale = [("t.py::t\n::error::forged", "k", "sm_90")]
+    lines = baseline_lines([], stale, updating=False, kept=["::warning::kept"])
+    assert lines[1] == "  t.py::t\\n::error::forged k [sm_90]"
+    assert lines[-1] == "> ::warning::kept"
+
+
+# --- unknown_arch_lines ------------------------------------------------------------------------------------
+
+
+def test_known_archs_and_variants_give_no_line() -> None:
+    keys = [("t.py::a", "k", "sm_90"), ("t.py::b", "k", "sm_90a"), ("t.py::c", "k", "sm_100f")]
+    assert unknown_arch_lines(keys, "regbudget-baseline.toml") == []
+
+
+def test_an_unknown_arch_gets_one_line_with_a_count_an_example_and_the_fix() -> None:
+    keys = [
+        ("tests/test_b.py::t", "k2", "sm_999"),
+        ("tests/test_a.py::t", "k1", "sm_999"),
+        ("tests/test_a.py::t", "k", "sm_90"),
+        ("tests/test_c.py::t", "k", "sm_9O"),
+    ]
+    lines = unknown_arch_lines(keys, "regbudget-baseline.toml")
+    assert len(lines) == 2
+    # One line per arch, in string order ('9' < 'O'); the example is the smallest key.
+    assert lines[0].startswith(
+        "baseline regbudget-baseline.toml: 2 entries for arch 'sm_999' (e.g. tests/test_a.py::t k1) "
+        "are never checked and never removed: correct the arch or delete them; "
+        "unknown arch 'sm_999' (supported: sm_70, "
+    )
+    assert lines[1].startswith(
+        "baseline regbudget-baseline.toml: 1 entry for arch 'sm_9O' (e.g. tests/test_c.py::t k) are never "
+        "checked and never removed: correct the arch or delete them; unknown arch 'sm_9O'"
+    )
+
+
+# --- markdown_report: the job summary ----------------------------------------------------------------------
+
+
+def test_markdown_has_a_row_per_changed_metric_or_per_kernel() -> None:
+    records = [
+        record(nodeid="t.py::test_new[sm_90]", kernel="fresh", baseline_status="new"),
+        record(nodeid="t.py::test_same[sm_90]", kernel="same", baseline_status="compared", baseline=entry()),
+        record(nodeid="t.py::test_none[sm_90]", kernel="plain"),
+        record(
+            nodeid="t.py::test_worse[sm_90]",
+            kernel="worse",
+            outcome="failed",
+            baseline_status="compared",
+            baseline=entry(registers=80, occupancy=0.375),
+            deltas=[delta("registers", 80, 102, "worse"), delta("occupancy", 0.375, 0.25, "worse")],
+        ),
+        record(
+            nodeid="t.py::test_warn[sm_90]",
+            kernel="warn",
+            outcome="warned",
+            baseline_status="compared",
+            baseline=entry(registers=96),
+            deltas=[delta("registers", 96, 102, "worse")],
+        ),
+        record(
+            nodeid="t.py::test_tol[sm_90]",
+            kernel="tol",
+            baseline_status="compared",
+            baseline=entry(spill_stores=0),
+            deltas=[delta("spill_stores", 0, 8, "tolerated"), delta("stack", 16, 8, "better")],
+        ),
+        errored(),
+    ]
+    assert markdown_report(records) == (
+        "### pytest-regbudget: 7 kernel checks, 2 failed\n"
+        "\n"
+        "| kernel | arch | metric | baseline | now | delta | verdict |\n"
+        "|---|---|---|---|---|---|---|\n"
+        "| `fresh` | sm_90 | registers | - | 102 | new | ok |\n"
+        "| `plain` | sm_90 | registers | - | 102 | - | ok |\n"
+        "| `same` | sm_90 | registers | 102 | 102 | 0 | ok |\n"
+        "| `tol` | sm_90 | spill_stores | 0 | 8 | +8 | tolerated |\n"
+        "| `tol` | sm_90 | stack | 16 | 8 | -8 | better |\n"
+        "| `warn` | sm_90 | registers | 96 | 102 | +6 | warning |\n"
+        "| `worse` | sm_90 | registers | 80 | 102 | +22 | worse |\n"
+        "| `worse` | sm_90 | occupancy | 37.5% | 25.0% | -12.5 pts | **FAILED** |\n"
+        "| `bad` | sm_90 | compile | - | - | - | "
+        '**ERROR**: `bad.cu(2): error: identifier "x" is undefined` |\n'
+        "\n"
+    )
+
+
+def test_markdown_compile_error_shows_the_first_non_blank_line_or_a_dash() -> None:
+    text = markdown_report([errored("\n\n  x.cu(3): error: expected a ;\nmore\n"), errored("")])
+    lines = [line for line in text.splitlines() if line.startswith("| `bad`")]
+    assert len(lines) == 2
+    assert lines[0] == "| `bad` | sm_90 | compile | - | - | - | **ERROR**: `x.cu(3): error: expected a ;` |"
+    assert lines[-1] == "| `bad` | sm_90 | compile | - | - | - | **ERROR**: - |"
+
+
+def test_markdown_title_counts_failures_and_errors_not_warnings() -> None:
+    records = [record(), record(outcome="warned"), failed_poly(), errored()]
+    assert markdown_report(records).startswith("### pytest-regbudget: 4 kernel checks, 2 failed\n\n")
+    assert markdown_report([]) == (
+        "### pytest-regbudget: 0 kernel checks, 0 failed\n\n"
+        "| kernel | arch | metric | baseline | now | delta | verdict |\n"
+        "|---|---|---|---|---|---|---|\n\n"
+    )
+
+
+# --- github_annotations ------------------------------------------------------------------------------------
+
+
+def test_annotations_only_for_kernels_that_did_not_pass(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("GITHUB_WORKSPACE", raising=False)
+    warned = record(
+        nodeid="t.py::test_w[sm_90]",
+        outcome="warned",
+        level="warn",
+        line=None,
+        violations=["poly_eval [sm_90]: registers 102 > max_regs 96", "poly_eval [sm_90]: stack 8 > stack 0"],
+    )
+    # Sorted by node id: "t.py::..." comes before "tests/...".
+    assert github_annotations([record(), failed_poly(), errored(), warned], ROOT) == [
+        "::warning file=kernels/poly.cu,title=regbudget poly_eval [sm_90]::"
+        "poly_eval [sm_90]: registers 102 > max_regs 96%0Apoly_eval [sm_90]: stack 8 > stack 0",
+        "::error file=kernels/bad.cu,line=2,title=regbudget bad [sm_90]::"
+        'bad.cu(2): error: identifier "x" is undefined%0A  x = 1;%0A  ^',
+        "::error file=kernels/poly.cu,line=12,title=regbudget poly_eval [sm_90]::"
+        "poly_eval [sm_90]: registers 102 -> 126 (+24) is worse than the baseline; if intended, accept it "
+        "with pytest --regbudget-update and commit regbudget-baseline.toml",
+    ]
+
+
+def test_annotation_paths_are_relative_to_github_workspace(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GITHUB_WORKSPACE", "/repo/kernels")
+    (line,) = github_annotations([failed_poly()], ROOT)
+    assert line.startswith("::error file=poly.cu,line=12,")
+
+
+def test_annotation_properties_and_message_are_escaped(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("GITHUB_WORKSPACE", raising=False)
+    rec = record(
+        kernel="ns::k<1,2>",
+        source="/repo/a,b:c/k.cu",
+        outcome="failed",
+        violations=["ns::k<1,2> [sm_90]: 100% of it, first", "second"],
+    )
+    assert github_annotations([rec], ROOT) == [
+        "::error file=a%2Cb%3Ac/k.cu,line=12,title=regbudget ns%3A%3Ak<1%2C2> [sm_90]::"
+        "ns::k<1,2> [sm_90]: 100%25 of it, first%0Asecond"
+    ]
+
+
+# --- json_text: the JSON report ---------------------------------------------------------------------------
+
+
+def test_json_round_trips_every_field_sorted() -> None:
+    records = [timed(kernel="z"), failed_poly(), errored(), improved(kernel="m")]
+    text = json_text(records)
+    loaded = json.loads(text)
+    expected = sorted(records, key=lambda r: (r["nodeid"], r["kernel"], r["arch"]))
+    assert loaded == {"kernels": expected}
+    assert [(r["nodeid"], r["kernel"]) for r in loaded["kernels"]] == [
+        ("tests/test_kernels.py::test_bad[sm_90]", "bad"),
+        (NODEID, "m"),
+        (NODEID, "poly_eval"),
+        (NODEID, "z"),
+    ]
+    assert set(loaded["kernels"][0]) == set(KernelRecord.__required_keys__)
+    assert text.startswith('{\n  "kernels": [\n    {\n      "nodeid": ')
+    assert text.endswith("}\n")
+
+
+def test_json_of_no_records_is_an_empty_list() -> None:
+    assert json_text([]) == '{\n  "kernels": []\n}\n'
+
+
+# --- html: the page and its staircase ----------------------------------------------------------------------
+
+
+def test_staircase_has_the_steps_the_kernel_and_its_cliffs() -> None:
+    svg = html.staircase_svg(record(baseline=entry(registers=96)))
+    assert svg.startswith('<svg xmlns="http://www.w3.org/2000/svg" width="640" height="260" role="img" ')
+    assert 'aria-label="resident blocks against registers for poly_eval"' in svg
+    assert svg.endswith("</svg>")
+    (points,) = re.findall(r'<polyline class="steps" [^>]*points="([^"]*)"', svg)
+    steps = points.split()
+    # Two points per register count, 1..255. sm_90 at 256 threads: 8 blocks at the top, 1 block at 255.
+    assert len(steps) == 2 * 255
+    assert steps[0] == "48.0,16.0"
+    assert steps[-1] == "584.0,198.0"
+    assert f'stroke="{html.KERNEL_COLOUR}"' in svg
+    assert ">102 regs</text>" in svg
+    assert f'stroke="{html.BASELINE_COLOUR}" stroke-width="2.5" stroke-dasharray="5,4"/>' in svg
+    assert ">baseline 96</text>" in svg
+    # 102 + 26 = 128 is the last count with 2 blocks; 102 - 22 = 80 fits 3.
+    assert re.findall(
+        r'<circle class="cliff" cx="([\d.]+)" cy="([\d.]+)"[^>]*><title>([^<]*)</title>', svg
+    ) == [
+        ("316.0", "172.0", "loses a block after 128 registers"),
+        ("214.7", "146.0", "gains a block at 80 registers"),
+    ]
+    # Left axis: each block count on the staircase; right axis: its occupancy (8 warps a block of 64).
+    left = re.findall(r'text-anchor="end">(\d+)</text>', svg)
+    right = re.findall(r'font-size="11">(\d+%)</text>', svg)
+    assert left == ["0", "1", "2", "3", "4", "5", "6", "8"]
+    assert right == ["0%", "12%", "25%", "38%", "50%", "62%", "75%", "100%"]
+
+
+def test_staircase_marks_no_baseline_when_it_is_the_same() -> None:
+    svg = html.staircase_svg(record(baseline=entry(registers=102)))
+    assert "stroke-dasharray" not in svg
+    assert "baseline" not in svg
+    assert ">102 regs</text>" in svg
+
+
+def test_staircase_without_a_cliff_or_a_baseline_has_only_the_kernel_marker() -> None:
+    svg = html.staircase_svg(record(cliff_blocks=None, cliff_grow=None, cliff_shed=None))
+    assert 'class="cliff"' not in svg
+    assert svg.count("<line ") == 1
+    assert ">102 regs</text>" in svg
+
+
+def test_staircase_marks_no_lost_block_for_a_kernel_on_the_last_step() -> None:
+    # sm_90 at 256 threads: 129..255 registers all fit 1 block; 128 fits 2.
+    rec = record(
+        registers=129, occupancy=0.125, cliff_blocks=1, cliff_grow=126, cliff_shed=1, cliff_blocks_if_shed=2
+    )
+    svg = html.staircase_svg(rec)
+    assert re.findall(r"<title>([^<]*)</title>", svg) == ["gains a block at 128 registers"]
+
+
+def test_html_page_has_every_kernel_in_order_with_a_staircase_where_it_can() -> None:
+    hostile = record(
+        nodeid="tests/test_kernels.py::test_h[sm_90]",
+        kernel="<k&>",
+        outcome="failed",
+        violations=["<k&> [sm_90]: registers 102 > max_regs 64"],
+        diagnosis=["spills <inside> the loop"],
+    )
+    page = html.render([failed_poly(), errored(), record(kernel="no_launch", launch=None), hostile])
+    assert page.startswith('<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">')
+    assert page.endswith("</body></html>\n")
+    assert "<h1>pytest-regbudget: 4 kernel checks, 3 failed</h1>" in page
+    assert "<script" not in page
+    assert "<k&>" not in page
+    headings = re.findall(r"<h2>(.*?) <span class=\"(\w+)\">", page)
+    assert headings == [
+        ("bad [sm_90]", "error"),
+        ("&lt;k&amp;&gt; [sm_90]", "failed"),
+        ("no_launch [sm_90]", "passed"),
+        ("poly_eval [sm_90]", "failed"),
+    ]
+    sections = page.split("<section>")[1:]
+    # A compile error has no figures: its log, no table, no chart.
+    assert "<li>bad.cu(2): error: identifier &quot;x&quot; is undefined\n  x = 1;\n  ^\n</li>" in sections[0]
+    assert "<table>" not in sections[0]
+    assert "<svg" not in sections[0]
+    assert '<ul class="diag"><li>spills &lt;inside&gt; the loop</li></ul>' in sections[1]
+    assert "<svg" in sections[1]
+    # No launch size, no staircase; the figures are still there.
+    assert "<table>" in sections[2]
+    assert "<svg" not in sections[2]
+    assert '<tr><th class="l">registers</th><td>126</td><td>102</td></tr>' in sections[3]
+    assert '<tr><th class="l">occupancy</th><td>25.0% at 256</td><td>25.0%</td></tr>' in sections[3]
+    assert (
+        '<tr><th class="l">occupancy cliff</th>'
+        "<td>2 blocks; +2 before losing one; -46 to gain one (3 blocks)</td><td>-</td></tr>"
+    ) in sections[3]
+    assert ">126 regs</text>" in sections[3]
+    assert ">baseline 102</text>" in sections[3]
+
+
+def test_html_shows_the_time_row_only_for_a_timed_kernel() -> None:
+    assert "time on" not in html.render([record()])
+    row = '<tr><th class="l">time on NVIDIA H200 (ms)</th><td>0.3162</td><td>0.3156</td></tr>'
+    assert row in html.render([timed()])
