@@ -1,13 +1,24 @@
-"""How much does pytest-regbudget cost over running NVRTC + ptxas by hand?
+"""How much does pytest-regbudget cost: over running NVRTC + ptxas by hand, and over pytest alone?
 
-Generates N kernel variants x M archs and times, in one run:
-  raw   - serial NVRTC + `ptxas -v`, one kernel after another: the floor a careful script would pay;
-  cold  - `pytest` with the plugin and an empty compile cache (the compile pool uses the free cores);
-  warm  - the same `pytest` again, every compile a cache hit.
-Prints the times, the ratios against the goals, and the peak memory of each pytest run.
+Two measurements, each over generated projects ("cases"):
 
-    python benchmarks/compile_speed.py            # 20 variants x sm_80,sm_90
+  compile   N kernel variants x M archs, in one run:
+              raw  - serial NVRTC + `ptxas -v`, one kernel after another: the floor a careful script pays;
+              cold - `pytest` with the plugin and an empty compile cache (the pool uses the free cores);
+              warm - the same `pytest` again, every compile a cache hit;
+            with the ratios against the goals and the peak memory of each pytest run.
+  overhead  what a warm (fully cached) run costs over an empty `pytest` (no plugin, no tests), for each
+            case in CASES at two sizes: `fixed` (per run) and `per item` (per kernel item), from the line
+            through the two sizes, best of --repeat turns each; and, where the case has a plain twin (the
+            same items as tests without the plugin), how much of an item is pytest's own. The goals are
+            <= 60 ms fixed and <= 1 ms per item (2 cores, 40 items). The script exits 1 if one is missed.
+
+    python benchmarks/compile_speed.py                    # both, 20 variants x sm_80,sm_90
     python benchmarks/compile_speed.py -n 8 --archs sm_90
+    python benchmarks/compile_speed.py --only overhead --repeat 9 --case small
+
+A case is a function that writes a project with a given number of kernel items (kernels x archs), and an
+entry in CASES: add one there to time another layout (a manifest, one file of many kernels).
 """
 
 from __future__ import annotations
@@ -19,6 +30,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from pytest_regbudget.compiler import CompileOptions, compile_ptx, run_ptxas
@@ -48,15 +61,32 @@ poly_{i}(const float* __restrict__ x, const float* __restrict__ c, float* __rest
 
 GOALS = {"cold / raw": 0.75, "warm / cold": 0.10}
 PEAK_MB_GOAL = 300
+FIXED_MS_GOAL = 60.0
+PER_ITEM_MS_GOAL = 1.0
 
 
-def write_project(root: Path, variants: int) -> list[tuple[Path, str]]:
+def write_project(
+    root: Path, variants: int, small: bool = False, plain_archs: Sequence[str] = ()
+) -> list[tuple[Path, str]]:
+    """`variants` .cu files of one kernel each, and one marked test per kernel. The kernels are register
+    hungry (64 + 4i accumulators: 100 to 300 KB of PTX and cubin each), or `small` ones (2 to 5).
+
+    With `plain_archs`, the tests carry no marker and are parametrized over those archs instead: the same
+    pytest items, for pytest alone.
+    """
     kernels = []
     body = ["import pytest\n"]
     for i in range(variants):
         source = root / f"poly_{i}.cu"
-        source.write_text(KERNEL.format(i=i, nacc=64 + 4 * i, unroll=4 + i % 4, stride=977 + i))
+        nacc = 2 + i % 4 if small else 64 + 4 * i
+        source.write_text(KERNEL.format(i=i, nacc=nacc, unroll=4 + i % 4, stride=977 + i))
         kernels.append((source, f"poly_{i}"))
+        if plain_archs:
+            body.append(
+                f"@pytest.mark.parametrize('arch', {list(plain_archs)!r})\n"
+                f"def test_poly_{i}(arch):\n    pass\n\n"
+            )
+            continue
         body.append(
             f'@pytest.mark.regbudget(source="{source.name}", kernel="poly_{i}", launch=(256,))\n'
             f"def test_poly_{i}():\n    pass\n\n"
@@ -65,17 +95,45 @@ def write_project(root: Path, variants: int) -> list[tuple[Path, str]]:
     return kernels
 
 
-def raw_serial(kernels: list[tuple[Path, str]], archs: list[str]) -> float:
-    toolkit = discover()
-    start = time.perf_counter()
-    for source, kernel in kernels:
-        for arch in archs:
-            module = compile_ptx(source.read_text(), str(source), arch, CompileOptions(), toolkit, [kernel])
-            run_ptxas(module.ptx, arch, (), toolkit)
-    return time.perf_counter() - start
+# -- cases ------------------------------------------------------------------------------------------------
+Writer = Callable[[Path, int, Sequence[str]], None]
 
 
-def run_pytest(root: Path, archs: list[str], cache: Path) -> tuple[float, float]:
+@dataclass(frozen=True)
+class Case:
+    """A project layout to time: `write(root, items, archs)` lays out one with `items` kernel items (kernels
+    x archs) in the empty directory `root`; `sizes` are the two item counts the overhead is fitted on.
+    `plain` writes the same items as tests that pytest runs without the plugin, to tell pytest's own cost
+    per item from the plugin's (None where the items exist only with the plugin, as a manifest's do).
+    `name` is what --case picks it by."""
+
+    name: str
+    title: str
+    write: Writer
+    sizes: tuple[int, int] = (4, 40)
+    plain: Writer | None = None
+
+
+def _hungry(root: Path, items: int, archs: Sequence[str]) -> None:
+    write_project(root, max(1, items // len(archs)))
+
+
+def _small(root: Path, items: int, archs: Sequence[str]) -> None:
+    write_project(root, max(1, items // len(archs)), small=True)
+
+
+def _plain(root: Path, items: int, archs: Sequence[str]) -> None:
+    write_project(root, max(1, items // len(archs)), small=True, plain_archs=archs)
+
+
+CASES: list[Case] = [
+    Case("hungry", "marked tests, register-hungry kernels, one per file", _hungry, (4, 40), _plain),
+    Case("small", "marked tests, small kernels, one per file", _small, (10, 100), _plain),
+]
+
+
+# -- running pytest ---------------------------------------------------------------------------------------
+def run_pytest(root: Path, archs: Sequence[str], cache: Path) -> tuple[float, float]:
     """Wall seconds and peak RSS (MB) of one pytest run in a fresh process."""
     env = {**os.environ, "REGBUDGET_CACHE_DIR": str(cache)}
     probe = (
@@ -93,23 +151,107 @@ def run_pytest(root: Path, archs: list[str], cache: Path) -> tuple[float, float]
     return float(seconds), int(peak_kb) / 1024
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("-n", "--variants", type=int, default=20)
-    parser.add_argument("--archs", default="sm_80,sm_90")
-    args = parser.parse_args()
-    archs = args.archs.split(",")
-    with tempfile.TemporaryDirectory(prefix="regbudget-bench-") as tmp:
-        root = Path(tmp)
-        kernels = write_project(root, args.variants)
-        cache = root / "cache"
-        raw = raw_serial(kernels, archs)
-        cold, cold_mb = run_pytest(root, archs, cache)
-        warm, warm_mb = run_pytest(root, archs, cache)
+def timed_run(cmd: Sequence[str], cwd: Path, env: dict[str, str]) -> float:
+    """Wall seconds of one run."""
+    start = time.perf_counter()
+    done = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True)
+    elapsed = time.perf_counter() - start
+    if done.returncode not in (0, 5):  # 5: no tests collected (the empty pytest)
+        raise SystemExit(f"{' '.join(cmd)} failed (exit {done.returncode}) in {cwd}:\n{done.stdout}")
+    return elapsed
+
+
+@dataclass(frozen=True)
+class Overhead:
+    title: str
+    sizes: tuple[int, int]
+    fixed_ms: float
+    per_item_ms: float
+    pytest_per_item_ms: float | None  # pytest's own share of per_item_ms, where the case has a plain twin
+
+    def lines(self) -> list[str]:
+        def row(name: str, value: float, goal: float, digits: int, note: str = "") -> str:
+            verdict = "met" if value <= goal else "MISSED"
+            return (
+                f"  {name:9s}: {value:7.{digits}f} ms   / goal {goal:g} ms = {value / goal:5.2f}   {verdict}"
+                + note
+            )
+
+        share = ""
+        if self.pytest_per_item_ms is not None:
+            plugin = self.per_item_ms - self.pytest_per_item_ms
+            share = f"   (pytest itself {self.pytest_per_item_ms:.2f} ms, the plugin {plugin:.2f} ms)"
+        return [
+            f"{self.title} ({self.sizes[0]} and {self.sizes[1]} items), warm cache, over an empty pytest",
+            row("fixed", self.fixed_ms, FIXED_MS_GOAL, 1),
+            row("per item", self.per_item_ms, PER_ITEM_MS_GOAL, 2, share),
+        ]
+
+    @property
+    def met(self) -> bool:
+        return self.fixed_ms <= FIXED_MS_GOAL and self.per_item_ms <= PER_ITEM_MS_GOAL
+
+
+def overhead(case: Case, archs: Sequence[str], repeat: int, tmp: Path) -> Overhead:
+    """A warm run's time over an empty pytest at both sizes, as fixed + per item (the line through them).
+
+    The runs (an empty pytest without the plugin, the case at both sizes, and its plain twin) take turns,
+    `repeat` times, and each counts its fastest: on a shared machine the minimum is the cost, and taking
+    turns exposes them all to the same load.
+    """
+    pytest_cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
+    plugin_cmd = [*pytest_cmd, f"--regbudget-arch={','.join(archs)}"]
+    env = {**os.environ, "REGBUDGET_CACHE_DIR": str(tmp / f"{case.name}-cache")}
+    # As a user's pytest runs: with bytecode (and pytest's rewritten test modules) cached between runs.
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    runs: list[tuple[list[str], Path]] = []
+
+    def project(name: str, write: Writer | None, items: int, cmd: list[str]) -> None:
+        root = tmp / f"{case.name}-{name}"
+        root.mkdir()
+        if write is not None:
+            write(root, items, archs)
+        runs.append((cmd, root))
+        timed_run(cmd, root, env)  # fills the cache
+
+    project("empty", None, 0, [*pytest_cmd, "-p", "no:regbudget"])
+    for items in case.sizes:
+        project(str(items), case.write, items, plugin_cmd)
+    if case.plain is not None:
+        for items in case.sizes:
+            project(f"plain-{items}", case.plain, items, [*pytest_cmd, "-p", "no:regbudget"])
+    best = [float("inf")] * len(runs)
+    for _ in range(repeat):
+        for i, (cmd, cwd) in enumerate(runs):
+            best[i] = min(best[i], timed_run(cmd, cwd, env))
+    (small, large), empty = case.sizes, best[0]
+    per_item = (best[2] - best[1]) / (large - small)
+    fixed = best[1] - empty - small * per_item
+    pytest_per_item = (best[4] - best[3]) / (large - small) * 1000 if case.plain is not None else None
+    return Overhead(case.title, case.sizes, fixed * 1000, per_item * 1000, pytest_per_item)
+
+
+# -- compile --------------------------------------------------------------------------------------------
+def raw_serial(kernels: list[tuple[Path, str]], archs: Sequence[str]) -> float:
+    toolkit = discover()
+    start = time.perf_counter()
+    for source, kernel in kernels:
+        for arch in archs:
+            module = compile_ptx(source.read_text(), str(source), arch, CompileOptions(), toolkit, [kernel])
+            run_ptxas(module.ptx, arch, (), toolkit)
+    return time.perf_counter() - start
+
+
+def compile_times(variants: int, archs: Sequence[str], tmp: Path) -> int:
+    root = tmp / "compile"
+    root.mkdir()
+    kernels = write_project(root, variants)
+    cache = root / "cache"
+    raw = raw_serial(kernels, archs)
+    cold, cold_mb = run_pytest(root, archs, cache)
+    warm, warm_mb = run_pytest(root, archs, cache)
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    print(f"{args.variants} kernels x {len(archs)} archs ({','.join(archs)}), {cores} cores")
+    print(f"{variants} kernels x {len(archs)} archs ({','.join(archs)}), {cores} cores")
     print(f"  raw serial NVRTC + ptxas -v : {raw:7.2f} s")
     print(f"  plugin, cold cache          : {cold:7.2f} s   peak RSS {cold_mb:6.1f} MB")
     print(f"  plugin, warm cache          : {warm:7.2f} s   peak RSS {warm_mb:6.1f} MB")
@@ -123,6 +265,31 @@ def main() -> int:
     ok = peak < PEAK_MB_GOAL
     missed += not ok
     print(f"  peak memory  = {peak:5.1f} MB  goal <  {PEAK_MB_GOAL} MB  {'met' if ok else 'MISSED'}")
+    return missed
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("-n", "--variants", type=int, default=20)
+    parser.add_argument("--archs", default="sm_80,sm_90")
+    parser.add_argument("--only", choices=("compile", "overhead"), default=None)
+    parser.add_argument("--repeat", type=int, default=7, help="turns per overhead figure (the best counts)")
+    parser.add_argument("--case", action="append", default=None, help="overhead cases to run (by name)")
+    args = parser.parse_args()
+    archs = args.archs.split(",")
+    missed = 0
+    with tempfile.TemporaryDirectory(prefix="regbudget-bench-") as tmp:
+        if args.only in (None, "compile"):
+            missed += compile_times(args.variants, archs, Path(tmp))
+        if args.only in (None, "overhead"):
+            for case in CASES:
+                if args.case and case.name not in args.case:
+                    continue
+                result = overhead(case, archs, args.repeat, Path(tmp))
+                print("\n".join(result.lines()))
+                missed += not result.met
     return 1 if missed else 0
 
 

@@ -1,8 +1,9 @@
 """The baseline snapshot file: load, validate, merge and write `regbudget-baseline.toml`.
 
-Owns the file format (one TOML table per (test nodeid, kernel, arch), keys in a fixed order so a register
-change is a one-line diff), the atomic write under a cross-process lock, and the update arithmetic
-(added, updated, unchanged, stale). It knows nothing of pytest.
+Owns the file format (version 2: one TOML table per kernel (source, name, variant, arch), keys in a fixed
+order so a register change is a one-line diff; version 1, keyed by test, is read as legacy entries until an
+update migrates them), the atomic write under a cross-process lock, and the update arithmetic (added,
+updated, unchanged, stale, migrated). It knows nothing of pytest.
 """
 
 from __future__ import annotations
@@ -19,9 +20,8 @@ import tempfile
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-import filelock
 import tomli_w
 
 from .dirs import default_cache_dir
@@ -35,17 +35,23 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - exercised on Python 3.10 only
     import tomli as tomllib
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 # How long an update waits for another process's update of the same baseline before it gives up.
 LOCK_TIMEOUT = 60.0
 HEADER = """\
-# pytest-regbudget baseline: what ptxas reported for each (test, kernel, arch) when it was last accepted.
+# pytest-regbudget baseline: what ptxas reported for each kernel (source, name, defines, arch) when it was
+# last accepted.
 # A kernel that gets worse than its entry fails its test. Refresh deliberately with
 #   pytest --regbudget-update
 # and review the diff like code: every changed line is a kernel that changed.
 """
 
-Key = tuple[str, str, str]  # (test nodeid, kernel, arch)
+# (source relative to the rootdir, readable kernel name, variant: the defines that select it, arch). A key
+# follows the kernel, not the test: renaming a test keeps its kernels' entries, and two tests of one kernel
+# variant share one entry.
+Key = tuple[str, str, str, str]
+LegacyKey = tuple[str, str, str]  # a version-1 entry's (test nodeid, kernel, arch), until migrated
+NO_VARIANT = "-"  # the variant of a kernel built without defines
 
 # Stored integer metrics, in file order; "occupancy" (a fraction) and the provenance fields follow.
 INT_FIELDS = ("registers", "spill_stores", "spill_loads", "stack", "smem", "const_mem")
@@ -63,9 +69,10 @@ class Entry:
     const_mem: int
     ptxas: str
     nvrtc: str
-    options_hash: str
-    occupancy: float | None = None  # at the launch size, when the marker gives one
-    occupancy_at: str | None = None  # "256 threads" or "256 threads, 65536 B dynamic smem"
+    options_hash: str  # recorded, not keyed: a flag change is reported, and the entry still enforced
+    # Occupancy per launch it was measured at: {"256 threads": 0.5, "512 threads, 65536 B dynamic smem": 0.25}
+    occupancy: Mapping[str, float] = field(default_factory=dict)
+    tests: tuple[str, ...] = ()  # the tests (or manifest items) that measured it, for the stale rule
     # Timings and driver figures per GPU name ("NVIDIA H200"), written by an update on a GPU runner.
     gpu: Mapping[str, Mapping[str, object]] = field(default_factory=dict)
     # Fields this version does not know (a newer plugin's) are kept, not dropped.
@@ -73,12 +80,12 @@ class Entry:
 
     def to_toml(self) -> dict[str, object]:
         out: dict[str, object] = {n: getattr(self, n) for n in INT_FIELDS if getattr(self, n) is not None}
-        if self.occupancy is not None:
-            out["occupancy"] = self.occupancy
-        if self.occupancy_at is not None:
-            out["occupancy_at"] = self.occupancy_at
         out.update({name: getattr(self, name) for name in TEXT_FIELDS})
+        if self.tests:
+            out["tests"] = sorted(self.tests)
         out.update(sorted(self.extra.items()))
+        if self.occupancy:
+            out["occupancy"] = dict(sorted(self.occupancy.items(), key=lambda item: _launch_order(item[0])))
         if self.gpu:
             out["gpu"] = {name: dict(sorted(fig.items())) for name, fig in sorted(self.gpu.items())}
         return out
@@ -89,10 +96,7 @@ class Entry:
         res, occ = report.resources, report.occupancy
         if res is None:
             raise ValueError(f"{report.label} has no numbers to record: {report.error}")
-        occupancy_at = None
-        if occ is not None and report.launch is not None:
-            dynamic = f", {report.dynamic_smem} B dynamic smem" if report.dynamic_smem else ""
-            occupancy_at = f"{report.launch.threads} threads{dynamic}"
+        at = report.occupancy_at
         return cls(
             registers=res.registers,
             spill_stores=res.spill_stores if res.spills_known else None,
@@ -104,9 +108,19 @@ class Entry:
             nvrtc=report.nvrtc_version,
             options_hash=report.options_hash,
             # Rounded so that the file does not churn on float noise.
-            occupancy=None if occ is None else round(round(occ.occupancy, 6), 4),
-            occupancy_at=occupancy_at,
+            occupancy={} if occ is None or at is None else {at: round(round(occ.occupancy, 6), 4)},
+            tests=(report.nodeid,),
             gpu=_gpu_figures(report),
+        )
+
+    def merged(self, old: Entry) -> Entry:
+        """This measurement, keeping what it did not measure of `old`: other launches' occupancy, other
+        GPUs' figures (all of them, on a CPU runner), fields this version does not know."""
+        return replace(
+            self,
+            occupancy={**old.occupancy, **self.occupancy},
+            gpu={**old.gpu, **self.gpu},
+            extra={**old.extra, **self.extra},
         )
 
     def gpu_time_ms(self, device: str) -> float | None:
@@ -146,7 +160,7 @@ def options_hash(*parts: object) -> str:
 def _entry(where: str, table: object) -> Entry:
     if not isinstance(table, dict):
         raise BaselineError(f"{where}: expected a table of numbers, found {table!r}")
-    known = {*INT_FIELDS, *TEXT_FIELDS, "occupancy", "occupancy_at", "gpu"}
+    known = {*INT_FIELDS, *TEXT_FIELDS, "occupancy", "occupancy_at", "gpu", "tests"}
     gpu = table.get("gpu", {})
     if not isinstance(gpu, dict) or not all(isinstance(v, dict) for v in gpu.values()):
         raise BaselineError(f'{where}: gpu must hold one table per device, e.g. [...gpu."NVIDIA H200"]')
@@ -165,12 +179,10 @@ def _entry(where: str, table: object) -> Entry:
     for name in TEXT_FIELDS:
         if not isinstance(table.get(name), str):
             raise BaselineError(f"{where}: {name} = {table.get(name)!r}, expected a string")
-    occ = table.get("occupancy")
-    if occ is not None and (isinstance(occ, bool) or not isinstance(occ, (int, float)) or not 0 <= occ <= 1):
-        raise BaselineError(f"{where}: occupancy = {occ!r}, expected a fraction in [0, 1]")
-    occupancy_at = table.get("occupancy_at")
-    if occupancy_at is not None and not isinstance(occupancy_at, str):
-        raise BaselineError(f"{where}: occupancy_at = {occupancy_at!r}, expected a string like '256 threads'")
+    occupancy = _occupancy(where, table)
+    tests = table.get("tests", [])
+    if not isinstance(tests, list) or not all(isinstance(t, str) for t in tests):
+        raise BaselineError(f"{where}: tests = {tests!r}, expected a list of test ids")
     return Entry(
         registers=table["registers"],
         spill_stores=table.get("spill_stores"),
@@ -181,51 +193,111 @@ def _entry(where: str, table: object) -> Entry:
         ptxas=table["ptxas"],
         nvrtc=table["nvrtc"],
         options_hash=table["options_hash"],
-        occupancy=None if occ is None else float(occ),
-        occupancy_at=occupancy_at,
+        occupancy=occupancy,
+        tests=tuple(tests),
         gpu=gpu,
         extra={k: v for k, v in table.items() if k not in known},
     )
 
 
-def parse(text: str, path: Path) -> dict[Key, Entry]:
+def _fraction(value: object) -> bool:
+    return not isinstance(value, bool) and isinstance(value, (int, float)) and 0 <= value <= 1
+
+
+def _occupancy(where: str, table: dict[str, object]) -> dict[str, float]:
+    """Version 2: a table of launch -> fraction. Version 1: one fraction, and the launch in occupancy_at."""
+    occ = table.get("occupancy")
+    at = table.get("occupancy_at")
+    if occ is None:
+        return {}
+    if isinstance(occ, dict):
+        if not all(isinstance(k, str) and _fraction(v) for k, v in occ.items()):
+            raise BaselineError(
+                f"{where}: occupancy = {occ!r}, expected fractions in [0, 1] per launch, "
+                'e.g. "256 threads" = 0.5'
+            )
+        return {k: float(v) for k, v in occ.items()}
+    if not _fraction(occ):
+        raise BaselineError(f"{where}: occupancy = {occ!r}, expected a fraction in [0, 1]")
+    if at is not None and not isinstance(at, str):
+        raise BaselineError(f"{where}: occupancy_at = {at!r}, expected a string like '256 threads'")
+    return {at: float(occ)} if isinstance(at, str) and isinstance(occ, (int, float)) else {}
+
+
+def _launch_order(at: str) -> tuple[int, str]:
+    """ "256 threads" before "1024 threads": launches in numeric order, then as text."""
+    head = at.split(" ", 1)[0]
+    return (int(head), at) if head.isdigit() else (1 << 30, at)
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """A baseline file's entries: per kernel, and version-1 entries per test until an update migrates them."""
+
+    entries: Mapping[Key, Entry] = field(default_factory=dict)
+    legacy: Mapping[LegacyKey, Entry] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.entries) + len(self.legacy)
+
+    def archs(self) -> set[str]:
+        return {k[-1] for k in self.entries} | {k[-1] for k in self.legacy}
+
+
+def _tables(
+    path: Path, where: str, node: object, depth: int, prefix: tuple[str, ...] = ()
+) -> Iterator[tuple[tuple[str, ...], object]]:
+    """(key, entry table) of each table nested `depth` levels deep; a level that is not a table is named."""
+    if depth == 0:
+        yield prefix, node
+        return
+    if not isinstance(node, dict):
+        shown = "".join(f'."{p}"' for p in prefix)
+        raise BaselineError(f"{path}: [{where}{shown}] must hold tables")
+    for name, child in node.items():
+        yield from _tables(path, where, child, depth - 1, (*prefix, name))
+
+
+def parse(text: str, path: Path) -> Baseline:
     """Validate a whole file; the first problem raises BaselineError naming the file and place."""
     try:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise BaselineError(f"{path} is not valid TOML: {exc}") from None
-    version = doc.get("version", FORMAT_VERSION)
-    if version != FORMAT_VERSION:
+    version = doc.get("version", 1)
+    if version not in (1, FORMAT_VERSION):
         raise BaselineError(
-            f"{path}: version = {version!r}; this pytest-regbudget reads version {FORMAT_VERSION}"
+            f"{path}: version = {version!r}; this pytest-regbudget reads versions 1 and {FORMAT_VERSION}"
         )
-    unknown = sorted(set(doc) - {"version", "kernels"})
+    allowed = {"version", "kernels"} | ({"legacy"} if version == FORMAT_VERSION else set())
+    unknown = sorted(set(doc) - allowed)
     if unknown:
         raise BaselineError(
-            f"{path}: unknown top-level key {unknown[0]!r} (expected 'version' and 'kernels')"
+            f"{path}: unknown top-level key {unknown[0]!r} (expected {', '.join(map(repr, sorted(allowed)))})"
         )
-    kernels = doc.get("kernels", {})
-    if not isinstance(kernels, dict):
-        raise BaselineError(f"{path}: 'kernels' must be a table")
-    entries: dict[Key, Entry] = {}
-    for nodeid, per_kernel in kernels.items():
-        if not isinstance(per_kernel, dict):
-            raise BaselineError(f'{path}: [kernels."{nodeid}"] must hold tables of kernels')
-        for kernel, per_arch in per_kernel.items():
-            if not isinstance(per_arch, dict):
-                raise BaselineError(f'{path}: [kernels."{nodeid}"."{kernel}"] must hold tables of archs')
-            for arch, table in per_arch.items():
-                where = f'{path}: [kernels."{nodeid}"."{kernel}".{arch}]'
-                entries[(nodeid, kernel, arch)] = _entry(where, table)
-    return entries
+    if version == 1:
+        # Keyed by test: read as legacy entries, which the next update rewrites per kernel.
+        return Baseline(legacy=_section(path, "kernels", doc.get("kernels", {}), 3))
+    return Baseline(
+        entries=_section(path, "kernels", doc.get("kernels", {}), 4),
+        legacy=_section(path, "legacy", doc.get("legacy", {}), 3),
+    )
 
 
-def load(path: Path) -> dict[Key, Entry]:
+def _section(path: Path, name: str, node: object, depth: int) -> dict[Any, Entry]:
+    out: dict[Any, Entry] = {}
+    for key, table in _tables(path, name, node, depth):
+        where = f"{path}: [{name}" + "".join(f'."{k}"' for k in key[:-1]) + f".{key[-1]}]"
+        out[key] = _entry(where, table)
+    return out
+
+
+def load(path: Path) -> Baseline:
     """The entries of `path`; a missing file is an empty baseline."""
     try:
         data = path.read_bytes()
     except FileNotFoundError:
-        return {}
+        return Baseline()
     except OSError as exc:
         raise BaselineError(f"cannot read baseline {path}: {exc.strerror}") from None
     return parse(_decode(data, path), path)
@@ -263,13 +335,20 @@ def _decode(data: bytes, path: Path) -> str:
         ) from None
 
 
-def dumps(entries: Mapping[Key, Entry]) -> str:
-    """Sorted by nodeid, kernel, arch, with a fixed key order inside each entry."""
-    kernels: dict[str, dict[str, dict[str, object]]] = {}
-    for (nodeid, kernel, arch), entry in sorted(entries.items()):
-        kernels.setdefault(nodeid, {}).setdefault(kernel, {})[arch] = entry.to_toml()
-    body = tomli_w.dumps({"version": FORMAT_VERSION, "kernels": kernels})
-    return HEADER + "\n" + body
+def dumps(baseline: Baseline) -> str:
+    """Sorted by source, kernel, variant, arch, with a fixed key order inside each entry."""
+    doc: dict[str, object] = {"version": FORMAT_VERSION}
+    for name, entries in (("kernels", baseline.entries), ("legacy", baseline.legacy)):
+        if not entries and name == "legacy":
+            continue
+        section: dict[str, Any] = {}
+        for key, entry in sorted(entries.items()):
+            node = section
+            for part in key[:-1]:
+                node = node.setdefault(part, {})
+            node[key[-1]] = entry.to_toml()
+        doc[name] = section
+    return HEADER + "\n" + tomli_w.dumps(doc)
 
 
 def lock_path(path: Path, lock_dir: Path) -> Path:
@@ -287,6 +366,8 @@ def _locked(path: Path, lock_dir: Path, timeout: float) -> Iterator[None]:
     whom it waited for: a lock file's own content is not reliable on every platform."""
     lock_file = lock_path(path, lock_dir)
     pid_file = lock_file.with_name(lock_file.name + ".pid")
+    import filelock  # only an update locks: a plain run does not pay for importing it
+
     try:
         lock_file.parent.mkdir(parents=True, exist_ok=True)
         lock = filelock.FileLock(str(lock_file), timeout=timeout)
@@ -349,10 +430,13 @@ class UpdateCounts:
     unchanged: int = 0
     stale: int = 0
     stale_removed: bool = False
+    migrated: int = 0  # version-1 entries dropped: rewritten per kernel, or stale
 
     def __str__(self) -> str:
         stale = f"{self.stale} stale" + (" (removed)" if self.stale and self.stale_removed else "")
-        return f"{self.added} added, {self.updated} updated, {self.unchanged} unchanged, {stale}"
+        entries = "entry" if self.migrated == 1 else "entries"
+        legacy = f", {self.migrated} version-1 {entries} migrated or removed" if self.migrated else ""
+        return f"{self.added} added, {self.updated} updated, {self.unchanged} unchanged, {stale}{legacy}"
 
 
 def update(
@@ -360,11 +444,13 @@ def update(
     fresh: Mapping[Key, Entry],
     remove: set[Key],
     *,
+    remove_legacy: set[LegacyKey] | None = None,
     lock_dir: Path | None = None,
     lock_timeout: float | None = None,
 ) -> UpdateCounts:
-    """Merge `fresh` into the file and drop `remove`, re-reading it under the lock so that concurrent
-    updates by other processes are kept.
+    """Merge `fresh` into the file and drop `remove` (and the legacy entries in `remove_legacy`: stale, or
+    migrated to a per-kernel entry by this run), re-reading it under the lock so that concurrent updates
+    by other processes are kept. The file is written in the current version.
 
     The lock lives in `lock_dir` (default: the compile cache directory, which is where it goes even under
     --regbudget-no-cache) and is waited for at most `lock_timeout` seconds (default LOCK_TIMEOUT). Raises
@@ -376,13 +462,12 @@ def update(
     timeout = LOCK_TIMEOUT if lock_timeout is None else lock_timeout
     with _locked(path, lock_dir, timeout):
         current = load(path)
-        counts = UpdateCounts(stale=len(remove & current.keys()), stale_removed=True)
-        merged = dict(current)
+        counts = UpdateCounts(stale=len(remove & current.entries.keys()), stale_removed=True)
+        merged = dict(current.entries)
         for key, entry in fresh.items():
-            old = current.get(key)
-            # Keep what this run does not measure: other GPUs' figures (or all of them, on a CPU runner).
+            old = current.entries.get(key)
             if old is not None:
-                entry = replace(entry, gpu={**old.gpu, **entry.gpu}, extra={**old.extra, **entry.extra})
+                entry = entry.merged(old)
             if old is None:
                 counts.added += 1
             elif old.to_toml() == entry.to_toml():
@@ -392,7 +477,9 @@ def update(
             merged[key] = entry
         for key in remove:
             merged.pop(key, None)
-        text = dumps(merged)
+        legacy = {k: v for k, v in current.legacy.items() if k not in (remove_legacy or set())}
+        counts.migrated = len(current.legacy) - len(legacy)
+        text = dumps(Baseline(merged, legacy))
         if not path.exists() or path.read_bytes() != text.encode():
             _check_writable(path)
             try:

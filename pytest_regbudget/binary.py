@@ -51,6 +51,7 @@ What the binary records and what it does not, as checked against `nvcc -Xptxas -
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 import subprocess
@@ -559,6 +560,14 @@ def read_binary(path: Path, toolkit: Toolkit | None = None, timeout: float = 120
         )
     if not path.is_file():
         raise BinaryError(f"cannot read the CUDA binary {path}: no such file")
+    # Once per process while the file is as it was: a manifest reads a library for its listing and again for
+    # each of its kernels' items.
+    st = path.stat()
+    return list(_read(path, (st.st_size, st.st_mtime_ns, st.st_ino, st.st_dev), cuobjdump, timeout))
+
+
+@functools.lru_cache(maxsize=32)
+def _read(path: Path, stamp: tuple[int, ...], cuobjdump: Path, timeout: float) -> tuple[BinaryKernel, ...]:
     usage_text = "\n".join(_run(cuobjdump, ["--dump-resource-usage"], path, timeout))
     elf_lines = _run(cuobjdump, ["--dump-elf"], path, timeout, _not_hex)
     try:
@@ -576,7 +585,7 @@ def read_binary(path: Path, toolkit: Toolkit | None = None, timeout: float = 120
                     cuobjdump, ["--dump-sass", "--options-file", str(options)], path, timeout, _is_sass
                 )
             accesses = parse_sass_local_accesses(sass)
-        return combine_listings(usages, elves, accesses)
+        return tuple(combine_listings(usages, elves, accesses))
     except ParseError as exc:
         raise BinaryError(f"cannot read cuobjdump's listings of {path}: {exc}") from exc
 

@@ -67,11 +67,13 @@ def compare(old: Entry, new: Entry, tolerance: Mapping[str, float]) -> list[Delt
     deltas = []
     for metric in RATCHET_METRICS:
         if metric == "occupancy":
-            if old.occupancy is None or new.occupancy is None or old.occupancy_at != new.occupancy_at:
+            # At the same launch only: a kernel's occupancy is a property of (kernel, block size).
+            common = [at for at in new.occupancy if at in old.occupancy]
+            if not common:
                 continue
+            was, now = old.occupancy[common[0]], new.occupancy[common[0]]
             # Lower occupancy is worse: flip the sign so "worse" means a positive change below.
-            before, after = -old.occupancy, -new.occupancy
-            was, now = old.occupancy, new.occupancy
+            before, after = -was, -now
         else:
             if getattr(old, metric) is None or getattr(new, metric) is None:
                 continue  # unknown (a binary's spills): nothing to compare
@@ -123,6 +125,8 @@ class KernelReport:
     sass: SassReport | None = None
     diagnosis: list[str] = field(default_factory=list)
     cliff: Cliff | None = None
+    key: tuple[str, str, str, str] | None = None  # the baseline's (source, kernel, variant, arch)
+    options_changed: bool = False  # built with other options than its baseline entry (still enforced)
 
     @property
     def registers(self) -> int | None:
@@ -143,6 +147,14 @@ class KernelReport:
     @property
     def shared_mem(self) -> int | None:
         return self.resources.shared_mem if self.resources else None
+
+    @property
+    def occupancy_at(self) -> str | None:
+        """The launch the occupancy figure is for ("256 threads, 4096 B dynamic smem"), if there is one."""
+        if self.occupancy is None or self.launch is None:
+            return None
+        dynamic = f", {self.dynamic_smem} B dynamic smem" if self.dynamic_smem else ""
+        return f"{self.launch.threads} threads{dynamic}"
 
     @property
     def driver_occupancy(self) -> float | None:
@@ -478,6 +490,7 @@ class BaselineRule:
     tolerance: Mapping[str, float] = field(default_factory=dict)
     enforce: bool = True  # False during an update, which accepts whatever it measures
     name: str = "the baseline"  # the file, as the fix names it
+    conflict: str | None = None  # another test of this run measured the same kernel variant differently
 
 
 def verdict(
@@ -491,6 +504,7 @@ def verdict(
     sass: SassReport | None = None,
     baseline: BaselineRule | None = None,
     gpu_note: str | None = None,
+    key: tuple[str, str, str, str] | None = None,
 ) -> KernelReport:
     """Everything known at compile time (and, with `gpu`, at load time) judged at once: the budgets of
     `limits`, the driver's agreement, and the baseline. `kernel` is the id the baseline keys it by."""
@@ -513,18 +527,27 @@ def verdict(
         options_hash=facts.options_hash,
         line=facts.line,
         gpu_note=gpu_note,
+        key=key,
     )
     return report if baseline is None else ratchet(report, baseline)
 
 
 def ratchet(report: KernelReport, rule: BaselineRule) -> KernelReport:
     """The report held to its baseline entry: deltas always, violations where enforced and comparable."""
+    if rule.conflict is not None:
+        report = replace(report, violations=[*report.violations, rule.conflict])
     old = rule.entry
     if old is None:
         return replace(report, baseline_status="new" if rule.recorded else "none")
     deltas = compare(old, Entry.from_report(report), rule.tolerance)
     if old.ptxas != report.ptxas_version:
-        return replace(report, baseline=old, deltas=deltas, baseline_status="toolkit-mismatch")
+        return replace(
+            report,
+            baseline=old,
+            deltas=deltas,
+            baseline_status="toolkit-mismatch",
+            options_changed=old.options_hash != report.options_hash,
+        )
     worse = []
     for d in deltas if rule.enforce else []:
         if d.verdict == "worse":
@@ -539,6 +562,7 @@ def ratchet(report: KernelReport, rule: BaselineRule) -> KernelReport:
         deltas=deltas,
         baseline_status="compared",
         violations=[*report.violations, *worse],
+        options_changed=old.options_hash != report.options_hash,
     )
 
 

@@ -11,10 +11,10 @@ from pathlib import Path
 
 from . import baseline as bl
 from . import disasm
-from .cache import CacheStats, CompileCache, Prefetcher, Spec
+from .cache import FORMAT, CacheStats, CompileCache, Prefetcher, Spec, Unit
 from .compiler import CompiledKernel, CompileOptions, Nvcc, find_nvcc
 from .errors import SassError, ToolchainError
-from .toolchain import Toolkit, discover, kill_running_tools
+from .toolchain import Toolkit, ToolMemo, discover, kill_running_tools
 
 
 @dataclass(frozen=True)
@@ -35,11 +35,14 @@ class Builder:
         self._toolkit_error: str | None = None
         self._nvcc: Nvcc | None = None
         self._prefetcher: Prefetcher | None = None
+        # What discovery and `nvcc --version` found, remembered in the cache: a warm run starts no process.
+        where = self.cache.directory
+        self._memo = ToolMemo(None if where is None else where / f"v{FORMAT}" / "tools")
 
     def toolkit(self) -> Toolkit:
         if self._toolkit is None and self._toolkit_error is None:
             try:
-                self._toolkit = discover(self.settings.cuda_home)
+                self._toolkit = discover(self.settings.cuda_home, memo=self._memo)
             except ToolchainError as exc:
                 self._toolkit_error = str(exc)
         if self._toolkit is None:
@@ -55,7 +58,11 @@ class Builder:
 
     def nvcc(self) -> Nvcc:
         if self._nvcc is None:
-            self._nvcc = find_nvcc(self.toolkit_or_none())
+            self._nvcc = find_nvcc(self.toolkit_or_none(), self._memo)
+        return self._nvcc
+
+    def nvcc_if_found(self) -> Nvcc | None:
+        """The nvcc this process found, if a test asked for one (it is never looked for otherwise)."""
         return self._nvcc
 
     def nvdisasm(self) -> Path:
@@ -76,10 +83,16 @@ class Builder:
         return self._prefetcher
 
     def prefetch(self, specs: Iterable[Spec]) -> None:
-        if self.settings.jobs <= 1:
-            return
+        """Plan the run's kernels (the units they share), and start building them when there is a pool."""
         with contextlib.suppress(ToolchainError):  # each test reports a missing toolkit itself
             self.pool().submit(specs)
+
+    def entries(self, source: Path, arch: str, options: CompileOptions, compiler: str) -> list[str]:
+        """The entries of every kernel `source` holds for `arch`, built by `compiler` ("nvrtc": its plain
+        compile, every extern "C" and non-template kernel; "nvcc": every kernel the file instantiates). The
+        build is the one its kernels share: it is made once, and cached."""
+        nvcc = self.nvcc() if compiler == "nvcc" else None
+        return self.pool().entries(Unit(source, arch, options, nvcc))
 
     def compile(self, spec: Spec, source_text: str | None = None) -> CompiledKernel:
         if source_text is None:

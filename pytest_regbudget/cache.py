@@ -1,11 +1,18 @@
-"""A content-addressed cache of compiler outputs, and a pool that compiles ahead of the tests.
+"""A content-addressed cache of compiler outputs, the run's translation units, and a pool that builds them
+ahead of the tests.
+
+A build, and so an entry, is a translation unit for one arch (`Unit`): every kernel of a file is picked from
+one build per (source, options, toolkit, arch), plus, for NVRTC, the name expressions of the template
+instances compiled with it (`compiler.pick_nvrtc`). Within a run each unit is built once and shared
+(`Prefetcher`); across processes a lock per key in the cache directory makes the second process wait for the
+first one's entry.
 
 An entry may be used only when everything the compiler could have read is as it was, including files it
 looked for and did not find (a header added later can shadow another, or turn a failed `__has_include`
 into a successful one). How that is established depends on the compiler:
 
 - **nvcc** lists what it opened (`-MD -MF`). As in ccache's "direct mode", a *manifest* keyed by the source,
-  kernel, arch, options and toolkit keeps, for each build seen, the files nvcc opened with their SHA-256
+  arch, options and toolkit keeps, for each build seen, the files nvcc opened with their SHA-256
   and the file names in every directory it searched; a lookup re-hashes them, and the entry they name is
   used only when all still match.
 - **NVRTC** has no dependency output, so the key is made beforehand from a conservative fingerprint of every
@@ -30,6 +37,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import functools
 import glob
 import hashlib
 import json
@@ -39,16 +47,18 @@ import stat
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections import Counter, OrderedDict
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from . import compiler
+from . import compiler, names
 from .baseline import atomic_write
-from .compiler import BuildOutputs, CompiledKernel, CompileOptions, Nvcc
+from .compiler import BuildOutputs, CompiledKernel, CompileOptions, Nvcc, UnitOutputs
 from .errors import CompileError
+from .facts import Provenance
 from .toolchain import Toolkit
 
 FORMAT = 1
@@ -162,6 +172,12 @@ def directives(text: str) -> list[Directive]:
     return found
 
 
+@functools.lru_cache(maxsize=256)
+def _text_directives(text: str) -> list[Directive]:
+    """directives() of a source's text, remembered: a run keys each of its files' units on it."""
+    return directives(text)
+
+
 def _directives_of(data: bytes, digest: str) -> list[Directive]:
     known = _scanned.get(digest)
     if known is None:
@@ -207,6 +223,8 @@ class StatCache:
         self._loaded = path is None
         self._dirty = False
         self._lock = threading.Lock()
+        self._trees: dict[tuple[str, frozenset[str]], tuple[tuple[int, ...], str]] = {}
+        self._real: dict[str, str] = {}
 
     def _load(self) -> None:
         self._loaded = True
@@ -240,6 +258,31 @@ class StatCache:
             with self._lock:
                 self._entries[path] = [*ident, digest]
                 self._dirty = True
+        return digest
+
+    def realpath(self, path: str) -> str:
+        """os.path.realpath, remembered while this object lives (a run): symbolic links are taken to stay
+        as they are during a run."""
+        known = self._real.get(path)
+        if known is None:
+            known = self._real[path] = os.path.realpath(path)
+        return known
+
+    def tree(self, root: str, skip: frozenset[str], fresh: bool = False) -> str:
+        """The digest of the names and contents of every file under `root`, made once while this object
+        lives (a run) and the directory itself is unchanged: a run lists and stat()s a tree once, not once
+        per kernel. An edit made while the run goes on may so be seen only by the next run; the check
+        after a build (`fresh`) makes it anew, so an entry is never stored from a tree that changed."""
+        try:
+            st = os.stat(root)
+            ident: tuple[int, ...] = (st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev)
+        except OSError:
+            ident = ()
+        known = self._trees.get((root, skip))
+        if not fresh and known is not None and known[0] == ident:
+            return known[1]
+        digest = _tree_digest(root, self, skip)
+        self._trees[root, skip] = (ident, digest)
         return digest
 
     def save(self) -> None:
@@ -384,14 +427,17 @@ def _reach(
     source: Path, text: str, options: CompileOptions, toolkit_dirs: Sequence[Path], digests: StatCache
 ) -> _Reach:
     here = os.path.abspath(source.parent)
-    toolkit = [os.path.realpath(d) for d in toolkit_dirs]
+    real = digests.realpath
+    toolkit = [real(str(d)) for d in toolkit_dirs]
     search = [
         os.path.abspath(d) for d in [*options.include_dirs, *_option_values(options.options, _DIR_OPTIONS)]
     ]
     search.append(here)
     reach = _Reach(roots={here, *search})
     # (file that includes, its directory, its directives, extra candidates for a pre-include)
-    pending: list[tuple[str, str, list[Directive], list[str]]] = [(str(source), here, directives(text), [])]
+    pending: list[tuple[str, str, list[Directive], list[str]]] = [
+        (str(source), here, _text_directives(text), [])
+    ]
     pre: list[Directive] = [
         (name, f"pre-include {name}") for name in _option_values(options.options, _PRE_INCLUDE_OPTIONS)
     ]
@@ -414,7 +460,7 @@ def _reach(
                 candidates = [os.path.join(b, name) for b in bases]
             escapes = os.path.isabs(name) or ".." in Path(name).parts
             for candidate in candidates:
-                in_toolkit = _inside(os.path.realpath(candidate), toolkit)
+                in_toolkit = _inside(real(candidate), toolkit)
                 if in_toolkit:
                     reach.lookups[candidate] = "toolkit" if os.path.isfile(candidate) else "absent"
                     continue
@@ -422,13 +468,13 @@ def _reach(
                 reach.lookups[candidate] = state
                 if not os.path.isfile(candidate):
                     continue
-                real = os.path.realpath(candidate)
+                found = real(candidate)
                 if escapes:
-                    reach.roots.add(os.path.dirname(real))
-                if real in visited:
+                    reach.roots.add(os.path.dirname(found))
+                if found in visited:
                     continue
-                visited.add(real)
-                reach.found[real] = state
+                visited.add(found)
+                reach.found[found] = state
                 inner = _scanned.get(state)
                 if inner is None:
                     try:
@@ -438,7 +484,7 @@ def _reach(
                         continue  # unreadable to NVRTC too; its state is in the lookups
                     inner = _directives_of(data, _digest(data))
                 pending.append((candidate, os.path.dirname(candidate), inner, []))
-    reach.roots = {r for r in reach.roots if not _inside(os.path.realpath(r), toolkit)}
+    reach.roots = {r for r in reach.roots if not _inside(real(r), toolkit)}
     return reach
 
 
@@ -487,18 +533,26 @@ def _depends_fingerprint(patterns: Sequence[str], digests: StatCache, skip: froz
 
 
 def _skip_dirs(toolkit_dirs: Iterable[Path], cache_dir: Path | None) -> frozenset[str]:
+    return _skip_dirs_of(tuple(toolkit_dirs), cache_dir)
+
+
+@functools.lru_cache(maxsize=16)
+def _skip_dirs_of(toolkit_dirs: tuple[Path, ...], cache_dir: Path | None) -> frozenset[str]:
     skip = {os.path.realpath(d) for d in toolkit_dirs}
     if cache_dir is not None:
         skip.add(os.path.realpath(cache_dir))
     return frozenset(skip)
 
 
-def _identity(source: Path, text: str, kernel: str, arch: str, options: CompileOptions) -> list[object]:
+def _identity(
+    source: Path, text: str, names: Sequence[str], arch: str, options: CompileOptions, digests: StatCache
+) -> list[object]:
     return [
         FORMAT,
-        str(source.resolve()),  # compilers write the path into diagnostics and line info
+        digests.realpath(str(source)),  # compilers write the path into diagnostics and line info
         _digest(text.encode()),
-        kernel,
+        "unit",  # a translation unit's outputs, every kernel of it (before 0.2: one kernel's)
+        list(names),
         arch,
         list(options.identity()),
     ]
@@ -507,14 +561,19 @@ def _identity(source: Path, text: str, kernel: str, arch: str, options: CompileO
 def cache_key(
     source: Path,
     text: str,
-    kernel: str,
+    names: Sequence[str] | str,
     arch: str,
     options: CompileOptions,
     toolkit: Toolkit,
     digests: StatCache | None = None,
     cache_dir: Path | None = None,
+    *,
+    fresh: bool = False,
 ) -> str:
-    """The key of an NVRTC + ptxas build: raises Uncacheable where an #include cannot be followed."""
+    """The key of an NVRTC + ptxas build of `source` with the name expressions `names` (a str is one):
+    raises Uncacheable where an #include cannot be followed. Each tree is fingerprinted once per
+    `digests` (a run), unless `fresh`."""
+    names = (names,) if isinstance(names, str) else tuple(names)
     digests = digests or StatCache(None)
     reach = _reach(source, text, options, toolkit.include_dirs, digests)
     if reach.unresolved and not options.depends:
@@ -525,11 +584,11 @@ def cache_key(
             "with depends=",
         )
     skip = _skip_dirs(toolkit.include_dirs, cache_dir)
-    roots = _outermost(os.path.realpath(r) for r in reach.roots)
-    trees = [[root, _tree_digest(root, digests, skip)] for root in roots]
+    roots = _outermost(digests.realpath(r) for r in reach.roots)
+    trees = [[root, digests.tree(root, skip, fresh)] for root in roots]
     return _json_digest(
         [
-            *_identity(source, text, kernel, arch, options),
+            *_identity(source, text, names, arch, options, digests),
             "nvrtc",
             _toolkit_identity(toolkit),
             sorted(reach.lookups.items()),
@@ -655,7 +714,9 @@ def _unusable(directory: Path) -> str:
 
 
 class CompileCache:
-    """compile_kernel with a disk cache in front (directory None: no cache, every compile runs)."""
+    """Builds of translation units (NVRTC + ptxas, or nvcc) with a disk cache in front (directory None: no
+    cache, every build runs). A unit that another process is building is waited for, through a lock per
+    key in the cache directory, so that the second process finds the first one's entry."""
 
     def __init__(self, directory: Path | None) -> None:
         self.stats = CacheStats()
@@ -666,6 +727,7 @@ class CompileCache:
                 directory = None
         self.directory = directory
         self.digests = StatCache(None if directory is None else directory / f"v{FORMAT}" / "stat-cache")
+        self._keys: dict[tuple[Unit, str, Toolkit], str] = {}  # NVRTC keys made this run
 
     def _path(self, key: str, kind: str = "") -> Path:
         assert self.directory is not None
@@ -692,185 +754,304 @@ class CompileCache:
         source_text: str | None = None,
         nvcc: Nvcc | None = None,
     ) -> CompiledKernel:
-        """NVRTC + ptxas (or, with `nvcc`, nvcc over the whole translation unit), cached.
-
-        `source_text` compiles a code string; `source` then only names it.
-        """
+        """One kernel: its translation unit built by NVRTC + ptxas (or, with `nvcc`, by nvcc), or found in
+        the cache, and the kernel picked from it. `source_text` compiles a code string; `source` then only
+        names it."""
         text = compiler.read_source(source) if source_text is None else source_text
-        # An nvcc build is measured by nvcc's own toolkit, which is what its report must name.
-        made = nvcc.provenance() if nvcc is not None else compiler.nvrtc_provenance(toolkit)
+        label = f"{kernel} [{arch}]"
 
-        def finish(outputs: BuildOutputs) -> CompiledKernel:
-            return compiler.interpret(outputs, source, text, kernel, arch, options, made)
+        def build(unit: Unit) -> UnitOutputs:
+            return self.unit(unit, toolkit, ptxas_timeout, source_text=text, label=label)
 
-        def build() -> BuildOutputs:
-            if nvcc is not None:
-                return compiler.build_nvcc(source, text, kernel, arch, options, nvcc, ptxas_timeout)
-            return compiler.build(source, text, kernel, arch, options, toolkit, ptxas_timeout)
+        outputs = pick(kernel, Unit(source, arch, options, nvcc), build)
+        return compiler.interpret(outputs, source, text, kernel, arch, options, _provenance(toolkit, nvcc))
 
-        def key() -> str:
-            return cache_key(source, text, kernel, arch, options, toolkit, self.digests, self.directory)
+    def unit(
+        self,
+        unit: Unit,
+        toolkit: Toolkit,
+        ptxas_timeout: float = compiler.DEFAULT_PTXAS_TIMEOUT,
+        *,
+        source_text: str | None = None,
+        label: str = "",
+    ) -> UnitOutputs:
+        """The outputs of one translation unit, every kernel of it: from the cache, or built (and stored).
+        `label` names the build in a compiler's errors (the kernel that asked for it)."""
+        text = compiler.read_source(unit.source) if source_text is None else source_text
+        label = label or f"{unit.source.name} [{unit.arch}]"
+
+        def build(depfile: Path | None = None) -> UnitOutputs:
+            if unit.nvcc is not None:
+                return compiler.build_nvcc_unit(
+                    unit.source, unit.arch, unit.options, unit.nvcc, ptxas_timeout, depfile, label
+                )
+            return compiler.build_unit(
+                unit.source, text, unit.arch, unit.options, toolkit, unit.names, ptxas_timeout, label
+            )
 
         if self.directory is None:
-            return finish(build())
+            return build()
         try:
-            if nvcc is not None:
-                return self._compile_nvcc(source, text, kernel, arch, options, nvcc, ptxas_timeout, finish)
-            return self._compile_nvrtc(key, build, finish)
+            if unit.nvcc is not None:
+                return self._unit_nvcc(unit, text, unit.nvcc, build, ptxas_timeout)
+            return self._unit_nvrtc(unit, text, toolkit, build, ptxas_timeout)
         except Uncacheable as exc:  # raised before any build: this is the only one
             self._not_cached(exc)
-            return finish(build())
+            return build()
         finally:
             self.digests.save()
 
-    def _hit(self, key: str, finish: Callable[[BuildOutputs], CompiledKernel]) -> CompiledKernel | None:
-        cached = self._load(key)
-        if cached is None:
-            return None
+    def stored(self, unit: Unit, toolkit: Toolkit) -> bool:
+        """Whether the cache holds an entry (NVRTC) or a manifest (nvcc) for `unit` as its inputs are now:
+        then its lookup will most likely hit, and is left to the test that needs it rather than to a compile
+        thread (a warm run then uses no thread, whose lookups would only contend for the GIL)."""
+        if self.directory is None:
+            return False
         try:
-            compiled = finish(cached)
-        except CompileError:
-            self._count("corrupt")
-            return None
-        self._count("hits")
-        return compiled
+            text = compiler.read_source(unit.source)
+            if unit.nvcc is not None:
+                return self._path(self._manifest_key(unit, text, unit.nvcc), "manifests").exists()
+            return self._path(self._nvrtc_key(unit, text, toolkit)).exists()
+        except (CompileError, Uncacheable, OSError):
+            return False
 
-    def _compile_nvrtc(
-        self,
-        key: Callable[[], str],
-        build: Callable[[], BuildOutputs],
-        finish: Callable[[BuildOutputs], CompiledKernel],
-    ) -> CompiledKernel:
-        before = key()  # Uncacheable before anything is counted
-        compiled = self._hit(before, finish)
-        if compiled is not None:
-            return compiled
-        self._count("misses")
-        outputs = build()
-        compiled = finish(outputs)
-        # A file edited while NVRTC ran may have been read in either state: then store nothing.
-        with contextlib.suppress(Uncacheable):
-            if key() == before:
-                self._store(before, outputs)
-        return compiled
+    def _nvrtc_key(self, unit: Unit, text: str, toolkit: Toolkit, fresh: bool = False) -> str:
+        """cache_key of an NVRTC unit, made once per run (as its trees are) unless `fresh`."""
+        memo = (unit, text, toolkit)
+        if not fresh and memo in self._keys:
+            return self._keys[memo]
+        key = cache_key(
+            unit.source, text, unit.names, unit.arch, unit.options, toolkit, self.digests, self.directory,
+            fresh=fresh,
+        )  # fmt: skip
+        self._keys[memo] = key
+        return key
 
-    def _compile_nvcc(
-        self,
-        source: Path,
-        text: str,
-        kernel: str,
-        arch: str,
-        options: CompileOptions,
-        nvcc: Nvcc,
-        ptxas_timeout: float,
-        finish: Callable[[BuildOutputs], CompiledKernel],
-    ) -> CompiledKernel:
-        skip = _skip_dirs([], self.directory)
-        manifest_key = _json_digest(
+    def _manifest_key(self, unit: Unit, text: str, nvcc: Nvcc) -> str:
+        """The key of an nvcc unit's manifest."""
+        return _json_digest(
             [
-                *_identity(source, text, kernel, arch, options),
+                *_identity(unit.source, text, unit.names, unit.arch, unit.options, self.digests),
                 "nvcc",
                 nvcc.identity(),
                 str(nvcc.path),
                 _host_compiler_identity(),
-                _depends_fingerprint(options.depends, self.digests, skip),
+                _depends_fingerprint(unit.options.depends, self.digests, _skip_dirs([], self.directory)),
             ]
         )
+
+    @contextlib.contextmanager
+    def _locked(self, key: str, timeout: float) -> Iterator[None]:
+        """Hold `key`'s lock, shared by every process that uses this cache directory, for at most `timeout`
+        seconds of waiting (as long as a build may take). A lock that cannot be had (a read-only cache, a
+        holder that takes longer) only means that this process builds the unit too."""
+        import filelock  # only a miss needs it
+
+        assert self.directory is not None
+        path = self.directory / "locks" / f"unit-{key}.lock"
+        lock: filelock.BaseFileLock | None = None
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            lock = filelock.FileLock(str(path), timeout=timeout)
+            lock.acquire()
+        except (filelock.Timeout, OSError):
+            lock = None
+        try:
+            yield
+        finally:
+            if lock is not None:
+                lock.release()
+
+    def _hit(self, key: str, unit: Unit, *, quiet: bool = False) -> UnitOutputs | None:
+        """The entry of `key`, if it is there and sound (a damaged one is counted, unless `quiet`)."""
+        loaded = self._load(key, quiet=quiet)
+        if loaded is None:
+            return None
+        cached, demangled = loaded
+        if not _sound(cached, unit):
+            if not quiet:
+                self._count("corrupt")
+            return None
+        names.learn(demangled)
+        self._count("hits")
+        return cached
+
+    def _unit_nvrtc(
+        self,
+        unit: Unit,
+        text: str,
+        toolkit: Toolkit,
+        build: Callable[[], UnitOutputs],
+        timeout: float,
+    ) -> UnitOutputs:
+        def key(fresh: bool = False) -> str:
+            return self._nvrtc_key(unit, text, toolkit, fresh)
+
+        before = key()  # Uncacheable before anything is counted
+        found = self._hit(before, unit)
+        if found is not None:
+            return found
+        with self._locked(before, timeout):
+            # Another process may have built it while this one waited.
+            found = self._hit(before, unit, quiet=True)
+            if found is not None:
+                return found
+            self._count("misses")
+            outputs = build()
+            # A file edited while NVRTC ran may have been read in either state: then store nothing.
+            with contextlib.suppress(Uncacheable):
+                if key(fresh=True) == before and _sound(outputs, unit):
+                    self._store(before, outputs)
+        return outputs
+
+    def _unit_nvcc(
+        self,
+        unit: Unit,
+        text: str,
+        nvcc: Nvcc,
+        build: Callable[[Path | None], UnitOutputs],
+        timeout: float,
+    ) -> UnitOutputs:
+        skip = _skip_dirs([], self.directory)
+        manifest_key = self._manifest_key(unit, text, nvcc)
         # The user's include directories and the source's, listed before the build: Uncacheable (a tree
         # too large) is raised before anything is counted, and a change while nvcc runs shows.
-        trees = _searched_trees(source, options)
+        trees = _searched_trees(unit.source, unit.options)
         listed = [(d, True, _listing_digest(d, skip, True)) for d in trees]
-        builds = self._load_manifest(manifest_key)
+        found, builds = self._manifest_hit(manifest_key, unit, listed, skip)
+        if found is not None:
+            return found
+        with self._locked(manifest_key, timeout):
+            # Another process may have built it while this one waited.
+            found, builds = self._manifest_hit(manifest_key, unit, listed, skip, quiet=True)
+            if found is not None:
+                return found
+            self._count("misses")
+            started = time.time_ns()
+            with tempfile.TemporaryDirectory(prefix="regbudget-deps-") as tmp:
+                depfile = Path(tmp) / "deps.d"
+                outputs = build(depfile)
+                try:
+                    deps = depfile.read_text(encoding="utf-8", errors="surrogateescape")
+                except OSError:
+                    deps = ""
+            files = parse_depfile(deps, os.getcwd())
+            if not files:
+                self._not_cached(
+                    Uncacheable(_shown(unit.source), f"nvcc {nvcc.version} wrote no dependency list (-MD)")
+                )
+                return outputs
+            opened_in = sorted({os.path.realpath(os.path.dirname(f)) for f in files})
+            dirs = [d for d in opened_in if not _inside(d, trees)]
+            # A file or directory that changed while nvcc ran may have been read in either state: store
+            # nothing.
+            if _newest_change([*files, *dirs]) >= started - _CLOCK_SLACK_NS or not _sound(outputs, unit):
+                return outputs
+            try:
+                after = [(d, True, _listing_digest(d, skip, True)) for d in trees]
+                listed += [(d, False, _listing_digest(d, skip, False)) for d in dirs]
+            except Uncacheable:
+                return outputs
+            if after != listed[: len(after)]:
+                return outputs
+            seen = _Build(
+                files=tuple((f, _file_state(f, self.digests)) for f in files), listings=tuple(listed)
+            )
+            self._store(seen.key(manifest_key), outputs)
+            self._store_manifest(manifest_key, [seen, *(b for b in builds if b != seen)][:_MANIFEST_BUILDS])
+        return outputs
+
+    def _manifest_hit(
+        self,
+        manifest_key: str,
+        unit: Unit,
+        listed: list[tuple[str, bool, str]],
+        skip: frozenset[str],
+        *,
+        quiet: bool = False,
+    ) -> tuple[UnitOutputs | None, list[_Build]]:
+        """The entry of the first build in the manifest whose files and directories are all as they were,
+        and the manifest's builds."""
+        builds = self._load_manifest(manifest_key, quiet=quiet)
         known = {(d, recursive): state for d, recursive, state in listed}
         for seen in builds:
             if seen.still_valid(self.digests, skip, known):
-                compiled = self._hit(seen.key(manifest_key), finish)
-                if compiled is not None:
-                    return compiled
-                break
-        self._count("misses")
-        started = time.time_ns()
-        with tempfile.TemporaryDirectory(prefix="regbudget-deps-") as tmp:
-            depfile = Path(tmp) / "deps.d"
-            outputs = compiler.build_nvcc(source, text, kernel, arch, options, nvcc, ptxas_timeout, depfile)
-            try:
-                deps = depfile.read_text(encoding="utf-8", errors="surrogateescape")
-            except OSError:
-                deps = ""
-        compiled = finish(outputs)
-        files = parse_depfile(deps, os.getcwd())
-        if not files:
-            self._not_cached(
-                Uncacheable(_shown(source), f"nvcc {nvcc.version} wrote no dependency list (-MD)")
-            )
-            return compiled
-        opened_in = sorted({os.path.realpath(os.path.dirname(f)) for f in files})
-        dirs = [d for d in opened_in if not _inside(d, trees)]
-        # A file or directory that changed while nvcc ran may have been read in either state: store nothing.
-        if _newest_change([*files, *dirs]) >= started - _CLOCK_SLACK_NS:
-            return compiled
-        try:
-            after = [(d, True, _listing_digest(d, skip, True)) for d in trees]
-            listed += [(d, False, _listing_digest(d, skip, False)) for d in dirs]
-        except Uncacheable:
-            return compiled
-        if after != listed[: len(after)]:
-            return compiled
-        build = _Build(files=tuple((f, _file_state(f, self.digests)) for f in files), listings=tuple(listed))
-        self._store(build.key(manifest_key), outputs)
-        self._store_manifest(manifest_key, [build, *(b for b in builds if b != build)][:_MANIFEST_BUILDS])
-        return compiled
+                return self._hit(seen.key(manifest_key), unit, quiet=quiet), builds
+        return None, builds
 
-    def _read(self, path: Path) -> object | None:
-        """The payload of a checksummed document; None if absent (corrupt ones are counted)."""
+    def _read(self, path: Path, *, quiet: bool = False) -> object | None:
+        """The payload of a checksummed document; None if absent (corrupt ones are counted, unless
+        `quiet`)."""
         try:
-            doc = json.loads(path.read_text(encoding="utf-8"))
-            payload: object = doc["payload"]
+            text = path.read_text(encoding="utf-8")
+            fast = _FAST_DOC.match(text)
+            if fast is not None and text.endswith("}"):
+                # The layout _write makes: the checksum is of the payload's text as it stands in the file,
+                # so it is hashed as read rather than parsed and serialized again.
+                body = text[fast.end() : -1]
+                if fast.group(1) != _digest(body.encode()):
+                    raise ValueError("checksum mismatch")
+                payload: object = json.loads(body)
+                return payload
+            doc = json.loads(text)
+            payload = doc["payload"]
             if doc.get("format") != FORMAT or doc.get("sha256") != _digest(json.dumps(payload).encode()):
                 raise ValueError("checksum mismatch")
             return payload
         except FileNotFoundError:
             return None
         except (OSError, ValueError, KeyError, TypeError):
-            self._count("corrupt")
+            if not quiet:
+                self._count("corrupt")
             return None
 
     def _write(self, path: Path, payload: object) -> None:
-        doc = {"format": FORMAT, "sha256": _digest(json.dumps(payload).encode()), "payload": payload}
+        body = json.dumps(payload)
+        # json.dumps of {"format", "sha256", "payload"}, written by hand so that the payload's text is the
+        # one its checksum is of (_FAST_DOC reads it back).
+        text = f'{{"format": {FORMAT}, "sha256": "{_digest(body.encode())}", "payload": {body}}}'
         # A read-only or full cache directory slows the run down; it must not fail it.
         with contextlib.suppress(OSError):
-            atomic_write(path, json.dumps(doc))
+            atomic_write(path, text)
 
-    def _load(self, key: str) -> BuildOutputs | None:
-        payload = self._read(self._path(key))
+    def _load(self, key: str, *, quiet: bool = False) -> tuple[UnitOutputs, dict[str, str]] | None:
+        """An entry's outputs, and its kernels' demangled names."""
+        payload = self._read(self._path(key), quiet=quiet)
         if payload is None:
             return None
         try:
             if not isinstance(payload, dict):
                 raise TypeError(f"expected a dict, found {type(payload).__name__}")
-            return BuildOutputs(
-                entry=str(payload["entry"]),
+            lowered, demangled = payload["lowered"], payload["names"]
+            if not isinstance(lowered, dict) or not isinstance(demangled, dict):
+                raise TypeError("lowered or demangled names: expected a dict")
+            outputs = UnitOutputs(
                 ptx=str(payload["ptx"]),
                 nvrtc_log=str(payload["nvrtc_log"]),
                 ptxas_log=str(payload["ptxas_log"]),
                 cubin=base64.b64decode(payload["cubin"], validate=True),
+                lowered={str(k): str(v) for k, v in lowered.items()},
             )
+            return outputs, {str(k): str(v) for k, v in demangled.items()}
         except (ValueError, KeyError, TypeError):
-            self._count("corrupt")
+            if not quiet:
+                self._count("corrupt")
             return None
 
-    def _store(self, key: str, outputs: BuildOutputs) -> None:
+    def _store(self, key: str, outputs: UnitOutputs) -> None:
         payload = {
-            "entry": outputs.entry,
             "ptx": outputs.ptx,
             "nvrtc_log": outputs.nvrtc_log,
             "ptxas_log": outputs.ptxas_log,
             "cubin": base64.b64encode(outputs.cubin).decode(),
+            "lowered": dict(outputs.lowered),
+            # As the demangler prints them now: a run that finds every build here demangles nothing.
+            "names": {e: names.demangle(e) for e in outputs.entries if e.startswith("_Z")},
         }
         self._write(self._path(key), payload)
 
-    def _load_manifest(self, key: str) -> list[_Build]:
-        payload = self._read(self._path(key, "manifests"))
+    def _load_manifest(self, key: str, *, quiet: bool = False) -> list[_Build]:
+        payload = self._read(self._path(key, "manifests"), quiet=quiet)
         if payload is None:
             return []
         try:
@@ -884,7 +1065,8 @@ class CompileCache:
                 for b in payload
             ]
         except (ValueError, KeyError, TypeError):
-            self._count("corrupt")
+            if not quiet:
+                self._count("corrupt")
             return []
 
     def _store_manifest(self, key: str, builds: Sequence[_Build]) -> None:
@@ -894,47 +1076,229 @@ class CompileCache:
         self._write(self._path(key, "manifests"), payload)
 
 
+# The start of an entry as _write makes it, up to its payload.
+_FAST_DOC = re.compile(rf'\{{"format": {FORMAT}, "sha256": "([0-9a-f]{{64}})", "payload": ')
+
+
+def _sound(outputs: UnitOutputs, unit: Unit) -> bool:
+    """Whether a unit's outputs can be read: ptxas reported every kernel of the PTX, and each name
+    expression lowered to one of them (else an entry is damaged, or a build was)."""
+    try:
+        report = compiler.read_report(outputs.ptxas_log, outputs.ptx)
+    except ValueError:
+        return False
+    entries = outputs.entries
+    return (
+        all(e in report for e in entries)
+        and set(outputs.lowered) == set(unit.names)
+        and all(e in entries for e in outputs.lowered.values())
+    )
+
+
+def _provenance(toolkit: Toolkit, nvcc: Nvcc | None) -> Provenance:
+    # An nvcc build is measured by nvcc's own toolkit, which is what its report must name.
+    return nvcc.provenance() if nvcc is not None else compiler.nvrtc_provenance(toolkit)
+
+
+# -- translation units, and their sharing within a run ----------------------------------------------------
 Spec = tuple[Path, str, str, CompileOptions, Nvcc | None]  # (source, kernel, arch, options, nvcc or NVRTC)
 
 
+@dataclass(frozen=True)
+class Unit:
+    """One translation unit to build for one arch: what a build, a cache entry and the run's sharing are
+    keyed on. `names`: the NVRTC name expressions it is compiled with (none for nvcc, which builds every
+    kernel the file instantiates, and for NVRTC's plain compile: every extern "C" and non-template kernel)."""
+
+    source: Path
+    arch: str
+    options: CompileOptions
+    nvcc: Nvcc | None = None
+    names: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, spec: Spec) -> Unit:
+        source, _, arch, options, nvcc = spec
+        return cls(source, arch, options, nvcc)
+
+    def first(self, kernel: str, group: Sequence[str] | None) -> Unit:
+        """The unit `pick` looks for `kernel` in first."""
+        if self.nvcc is not None:
+            return self
+        return replace(self, names=compiler.nvrtc_name_sets(kernel, group)[0])
+
+
+def pick(
+    kernel: str, base: Unit, build: Callable[[Unit], UnitOutputs], group: Sequence[str] | None = None
+) -> BuildOutputs:
+    """`kernel`'s outputs, from the units of `base`'s file that `build` gives: nvcc's one, or the NVRTC
+    units that may hold it (`compiler.pick_nvrtc`), `group` being the template names planned together."""
+    if base.nvcc is not None:
+        return build(base).pick(kernel, base.source, base.arch, base.nvcc)
+
+    def unit(names: tuple[str, ...]) -> UnitOutputs:
+        return build(replace(base, names=names))
+
+    return compiler.pick_nvrtc(kernel, base.source, base.arch, unit, group)
+
+
+_RECENT_UNITS = 16  # units kept after their last planned kernel, for kernels no plan named
+
+
 class Prefetcher:
-    """Compiles the kernels a run will need on a thread pool (NVRTC releases the GIL; ptxas is a process)."""
+    """The run's translation units: each built (or found in the cache) once in this process and shared by
+    all its kernels; with more than one job, built ahead of the tests on a thread pool (NVRTC releases the
+    GIL; ptxas and nvcc are processes). The NVRTC kernels planned for one file and arch that need name
+    expressions (template instances) are compiled together, with all their names.
+
+    A unit is kept while a planned kernel still wants it, and a while after (`_RECENT_UNITS`), so that
+    memory does not grow with the number of files in a run."""
 
     def __init__(self, cache: CompileCache, toolkit: Toolkit, jobs: int, ptxas_timeout: float) -> None:
         self.cache = cache
         self.toolkit = toolkit
         self.ptxas_timeout = ptxas_timeout
-        self._futures: dict[Spec, Future[CompiledKernel]] = {}
+        self._lock = threading.Lock()
+        self._units: dict[Unit, Future[UnitOutputs]] = {}
+        self._kernels: dict[Unit, list[str]] = {}  # file (a unit without names) -> its planned kernels
+        self._groups: dict[Unit, tuple[str, ...]] = {}  # NVRTC file -> the template names planned for it
+        self._planned: Counter[Spec] = Counter()  # planned requests not made yet
+        self._wanted: Counter[Unit] = Counter()  # ... per unit they look in first
+        self._recent: OrderedDict[Unit, None] = OrderedDict()
         self._pool = (
             ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="regbudget") if jobs > 1 else None
         )
 
     def submit(self, specs: Iterable[Spec]) -> None:
+        """Plan the kernels the run will ask for (and, with a pool, start building their units, in order)."""
+        specs = list(specs)
+        with self._lock:
+            files: list[Unit] = []
+            for spec in specs:
+                base = Unit.of(spec)
+                if base not in self._kernels:
+                    files.append(base)
+                self._kernels.setdefault(base, []).append(spec[1])
+            for base in files:
+                if base.nvcc is None:
+                    self._groups[base] = self._group(base)
+            first = []
+            for spec in specs:
+                base = Unit.of(spec)
+                unit = base.first(spec[1], self._groups.get(base))
+                self._planned[spec] += 1
+                self._wanted[unit] += 1
+                first.append(unit)
         if self._pool is None:
             return
-        for spec in specs:
-            if spec not in self._futures:
-                self._futures[spec] = self._pool.submit(self._compile, spec)
+        for unit in _worker_order(list(dict.fromkeys(first))):
+            if not self.cache.stored(unit, self.toolkit):
+                self._pool.submit(self._prefetch, unit)
+
+    def _group(self, base: Unit) -> tuple[str, ...]:
+        """The template names of a file's planned kernels, but those its plain compile already holds."""
+        plain = self._units.get(base)
+        held = plain.result() if plain is not None and plain.done() and not plain.exception() else None
+        wanted = (k for k in self._kernels[base] if "<" in k)
+        return tuple(sorted({k for k in wanted if held is None or held.entry(k) is None}))
 
     def get(self, spec: Spec) -> CompiledKernel:
-        """The prefetched result (its exception re-raised), or a compile now."""
-        future = self._futures.pop(spec, None)
-        if future is not None:
-            # Wait in short slices: a plain result() would hold off Ctrl-C until the compile ends.
-            while True:
-                try:
-                    return future.result(timeout=0.1)
-                except FutureTimeout:
-                    continue
-        return self._compile(spec)
-
-    def _compile(self, spec: Spec) -> CompiledKernel:
+        """`spec`'s kernel, from its unit (built now, or by another thread, or found in the cache)."""
         source, kernel, arch, options, nvcc = spec
-        return self.cache.compile(source, kernel, arch, options, self.toolkit, self.ptxas_timeout, nvcc=nvcc)
+        base = Unit.of(spec)
+        text = compiler.read_source(source)
+        with self._lock:
+            group = self._groups.get(base)
+            planned = self._planned[spec] > 0
+        try:
+            outputs = pick(kernel, base, lambda unit: self._outputs(unit, kernel), group)
+        finally:
+            if planned:
+                self._release(spec, base.first(kernel, group))
+        return compiler.interpret(
+            outputs, source, text, kernel, arch, options, _provenance(self.toolkit, nvcc)
+        )
+
+    def entries(self, unit: Unit) -> list[str]:
+        """The entries of every kernel in `unit` (shared with the builds of its kernels)."""
+        return list(self._outputs(unit, None).entries)
+
+    def _outputs(self, unit: Unit, kernel: str | None) -> UnitOutputs:
+        """The unit's outputs: built here, or by the thread already at it."""
+        future = self._future(unit, kernel)
+        # Wait in short slices: a plain result() would hold off Ctrl-C until the build ends.
+        while True:
+            try:
+                return future.result(timeout=0.1)
+            except FutureTimeout:
+                continue
+
+    def _prefetch(self, unit: Unit) -> None:
+        """For the pool: build the unit, unless a thread is at it already."""
+        self._future(unit, None)
+
+    def _future(self, unit: Unit, kernel: str | None) -> Future[UnitOutputs]:
+        """The unit's one future in this process; the first caller builds it."""
+        with self._lock:
+            future = self._units.get(unit)
+            if future is not None:
+                return future
+            future = self._units[unit] = Future()
+            if not self._wanted[unit]:
+                self._remember(unit)
+        try:
+            label = self._label(unit, kernel)
+            future.set_result(self.cache.unit(unit, self.toolkit, self.ptxas_timeout, label=label))
+        except BaseException as exc:
+            future.set_exception(exc)
+            if not isinstance(exc, Exception):
+                raise
+        return future
+
+    def _label(self, unit: Unit, kernel: str | None) -> str:
+        """How a build's errors name it: the kernel that asked, or the planned ones."""
+        kernels = [kernel] if kernel is not None else self._kernels.get(replace(unit, names=()), [])
+        more = f" and {len(kernels) - 1} more" if len(kernels) > 1 else ""
+        return f"{kernels[0]}{more} [{unit.arch}]" if kernels else f"{unit.source.name} [{unit.arch}]"
+
+    def _release(self, spec: Spec, unit: Unit) -> None:
+        with self._lock:
+            self._planned[spec] -= 1
+            if self._planned[spec] <= 0:
+                del self._planned[spec]
+            self._wanted[unit] -= 1
+            if self._wanted[unit] <= 0:
+                del self._wanted[unit]
+                self._remember(unit)
+
+    def _remember(self, unit: Unit) -> None:
+        """Keep `unit` among the recent ones, forgetting the oldest built one that no plan wants."""
+        self._recent[unit] = None
+        self._recent.move_to_end(unit)
+        if len(self._recent) <= _RECENT_UNITS:
+            return
+        old = next((u for u in self._recent if u not in self._wanted and self._done(u)), None)
+        if old is not None:
+            del self._recent[old]
+            self._units.pop(old, None)
+
+    def _done(self, unit: Unit) -> bool:
+        future = self._units.get(unit)
+        return future is None or future.done()
 
     def shutdown(self) -> None:
         if self._pool is not None:
             self._pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _worker_order(units: list[Unit], env: Mapping[str, str] = os.environ) -> list[Unit]:
+    """The order a pytest-xdist worker builds the run's units in: every worker plans them all, so each starts
+    at its own share (gw1 of 2 halfway) rather than all waiting on the first unit's lock."""
+    worker, count = env.get("PYTEST_XDIST_WORKER", ""), int(env.get("PYTEST_XDIST_WORKER_COUNT") or 1)
+    if not worker.startswith("gw") or not worker[2:].isdigit() or count < 2:
+        return units
+    start = len(units) * (int(worker[2:]) % count) // count
+    return units[start:] + units[:start]
 
 
 def default_jobs(env: dict[str, str] | os._Environ[str] = os.environ) -> int:

@@ -14,11 +14,12 @@ import re
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Literal
 
+from . import names
 from .arch import compute_arch, get_arch
 from .errors import CompileError, KernelNotFoundError
 from .facts import KernelFacts, Provenance
@@ -26,6 +27,7 @@ from .ptxas import KernelResources, combine, parse_ptx_directives, parse_ptx_ent
 from .toolchain import (
     VERSION_TIMEOUT,
     Toolkit,
+    ToolMemo,
     find_tool,
     nvidia_roots,
     run_tool,
@@ -98,6 +100,11 @@ class CompileOptions:
             values.pop()
             last -= 1
         return tuple(values)
+
+    def variant(self) -> str:
+        """The defines, as the baseline keys a kernel's variant: "NACC=8,TILE" ("-" for none), sorted, so
+        that the order they are given in does not matter."""
+        return ",".join(k if v is None else f"{k}={v}" for k, v in sorted(self.defines, key=str)) or "-"
 
     def with_line_info(self) -> CompileOptions:
         """The same build with -lineinfo (NVRTC and nvcc both take it), for mapping SASS back to source;
@@ -376,6 +383,37 @@ class BuildOutputs:
     cubin: bytes
 
 
+@dataclass(frozen=True)
+class UnitOutputs:
+    """What one compile of a translation unit for one arch produced: the PTX, ptxas's report and the cubin
+    of every kernel in it, and (NVRTC) the entry each name expression it was compiled with lowered to. The
+    cache keeps one per (source, options, toolkit, arch[, name expressions]); kernels are picked from it."""
+
+    ptx: str
+    nvrtc_log: str
+    ptxas_log: str
+    cubin: bytes
+    lowered: Mapping[str, str] = field(default_factory=dict)  # name expression -> mangled entry
+
+    @functools.cached_property
+    def entries(self) -> list[str]:
+        return parse_ptx_entries(self.ptx)
+
+    def entry(self, kernel: str) -> str | None:
+        """The entry `kernel` names: its name expression's, else the one `names.match` finds."""
+        lowered = self.lowered.get(kernel)
+        if lowered is not None:
+            return lowered if lowered in self.entries else None
+        return names.match(kernel, self.entries)
+
+    def pick(self, kernel: str, source: Path, arch: str, nvcc: Nvcc | None = None) -> BuildOutputs:
+        """`kernel`'s outputs; KernelNotFoundError, listing the unit's kernels, when it has no such one."""
+        entry = self.entry(kernel)
+        if entry is None:
+            raise _not_found(kernel, source, arch, self.ptx, self.ptxas_log if nvcc else "", nvcc=nvcc)
+        return BuildOutputs(entry, self.ptx, self.nvrtc_log, self.ptxas_log, self.cubin)
+
+
 def read_source(source: Path) -> str:
     """A CUDA source as text: UTF-8, with a leading byte order mark dropped (nvcc skips it, NVRTC rejects
     it). Other encodings are refused with the place of the first bad byte: decoding them leniently would
@@ -415,14 +453,92 @@ def build(
         reasons = _name_expression_errors(exc.log)
         if not reasons:
             raise
-        # Was it the kernel name or the code? Compile once more without the name to tell them apart.
-        plain = compile_ptx(source_text, name, arch, options, toolkit)
-        raise _not_found(kernel, source, arch, plain.ptx, exc.log, reasons[0]) from None
+        # Was it the kernel name or the code? Compile once more without the name to tell them apart. The
+        # name may still be one of the plain compile's kernels, by entry or readable name
+        # ("(anonymous namespace)::k", "_Z1kPf"), which no name expression can be.
+        module = compile_ptx(source_text, name, arch, options, toolkit)
+        found = names.match(kernel, parse_ptx_entries(module.ptx))
+        if found is None:
+            raise _not_found(kernel, source, arch, module.ptx, exc.log, reasons[0]) from None
+        module = replace(module, lowered_names={kernel: found})
     entry = module.lowered_names.get(kernel, kernel)
     if entry not in parse_ptx_entries(module.ptx):
         raise _not_found(kernel, source, arch, module.ptx, "")
     ptxas_out, cubin = run_ptxas(module.ptx, arch, options.ptxas_options, toolkit, ptxas_timeout, label)
     return BuildOutputs(entry=entry, ptx=module.ptx, nvrtc_log=module.log, ptxas_log=ptxas_out, cubin=cubin)
+
+
+def build_unit(
+    source: Path,
+    source_text: str,
+    arch: str,
+    options: CompileOptions,
+    toolkit: Toolkit,
+    name_expressions: Sequence[str] = (),
+    ptxas_timeout: float = DEFAULT_PTXAS_TIMEOUT,
+    label: str = "",
+) -> UnitOutputs:
+    """NVRTC, with `name_expressions`, then ptxas over the whole module: every extern "C" and non-template
+    kernel of the file, and the template instances the names (or the file itself) instantiate."""
+    module = compile_ptx(source_text, str(source), arch, options, toolkit, name_expressions=name_expressions)
+    label = label or f"{source.name} [{arch}]"
+    ptxas_out, cubin = run_ptxas(module.ptx, arch, options.ptxas_options, toolkit, ptxas_timeout, label)
+    return UnitOutputs(module.ptx, module.log, ptxas_out, cubin, dict(module.lowered_names))
+
+
+def nvrtc_name_sets(kernel: str, group: Sequence[str] | None = None) -> list[tuple[str, ...]]:
+    """The name-expression sets of the NVRTC units to look for `kernel` in, cheapest first: `group` (the
+    template names a run compiles the file with at once), when it holds `kernel` or `kernel` is no template
+    instance; the plain compile (no names: every extern "C" and non-template kernel); `kernel` alone."""
+    sets: list[tuple[str, ...]] = []
+    template = "<" in kernel
+    if group is not None and (kernel in group or not template):
+        sets.append(tuple(group))
+    if not template:
+        sets.append(())
+    sets.append((kernel,))
+    return list(dict.fromkeys(sets))
+
+
+def pick_nvrtc(
+    kernel: str,
+    source: Path,
+    arch: str,
+    unit: Callable[[tuple[str, ...]], UnitOutputs],
+    group: Sequence[str] | None = None,
+) -> BuildOutputs:
+    """`kernel` from the first NVRTC unit (`unit(name_expressions)`, built or shared) that holds it.
+
+    A name-expression error of a group (a sibling's bad name) moves on to the next set. For `kernel`'s own,
+    the plain compile tells a bad name from bad code, and may still hold the kernel by entry or readable
+    name ("(anonymous namespace)::k", "_Z1kPf"), which no name expression can be.
+    """
+    sets = nvrtc_name_sets(kernel, group)
+    for i, name_set in enumerate(sets):
+        last = i == len(sets) - 1
+        try:
+            outputs = unit(name_set)
+        except CompileError as exc:
+            reasons = _name_expression_errors(exc.log)
+            if not reasons:
+                raise
+            if not last:
+                continue
+            plain = unit(())
+            found = names.match(kernel, plain.entries)
+            if found is None:
+                raise _not_found(kernel, source, arch, plain.ptx, exc.log, reasons[0]) from None
+            return BuildOutputs(found, plain.ptx, plain.nvrtc_log, plain.ptxas_log, plain.cubin)
+        if last or outputs.entry(kernel) is not None:
+            return outputs.pick(kernel, source, arch)
+    raise AssertionError("unreachable: the last set returns or raises")
+
+
+@functools.lru_cache(maxsize=32)
+def read_report(ptxas_log: str, ptx: str) -> dict[str, KernelResources]:
+    """Every kernel's resources in one ptxas report, with its PTX directives. Remembered: the kernels of
+    one unit share one report (the strings are the unit's own, so a lookup hashes them once)."""
+    return combine(parse_ptxas_output(ptxas_log), parse_ptx_directives(ptx))
 
 
 def interpret(
@@ -441,7 +557,7 @@ def interpret(
     label = f"{kernel} [{arch}]"
     ptxas_out = outputs.ptxas_log
     try:
-        kernels = combine(parse_ptxas_output(ptxas_out), parse_ptx_directives(outputs.ptx))
+        kernels = read_report(ptxas_out, outputs.ptx)
     except ValueError as exc:  # ParseError, or a report that does not match the PTX
         raise CompileError(
             f"cannot read the report of ptxas {provenance.ptxas} for {label}: {exc}\n"
@@ -453,7 +569,7 @@ def interpret(
             f"ptxas printed no report for {label} ({outputs.entry}):\n{ptxas_out.strip()}", ptxas_out
         )
     facts = KernelFacts(
-        kernel=kernel,
+        kernel=names.shown(kernel, outputs.entry),
         entry=outputs.entry,
         arch=arch,
         source=source,
@@ -495,6 +611,9 @@ class Nvcc:
     path: Path
     version: str
     origin: str
+    # Headers of CUDA 13 wheels installed beside other site dirs than nvcc's own (whose nvcc.profile covers
+    # them): CCCL, the profiler API, a library's (nvidia-cublas)
+    include_dirs: tuple[Path, ...] = ()
 
     def provenance(self) -> Provenance:
         # The report and the baseline record the versions that built the kernel: nvcc's own.
@@ -507,11 +626,12 @@ class Nvcc:
 
     def identity(self) -> list[object]:
         """What a cache key needs to know of this nvcc (its ptxas is the one beside it)."""
-        return ["nvcc", self.version, str(self.path)]
+        return ["nvcc", self.version, str(self.path), *map(str, self.include_dirs)]
 
 
-def find_nvcc(toolkit: Toolkit | None) -> Nvcc:
-    """The found toolkit's nvcc, else the CUDA 13 wheel's (nvidia-cuda-nvcc), else PATH's."""
+def find_nvcc(toolkit: Toolkit | None, memo: ToolMemo | None = None) -> Nvcc:
+    """The found toolkit's nvcc, else the CUDA 13 wheel's (nvidia-cuda-nvcc), else PATH's. Its version is
+    remembered in `memo` while its file is unchanged (a warm run starts no `nvcc --version`)."""
     path = find_tool("nvcc", toolkit, "cuda_nvcc")
     if path is not None:
         if toolkit is not None and path.parent == toolkit.ptxas.parent:
@@ -520,18 +640,70 @@ def find_nvcc(toolkit: Toolkit | None) -> Nvcc:
             origin = "pip wheels (nvidia-cuda-nvcc)"
         else:
             origin = "PATH"
-        try:
-            _, out = run_tool([str(path), "--version"], VERSION_TIMEOUT)
-        except subprocess.TimeoutExpired:
-            raise CompileError(f"`{path} --version` did not finish within {VERSION_TIMEOUT:g} s") from None
-        except OSError as exc:
-            raise CompileError(f"cannot run {path}: {start_failure(exc, path)}") from None
-        match = re.search(r"V(\d+\.\d+\.\d+)", out)
-        return Nvcc(path, match.group(1) if match else "?", origin)
+        version = (memo or ToolMemo(None)).version(path, lambda: _nvcc_version(path))
+        return Nvcc(path, version, origin, wheel_include_dirs(path, nvidia_roots()))
     searched = ", ".join(map(str, tool_candidates("nvcc", toolkit, "cuda_nvcc"))) + ", PATH"
     raise CompileError(
-        f'compiler="nvcc" needs nvcc; none found (searched {searched}). Fix: pip install "nvidia-cuda-nvcc" '
-        '"nvidia-cuda-runtime" (CUDA 13 wheels that carry nvcc and its headers), or a CUDA toolkit on PATH.'
+        f'compiler="nvcc" needs nvcc; none found (searched {searched}). Fix: pip install '
+        '"pytest-regbudget[nvcc]" (the CUDA 13 wheels: nvcc, its runtime headers and CCCL), or put a CUDA '
+        "toolkit on PATH."
+    )
+
+
+def _nvcc_version(path: Path) -> str:
+    try:
+        _, out = run_tool([str(path), "--version"], VERSION_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        raise CompileError(f"`{path} --version` did not finish within {VERSION_TIMEOUT:g} s") from None
+    except OSError as exc:
+        raise CompileError(f"cannot run {path}: {start_failure(exc, path)}") from None
+    match = re.search(r"V(\d+\.\d+\.\d+)", out)
+    return match.group(1) if match else "?"
+
+
+def wheel_include_dirs(nvcc: Path, roots: Sequence[Path]) -> tuple[Path, ...]:
+    """The CUDA 13 wheels' header dirs (nvidia/cu13/include and its cccl/) that a wheel nvcc does not search
+    by itself: those under other `nvidia` package dirs than its own (a --user install beside a venv's, say).
+    Its own tree is searched through its nvcc.profile; any other nvcc has its toolkit's headers."""
+    home = nvcc.parent.parent
+    if not (home.name == "cu13" and home.parent in roots):
+        return ()
+    dirs = [r / "cu13" / "include" / sub for r in roots if r != home.parent for sub in ("", "cccl")]
+    return tuple(d for d in dirs if d.is_dir())
+
+
+# Headers that the nvcc extra's wheels carry, and the wheel each comes from.
+_WHEEL_HEADERS = {
+    "nv/target": "nvidia-cuda-cccl",
+    "cub/": "nvidia-cuda-cccl",
+    "thrust/": "nvidia-cuda-cccl",
+    "cuda/std/": "nvidia-cuda-cccl",
+    "cuda_profiler_api.h": "nvidia-cuda-profiler-api",
+}
+_MISSING_HEADER = re.compile(r'fatal error: ([\w./+-]+): No such file|cannot open source file "([^"]+)"')
+
+
+def missing_header_hint(log: str) -> str:
+    """What to install or add to include_dirs when nvcc could not find a header, or to say when it did not
+    take the file for CUDA."""
+    if "Don't know what to do with" in log:
+        return (
+            "\nnvcc takes a file for CUDA by its extension (.cu); for a header (.cuh) or another name, add "
+            'options=["-x", "cu"] to compile it as CUDA'
+        )
+    found = _MISSING_HEADER.search(log)
+    if found is None:
+        return ""
+    header = found.group(1) or found.group(2)
+    wheel = next((w for prefix, w in _WHEEL_HEADERS.items() if header.startswith(prefix)), None)
+    if wheel is not None:
+        return (
+            f'\n{header} comes with the {wheel} wheel: pip install "pytest-regbudget[nvcc]" '
+            f'(or pip install "{wheel}>=13.0,<14")'
+        )
+    return (
+        f"\n{header} is not on nvcc's include path. A library's headers come with its wheel (for cuBLAS: "
+        "pip install nvidia-cublas) or its install: add their directory to include_dirs"
     )
 
 
@@ -549,7 +721,23 @@ def build_nvcc(
     ptxas_timeout: float = DEFAULT_PTXAS_TIMEOUT,
     depfile: Path | None = None,
 ) -> BuildOutputs:
-    """`nvcc -cubin -arch=sm_XX -Xptxas -v` over a whole translation unit, host code and all.
+    """`nvcc -cubin -arch=sm_XX -Xptxas -v` over a whole translation unit (`build_nvcc_unit`), and `kernel`
+    picked from it."""
+    unit = build_nvcc_unit(source, arch, options, nvcc, ptxas_timeout, depfile, f"{kernel} [{arch}]")
+    return unit.pick(kernel, source, arch, nvcc)
+
+
+def build_nvcc_unit(
+    source: Path,
+    arch: str,
+    options: CompileOptions,
+    nvcc: Nvcc,
+    ptxas_timeout: float = DEFAULT_PTXAS_TIMEOUT,
+    depfile: Path | None = None,
+    label: str = "",
+) -> UnitOutputs:
+    """`nvcc -cubin -arch=sm_XX -Xptxas -v` over a whole translation unit, host code and all: one cubin,
+    and one ptxas report, with every kernel the file instantiates. `label` names it in errors.
 
     nvcc needs a host C++ compiler even for -cubin (it splits host from device code). `options` are nvcc's
     own flags here. The PTX is kept (-keep) for the launch-bounds directives. With `depfile`, nvcc also
@@ -560,7 +748,7 @@ def build_nvcc(
             f'compiler="nvcc" needs a host C++ compiler for {source} (nvcc splits host from device code); '
             "none of g++, c++, clang++ is on PATH. Fix: install one (apt-get install g++)."
         )
-    label = f"{kernel} [{arch}]"
+    label = label or f"{source.name} [{arch}]"
     with tempfile.TemporaryDirectory(prefix="regbudget-nvcc-") as tmp:
         cubin_path = Path(tmp) / "kernel.cubin"
         cmd = [
@@ -570,7 +758,7 @@ def build_nvcc(
             "-v",
             "-keep",
             f"-keep-dir={tmp}",
-            *options.flags("nvcc", arch, source.parent),
+            *options.flags("nvcc", arch, source.parent, nvcc.include_dirs),
             *(["-MD", "-MF", str(depfile)] if depfile is not None else []),
             str(source),
             "-o",
@@ -579,37 +767,39 @@ def build_nvcc(
         returncode, log = _run(cmd, ptxas_timeout, f"nvcc {nvcc.version} on {label}")
         if returncode != 0:
             raise CompileError(
-                f"nvcc {nvcc.version} could not compile {source} for {arch}:\n{log.strip()}", log
+                f"nvcc {nvcc.version} could not compile {source} for {arch}:\n{log.strip()}"
+                + missing_header_hint(log),
+                log,
             )
         ptx = "\n".join(p.read_text() for p in sorted(Path(tmp).glob("*.ptx")))
         cubin = cubin_path.read_bytes()
-    entries = parse_ptx_entries(ptx)
-    entry = match_entry(kernel, entries)
-    if entry is None:
-        raise _not_found(kernel, source, arch, ptx, log)
-    return BuildOutputs(entry=entry, ptx=ptx, nvrtc_log="", ptxas_log=log, cubin=cubin)
-
-
-def match_entry(kernel: str, entries: Sequence[str]) -> str | None:
-    """An entry named `kernel`, or the one C++ entry whose mangled name is `kernel`'s (_Z<len><name>...).
-
-    nvcc has no name expressions: a template or an overload set is ambiguous, and then None asks the user
-    for the mangled name, which the error lists.
-    """
-    if kernel in entries:
-        return kernel
-    base = kernel.split("<", 1)[0].strip().split("::")[-1]
-    matches = [e for e in entries if e.startswith(f"_Z{len(base)}{base}")]
-    return matches[0] if len(matches) == 1 else None
+    return UnitOutputs(ptx=ptx, nvrtc_log="", ptxas_log=log, cubin=cubin)
 
 
 def kernel_line(source_text: str, kernel: str) -> int | None:
-    """The line of the `__global__` that declares `kernel` ("gemm<128, 64>" -> gemm), for annotations."""
-    base = re.split(r"[<(\s]", kernel.strip(), maxsplit=1)[0].split("::")[-1]
-    # __global__, then return type and attributes (no ; { or }), then the name and its parameter list.
-    pattern = re.compile(r"__global__[^;{}]*?\b" + re.escape(base) + r"\s*\(")
-    match = pattern.search(source_text)
-    return None if match is None else source_text.count("\n", 0, match.start()) + 1
+    """The line of the `__global__` that declares `kernel`, for annotations: by its base name
+    ("ns::gemm<128, 64>" and "_Z4gemmILi128ELi64EEvPf" -> gemm)."""
+    base = names.base_name(kernel)
+    if not base.isidentifier():
+        return None
+    return _global_lines(source_text).get(base)
+
+
+# A __global__ declaration: its return type and attributes (no ; { or }), its name and its parameter list.
+_GLOBAL = re.compile(r"__global__[^;{}]*")
+_CALLED = re.compile(r"\b((?!\d)\w+)\s*\(")
+
+
+@functools.lru_cache(maxsize=64)
+def _global_lines(source_text: str) -> dict[str, int]:
+    """Each name that a `__global__` declaration puts before a "(" -> the line of the first such
+    declaration. Made once per source text, not one pattern per kernel."""
+    lines: dict[str, int] = {}
+    for match in _GLOBAL.finditer(source_text):
+        line = source_text.count("\n", 0, match.start()) + 1
+        for name in _CALLED.findall(match.group(0)):
+            lines.setdefault(name, line)
+    return lines
 
 
 _ERROR_AT = re.compile(r"^(.*)\((\d+)\): (?:catastrophic )?error", re.MULTILINE)
@@ -622,14 +812,22 @@ def error_location(log: str) -> tuple[str, int] | None:
 
 
 def _not_found(
-    kernel: str, source: Path, arch: str, ptx: str, log: str, reason: str = ""
+    kernel: str, source: Path, arch: str, ptx: str, log: str, reason: str = "", nvcc: Nvcc | None = None
 ) -> KernelNotFoundError:
-    entries = parse_ptx_entries(ptx)
-    listing = ", ".join(entries) if entries else "no kernels"
+    listing = names.candidates(kernel, parse_ptx_entries(ptx))
     why = f" (NVRTC: {reason})" if reason else ""
+    if nvcc is None:
+        how = (
+            'Name an extern "C" kernel by its name, a C++ kernel by its name expression '
+            "(e.g. 'gemm<128, 64>'); templates must be named with their template arguments."
+        )
+    else:
+        how = (
+            f"nvcc {nvcc.version} built the kernels that the file instantiates: name one as listed, "
+            "template arguments included (e.g. 'gemm<128, 64>'; whitespace and 256u/256 do not matter), an "
+            "overload with its parameter list ('k(float*)'), or by its mangled name."
+        )
     return KernelNotFoundError(
-        f"kernel {kernel!r} not found in {source} [{arch}]{why}; the module contains: {listing}. "
-        'Name an extern "C" kernel by its name, a C++ kernel by its name expression '
-        "(e.g. 'gemm<128, 64>'); templates must be named with their template arguments.",
+        f"kernel {kernel!r} not found in {source} [{arch}]{why}; the module contains: {listing}. {how}",
         log,
     )

@@ -15,6 +15,7 @@ __all__ = [
     "GpuUnavailable",
     "KernelNotFoundError",
     "LaunchError",
+    "ManifestError",
     "MarkerError",
     "ParseError",
     "RegbudgetError",
@@ -58,6 +59,10 @@ class ToolchainError(RegbudgetError, RuntimeError):
 
 class MarkerError(RegbudgetError, ValueError):
     """A regbudget marker that cannot be understood; the message says which key and how to fix it."""
+
+
+class ManifestError(RegbudgetError, ValueError):
+    """A kernel manifest that cannot be used; the message names the file, the table and the key."""
 
 
 class UnknownArchError(RegbudgetError, ValueError):

@@ -47,6 +47,10 @@ class KernelFacts:
     # stored with the baseline entry to tell when a kernel's build changed.
     options_hash: str = ""
     line: int | None = None  # 1-based line of the kernel's definition in `source`
+    # The defines that select this build of the kernel ("NACC=8,TILE=16"; "-" for none): part of its
+    # baseline key, so that each variant has its own entry.
+    variant: str = "-"
+    from_file: bool = True  # False: `source` only names it (a code string)
     ptxas_options: tuple[str, ...] = ()  # for the diagnosis (-maxrregcount and friends)
     ptxas_log: str = ""
     cubin: bytes = field(default=b"", repr=False)  # empty when the machine code cannot be loaded

@@ -6,7 +6,7 @@ The staircase is recomputed with the same calculator the budgets use.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from html import escape
 
 from .arch import get_arch
@@ -149,7 +149,7 @@ def _kernel_section(rec: KernelRecord) -> str:
         ),
         _row("stack frame (bytes)", rec["stack_frame"], base.get("stack")),
         _row("static shared memory (bytes)", rec["shared_mem"], base.get("smem")),
-        _row("occupancy", occ, _percent(base.get("occupancy"))),
+        _row("occupancy", occ, _percent(_baseline_occupancy(rec, base))),
         _row("occupancy cliff", cliff),
         _row(
             "spill instructions in loops / all",
@@ -183,6 +183,15 @@ def _kernel_section(rec: KernelRecord) -> str:
         )
     parts.append("</section>")
     return "\n".join(parts)
+
+
+def _baseline_occupancy(rec: KernelRecord, base: Mapping[str, object]) -> object:
+    """The baseline's occupancy at this record's launch: entries keep one figure per launch."""
+    per_launch = base.get("occupancy")
+    if not isinstance(per_launch, Mapping) or not rec["launch"]:
+        return None
+    dynamic = f", {rec['dynamic_smem']} B dynamic smem" if rec["dynamic_smem"] else ""
+    return per_launch.get(f"{rec['launch'][0]} threads{dynamic}")
 
 
 def _percent(value: object) -> str | None:

@@ -19,6 +19,8 @@ counts for reference.
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from pytest_regbudget.arch import ArchLimits, get_arch
@@ -505,6 +507,36 @@ def _round_up(x: int, unit: int) -> int:
     return _ceil_div(x, unit) * unit
 
 
+@functools.lru_cache(maxsize=4096)
+def _resident(
+    arch: str | ArchLimits,
+    registers: int,
+    block_size: int,
+    shared_mem: int,
+    dynamic_shared_mem: int,
+    max_threads: int | None,
+    barriers: int,
+) -> int:
+    """Resident blocks per SM, remembered: the kernels of a run share a few launch shapes, so their cliffs
+    ask the same questions."""
+    return occupancy(
+        arch, registers, block_size, shared_mem, dynamic_shared_mem, max_threads, barriers=barriers
+    ).active_blocks
+
+
+def _first(lo: int, hi: int, pred: Callable[[int], bool]) -> int | None:
+    """The least n in [lo, hi] with pred(n), for a pred that stays true once true; None if there is none."""
+    if lo > hi or not pred(hi):
+        return None
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if pred(mid):
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
+
+
 @dataclass(frozen=True)
 class Cliff:
     """Where the kernel stands on the register staircase at one launch size."""
@@ -543,13 +575,16 @@ def register_cliff(
     """How far `registers` is from the occupancy steps on either side, at this launch size."""
 
     def blocks(regs: int) -> int:
-        return occupancy(
-            arch, regs, block_size, shared_mem, dynamic_shared_mem, max_threads, barriers=barriers
-        ).active_blocks
+        return _resident(arch, regs, block_size, shared_mem, dynamic_shared_mem, max_threads, barriers)
 
     now = blocks(registers)
-    grow = next((r - 1 - registers for r in range(registers + 1, 256) if blocks(r) < now), 255 - registers)
-    lower = next((r for r in range(registers - 1, 0, -1) if blocks(r) > now), None)
+    # Blocks never grow with registers (only the register limit depends on them), so each step is found
+    # by bisection: a handful of evaluations instead of one per register count, for every kernel a run
+    # reports.
+    lost = _first(registers + 1, 255, lambda r: blocks(r) < now)
+    grow = 255 - registers if lost is None else lost - 1 - registers
+    gained = _first(-(registers - 1), -1, lambda n: blocks(-n) > now)  # n = -count: counting down
+    lower = None if gained is None else -gained
     return Cliff(
         registers=registers,
         blocks=now,

@@ -12,16 +12,26 @@ from typing import Any, cast, get_args
 
 import pytest
 
-from . import scope, sources
+from . import collect, scope, sources
 from .budget import KernelReport
 from .cache import default_jobs
 from .compiler import DEFAULT_PTXAS_TIMEOUT, CompileOptions
 from .dirs import default_cache_dir
-from .errors import BaselineError, CompileError, LaunchError, MarkerError, ToolchainError, UnknownArchError
+from .errors import (
+    BaselineError,
+    CompileError,
+    LaunchError,
+    ManifestError,
+    MarkerError,
+    ToolchainError,
+    UnknownArchError,
+)
 from .facts import Timing
 from .gpu import Device
 from .gpu import device as gpu_device
 from .gpu_runner import GpuMode
+from .manifest import Manifest, arch_conflict
+from .manifest import load as load_manifest
 from .markers import (
     VALID_KEYS,
     Budget,
@@ -32,9 +42,6 @@ from .markers import (
 from .session import WORKEROUTPUT_KEY, ItemState, RegbudgetSession, Settings, parse_archs
 from .sources import KernelSource, SourceSpec
 from .sources import make as make_source
-from .sources.nvrtc import CodeString
-from .sources.prebuilt import Binary
-from .sources.python import numba_kernel, triton_kernel
 from .text import safe_block
 
 SESSION_KEY = pytest.StashKey[RegbudgetSession]()
@@ -165,11 +172,18 @@ def pytest_configure(config: pytest.Config) -> None:
         f"register, spill, stack, shared-memory, launch and occupancy budgets. Keys: {', '.join(VALID_KEYS)}",
     )
     try:
-        config.stash[SESSION_KEY] = RegbudgetSession(_settings(config))
+        manifest = load_manifest(config.rootpath)
+    except ManifestError as exc:
+        raise pytest.UsageError(f"regbudget manifest: {exc}") from None
+    try:
+        config.stash[SESSION_KEY] = RegbudgetSession(_settings(config, manifest))
     except BaselineError as exc:
         # Before any test runs, and before anything is written: the file stays as it was.
         raise pytest.UsageError(f"{exc}\nFix the file (or restore it from version control).") from None
     config.pluginmanager.register(_ScopeWatcher(config), "regbudget-scope")
+    if manifest is not None:
+        kernels = collect.ManifestCollection(config, manifest, _session(config), ITEM_KEY)
+        config.pluginmanager.register(kernels, collect.PLUGIN_NAME)
     if config.pluginmanager.hasplugin("xdist") and not hasattr(config, "workerinput"):
         config.pluginmanager.register(_XdistController(config), "regbudget-xdist-controller")
 
@@ -179,11 +193,14 @@ def _path_option(config: pytest.Config, name: str) -> Path | None:
     return Path(config.invocation_params.dir, value) if value else None
 
 
-def _settings(config: pytest.Config) -> Settings:
+def _settings(config: pytest.Config, manifest: Manifest | None = None) -> Settings:
     cli: Sequence[str] | None = config.getoption("regbudget_arch")
     ini: list[str] = config.getini("regbudget_arch")
+    conflict = arch_conflict(manifest, ini) if manifest is not None and not cli else None
+    if conflict:
+        raise pytest.UsageError(f"regbudget manifest: {conflict}")
     try:
-        archs = parse_archs(cli or ini or [DEFAULT_ARCH])
+        archs = parse_archs(cli or ini or (manifest.archs if manifest else ()) or [DEFAULT_ARCH])
     except UnknownArchError as exc:
         raise pytest.UsageError(f"regbudget_arch (ini): {exc}") from None
     timeout_text = str(config.getini("regbudget_ptxas_timeout"))
@@ -317,6 +334,8 @@ def pytest_deselected(items: Sequence[pytest.Item]) -> None:
 def pytest_collection_finish(session: pytest.Session) -> None:
     regbudget = _session(session.config)
     regbudget.note_collected(item.nodeid for item in session.items)
+    if session.config.option.collectonly:
+        return  # nothing will be measured: build nothing ahead
     regbudget.prefetch([s for item in session.items if (s := item.stash.get(ITEM_KEY, None)) is not None])
 
 
@@ -488,6 +507,8 @@ class RegbudgetFixture:
         """Compile `kernel` from a code string, as CuPy's RawKernel would. `name` is what errors (and the
         reports) call the code; `#include "x.h"` resolves against the test file's directory."""
         __tracebackhide__ = True
+        from .sources.nvrtc import CodeString  # the sources a fixture method needs load on first use
+
         opts = self._options(defines, include_dirs, options, ptxas_options, depends)
         return self._measure_one(CodeString(self._test_dir / name, code, kernel, opts))
 
@@ -496,6 +517,8 @@ class RegbudgetFixture:
         them, or `kernel` only), judged by the marker's budgets. Spills are reported only where the binary
         records them."""
         __tracebackhide__ = True
+        from .sources.prebuilt import Binary
+
         return self.measure(Binary(self._test_dir / path, kernel))
 
     def compile_triton(
@@ -511,6 +534,8 @@ class RegbudgetFixture:
         with this run's ptxas: true spill figures, not Triton's n_spills (which counts all local memory).
         Its block is num_warps * 32 threads: give the marker launch=(num_warps * 32,) to check occupancy."""
         __tracebackhide__ = True
+        from .sources.python import triton_kernel
+
         source = triton_kernel(
             fn,
             self._test_dir,
@@ -525,6 +550,8 @@ class RegbudgetFixture:
         """Compile a Python function with Numba for `self.arch`, no GPU needed: numba-cuda lowers it to NVVM
         IR, which the libNVVM of this run's toolkit turns into PTX for this run's ptxas to measure."""
         __tracebackhide__ = True
+        from .sources.python import numba_kernel
+
         return self._measure_one(numba_kernel(fn, signature, self._test_dir))
 
     def measure(self, source: KernelSource) -> list[KernelReport]:
@@ -603,7 +630,8 @@ def regbudget(request: pytest.FixtureRequest) -> RegbudgetFixture:
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
     lines = _session(config).summary()
     if lines:
-        lines += [_session(config).cache_line(), _session(config).gpu_line()]
+        nvcc = _session(config).nvcc_line()
+        lines += [_session(config).cache_line(), *([nvcc] if nvcc else []), _session(config).gpu_line()]
     if lines:
         terminalreporter.write_sep("-", "regbudget")
         for line in lines:
@@ -634,7 +662,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int | pytest.ExitC
         return
     # --lf skips whole files at collection without reporting them as deselected.
     selection = "--lf" if config.getoption("lf", False) else None
-    exit_code = regbudget.finish(_arg_prefixes(config), selection)
+    exit_code = regbudget.finish(_arg_prefixes(config) + collect.full_prefixes(config), selection)
     if exit_code is not None:
         session.exitstatus = exit_code
 

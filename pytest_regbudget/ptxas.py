@@ -245,7 +245,9 @@ def parse_ptxas_output(text: str) -> dict[str, KernelResources]:
 
 # PTX identifiers: a letter followed by [A-Za-z0-9_$], or _ $ % followed by at least one of those.
 _IDENT = r"(?:[A-Za-z][\w$]*|[_$%][\w$]+)"
-_ENTRY = re.compile(r"(?<![\w$.])\.entry\s+(" + _IDENT + r")")
+# The literal first, so that a search jumps from one ".entry" to the next (a leading look-behind made it try
+# every position of a large PTX); the look-behind then checks the character before it.
+_ENTRY = re.compile(r"\.entry(?<![\w$.]\.entry)\s+(" + _IDENT + r")")
 _COMMENTS = re.compile(r"//[^\n]*|/\*.*?\*/", re.DOTALL)
 _INT = r"(0[xX][0-9a-fA-F]+|0[0-7]*|[1-9]\d*)"
 _DIMS_DIRECTIVE = re.compile(

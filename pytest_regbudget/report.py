@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, TypedDict, cast
 
 from .arch import get_arch
-from .baseline import Key
+from .baseline import NO_VARIANT
 from .budget import Delta, KernelReport, delta_text
 from .errors import UnknownArchError
 from .text import one_line, safe_block
@@ -56,6 +56,8 @@ class KernelRecord(TypedDict):
     ptxas_version: str
     nvrtc_version: str
     options_hash: str
+    options_changed: bool  # built with other options than its baseline entry
+    key: list[str] | None  # the baseline's [source, kernel, variant, arch]; None for a compile error
     line: int | None
     baseline_status: str  # none (no baseline file), new, compared, toolkit-mismatch
     baseline: dict[str, object] | None
@@ -124,6 +126,8 @@ def to_record(r: KernelReport) -> KernelRecord:
             ptxas_version=r.ptxas_version,
             nvrtc_version=r.nvrtc_version,
             options_hash=r.options_hash,
+            options_changed=r.options_changed,
+            key=list(r.key) if r.key else None,
             line=r.line,
             baseline_status=r.baseline_status,
             baseline=r.baseline.to_toml() if r.baseline else None,
@@ -186,7 +190,7 @@ def _baseline_cell(rec: KernelRecord) -> str:
     if status == "toolkit-mismatch":
         old = rec["baseline"]["ptxas"] if rec["baseline"] else "?"
         return f"{cells} (ptxas {one_line(str(old))}, not enforced)"
-    return cells
+    return f"{cells} (options changed)" if rec["options_changed"] else cells
 
 
 def _cell(value: object) -> str:
@@ -300,7 +304,11 @@ STALE_SHOWN = 10
 
 
 def baseline_lines(
-    records: Sequence[KernelRecord], stale: Sequence[Key], *, updating: bool, kept: Sequence[str] = ()
+    records: Sequence[KernelRecord],
+    stale: Sequence[tuple[str, ...]],
+    *,
+    updating: bool,
+    kept: Sequence[str] = (),
 ) -> list[str]:
     """Improvements to lock in and stale entries to remove, each ending with what to do; during an update,
     `kept` says which entries the run could not judge and why."""
@@ -321,7 +329,7 @@ def baseline_lines(
         lines.append(
             f"{len(stale)} stale baseline entr{'y' if len(stale) == 1 else 'ies'} (test or kernel gone):"
         )
-        lines += [one_line(f"  {nodeid} {kernel} [{arch}]") for nodeid, kernel, arch in stale[:STALE_SHOWN]]
+        lines += [one_line(f"  {key_text(key)}") for key in stale[:STALE_SHOWN]]
         if len(stale) > STALE_SHOWN:
             lines.append(f"  ... and {len(stale) - STALE_SHOWN} more")
         lines.append("  pytest --regbudget-update removes them.")
@@ -329,22 +337,32 @@ def baseline_lines(
     return [safe_block(line) for line in lines]
 
 
-def unknown_arch_lines(keys: Iterable[Key], baseline: str) -> list[str]:
+def key_text(key: Sequence[str]) -> str:
+    """`kernels/poly.cu poly_eval (NACC=8) [sm_90]` for a kernel's entry; `test_id kernel [sm_90]` for a
+    version-1 entry (keyed by test)."""
+    if len(key) == 4:
+        source, kernel, variant, arch = key
+        shown = "" if variant == NO_VARIANT else f" ({variant})"
+        return f"{source} {kernel}{shown} [{arch}]"
+    return f"{' '.join(key[:-1])} [{key[-1]}]"
+
+
+def unknown_arch_lines(keys: Iterable[tuple[str, ...]], baseline: str) -> list[str]:
     """A line per arch of the baseline that this plugin does not know (a typo or a hand edit): no run can
     build for it, so its entries are never checked, and no update removes them."""
-    by_arch: dict[str, list[Key]] = {}
+    by_arch: dict[str, list[tuple[str, ...]]] = {}
     for key in keys:
-        by_arch.setdefault(key[2], []).append(key)
+        by_arch.setdefault(key[-1], []).append(key)
     lines = []
     for arch, found in sorted(by_arch.items()):
         try:
             get_arch(arch)
         except UnknownArchError as exc:
-            nodeid, kernel, _ = min(found)
+            example = key_text(min(found))
             entries = f"{len(found)} entr{'y' if len(found) == 1 else 'ies'}"
             lines.append(
                 one_line(
-                    f"baseline {baseline}: {entries} for arch {arch!r} (e.g. {nodeid} {kernel}) are never "
+                    f"baseline {baseline}: {entries} for arch {arch!r} (e.g. {example}) are never "
                     f"checked and never removed: correct the arch or delete them; {exc}"
                 )
             )

@@ -1,16 +1,15 @@
 """Which baseline entries a run could have seen: the base of stale-entry removal.
 
-Owns the rule, and nothing else (no pytest import): an entry is stale only when this run could have seen it
-and did not. That needs all of:
-- the run was not interrupted (collection errors, KeyboardInterrupt, -x / --maxfail, an internal error);
-- the entry's test file was collected without error, in full (a directory or the file itself was among the
-  run's arguments, not a node id, and the module was neither skipped at import nor failed to import);
-- the entry's arch was built by this run;
-- its test was collected, neither deselected nor skipped, and ran to its end without measuring that kernel
-  (or no longer exists at all).
-A test file that no longer exists on disk is gone whatever the run's scope; so is a kernel whose source file
-the run found missing. Every entry this run did not measure and does not remove is "kept", with a reason the
-summary prints.
+Owns the rule, and nothing else (no pytest import). An entry is keyed by kernel (source, name, variant,
+arch) and lists the tests that measured it. It is stale only when this run could have seen it and did not:
+- its source file no longer exists (a code string's entry has no file: only its tests count); or
+- the run was not interrupted (collection errors, KeyboardInterrupt, -x / --maxfail, an internal error),
+  its arch was built, and every test it lists is gone or ran to its end without measuring it. A test is
+  "seen" when its file was collected without error, in full (a directory or the file itself was among the
+  run's arguments, not a node id; the module neither skipped at import nor failed to import), and the test
+  was neither deselected nor skipped; a test file that no longer exists is gone whatever the run's scope.
+A version-1 entry (keyed by test) follows the same test rule until an update rewrites it per kernel. Every
+entry this run did not measure and does not remove is "kept", with a reason the summary prints.
 
 Under pytest-xdist each worker fills its own RunScope and ships `payload()`; the controller merges them.
 """
@@ -22,7 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-Key = tuple[str, str, str]  # (test nodeid, kernel, arch), as in baseline.Key
+Key = tuple[str, str, str, str]  # (source, kernel, variant, arch), as in baseline.Key
+LegacyKey = tuple[str, str, str]  # (test nodeid, kernel, arch), as in baseline.LegacyKey
 
 # How a module's collection ended (pytest's CollectReport outcome, per file).
 COLLECTED = "collected"
@@ -79,8 +79,14 @@ class RunScope:
 class Decision:
     """Stale keys (to remove on update), and kept keys grouped by the reason they were not judged."""
 
-    stale: frozenset[Key]
-    kept: Mapping[str, tuple[Key, ...]]
+    stale: frozenset[tuple[str, ...]]  # kernel keys, and version-1 (test) keys
+    kept: Mapping[str, tuple[tuple[str, ...], ...]]
+
+    def stale_entries(self) -> set[Key]:
+        return {k for k in self.stale if len(k) == 4}
+
+    def stale_legacy(self) -> set[LegacyKey]:
+        return {k for k in self.stale if len(k) == 3}
 
     def kept_lines(self, limit: int = 8) -> list[str]:
         """`10 entries kept: tests/test_b.py was not collected (error)`, largest group first."""
@@ -105,74 +111,102 @@ def covered(file: str, prefixes: Sequence[str]) -> bool:
     return any(p == "" or (p.endswith("/") and file.startswith(p)) or p == file for p in prefixes)
 
 
+@dataclass(frozen=True)
+class Rule:
+    """The stale rule for one run: what it built, which paths it was given, and what it saw."""
+
+    scope: RunScope
+    archs: Sequence[str]
+    prefixes: Sequence[str]  # the run's path arguments (see `covered`)
+    rootdir: Path
+    # An option that changes what is collected without reporting it (--lf skips whole files): then
+    # everything not measured is kept.
+    selection: str | None = None
+
+    def test(self, nodeid: str, arch: str) -> str | None:
+        """Why the run could not have seen what test `nodeid` measures on `arch`; None when it could have
+        (the test is gone, or ran to its end)."""
+        file = test_file(nodeid)
+        scope = self.scope
+        if scope.interrupted:
+            return f"the run was interrupted ({scope.interrupted})"
+        if not (self.rootdir / file).exists():
+            return None
+        if arch not in self.archs:
+            return f"{arch} was not built (this run's archs: {', '.join(self.archs)})"
+        if self.selection:
+            return f"{self.selection} collects only part of the suite"
+        if not covered(file, self.prefixes):
+            return "not in this run's paths (or only some of its tests were named)"
+        state = scope.files.get(file)
+        if state == ERROR:
+            return f"{file} was not collected (error)"
+        if state == SKIPPED:
+            note = scope.file_notes.get(file)
+            return f"{file} was skipped at collection" + (f" ({note})" if note else "")
+        if state is None:
+            return f"{file} was not collected"
+        if nodeid in scope.deselected:
+            return "deselected (-k, -m or --deselect)"
+        if nodeid in scope.skipped:
+            return "test skipped"
+        if nodeid in scope.collected and nodeid not in scope.completed:
+            return "test did not run to its end"
+        return None
+
+    def kernel(self, key: Key, tests: Sequence[str]) -> str | None:
+        """Why a kernel's entry is kept; None when it is stale. `tests` measured it last."""
+        source, _, _, arch = key
+        if self.scope.interrupted:
+            return f"the run was interrupted ({self.scope.interrupted})"
+        if not source.startswith(NOT_A_FILE) and not (self.rootdir / source).exists():
+            return None  # its source file is gone
+        if arch not in self.archs:
+            return f"{arch} was not built (this run's archs: {', '.join(self.archs)})"
+        if not tests:
+            return "no test is recorded for it"
+        reasons = [r for r in (self.test(t, arch) for t in tests) if r is not None]
+        return reasons[0] if reasons else None
+
+    def still_measuring(self, tests: Sequence[str], arch: str) -> list[str]:
+        """The tests of an entry that may still measure it: those this run could not see."""
+        return [t for t in tests if self.test(t, arch) is not None]
+
+
+# A key's source that is not a file on disk (a code string's name, a Python kernel without a file): its
+# entries are judged by their tests alone.
+NOT_A_FILE = "<"
+
+
 def decide(
-    keys: Iterable[Key],
-    scope: RunScope,
+    rule: Rule,
+    entries: Mapping[Key, Sequence[str]],
+    legacy: Iterable[LegacyKey],
     *,
     measured: set[Key],
-    missing_sources: set[Key],
-    archs: Sequence[str],
-    prefixes: Sequence[str],
-    rootdir: Path,
-    selection: str | None = None,
+    measured_legacy: set[LegacyKey],
 ) -> Decision:
-    """Split the baseline's `keys` that this run did not measure into stale and kept.
+    """Split the baseline's entries that this run did not measure into stale and kept.
 
-    `measured`: keys with a record this run (built or failed); `missing_sources`: keys whose kernel source
-    the run found missing; `prefixes`: the run's path arguments (see `covered`); `selection`: an option
-    that changes what is collected without reporting it (--lf skips whole files), which keeps everything
-    not measured.
+    `entries`: each kernel entry's tests; `legacy`: version-1 entries (keyed by test); `measured`: kernel
+    keys with a record this run; `measured_legacy`: the (test, kernel, arch) of every record, built or not.
     """
-    stale: set[Key] = set()
-    kept: dict[str, list[Key]] = {}
-    for key in sorted(keys):
-        reason = _why_kept(key, scope, measured, missing_sources, archs, prefixes, rootdir, selection)
+    stale: set[tuple[str, ...]] = set()
+    kept: dict[str, list[tuple[str, ...]]] = {}
+    for key, tests in sorted(entries.items()):
+        if key in measured:
+            continue
+        reason = rule.kernel(key, tests)
         if reason is None:
             stale.add(key)
-        elif reason:
+        else:
             kept.setdefault(reason, []).append(key)
+    for old in sorted(legacy):
+        if old in measured_legacy:
+            continue
+        reason = rule.test(old[0], old[2])
+        if reason is None:
+            stale.add(old)
+        else:
+            kept.setdefault(reason, []).append(old)
     return Decision(frozenset(stale), {r: tuple(k) for r, k in kept.items()})
-
-
-def _why_kept(
-    key: Key,
-    scope: RunScope,
-    measured: set[Key],
-    missing_sources: set[Key],
-    archs: Sequence[str],
-    prefixes: Sequence[str],
-    rootdir: Path,
-    selection: str | None,
-) -> str | None:
-    """None: stale. "": measured this run (neither kept nor stale). Otherwise the reason it is kept."""
-    nodeid, _, arch = key
-    file = test_file(nodeid)
-    if scope.interrupted:
-        return "" if key in measured else f"the run was interrupted ({scope.interrupted})"
-    if key in missing_sources:
-        return None
-    if key in measured:
-        return ""
-    if not (rootdir / file).exists():
-        return None
-    if arch not in archs:
-        return f"{arch} was not built (this run's archs: {', '.join(archs)})"
-    if selection:
-        return f"{selection} collects only part of the suite"
-    if not covered(file, prefixes):
-        return "not in this run's paths (or only some of its tests were named)"
-    state = scope.files.get(file)
-    if state == ERROR:
-        return f"{file} was not collected (error)"
-    if state == SKIPPED:
-        note = scope.file_notes.get(file)
-        return f"{file} was skipped at collection" + (f" ({note})" if note else "")
-    if state is None:
-        return f"{file} was not collected"
-    if nodeid in scope.deselected:
-        return "deselected (-k, -m or --deselect)"
-    if nodeid in scope.skipped:
-        return "test skipped"
-    if nodeid in scope.collected and nodeid not in scope.completed:
-        return "test did not run to its end"
-    return None

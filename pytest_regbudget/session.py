@@ -9,11 +9,13 @@ pytest-xdist each worker holds its own session and ships its results to the cont
 
 from __future__ import annotations
 
+import functools
+import os
 import warnings
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -32,13 +34,13 @@ from .report import (
     KernelRecord,
     baseline_lines,
     github_annotations,
+    key_text,
     summary_lines,
     to_record,
     unknown_arch_lines,
 )
-from .scope import ERROR, Decision, RunScope, decide
+from .scope import ERROR, NOT_A_FILE, Decision, Rule, RunScope, decide
 from .sources import KernelSource, SourceSpec
-from .sources.prebuilt import Binary
 from .text import safe_block
 from .writers import FileWriter, file_writers
 
@@ -102,14 +104,15 @@ class RegbudgetSession:
         self.gpu = GpuRunner(settings.gpu_mode)
         self.records: list[KernelRecord] = []
         self.fresh: dict[bl.Key, bl.Entry] = {}  # what an update writes: every kernel measured
+        self.conflicts: list[str] = []  # one kernel variant measured differently by two tests
+        self._measured: dict[bl.Key, tuple[str, tuple[int, ...]]] = {}  # key -> (first test, its numbers)
         self.scope = RunScope()
-        self.missing_sources: set[bl.Key] = set()  # entries whose kernel source file the run found gone
         self.finish_lines: list[str] = []
         self.worker_cache = CacheStats()  # the controller's sum over workers
         self._warned_versions: set[tuple[str, str]] = set()
         self._parsed: dict[int, tuple[pytest.Mark, Budget | None, str | None]] = {}
         # Raises BaselineError (a usage error) before any test runs, leaving the file untouched.
-        self.baseline = bl.load(settings.baseline_path) if settings.baseline_path else {}
+        self.baseline = bl.load(settings.baseline_path) if settings.baseline_path else bl.Baseline()
 
     # -- what the run prints before and after ----------------------------------------------------------
     def header(self) -> str:
@@ -127,6 +130,18 @@ class RegbudgetSession:
 
     def cache_line(self) -> str:
         return self.builder.cache_line(self.worker_cache)
+
+    def nvcc_line(self) -> str | None:
+        """Which nvcc built the compiler="nvcc" kernels, when there were any (the records tell xdist's
+        controller, which finds no nvcc itself, the version)."""
+        built = [r for r in self.records if r["nvrtc_version"].startswith("nvcc ")]
+        nvcc = self.builder.nvcc_if_found()
+        if nvcc is None and not built:
+            return None
+        which = sorted({r["nvrtc_version"] for r in built})
+        if nvcc is not None:
+            which = [f"nvcc {nvcc.version} ({nvcc.path}, from {nvcc.origin})"]
+        return f"{', '.join(which)} built {len(built)} kernel(s)"
 
     def gpu_line(self) -> str:
         """Where the GPU checks ran, or why not (from the records: this probes nothing)."""
@@ -180,6 +195,8 @@ class RegbudgetSession:
         if budget is None or budget.kernel is None:
             return None
         if budget.binary is not None:
+            from .sources.prebuilt import Binary  # read by cuobjdump: loaded only when a test names one
+
             return Binary(budget.binary, budget.kernel)
         if budget.source is None:
             return None
@@ -233,9 +250,6 @@ class RegbudgetSession:
         """Build `source` for the item's arch (and the GPU's, where this instance runs the GPU checks but
         does not target the GPU's arch), judge each kernel, and return the reports for the item's arch."""
         env = self.env(state)
-        if source.reads_file and source.kernel is not None and not source.where.exists():
-            # The kernel's source is gone: its entry is stale even though the test still names it.
-            self.missing_sources.add((nodeid, self._kernel_id(state, source.kernel), state.arch))
         gpu_arch, note = self.gpu.plan(state.arch, state.item_archs) if source.loadable else (None, None)
         built = source.build(state.arch, env)
         ids = []
@@ -268,7 +282,7 @@ class RegbudgetSession:
         if arch == gpu_arch and facts.cubin:
             loaded, gpu_facts = self.gpu.load_and_probe(facts, limits, f"{nodeid}/{kernel_id}")
             state.loaded[(kernel_id, arch)] = loaded
-        key = (nodeid, kernel_id, arch)
+        key = self.key(facts)
         report = verdict(
             nodeid,
             kernel_id,
@@ -277,8 +291,9 @@ class RegbudgetSession:
             budget.level,
             gpu=gpu_facts,
             sass=sass_report,
-            baseline=self._rule(key, budget),
+            baseline=self._rule(key, (nodeid, kernel_id, arch), facts, nodeid, budget),
             gpu_note=note if arch == state.arch else None,
+            key=key,
         )
         for defect in report.model_defects:
             warnings.warn(RegbudgetWarning(f"{report.label}: {defect}"), stacklevel=1)
@@ -288,15 +303,42 @@ class RegbudgetSession:
         state.reports.append(report)
         return report
 
-    def _rule(self, key: bl.Key, budget: Budget) -> BaselineRule:
+    def key(self, facts: KernelFacts) -> bl.Key:
+        """The baseline key of a kernel: (source relative to the rootdir, readable name, variant, arch)."""
+        source = _relative(facts.source, self.settings.rootdir)
+        if not facts.from_file:
+            source = f"{NOT_A_FILE}{facts.provenance.compiler}>{source}"
+        return (source, facts.kernel, facts.variant, facts.arch)
+
+    def _rule(
+        self, key: bl.Key, legacy: bl.LegacyKey, facts: KernelFacts, nodeid: str, budget: Budget
+    ) -> BaselineRule:
         s = self.settings
+        entry = self.baseline.entries.get(key) or self.baseline.legacy.get(legacy)
         return BaselineRule(
-            entry=self.baseline.get(key),
+            entry=entry,
+            conflict=self._conflict(key, facts, nodeid),
             recorded=s.baseline_path is not None,
             tolerance={**s.tolerance, **budget.tolerance},
             enforce=not s.update,
             name=self._display(s.baseline_path) if s.baseline_path else "the baseline",
         )
+
+    def _conflict(self, key: bl.Key, facts: KernelFacts, nodeid: str) -> str | None:
+        """Two tests share one entry per kernel variant: their compile facts must agree."""
+        r = facts.resources
+        numbers = (r.registers, r.spill_stores, r.spill_loads, r.stack_frame, r.shared_mem)
+        first = self._measured.setdefault(key, (nodeid, numbers))
+        if first[1] == numbers or first[0] == nodeid:
+            return None
+        text = (
+            f"{first[0]} measured this kernel variant with registers/spill stores/spill loads/stack/smem "
+            f"{'/'.join(map(str, first[1]))}, this test with {'/'.join(map(str, numbers))}: they share one "
+            "baseline entry, so they must build it the same way. Fix: give the builds different defines "
+            "(a variant of their own), or the same options"
+        )
+        self.conflicts.append(f"{key_text(key)}: {nodeid}: {text}")
+        return text
 
     @staticmethod
     def _kernel_id(state: ItemState, kernel: str) -> str:
@@ -397,14 +439,21 @@ class RegbudgetSession:
             if timing is not None:
                 r = timed(r, budget.limits(r.arch), timing, enforce=not self.settings.update)
             final.append(r)
-            if r.resources is not None:
-                self.fresh[(r.nodeid, r.kernel, r.arch)] = bl.Entry.from_report(r)
+            if r.resources is not None and r.key is not None:
+                self._add_fresh(r.key, bl.Entry.from_report(r))
         self.records.extend(to_record(r) for r in final)
         for r in final:
             if r.outcome == "warned":
                 warnings.warn(RegbudgetWarning(r.failure_text()), stacklevel=1)
         failures = [r.failure_text() for r in final if r.outcome == "failed"]
         return "\n".join(failures) if failures else None
+
+    def _add_fresh(self, key: bl.Key, entry: bl.Entry) -> None:
+        """Keep one entry per kernel variant: the tests that measured it, and every launch's occupancy."""
+        seen = self.fresh.get(key)
+        if seen is not None:
+            entry = replace(entry.merged(seen), tests=tuple(sorted({*seen.tests, *entry.tests})))
+        self.fresh[key] = entry
 
     # -- xdist -----------------------------------------------------------------------------------------
     def worker_payload(self) -> dict[str, Any]:
@@ -413,18 +462,24 @@ class RegbudgetSession:
             "records": self.records,
             "entries": [[*key, entry.to_toml()] for key, entry in self.fresh.items()],
             "scope": self.scope.payload(),
-            "missing_sources": sorted(self.missing_sources),
+            "conflicts": self.conflicts,
         }
 
     def merge_worker(self, payload: dict[str, Any]) -> None:
         self.records.extend(payload.get("records", []))
-        for nodeid, kernel, arch, table in payload.get("entries", []):
-            self.fresh[(nodeid, kernel, arch)] = bl.entry_from_table(table)
+        for source, kernel, variant, arch, table in payload.get("entries", []):
+            key = (source, kernel, variant, arch)
+            entry = bl.entry_from_table(table)
+            seen = self.fresh.get(key)
+            if seen is not None and _numbers(seen) != _numbers(entry):
+                self.conflicts.append(
+                    f"{key_text(key)}: measured differently by {', '.join(seen.tests)} and "
+                    f"{', '.join(entry.tests)} (on different workers)"
+                )
+            self._add_fresh(key, entry)
         self.worker_cache.add_payload(payload.get("cache"))
         self.scope.merge(payload.get("scope", {}))
-        self.missing_sources.update(
-            (str(n), str(k), str(a)) for n, k, a in payload.get("missing_sources", [])
-        )
+        self.conflicts += payload.get("conflicts", [])
 
     # -- end of run (controller only) ------------------------------------------------------------------
     def decision(self, prefixes: Sequence[str] = ("",), selection: str | None = None) -> Decision:
@@ -433,15 +488,24 @@ class RegbudgetSession:
         `prefixes`: the run's path arguments; `selection`: an option that hides whole files (--lf).
         """
         return decide(
-            self.baseline,
-            self.scope,
-            measured={(r["nodeid"], r["kernel"], r["arch"]) for r in self.records},
-            missing_sources=self.missing_sources,
-            archs=self.settings.archs,
-            prefixes=prefixes,
-            rootdir=self.settings.rootdir,
-            selection=selection,
+            self._stale_rule(prefixes, selection),
+            {key: entry.tests for key, entry in self.baseline.entries.items()},
+            self.baseline.legacy,
+            measured={cast(bl.Key, tuple(r["key"])) for r in self.records if r["key"]},
+            measured_legacy={(r["nodeid"], r["kernel"], r["arch"]) for r in self.records},
         )
+
+    def _stale_rule(self, prefixes: Sequence[str], selection: str | None) -> Rule:
+        return Rule(self.scope, self.settings.archs, prefixes, self.settings.rootdir, selection)
+
+    def _to_write(self, rule: Rule) -> dict[bl.Key, bl.Entry]:
+        """This run's entries, listing the tests that measured them and the old tests that still may."""
+        out = {}
+        for key, entry in self.fresh.items():
+            old = self.baseline.entries.get(key)
+            still = rule.still_measuring(old.tests, key[3]) if old else []
+            out[key] = replace(entry, tests=tuple(sorted({*entry.tests, *still})))
+        return out
 
     def finish(self, prefixes: Sequence[str] = ("",), selection: str | None = None) -> int | None:
         """Write what the run produced; returns an exit code when a file asked for could not be written.
@@ -453,9 +517,23 @@ class RegbudgetSession:
         decision = self.decision(prefixes, selection)
         stale = set(decision.stale)
         exit_code = None
-        if s.update and s.baseline_path is not None:
+        if s.update and s.baseline_path is not None and self.conflicts:
+            shown = "\n  ".join(self.conflicts[:10])
+            self.finish_lines.append(
+                f"baseline NOT updated: kernels measured differently by two tests:\n  {shown}"
+            )
+            exit_code = int(pytest.ExitCode.USAGE_ERROR)
+        elif s.update and s.baseline_path is not None:
+            # A version-1 entry is replaced by the per-kernel entry of the test that measured it.
+            migrated = {(r["nodeid"], r["kernel"], r["arch"]) for r in self.records if r["key"]}
             try:
-                counts = bl.update(s.baseline_path, self.fresh, stale, lock_dir=s.cache_dir)
+                counts = bl.update(
+                    s.baseline_path,
+                    self._to_write(self._stale_rule(prefixes, selection)),
+                    decision.stale_entries(),
+                    remove_legacy=decision.stale_legacy() | (migrated & self.baseline.legacy.keys()),
+                    lock_dir=s.cache_dir,
+                )
             except (BaselineError, OSError) as exc:
                 # OSError: a failure baseline.py did not foresee; the file is still as it was.
                 self.finish_lines.append(f"baseline NOT updated: {exc}")
@@ -467,7 +545,8 @@ class RegbudgetSession:
             kept.insert(0, f"run interrupted ({self.scope.interrupted}): no baseline entry was removed")
         self.finish_lines[:0] = baseline_lines(self.records, sorted(stale), updating=s.update, kept=kept)
         if s.baseline_path is not None:
-            self.finish_lines += unknown_arch_lines(self.baseline, self._display(s.baseline_path))
+            keys = [*self.baseline.entries, *self.baseline.legacy]
+            self.finish_lines += unknown_arch_lines(keys, self._display(s.baseline_path))
         writers = file_writers(
             json_path=s.json_path,
             html_path=s.html_path,
@@ -493,6 +572,20 @@ class RegbudgetSession:
 
     def close(self) -> None:
         self.builder.close()
+
+
+def _numbers(entry: bl.Entry) -> tuple[object, ...]:
+    return (entry.registers, entry.spill_stores, entry.spill_loads, entry.stack, entry.smem)
+
+
+@functools.lru_cache(maxsize=4096)
+def _relative(source: Path, rootdir: Path) -> str:
+    """`source` relative to the rootdir, as a baseline key names it (remembered: every kernel of a file,
+    on every arch, asks)."""
+    try:
+        return source.resolve().relative_to(rootdir.resolve()).as_posix()
+    except ValueError:
+        return os.path.relpath(source, rootdir).replace(os.sep, "/")
 
 
 def parse_archs(values: Sequence[str]) -> list[str]:

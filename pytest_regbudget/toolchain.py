@@ -8,19 +8,23 @@ names and package metadata, so `pytest --help` and collection stay free of CUDA.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib.metadata
 import importlib.util
+import json
 import os
 import re
 import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from .errors import ToolchainError
 
@@ -365,11 +369,142 @@ def _not_found_message(search: _Search) -> str:
     )
 
 
-def discover(cuda_home: str | None = None, env: Mapping[str, str] | None = None) -> Toolkit:
-    """The matched toolkit for this run; cached per (explicit home, relevant environment)."""
+def discover(
+    cuda_home: str | None = None, env: Mapping[str, str] | None = None, memo: ToolMemo | None = None
+) -> Toolkit:
+    """The matched toolkit for this run; cached per (explicit home, relevant environment), and in `memo`
+    (kept in the compile cache) while nothing discovery looked at has changed, so that a warm run starts
+    no `ptxas --version`."""
     env = os.environ if env is None else env
     keys = ("REGBUDGET_CUDA_HOME", "CUDA_HOME", "CUDA_PATH", "PATH")
-    return _discover_cached(cuda_home, tuple((k, env.get(k, "")) for k in keys))
+    env_items = tuple((k, env.get(k, "")) for k in keys)
+    if memo is None:
+        return _discover_cached(cuda_home, env_items)
+    key = json.dumps(["toolkit", cuda_home, env_items, sys.prefix])
+    known = memo.get(key)
+    if known is not None:
+        with contextlib.suppress(KeyError, TypeError, ValueError):
+            return _toolkit_from_json(known)
+    found = _discover_cached(cuda_home, env_items)
+    memo.put(key, _toolkit_to_json(found), _discovery_inputs(found, cuda_home, dict(env_items)))
+    return found
+
+
+def _toolkit_to_json(tk: Toolkit) -> dict[str, object]:
+    return {
+        "origin": tk.origin,
+        "ptxas": str(tk.ptxas),
+        "nvrtc": str(tk.nvrtc),
+        "nvrtc_version": tk.nvrtc_version,
+        "ptxas_version": tk.ptxas_version,
+        "include_dirs": [str(d) for d in tk.include_dirs],
+        "nvdisasm": None if tk.nvdisasm is None else str(tk.nvdisasm),
+    }
+
+
+def _toolkit_from_json(doc: Mapping[str, Any]) -> Toolkit:
+    nvdisasm = doc["nvdisasm"]
+    return Toolkit(
+        origin=str(doc["origin"]),
+        ptxas=Path(doc["ptxas"]),
+        nvrtc=Path(doc["nvrtc"]),
+        nvrtc_version=str(doc["nvrtc_version"]),
+        ptxas_version=str(doc["ptxas_version"]),
+        include_dirs=tuple(Path(d) for d in doc["include_dirs"]),
+        nvdisasm=None if nvdisasm is None else Path(nvdisasm),
+    )
+
+
+def _discovery_inputs(tk: Toolkit, cuda_home: str | None, env: Mapping[str, str]) -> list[Path]:
+    """What discovery's answer depends on: the tools found, and every directory whose entries decide what
+    is found (site-packages and the `nvidia` wheels in it, the homes named, PATH). A directory's stat
+    changes when an entry is added or removed there: a wheel installed, upgraded or removed."""
+    files = [tk.ptxas, tk.nvrtc, *([tk.nvdisasm] if tk.nvdisasm else [])]
+    site = [Path(p) for p in sys.path if Path(p).name in ("site-packages", "dist-packages")]
+    dirs = [f.parent for f in files] + [*nvidia_roots(), *site]
+    for root in nvidia_roots():
+        dirs += [root / sub for wheels in _WHEELS for sub in {d.split("/")[0] for d in wheels.bin_dirs}]
+    homes = [cuda_home, env.get("REGBUDGET_CUDA_HOME"), env.get("CUDA_HOME"), env.get("CUDA_PATH")]
+    for home in filter(None, homes):
+        dirs += [Path(home), *(Path(home) / sub for sub in ("bin", "lib", "lib64", "include", "targets"))]
+    dirs += [Path(d) for d in env.get("PATH", "").split(os.pathsep) if d]
+    return list(dict.fromkeys([*files, *dirs]))
+
+
+def _stat_of(path: Path) -> list[int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev]
+
+
+class ToolMemo:
+    """Answers of slow probes (a toolkit's discovery, `nvcc --version`) kept in one small file, trusted
+    while every file and directory they were made from has the stat it had (size, times, inode). The file
+    lives in the compile cache; a damaged one only means probing again. Without a path: memory only."""
+
+    def __init__(self, path: Path | None) -> None:
+        self.path = path
+        self._records: dict[str, Any] | None = None
+        self._lock = threading.Lock()
+
+    def _all(self) -> dict[str, Any]:
+        if self._records is None:
+            self._records = {}
+            if self.path is not None:
+                with contextlib.suppress(OSError, ValueError):
+                    doc = json.loads(self.path.read_text(encoding="utf-8"))
+                    if (
+                        isinstance(doc, dict)
+                        and doc.get("format") == 1
+                        and isinstance(doc.get("probes"), dict)
+                    ):
+                        self._records = doc["probes"]
+        return self._records
+
+    def get(self, key: str) -> Any:
+        """The answer stored for `key`, if everything it depends on is as it was; else None."""
+        with self._lock:
+            record = self._all().get(key)
+        if not isinstance(record, dict) or not isinstance(record.get("inputs"), list):
+            return None
+        for entry in record["inputs"]:
+            if not (isinstance(entry, list) and len(entry) == 2 and _stat_of(Path(entry[0])) == entry[1]):
+                return None
+        return record.get("value")
+
+    def put(self, key: str, value: object, inputs: Sequence[Path]) -> None:
+        """Remember `value` while `inputs` keep their stat (a missing one: while it is missing)."""
+        record = {"value": value, "inputs": [[str(p), _stat_of(p)] for p in inputs]}
+        with self._lock:
+            records = self._all()
+            records[key] = record
+            text = json.dumps({"format": 1, "probes": records})
+        if self.path is None:
+            return
+        # Written whole and renamed into place; a read-only cache only means probing again next run.
+        with contextlib.suppress(OSError):
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".tools-")
+            try:
+                with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                    fh.write(text)
+                os.replace(tmp, self.path)
+            except OSError:
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp)
+                raise
+
+    def version(self, tool: Path, probe: Callable[[], str]) -> str:
+        """`probe()` (a tool's --version), remembered while the tool's file is unchanged."""
+        key = json.dumps(["version", str(tool)])
+        known = self.get(key)
+        if isinstance(known, str):
+            return known
+        answer = probe()
+        self.put(key, answer, [tool])
+        return answer
 
 
 @functools.lru_cache(maxsize=8)

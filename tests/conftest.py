@@ -37,6 +37,7 @@ SAMPLE_ENTRY = bl.Entry(
     ptxas="12.9.86",
     nvrtc="12.9.86",
     options_hash="abc",
+    tests=("tests/test_kernels.py::test_k[sm_90]",),
 )
 
 

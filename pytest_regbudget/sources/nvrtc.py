@@ -14,10 +14,17 @@ from ..facts import KernelFacts
 from . import BuildEnv
 
 
-def facts_of(compiled: CompiledKernel, options: CompileOptions, env: BuildEnv) -> KernelFacts:
-    """A compile's facts, with the baseline's digest of `options`: the ones asked for, without the
-    -lineinfo the SASS may have added."""
-    return replace(compiled.facts, options_hash=env.options_hash(options))
+def facts_of(
+    compiled: CompiledKernel, options: CompileOptions, env: BuildEnv, *, from_file: bool = True
+) -> KernelFacts:
+    """A compile's facts, with the baseline's digest of `options` (the ones asked for, without the
+    -lineinfo the SASS may have added) and the variant its defines select."""
+    return replace(
+        compiled.facts,
+        options_hash=env.options_hash(options),
+        variant=options.variant(),
+        from_file=from_file,
+    )
 
 
 @dataclass(frozen=True)
@@ -72,4 +79,4 @@ class CodeString:
     def build(self, arch: str, env: BuildEnv) -> list[KernelFacts]:
         opts = self.options or CompileOptions()
         spec = (self.name, self.kernel, arch, opts.with_line_info() if env.line_info(arch) else opts, None)
-        return [facts_of(env.compile(spec, source_text=self.text), opts, env)]
+        return [facts_of(env.compile(spec, source_text=self.text), opts, env, from_file=False)]

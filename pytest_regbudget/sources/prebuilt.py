@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import binary
+from .. import binary, names
 from ..cache import Spec
-from ..compiler import CompileOptions, match_entry
+from ..compiler import CompileOptions
 from ..errors import CompileError, KernelNotFoundError
 from ..facts import KernelFacts, Provenance
 from ..ptxas import KernelResources
@@ -16,8 +16,10 @@ from . import BuildEnv
 
 @dataclass(frozen=True)
 class Binary:
-    """Every kernel the binary holds for an arch, or only `kernel`. Spills are known only where the binary
-    records them (cuobjdump's SASS of a cubin built with them)."""
+    """Every kernel the binary holds for an arch, or only `kernel` (found by names.match, template
+    arguments and all). Kernels are reported by their readable names (`MatrixMulCUDA<32>`), the mangled
+    entry kept beside. Spills are known only where the binary records them (cuobjdump's SASS of a cubin
+    built with them)."""
 
     path: Path
     kernel: str | None = None
@@ -40,23 +42,26 @@ class Binary:
                 f"{self.path} holds no machine code for {arch} (it holds: {archs}); build it with "
                 f"-gencode arch=compute_XX,code={arch} or restrict the test with archs="
             )
+        entries = [k.name for k in mine]
         if self.kernel is not None:
-            entry = match_entry(self.kernel, [k.name for k in mine])
+            entry = names.match(self.kernel, entries)
             if entry is None:
-                names = ", ".join(k.name for k in mine)
                 raise KernelNotFoundError(
-                    f"kernel {self.kernel!r} not found in {self.path} [{arch}]; it contains: {names} (name a "
-                    "C++ template or overload by its mangled name)"
+                    f"kernel {self.kernel!r} not found in {self.path} [{arch}]; it contains: "
+                    f"{names.candidates(self.kernel, entries)}. Name a kernel as listed, template "
+                    "arguments included ('gemm<128, 64>'), an overload with its parameters ('k(float*)'), or "
+                    "by its mangled name"
                 )
             mine = [k for k in mine if k.name == entry]
+        shown = names.display_names(entries)
         made = Provenance(
             "binary", frontend="prebuilt", ptxas="prebuilt", origin=f"prebuilt {self.path.name}"
         )
         # A binary has no compile options; the digest of none keeps its entries comparable across runs.
         digest = env.options_hash(CompileOptions())
-        return [self._facts(k, made, digest) for k in mine]
+        return [self._facts(k, made, digest, shown[k.name]) for k in mine]
 
-    def _facts(self, k: binary.BinaryKernel, made: Provenance, digest: str) -> KernelFacts:
+    def _facts(self, k: binary.BinaryKernel, made: Provenance, digest: str, shown: str) -> KernelFacts:
         spilled = "" if k.spill_stores is not None else " (spills not recorded in the binary)"
         resources = KernelResources(
             name=k.name,
@@ -77,7 +82,7 @@ class Binary:
             spills_known=k.spill_stores is not None,
         )
         return KernelFacts(
-            kernel=self.kernel if self.kernel is not None else k.name,
+            kernel=shown if self.kernel is None else names.shown(self.kernel, k.name),
             entry=k.name,
             arch=k.arch,
             source=self.path,

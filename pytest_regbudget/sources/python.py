@@ -49,7 +49,16 @@ class FrontendKernel:
         # The report names the compiler that wrote the PTX, and the ptxas that measured it.
         made_by = Provenance(self.compiler, frontend=made.frontend, ptxas=tk.ptxas_version, origin=tk.origin)
         compiled = interpret(outputs, made.source or Path(made.name), "", made.name, arch, options, made_by)
-        return [replace(compiled.facts, line=made.line, options_hash=env.options_hash(options))]
+        return [
+            replace(
+                compiled.facts,
+                line=made.line,
+                options_hash=env.options_hash(options),
+                # Each signature and setting is a build of its own, with an entry of its own.
+                variant=",".join(self.settings),
+                from_file=made.source is not None,
+            )
+        ]
 
 
 def triton_kernel(

@@ -15,15 +15,19 @@ BASELINE = "regbudget-baseline.toml"
 
 
 def write_tests(pytester: pytest.Pytester, nacc: dict[str, int], extra: str = "", launch: int = 128) -> None:
-    """One marked test per name, compiling the hungry kernel with that many accumulators."""
+    """One marked test per name, each compiling its own copy of the hungry kernel (k_NAME.cu) with that
+    many accumulators written into the source: changing the number is a code change, as in a pull request,
+    so the kernel keeps its baseline entry (source, kernel, no defines, arch)."""
+    for name, n in nacc.items():
+        source = HUNGRY.read_text().replace("#define NACC 64", f"#define NACC {n}")
+        (pytester.path / f"k_{name}.cu").write_text(source)
     body = "".join(
         f"""
-@pytest.mark.regbudget(source={str(HUNGRY)!r}, kernel="poly_eval", defines={{"NACC": {n}}},
-                       launch=({launch},){extra})
+@pytest.mark.regbudget(source="k_{name}.cu", kernel="poly_eval", launch=({launch},){extra})
 def test_{name}():
     pass
 """
-        for name, n in nacc.items()
+        for name in nacc
     )
     pytester.makepyfile(test_k="import pytest\n" + body)
 
@@ -42,10 +46,10 @@ def test_update_writes_a_reviewable_file_and_rerun_passes(pytester: pytest.Pytes
     text = baseline_text(pytester)
     assert text.startswith("# pytest-regbudget baseline")
     a = next(r for r in records if r["nodeid"].endswith("test_a[sm_90]"))
-    assert f'[kernels."test_k.py::test_a[sm_90]".poly_eval.sm_90]\nregisters = {a["registers"]}\n' in text
+    assert f'[kernels."k_a.cu".poly_eval.-.sm_90]\nregisters = {a["registers"]}\n' in text
     assert f'ptxas = "{a["ptxas_version"]}"' in text
-    assert "occupancy = " in text
-    assert 'occupancy_at = "128 threads"' in text
+    assert 'tests = [\n    "test_k.py::test_a[sm_90]",\n]' in text
+    assert '[kernels."k_a.cu".poly_eval.-.sm_90.occupancy]\n"128 threads" = ' in text
     # A second update with nothing changed rewrites nothing.
     result, _ = run_json(pytester, "--regbudget-update")
     result.stdout.fnmatch_lines(["*updated: 0 added, 0 updated, 2 unchanged, 0 stale"])
@@ -188,7 +192,7 @@ def test_partial_update_keeps_what_it_did_not_run(pytester: pytest.Pytester) -> 
         ["1 entry kept: deselected (-k, -m or --deselect)", "*0 added, 1 updated, 0 unchanged, 0 stale"]
     )
     text = baseline_text(pytester)
-    assert 'test_b[sm_90]".poly_eval.sm_90]' in text
+    assert '[kernels."k_b.cu".poly_eval.-.sm_90]' in text
     result, _ = run_json(pytester)
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(["*test_b*FAILED*"])
@@ -203,34 +207,35 @@ def test_stale_entries_are_listed_and_removed_only_by_a_full_update(pytester: py
     result.stdout.fnmatch_lines(
         [
             "1 stale baseline entry (test or kernel gone):",
-            "  test_k.py::test_b[[]sm_90[]] poly_eval [[]sm_90[]]",
+            "  k_b.cu poly_eval [[]sm_90[]]",
             "  pytest --regbudget-update removes them.",
         ]
     )
     # Naming a test by its node id leaves the rest of its file unseen: nothing of that file is removed.
     result, _ = run_json(pytester, "--regbudget-update", "test_k.py::test_a")
     result.stdout.fnmatch_lines(["1 entry kept: not in this run's paths*"])
-    assert "test_b" in baseline_text(pytester)
+    assert "k_b.cu" in baseline_text(pytester)
     # With -k the whole file is collected: test_b is neither collected nor deselected, so it is gone.
     result, _ = run_json(pytester, "--regbudget-update", "-k", "test_a")
     result.stdout.fnmatch_lines(["*0 added, 0 updated, 1 unchanged, 1 stale (removed)"])
-    assert "test_b" not in baseline_text(pytester)
+    assert "k_b.cu" not in baseline_text(pytester)
 
 
 def test_kernel_gone_from_a_test_is_stale(pytester: pytest.Pytester) -> None:
-    pytester.makepyfile(
-        test_k=f"""
+    (pytester.path / "hungry.cu").write_text(HUNGRY.read_text())
+    test = """
 import pytest
-@pytest.mark.regbudget(source={str(HUNGRY)!r}, kernel="poly_eval", defines={{"NACC": 8}})
+@pytest.mark.regbudget(source="hungry.cu", kernel="poly_eval", defines={"NACC": 8})
 def test_a(regbudget):
-    regbudget.compile({str(HUNGRY)!r}, "poly_eval", defines={{"NACC": 4}})
+    regbudget.compile("hungry.cu", "poly_eval", defines={"NACC": 4})
 """
-    )
+    pytester.makepyfile(test_k=test)
     run_json(pytester, "--regbudget-update")
-    assert "poly_eval #2" in baseline_text(pytester)
-    write_tests(pytester, {"a": 8})
+    # Each define set is a variant of the kernel, with an entry of its own.
+    assert '[kernels."hungry.cu".poly_eval."NACC=4".sm_90]' in baseline_text(pytester)
+    pytester.makepyfile(test_k=test.replace("    regbudget.compile(", "    pass  # regbudget.compile("))
     result, _ = run_json(pytester)
-    result.stdout.fnmatch_lines(["*test_k.py::test_a[[]sm_90[]] poly_eval #2 [[]sm_90[]]"])
+    result.stdout.fnmatch_lines(["1 stale baseline entry*", "  hungry.cu poly_eval (NACC=4) [[]sm_90[]]"])
 
 
 def test_update_and_run_under_xdist_lose_nothing(pytester: pytest.Pytester) -> None:
@@ -286,7 +291,7 @@ def test_entry_of_the_wrong_shape_is_a_usage_error(pytester: pytest.Pytester) ->
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(
         [
-            '*[[]kernels."test_k.py::test_a[[]sm_90[]]"."poly_eval".sm_90[]]: spill_stores = \'none\','
+            '*[[]kernels."k_a.cu"."poly_eval"."-".sm_90[]]: spill_stores = \'none\','
             " expected a whole number >= 0*"
         ]
     )
@@ -332,7 +337,7 @@ def test_github_step_summary_markdown_and_annotations(
     summary.write_text("earlier step output\n")
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
     monkeypatch.setenv("GITHUB_ACTIONS", "true")
-    monkeypatch.setenv("GITHUB_WORKSPACE", str(KERNELS.parent.parent))
+    monkeypatch.setenv("GITHUB_WORKSPACE", str(pytester.path))
     md = pytester.path / "out.md"
     result, (a, _) = run_json(pytester, f"--regbudget-markdown={md}")
     result.assert_outcomes(passed=1, failed=1)
@@ -347,7 +352,7 @@ def test_github_step_summary_markdown_and_annotations(
     assert md.read_text() == text[len("earlier step output\n") :]
     result.stdout.fnmatch_lines(
         [
-            "::error file=tests/kernels/hungry.cu,line=10,title=regbudget poly_eval [[]sm_90[]]::registers *"
+            "::error file=*k_a.cu,line=10,title=regbudget poly_eval [[]sm_90[]]::registers *"
             " is worse than the baseline*",
         ]
     )
@@ -362,7 +367,7 @@ def test_warn_level_gives_a_warning_annotation(
     result, _ = run_json(pytester)
     result.assert_outcomes(passed=1, warnings=1)
     result.stdout.fnmatch_lines(
-        ["::warning file=*hungry.cu,line=10,title=regbudget poly_eval [[]sm_90[]]::registers *"]
+        ["::warning file=*k_a.cu,line=10,title=regbudget poly_eval [[]sm_90[]]::registers *"]
     )
 
 
@@ -371,4 +376,98 @@ def test_an_update_for_fewer_archs_keeps_the_other_archs(pytester: pytest.Pytest
     run_json(pytester, "--regbudget-update", "--regbudget-arch=sm_80,sm_90")
     result, _ = run_json(pytester, "--regbudget-update", "--regbudget-arch=sm_90")
     result.stdout.fnmatch_lines(["*0 added, 0 updated, 1 unchanged, 0 stale"])
-    assert "test_a[sm_80]" in baseline_text(pytester)
+    assert '[kernels."k_a.cu".poly_eval.-.sm_80]' in baseline_text(pytester)
+
+
+def test_renamed_test_keeps_its_kernel_enforced(pytester: pytest.Pytester) -> None:
+    write_tests(pytester, {"a": 8})
+    run_json(pytester, "--regbudget-update")
+    test = (pytester.path / "test_k.py").read_text()
+    (pytester.path / "test_k.py").write_text(test.replace("def test_a():", "def test_renamed():"))
+    (pytester.path / "k_a.cu").write_text(HUNGRY.read_text().replace("#define NACC 64", "#define NACC 16"))
+    result, (rec,) = run_json(pytester)
+    result.assert_outcomes(failed=1)
+    assert rec["baseline_status"] == "compared"
+    result.stdout.fnmatch_lines(["*registers * -> * is worse than the baseline*"])
+    # The update moves the entry to the new test name; the old one is gone from the file.
+    run_json(pytester, "--regbudget-update")
+    text = baseline_text(pytester)
+    assert "test_renamed[sm_90]" in text
+    assert "test_a[sm_90]" not in text
+
+
+def test_two_tests_share_one_entry_and_must_agree(pytester: pytest.Pytester) -> None:
+    (pytester.path / "hungry.cu").write_text(HUNGRY.read_text())
+    pytester.makepyfile(
+        test_k="""
+import pytest
+@pytest.mark.regbudget(source="hungry.cu", kernel="poly_eval", defines={"NACC": 8}, launch=(128,))
+def test_one():
+    pass
+@pytest.mark.regbudget(source="hungry.cu", kernel="poly_eval", defines={"NACC": 8}, launch=(256,))
+def test_two():
+    pass
+"""
+    )
+    result, _ = run_json(pytester, "--regbudget-update")
+    result.stdout.fnmatch_lines(["*1 added, 0 updated*"])
+    text = baseline_text(pytester)
+    assert text.count('[kernels."hungry.cu".poly_eval."NACC=8".sm_90]') == 1
+    assert '"128 threads" = ' in text
+    assert '"256 threads" = ' in text
+    assert "test_k.py::test_one[sm_90]" in text
+    assert "test_k.py::test_two[sm_90]" in text
+    # The same variant built two ways cannot share an entry: the second test says so, naming the first.
+    test = (pytester.path / "test_k.py").read_text()
+    (pytester.path / "test_k.py").write_text(
+        test.replace("launch=(256,))", 'launch=(256,), ptxas_options=["-maxrregcount=24"])')
+    )
+    result, _ = run_json(pytester, "--regbudget-update")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*test_k.py::test_one[[]sm_90[]] measured this kernel variant with registers*they share one "
+            "baseline entry*",
+            "baseline NOT updated: kernels measured differently by two tests:",
+        ]
+    )
+    assert baseline_text(pytester) == text
+
+
+def test_version_1_file_is_read_then_migrated_by_an_update(pytester: pytest.Pytester) -> None:
+    write_tests(pytester, {"a": 8, "b": 8})
+    _, records = run_json(pytester)
+    a = next(r for r in records if "test_a" in r["nodeid"])
+    v1 = "".join(
+        f"""
+[kernels."test_k.py::test_{name}[sm_90]".poly_eval.sm_90]
+registers = {registers}
+spill_stores = 0
+spill_loads = 0
+stack = 0
+smem = 0
+const_mem = 0
+occupancy = 1.0
+occupancy_at = "128 threads"
+ptxas = "{a["ptxas_version"]}"
+nvrtc = "{a["nvrtc_version"]}"
+options_hash = "{a["options_hash"]}"
+"""
+        for name, registers in (("a", a["registers"] - 4), ("gone", 99))
+    )
+    (pytester.path / BASELINE).write_text("version = 1\n" + v1)
+    # Read and enforced as it is: test_a got worse than its version-1 entry.
+    result, _ = run_json(pytester)
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["*registers * -> * (+4) is worse than the baseline*"])
+    result.stdout.fnmatch_lines(
+        ["1 stale baseline entry*", "  test_k.py::test_gone[[]sm_90[]] poly_eval [[]sm_90[]]"]
+    )
+    result, _ = run_json(pytester, "--regbudget-update")
+    result.stdout.fnmatch_lines(
+        ["*2 added, 0 updated, 0 unchanged, 0 stale, 2 version-1 entries migrated or removed"]
+    )
+    text = baseline_text(pytester)
+    assert "version = 2" in text
+    assert "legacy" not in text
+    assert text.count("[kernels.") == 4  # two kernels, each with its occupancy table

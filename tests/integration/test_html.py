@@ -17,10 +17,10 @@ KERNELS = Path(__file__).parent.parent / "kernels"
 
 TESTS = f"""
 import pytest
-HUNGRY = {str(KERNELS / "hungry.cu")!r}
+HUNGRY = "hungry.cu"
 VARIOUS = {str(KERNELS / "various.cu")!r}
 
-@pytest.mark.regbudget(source=HUNGRY, kernel="poly_eval", defines={{"NACC": NACC}}, launch=(128,))
+@pytest.mark.regbudget(source=HUNGRY, kernel="poly_eval", launch=(128,))
 def test_poly():
     pass
 
@@ -36,9 +36,12 @@ def test_local():
 
 @pytest.fixture
 def report(pytester: pytest.Pytester) -> Path:
-    pytester.makepyfile(test_k=TESTS.replace("NACC}", "32}"))
+    # The kernel's source changes between the update and the run, as in a pull request.
+    hungry = (KERNELS / "hungry.cu").read_text()
+    pytester.makepyfile(test_k=TESTS)
+    (pytester.path / "hungry.cu").write_text(hungry.replace("#define NACC 64", "#define NACC 32"))
     run_json(pytester, "--regbudget-update")
-    pytester.makepyfile(test_k=TESTS.replace("NACC}", "48}"))
+    (pytester.path / "hungry.cu").write_text(hungry.replace("#define NACC 64", "#define NACC 48"))
     out = pytester.path / "report.html"
     result, _ = run_json(pytester, f"--regbudget-html={out}", "--regbudget-sass", "--regbudget-gpu=off")
     result.assert_outcomes(failed=2, passed=1)

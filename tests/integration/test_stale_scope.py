@@ -10,6 +10,11 @@ import sys
 import time
 from pathlib import Path
 
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
 import pytest
 
 KERNELS = Path(__file__).parent.parent / "kernels"
@@ -18,10 +23,11 @@ BASELINE = "regbudget-baseline.toml"
 
 
 def module(*names: str, header: str = "") -> str:
-    """A test module with one marked test per name, each compiling the hungry kernel (NACC 4)."""
+    """A test module with one marked test per name, each compiling the hungry kernel (NACC 4) as a variant
+    of its own (a TAG define naming the test), so that each test has an entry of its own."""
     body = "".join(
         f"""
-@pytest.mark.regbudget(source={str(HUNGRY)!r}, kernel="poly_eval", defines={{"NACC": 4}})
+@pytest.mark.regbudget(source="hungry.cu", kernel="poly_eval", defines={{"NACC": 4, "TAG": "{name}"}})
 def test_{name}():
     pass
 """
@@ -31,13 +37,21 @@ def test_{name}():
 
 
 def keys(pytester: pytest.Pytester) -> list[str]:
-    """The test node ids of the baseline's entries, in file order."""
-    text = (pytester.path / BASELINE).read_text()
-    return [line.split('"')[1] for line in text.splitlines() if line.startswith('[kernels."')]
+    """The tests the baseline's entries list, sorted."""
+    doc = tomllib.loads((pytester.path / BASELINE).read_text())
+    return sorted(
+        test
+        for per_kernel in doc["kernels"].values()
+        for per_variant in per_kernel.values()
+        for per_arch in per_variant.values()
+        for entry in per_arch.values()
+        for test in entry["tests"]
+    )
 
 
 def seed(pytester: pytest.Pytester, files: dict[str, tuple[str, ...]]) -> bytes:
     """Write the modules, record a baseline of all of them, and return its bytes."""
+    (pytester.path / "hungry.cu").write_text(HUNGRY.read_text())
     for name, tests in files.items():
         pytester.makepyfile(**{name: module(*tests)})
     result = pytester.runpytest("-p", "no:cacheprovider", "--regbudget-update")
@@ -122,8 +136,8 @@ def test_stop_on_first_failure_removes_nothing_but_keeps_what_it_measured(pytest
         test_a=module("a3").replace(
             "import pytest\n",
             "import pytest\n"
-            f"@pytest.mark.regbudget(source={str(HUNGRY)!r}, kernel='poly_eval', defines={{'NACC': 8}}, "
-            "max_regs=1)\ndef test_a1():\n    pass\n",
+            "@pytest.mark.regbudget(source='hungry.cu', kernel='poly_eval', "
+            "defines={'NACC': 4, 'TAG': 'a1'}, max_regs=1)\ndef test_a1():\n    pass\n",
         )
     )
     result = update(pytester, "-x")
@@ -136,8 +150,8 @@ def test_stop_on_first_failure_removes_nothing_but_keeps_what_it_measured(pytest
         "test_a.py::test_a2[sm_90]",
         "test_a.py::test_a3[sm_90]",
     ]
-    # The one kernel it measured is refreshed: an absolute budget does not stop an update.
-    result.stdout.fnmatch_lines(["*0 added, 1 updated, 0 unchanged, 0 stale"])
+    # The one kernel it measured is written: an absolute budget does not stop an update.
+    result.stdout.fnmatch_lines(["*0 added, 0 updated, 1 unchanged, 0 stale"])
 
 
 def test_xdist_update_of_one_file_keeps_every_other_file(pytester: pytest.Pytester) -> None:
@@ -228,8 +242,8 @@ def test_entry_for_an_unknown_arch_is_named_and_kept(pytester: pytest.Pytester) 
     result = update(pytester)
     result.stdout.fnmatch_lines(
         [
-            "baseline regbudget-baseline.toml: 1 entry for arch 'sm_999' (e.g. test_a.py::test_a1*) "
-            "are never checked*"
+            "baseline regbudget-baseline.toml: 1 entry for arch 'sm_999' (e.g. hungry.cu poly_eval "
+            "(NACC=4,TAG=a1) [[]sm_999[]]) are never checked*"
         ]
     )
     assert "sm_999" in path.read_text()

@@ -9,13 +9,14 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from conftest import SAMPLE_ENTRY as ENTRY
 
 from pytest_regbudget import baseline as bl
 
-# Rewrites the baseline forever, alternating between two versions of 2,000 entries (about 500 KB), so a
+# Rewrites the baseline forever, alternating between two versions of 2,000 entries (about 700 KB), so a
 # kill lands mid-write often.
 WRITER = """
 import sys
@@ -34,8 +35,11 @@ while True:
 
 def entries(version: int) -> dict[bl.Key, bl.Entry]:
     return {
-        (f"tests/test_{i // 10}.py::test_{i}[sm_90]", "kernel", "sm_90"): bl.Entry(
-            **{**ENTRY.__dict__, "registers": 32 + version}
+        (f"kernels/k{i // 10}.cu", f"kernel_{i % 10}", f"N={i}", "sm_90"): replace(
+            ENTRY,
+            registers=32 + version,
+            occupancy={"256 threads": 0.5, "1024 threads": 0.25},
+            tests=(f"tests/test_{i // 10}.py::test_{i}[sm_90]",),
         )
         for i in range(2000)
     }
@@ -44,7 +48,7 @@ def entries(version: int) -> dict[bl.Key, bl.Entry]:
 def test_sigkill_during_updates_never_leaves_a_broken_file(tmp_path: Path) -> None:
     path = tmp_path / "regbudget-baseline.toml"
     bl.update(path, entries(0), set(), lock_dir=tmp_path / "cache")
-    valid = {bl.dumps(entries(0)), bl.dumps(entries(1))}
+    valid = {bl.dumps(bl.Baseline(entries(0))), bl.dumps(bl.Baseline(entries(1)))}
     rng = random.Random(11)
     env_path = str(Path(__file__).parent)
     for _ in range(30):
@@ -61,7 +65,7 @@ def test_sigkill_during_updates_never_leaves_a_broken_file(tmp_path: Path) -> No
         proc.wait()
         text = path.read_text(encoding="utf-8")
         assert text in valid
-        assert bl.load(path) in (entries(0), entries(1))
+        assert bl.load(path) in (bl.Baseline(entries(0)), bl.Baseline(entries(1)))
     # Killed writers leave their temp files at worst; never a second baseline, and nothing in the repo
     # dir but those temp files.
     others = {p.name for p in tmp_path.iterdir()} - {"regbudget-baseline.toml", "cache"}
@@ -70,5 +74,14 @@ def test_sigkill_during_updates_never_leaves_a_broken_file(tmp_path: Path) -> No
 
 def test_same_entries_same_bytes_in_any_insertion_order() -> None:
     items = list(entries(0).items())
+    legacy = [((f"tests/test_{i}.py::test[sm_90]", "kernel", "sm_90"), ENTRY) for i in range(100)]
     random.Random(3).shuffle(items)
-    assert bl.dumps(dict(items)) == bl.dumps(entries(0))
+    random.Random(4).shuffle(legacy)
+    expected = bl.dumps(bl.Baseline(entries(0), dict(sorted(legacy))))
+    assert bl.dumps(bl.Baseline(dict(items), dict(legacy))) == expected
+    # And within an entry: launches and tests in any order.
+    key, entry = items[0]
+    reordered = replace(entry, occupancy=dict(reversed(list(entry.occupancy.items()))), tests=("b", "a"))
+    assert bl.dumps(bl.Baseline({key: reordered})) == bl.dumps(
+        bl.Baseline({key: replace(entry, tests=("a", "b"))})
+    )

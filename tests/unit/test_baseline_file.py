@@ -1,4 +1,4 @@
-"""baseline.py on its own: format, validation, merge arithmetic."""
+"""baseline.py on its own: format, validation, merge arithmetic, and reading version-1 files."""
 
 from __future__ import annotations
 
@@ -11,56 +11,211 @@ from conftest import SAMPLE_ENTRY
 from pytest_regbudget import baseline as bl
 from pytest_regbudget.errors import BaselineError
 
-ENTRY = replace(SAMPLE_ENTRY, occupancy=0.5, occupancy_at="256 threads")
+ENTRY = replace(SAMPLE_ENTRY, occupancy={"256 threads": 0.5})
+K: bl.Key = ("kernels/poly.cu", "k", bl.NO_VARIANT, "sm_90")
+K8: bl.Key = ("kernels/poly.cu", "k", "NACC=8", "sm_90")
+L: bl.LegacyKey = ("t.py::a[sm_90]", "k", "sm_90")
+
+
+def key(n: int) -> bl.Key:
+    return (f"kernels/k{n}.cu", "k", bl.NO_VARIANT, "sm_90")
+
+
+def load_entries(path: Path) -> dict[bl.Key, bl.Entry]:
+    """The per-kernel entries of a file that must have no version-1 ones left."""
+    baseline = bl.load(path)
+    assert baseline.legacy == {}
+    return dict(baseline.entries)
+
+
+# A version-1 file as 0.1 wrote it: keyed by test, one occupancy and the launch it is for.
+VERSION_1 = """\
+version = 1
+
+[kernels."t.py::a[sm_90]".k.sm_90]
+registers = 72
+spill_stores = 0
+spill_loads = 0
+stack = 16
+smem = 4096
+const_mem = 380
+occupancy = 0.5
+occupancy_at = "256 threads"
+ptxas = "12.9.86"
+nvrtc = "12.9.86"
+options_hash = "abc"
+
+[kernels."t.py::a[sm_80]".k.sm_80]
+registers = 64
+spill_stores = 0
+spill_loads = 0
+stack = 16
+smem = 4096
+const_mem = 380
+ptxas = "12.9.86"
+nvrtc = "12.9.86"
+options_hash = "abc"
+
+[kernels."t.py::b[sm_90]"."gemm<128, 64>".sm_90]
+registers = 72
+spill_stores = 0
+spill_loads = 0
+stack = 16
+smem = 4096
+const_mem = 380
+occupancy = 0.25
+occupancy_at = "512 threads, 4096 B dynamic smem"
+ptxas = "12.9.86"
+nvrtc = "12.9.86"
+options_hash = "abc"
+gpu_ms = 0.89
+"""
+V1_ENTRY = replace(SAMPLE_ENTRY, tests=())  # version 1 recorded no tests: the key was the test
+V1_LEGACY: dict[bl.LegacyKey, bl.Entry] = {
+    L: replace(V1_ENTRY, occupancy={"256 threads": 0.5}),
+    ("t.py::a[sm_80]", "k", "sm_80"): replace(V1_ENTRY, registers=64),
+    ("t.py::b[sm_90]", "gemm<128, 64>", "sm_90"): replace(
+        V1_ENTRY, occupancy={"512 threads, 4096 B dynamic smem": 0.25}, extra={"gpu_ms": 0.89}
+    ),
+}
+
+
+# --- the format -------------------------------------------------------------------------------------------
 
 
 def test_round_trip_is_exact_and_sorted(tmp_path: Path) -> None:
     entries = {
-        ("t.py::b[sm_90]", "k", "sm_90"): ENTRY,
-        ("t.py::a[sm_90]", "gemm<128, 64>", "sm_90"): ENTRY,
-        ("t.py::a[sm_80]", "k", "sm_80"): bl.Entry(
-            **{**ENTRY.__dict__, "occupancy": None, "occupancy_at": None}
-        ),
+        ("kernels/poly.cu", "k", bl.NO_VARIANT, "sm_90"): ENTRY,
+        ("kernels/gemm.cu", "gemm<128, 64>", bl.NO_VARIANT, "sm_90"): ENTRY,
+        ("kernels/poly.cu", "k", "NACC=8", "sm_80"): replace(ENTRY, occupancy={}, tests=()),
+        ("kernels/poly.cu", "k", "NACC=8", "sm_90"): ENTRY,
     }
-    text = bl.dumps(entries)
+    text = bl.dumps(bl.Baseline(entries))
     assert text.startswith(bl.HEADER)
-    assert bl.parse(text, tmp_path / "x.toml") == entries
+    assert bl.parse(text, tmp_path / "x.toml") == bl.Baseline(entries)
     headers = [line for line in text.splitlines() if line.startswith("[")]
     assert headers == [
-        '[kernels."t.py::a[sm_80]".k.sm_80]',
-        '[kernels."t.py::a[sm_90]"."gemm<128, 64>".sm_90]',
-        '[kernels."t.py::b[sm_90]".k.sm_90]',
+        '[kernels."kernels/gemm.cu"."gemm<128, 64>".-.sm_90]',
+        '[kernels."kernels/gemm.cu"."gemm<128, 64>".-.sm_90.occupancy]',
+        '[kernels."kernels/poly.cu".k.-.sm_90]',
+        '[kernels."kernels/poly.cu".k.-.sm_90.occupancy]',
+        '[kernels."kernels/poly.cu".k."NACC=8".sm_80]',
+        '[kernels."kernels/poly.cu".k."NACC=8".sm_90]',
+        '[kernels."kernels/poly.cu".k."NACC=8".sm_90.occupancy]',
     ]
-    assert bl.dumps(dict(reversed(list(entries.items())))) == text
+    assert bl.dumps(bl.Baseline(dict(reversed(list(entries.items()))))) == text
+    assert "[legacy" not in text  # no version-1 entries, no section
 
 
 def test_entry_keys_in_fixed_order() -> None:
-    keys = [
-        line.split(" = ")[0] for line in bl.dumps({("n", "k", "sm_90"): ENTRY}).splitlines() if " = " in line
+    entry = replace(
+        ENTRY,
+        occupancy={"1024 threads": 0.25, "256 threads, 4096 B dynamic smem": 0.375, "256 threads": 0.5},
+        tests=("t.py::b", "t.py::a"),
+        gpu={"NVIDIA H200": {"time_ms": 0.5, "noise": 0.01}},
+    )
+    lines = bl.dumps(bl.Baseline({K: entry})).splitlines()
+    keys = [line.split(" = ")[0] for line in lines if " = " in line]
+    assert keys == [
+        "version",
+        *bl.INT_FIELDS,
+        *bl.TEXT_FIELDS,
+        "tests",
+        # Launches in numeric order of their block size, then as text.
+        '"256 threads"',
+        '"256 threads, 4096 B dynamic smem"',
+        '"1024 threads"',
+        "noise",
+        "time_ms",
     ]
-    assert keys == ["version", *bl.INT_FIELDS, "occupancy", "occupancy_at", "ptxas", "nvrtc", "options_hash"]
+    assert lines[lines.index("tests = [") + 1 : lines.index("tests = [") + 3] == [
+        '    "t.py::a",',
+        '    "t.py::b",',
+    ]
 
 
 def test_unknown_fields_survive_a_round_trip(tmp_path: Path) -> None:
-    text = bl.dumps({("n", "k", "sm_90"): ENTRY}).replace(
+    text = bl.dumps(bl.Baseline({K: ENTRY})).replace(
         'options_hash = "abc"', 'options_hash = "abc"\ngpu_ms = 0.89'
     )
-    (entry,) = bl.parse(text, tmp_path / "x").values()
+    (entry,) = bl.parse(text, tmp_path / "x").entries.values()
     assert entry.extra == {"gpu_ms": 0.89}
-    assert "gpu_ms = 0.89" in bl.dumps({("n", "k", "sm_90"): entry})
+    assert "gpu_ms = 0.89" in bl.dumps(bl.Baseline({K: entry}))
 
 
 def test_missing_file_is_empty(tmp_path: Path) -> None:
-    assert bl.load(tmp_path / "none.toml") == {}
+    baseline = bl.load(tmp_path / "none.toml")
+    assert baseline == bl.Baseline()
+    assert len(baseline) == 0
+
+
+def test_both_sections_dump_deterministically_and_round_trip(tmp_path: Path) -> None:
+    baseline = bl.Baseline(
+        entries={K8: ENTRY, K: replace(ENTRY, registers=80), key(2): ENTRY},
+        legacy={
+            ("t.py::b[sm_90]", "k", "sm_90"): V1_ENTRY,
+            L: replace(V1_ENTRY, occupancy={"256 threads": 0.5}),
+            ("t.py::a[sm_80]", "k", "sm_80"): V1_ENTRY,
+        },
+    )
+    text = bl.dumps(baseline)
+    assert bl.parse(text, tmp_path / "b.toml") == baseline
+    assert bl.dumps(bl.parse(text, tmp_path / "b.toml")) == text
+    shuffled = bl.Baseline(
+        dict(reversed(list(baseline.entries.items()))), dict(reversed(list(baseline.legacy.items())))
+    )
+    assert bl.dumps(shuffled) == text
+    headers = [line for line in text.splitlines() if line.startswith("[") and "occupancy" not in line]
+    assert headers == [
+        '[kernels."kernels/k2.cu".k.-.sm_90]',
+        '[kernels."kernels/poly.cu".k.-.sm_90]',
+        '[kernels."kernels/poly.cu".k."NACC=8".sm_90]',
+        '[legacy."t.py::a[sm_80]".k.sm_80]',
+        '[legacy."t.py::a[sm_90]".k.sm_90]',
+        '[legacy."t.py::b[sm_90]".k.sm_90]',
+    ]
+    assert "\nversion = 2\n" in text
+    assert len(baseline) == 6
+    assert baseline.archs() == {"sm_80", "sm_90"}
+
+
+# --- version 1 --------------------------------------------------------------------------------------------
+
+
+def test_a_version_1_file_is_read_as_legacy_entries(tmp_path: Path) -> None:
+    baseline = bl.parse(VERSION_1, tmp_path / "b.toml")
+    assert baseline.entries == {}
+    assert baseline.legacy == V1_LEGACY
+    # No version line means version 1 too.
+    assert bl.parse(VERSION_1.replace("version = 1\n", ""), tmp_path / "b.toml") == baseline
+
+
+def test_a_version_1_occupancy_without_its_launch_is_dropped(tmp_path: Path) -> None:
+    text = VERSION_1.replace('occupancy_at = "256 threads"\n', "")
+    assert bl.parse(text, tmp_path / "b.toml").legacy[L].occupancy == {}
 
 
 @pytest.mark.parametrize(
     ("text", "needle"),
     [
         ("registers = ", "is not valid TOML"),
-        ("version = 2\n", "version = 2; this pytest-regbudget reads version 1"),
-        ("kernels = 3\n", "'kernels' must be a table"),
-        ("extra = 1\n", "unknown top-level key 'extra'"),
+        ("version = 3\n", "version = 3; this pytest-regbudget reads versions 1 and 2"),
+        ("kernels = 3\n", "[kernels] must hold tables"),
+        ("version = 2\nlegacy = 3\n", "[legacy] must hold tables"),
+        ("extra = 1\n", "unknown top-level key 'extra' (expected 'kernels', 'version')"),
+        ("version = 1\nlegacy = {}\n", "unknown top-level key 'legacy'"),
+        (
+            "version = 2\nextra = 1\n",
+            "unknown top-level key 'extra' (expected 'kernels', 'legacy', 'version')",
+        ),
+        # Version 2 nests four levels (source, kernel, variant, arch); version 1 three (test, kernel, arch).
+        ('version = 2\n[kernels."s"]\nk = 3\n', '[kernels."s"."k"] must hold tables'),
+        ('version = 2\n[kernels."s".k."-"]\nsm_90 = 3\n', '[kernels."s"."k"."-".sm_90]: expected a table'),
+        (
+            'version = 2\n[kernels."s".k."-".sm_90]\nregisters = -1\n',
+            '[kernels."s"."k"."-".sm_90]: registers = -1',
+        ),
+        ('version = 2\n[legacy."n".k.sm_90]\nregisters = -1\n', '[legacy."n"."k".sm_90]: registers = -1'),
         ('[kernels."n".k.sm_90]\nregisters = -1\n', '[kernels."n"."k".sm_90]: registers = -1'),
         ('[kernels."n".k]\nsm_90 = 3\n', '[kernels."n"."k".sm_90]: expected a table of numbers'),
     ],
@@ -73,45 +228,140 @@ def test_bad_files_name_file_and_place(tmp_path: Path, text: str, needle: str) -
     assert needle in str(info.value)
 
 
+@pytest.mark.parametrize(
+    ("fields", "needle"),
+    [
+        ('occupancy = 1.5\noccupancy_at = "256 threads"', "occupancy = 1.5, expected a fraction in [0, 1]"),
+        ("occupancy = 0.5\noccupancy_at = 256", "occupancy_at = 256, expected a string like '256 threads'"),
+        (
+            'occupancy = {"256 threads" = 2}',
+            "occupancy = {'256 threads': 2}, expected fractions in [0, 1] per",
+        ),
+        ('occupancy = {"256 threads" = true}', "occupancy = {'256 threads': True}, expected fractions"),
+        ('tests = "t.py::a"', "tests = 't.py::a', expected a list of test ids"),
+        ("tests = [1]", "tests = [1], expected a list of test ids"),
+        ('gpu = {"NVIDIA H200" = {time_ms = 0}}', 'gpu."NVIDIA H200".time_ms = 0, expected milliseconds > 0'),
+        ("gpu = 3", "gpu must hold one table per device"),
+    ],
+)
+def test_bad_entry_fields_name_the_field(tmp_path: Path, fields: str, needle: str) -> None:
+    table = bl.dumps(bl.Baseline({K: replace(ENTRY, occupancy={}, tests=())}))
+    path = tmp_path / "b.toml"
+    with pytest.raises(BaselineError) as info:
+        bl.parse(table + fields + "\n", path)
+    assert f'{path}: [kernels."kernels/poly.cu"."k"."-".sm_90]: {needle}' in str(info.value)
+
+
+# --- Entry.merged -----------------------------------------------------------------------------------------
+
+
+def test_merged_keeps_what_the_new_measurement_did_not_measure() -> None:
+    old = replace(
+        ENTRY,
+        registers=64,
+        occupancy={"256 threads": 0.5, "512 threads": 0.25},
+        tests=("t.py::old",),
+        gpu={"NVIDIA H200": {"time_ms": 1.0}, "NVIDIA A100": {"time_ms": 2.0}},
+        extra={"gpu_ms": 0.89, "note": "old"},
+    )
+    new = replace(
+        ENTRY,
+        registers=80,
+        occupancy={"256 threads": 0.375},
+        tests=("t.py::new",),
+        gpu={"NVIDIA H200": {"time_ms": 1.5}},
+        extra={"note": "new"},
+    )
+    merged = new.merged(old)
+    assert merged.registers == 80
+    assert merged.occupancy == {"256 threads": 0.375, "512 threads": 0.25}
+    assert merged.gpu == {"NVIDIA H200": {"time_ms": 1.5}, "NVIDIA A100": {"time_ms": 2.0}}
+    assert merged.extra == {"gpu_ms": 0.89, "note": "new"}
+    assert merged.tests == ("t.py::new",)  # which tests still measure it is the stale rule's to say
+    # A measurement on a CPU runner keeps every GPU's figures.
+    assert replace(new, gpu={}).merged(old).gpu == old.gpu
+
+
+# --- update -----------------------------------------------------------------------------------------------
+
+
 def test_update_counts_and_preserves_other_entries(tmp_path: Path) -> None:
     path = tmp_path / "b.toml"
-    keep, change, same, gone = (
-        ("n1", "k", "sm_90"),
-        ("n2", "k", "sm_90"),
-        ("n3", "k", "sm_90"),
-        ("n4", "k", "sm_90"),
-    )
-    path.write_text(bl.dumps({keep: ENTRY, change: ENTRY, same: ENTRY, gone: ENTRY}))
-    worse = bl.Entry(**{**ENTRY.__dict__, "registers": 80})
-    counts = bl.update(path, {change: worse, same: ENTRY, ("n5", "k", "sm_90"): ENTRY}, remove={gone})
+    keep, change, same, gone = key(1), key(2), key(3), key(4)
+    path.write_text(bl.dumps(bl.Baseline({keep: ENTRY, change: ENTRY, same: ENTRY, gone: ENTRY})))
+    worse = replace(ENTRY, registers=80)
+    counts = bl.update(path, {change: worse, same: ENTRY, key(5): ENTRY}, remove={gone, key(6)})
     assert str(counts) == "1 added, 1 updated, 1 unchanged, 1 stale (removed)"
-    after = bl.load(path)
-    assert set(after) == {keep, change, same, ("n5", "k", "sm_90")}
+    after = load_entries(path)
+    assert set(after) == {keep, change, same, key(5)}
     assert after[change].registers == 80
     assert list(tmp_path.iterdir()) == [path]  # no temp files left behind
 
 
-def test_update_keeps_fields_it_does_not_measure(tmp_path: Path) -> None:
+def test_update_keeps_what_it_does_not_measure(tmp_path: Path) -> None:
     path = tmp_path / "b.toml"
-    key = ("n", "k", "sm_90")
-    path.write_text(bl.dumps({key: bl.Entry(**{**ENTRY.__dict__, "extra": {"gpu_ms": 1.5}})}))
-    bl.update(path, {key: ENTRY}, set())
-    assert bl.load(path)[key].extra == {"gpu_ms": 1.5}
+    old = replace(
+        ENTRY,
+        occupancy={"256 threads": 0.5, "512 threads": 0.25},
+        gpu={"NVIDIA H200": {"time_ms": 1.5}},
+        extra={"gpu_ms": 1.5},
+    )
+    path.write_text(bl.dumps(bl.Baseline({K: old})))
+    counts = bl.update(path, {K: replace(ENTRY, occupancy={"256 threads": 0.375})}, set())
+    assert (counts.updated, counts.unchanged) == (1, 0)
+    after = load_entries(path)[K]
+    assert after.occupancy == {"256 threads": 0.375, "512 threads": 0.25}
+    assert after.gpu == {"NVIDIA H200": {"time_ms": 1.5}}
+    assert after.extra == {"gpu_ms": 1.5}
+    # Measuring one of its launches again, with the same figure, changes nothing.
+    assert bl.update(path, {K: replace(ENTRY, occupancy={"512 threads": 0.25})}, set()).unchanged == 1
+
+
+def test_update_migrates_a_version_1_file(tmp_path: Path) -> None:
+    path = tmp_path / "b.toml"
+    path.write_text(VERSION_1)
+    b90: bl.LegacyKey = ("t.py::b[sm_90]", "gemm<128, 64>", "sm_90")
+    a80: bl.LegacyKey = ("t.py::a[sm_80]", "k", "sm_80")
+    # L and b90 were measured again per kernel (or found stale); a80's arch was not built: kept.
+    counts = bl.update(path, {K: ENTRY}, set(), remove_legacy={L, b90, ("t.py::never", "k", "sm_90")})
+    assert counts.migrated == 2
+    assert str(counts) == "1 added, 0 updated, 0 unchanged, 0 stale, 2 version-1 entries migrated or removed"
+    after = bl.load(path)
+    assert after == bl.Baseline({K: ENTRY}, {a80: V1_LEGACY[a80]})
+    text = path.read_text()
+    assert text.startswith(bl.HEADER)
+    assert "\nversion = 2\n" in text
+    assert '[legacy."t.py::a[sm_80]".k.sm_80]' in text
+    # The last one goes: no legacy section is left.
+    assert bl.update(path, {}, set(), remove_legacy={a80}).migrated == 1
+    assert bl.load(path) == bl.Baseline({K: ENTRY})
+    assert "[legacy" not in path.read_text()
+
+
+def test_update_without_remove_legacy_keeps_version_1_entries(tmp_path: Path) -> None:
+    path = tmp_path / "b.toml"
+    path.write_text(VERSION_1)
+    counts = bl.update(path, {K: ENTRY}, {K8})  # K8 is not in the file: nothing stale
+    assert (counts.added, counts.stale, counts.migrated) == (1, 0, 0)
+    assert "migrated" not in str(counts)
+    # Written in the current version, the version-1 entries with their occupancy per launch.
+    assert bl.load(path) == bl.Baseline({K: ENTRY}, V1_LEGACY)
+    assert "occupancy_at" not in path.read_text()
 
 
 def test_update_of_corrupt_file_raises_and_leaves_it(tmp_path: Path) -> None:
     path = tmp_path / "b.toml"
     path.write_text("not = [toml")
     with pytest.raises(BaselineError):
-        bl.update(path, {("n", "k", "sm_90"): ENTRY}, set())
+        bl.update(path, {K: ENTRY}, set())
     assert path.read_text() == "not = [toml"
 
 
 def test_unchanged_update_does_not_rewrite(tmp_path: Path) -> None:
     path = tmp_path / "b.toml"
-    bl.update(path, {("n", "k", "sm_90"): ENTRY}, set())
+    bl.update(path, {K: ENTRY}, set())
     stamp = path.stat().st_mtime_ns
-    bl.update(path, {("n", "k", "sm_90"): ENTRY}, set())
+    bl.update(path, {K: ENTRY}, set())
     assert path.stat().st_mtime_ns == stamp
 
 
@@ -122,8 +372,13 @@ def test_options_hash_is_stable_and_sensitive() -> None:
 
 def test_written_files_are_not_private(tmp_path: Path) -> None:
     path = tmp_path / "b.toml"
-    bl.update(path, {("n", "k", "sm_90"): ENTRY}, set())
+    bl.update(path, {K: ENTRY}, set())
     assert path.stat().st_mode & 0o044 == 0o044  # readable by group and others, like any committed file
     path.chmod(0o640)
-    bl.update(path, {("n", "k", "sm_90"): bl.Entry(**{**ENTRY.__dict__, "registers": 1})}, set())
+    bl.update(path, {K: replace(ENTRY, registers=1)}, set())
     assert path.stat().st_mode & 0o777 == 0o640
+
+
+def test_entry_from_table_reads_what_to_toml_writes() -> None:
+    entry = replace(ENTRY, gpu={"NVIDIA H200": {"time_ms": 0.5}}, extra={"gpu_ms": 0.89})
+    assert bl.entry_from_table(entry.to_toml()) == entry

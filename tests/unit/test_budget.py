@@ -7,7 +7,7 @@ from dataclasses import replace
 import pytest
 
 from pytest_regbudget.baseline import Entry
-from pytest_regbudget.budget import check, compare
+from pytest_regbudget.budget import BaselineRule, Delta, check, compare, ratchet
 from pytest_regbudget.limits import Launch, Limits
 from pytest_regbudget.ptxas import parse_ptxas_output
 
@@ -129,14 +129,17 @@ def entry(**changes: object) -> Entry:
         "ptxas": "12.9.86",
         "nvrtc": "12.9.86",
         "options_hash": "x",
-        "occupancy": 0.5,
-        "occupancy_at": "256 threads",
+        "occupancy": {"256 threads": 0.5},
     }
     return Entry(**{**base, **changes})  # type: ignore[arg-type]
 
 
+def at256(occupancy: float) -> dict[str, float]:
+    return {"256 threads": occupancy}
+
+
 def test_compare_reports_each_changed_metric() -> None:
-    deltas = compare(entry(), entry(registers=80, spill_stores=8, occupancy=0.375), {})
+    deltas = compare(entry(), entry(registers=80, spill_stores=8, occupancy=at256(0.375)), {})
     assert [(d.metric, d.verdict, d.text()) for d in deltas] == [
         ("registers", "worse", "registers 72 -> 80 (+8)"),
         ("spill_stores", "worse", "spill_stores 0 -> 8 (+8)"),
@@ -145,16 +148,34 @@ def test_compare_reports_each_changed_metric() -> None:
 
 
 def test_compare_improvements_and_tolerance() -> None:
-    better = compare(entry(), entry(registers=64, occupancy=0.75), {})
+    better = compare(entry(), entry(registers=64, occupancy=at256(0.75)), {})
     assert [d.verdict for d in better] == ["better", "better"]
     tolerated = compare(entry(), entry(registers=76, spill_loads=16), {"registers": 4, "spills": 16})
     assert [d.verdict for d in tolerated] == ["tolerated", "tolerated"]
     assert [d.verdict for d in compare(entry(), entry(registers=77), {"registers": 4})] == ["worse"]
-    assert [d.verdict for d in compare(entry(), entry(occupancy=0.45), {"occupancy": 0.05})] == ["tolerated"]
+    assert [d.verdict for d in compare(entry(), entry(occupancy=at256(0.45)), {"occupancy": 0.05})] == [
+        "tolerated"
+    ]
 
 
 def test_compare_skips_occupancy_at_another_launch_size() -> None:
-    assert compare(entry(), entry(occupancy=0.25, occupancy_at="512 threads"), {}) == []
+    assert compare(entry(), entry(occupancy={"512 threads": 0.25}), {}) == []
+    assert compare(entry(), entry(occupancy={}), {}) == []
+    assert compare(entry(occupancy={}), entry(), {}) == []
+
+
+def test_compare_occupancy_at_the_launch_both_entries_have() -> None:
+    # The old entry also knows 512 threads, the new one 1024: only 256 threads is in both.
+    old = entry(occupancy={"256 threads": 0.5, "512 threads": 0.5})
+    new = entry(occupancy={"1024 threads": 0.25, "256 threads": 0.375})
+    (d,) = compare(old, new, {})
+    assert (d.metric, d.baseline, d.now, d.verdict) == ("occupancy", 0.5, 0.375, "worse")
+    # A launch with dynamic shared memory is a launch of its own, not the same as without.
+    smem = "256 threads, 4096 B dynamic smem"
+    assert compare(entry(occupancy={smem: 0.5}), entry(occupancy={smem: 0.25, "512 threads": 1.0}), {}) == [
+        Delta("occupancy", 0.5, 0.25, "worse")
+    ]
+    assert compare(entry(), entry(occupancy={smem: 0.25}), {}) == []
 
 
 def test_spill_budget_on_a_binary_without_spill_figures_fails_instead_of_guessing() -> None:
@@ -162,3 +183,41 @@ def test_spill_budget_on_a_binary_without_spill_figures_fails_instead_of_guessin
     (msg,) = check("t", "k", "sm_90", "k.so", unknown, Limits(spills=0)).violations
     assert msg.startswith("spill budgets cannot be checked: this binary does not record spill bytes")
     assert check("t", "k", "sm_90", "k.so", unknown, Limits(max_regs=255)).violations == []
+
+
+def test_occupancy_is_recorded_per_launch_with_the_test_that_measured_it() -> None:
+    small = replace(POLY, registers=32)
+    plain = check("t.py::test", "k", "sm_90", "k.cu", small, Limits(launch=Launch(256)))
+    smem = check("t.py::test", "k", "sm_90", "k.cu", small, Limits(launch=Launch(256), dynamic_smem=4096))
+    assert (plain.occupancy_at, smem.occupancy_at) == ("256 threads", "256 threads, 4096 B dynamic smem")
+    assert smem.occupancy is not None
+    recorded = Entry.from_report(smem)
+    assert recorded.occupancy == {"256 threads, 4096 B dynamic smem": round(smem.occupancy.occupancy, 4)}
+    assert recorded.tests == ("t.py::test",)
+    no_launch = check("t.py::test", "k", "sm_90", "k.cu", small, Limits())
+    assert no_launch.occupancy_at is None
+    assert Entry.from_report(no_launch).occupancy == {}
+
+
+def test_ratchet_flags_changed_options_and_adds_a_conflict() -> None:
+    report = replace(
+        check("t.py::test", "poly_eval", "sm_90", "k.cu", POLY, Limits()),
+        ptxas_version="12.9.86",
+        options_hash="new",
+    )
+    old = Entry.from_report(replace(report, options_hash="old"))
+    same = ratchet(report, BaselineRule(replace(old, options_hash="new"), recorded=True))
+    assert (same.baseline_status, same.options_changed, same.violations) == ("compared", False, [])
+    changed = ratchet(report, BaselineRule(old, recorded=True))
+    # Other options are reported, and the entry is still enforced.
+    assert (changed.baseline_status, changed.options_changed, changed.deltas) == ("compared", True, [])
+    worse = ratchet(report, BaselineRule(replace(old, registers=160), recorded=True))
+    assert worse.options_changed
+    assert worse.violations[0].startswith("registers 160 -> 167 (+7) is worse than the baseline")
+    clash = "measured differently by t.py::other"
+    conflicted = ratchet(report, BaselineRule(None, recorded=True, conflict=clash))
+    assert (conflicted.baseline_status, conflicted.violations, conflicted.outcome) == (
+        "new",
+        [clash],
+        "failed",
+    )

@@ -27,7 +27,8 @@ from pytest_regbudget.toolchain import Toolkit
 
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="the fake tools are shell scripts")
 
-KEY = ("t.py::a[sm_90]", "k", "sm_90")
+KEY: bl.Key = ("kernels/k.cu", "k", bl.NO_VARIANT, "sm_90")
+OTHER: bl.Key = ("kernels/other.cu", "k", bl.NO_VARIANT, "sm_90")
 VERSION = 'echo "Cuda compilation tools, release 12.9, V12.9.86"'
 
 
@@ -96,14 +97,14 @@ def test_utf8_bom_is_dropped_for_nvrtc(tmp_path: Path) -> None:
 )
 def test_wide_baseline_is_refused_and_kept(tmp_path: Path, encoding: str, name: str) -> None:
     path = tmp_path / "b.toml"
-    text = bl.dumps({KEY: ENTRY})
+    text = bl.dumps(bl.Baseline({KEY: ENTRY}))
     # utf-16 and utf-32 write a byte order mark; utf-16-be gets one by hand; utf-16-le has none.
     data = (b"\xfe\xff" if encoding == "utf-16-be" else b"") + text.encode(encoding)
     path.write_bytes(data)
     with pytest.raises(BaselineError, match=rf"baseline .*b\.toml is {name}; .*save it as UTF-8"):
         bl.load(path)
     with pytest.raises(BaselineError, match=rf"is {name}"):
-        bl.update(path, {("other", "k", "sm_90"): ENTRY}, set(), lock_dir=tmp_path / "cache")
+        bl.update(path, {OTHER: ENTRY}, set(), lock_dir=tmp_path / "cache")
     assert path.read_bytes() == data
 
 
@@ -116,10 +117,10 @@ def test_latin1_baseline_names_line_and_byte(tmp_path: Path) -> None:
 
 def test_utf8_bom_baseline_loads_and_an_update_drops_the_bom(tmp_path: Path) -> None:
     path = tmp_path / "b.toml"
-    path.write_bytes(b"\xef\xbb\xbf" + bl.dumps({KEY: ENTRY}).encode())
-    assert bl.load(path) == {KEY: ENTRY}
+    path.write_bytes(b"\xef\xbb\xbf" + bl.dumps(bl.Baseline({KEY: ENTRY})).encode())
+    assert bl.load(path) == bl.Baseline({KEY: ENTRY})
     bl.update(path, {KEY: ENTRY}, set(), lock_dir=tmp_path / "cache")
-    assert path.read_bytes() == bl.dumps({KEY: ENTRY}).encode()
+    assert path.read_bytes() == bl.dumps(bl.Baseline({KEY: ENTRY})).encode()
 
 
 def test_tool_output_that_is_not_utf8_is_decoded_with_replacement(tmp_path: Path) -> None:
@@ -205,7 +206,7 @@ def held_lock(tmp_path: Path) -> Iterator[tuple[Path, Path, int]]:
     """(baseline, lock dir, holder pid): another process holds the baseline's lock until the test ends."""
     path, lock_dir = tmp_path / "repo" / "b.toml", tmp_path / "cache"
     path.parent.mkdir()
-    bl.atomic_write(path, bl.dumps({KEY: ENTRY}))
+    bl.atomic_write(path, bl.dumps(bl.Baseline({KEY: ENTRY})))
     code = (
         "import sys, time; from pathlib import Path; from pytest_regbudget import baseline as bl\n"
         "with bl._locked(Path(sys.argv[1]), Path(sys.argv[2]), 10):\n"
@@ -228,7 +229,7 @@ def test_held_lock_times_out_naming_the_holder(held_lock: tuple[Path, Path, int]
     before = path.read_bytes()
     start = time.monotonic()
     with pytest.raises(BaselineError) as info:
-        bl.update(path, {("n2", "k", "sm_90"): ENTRY}, set(), lock_dir=lock_dir, lock_timeout=0.5)
+        bl.update(path, {OTHER: ENTRY}, set(), lock_dir=lock_dir, lock_timeout=0.5)
     assert time.monotonic() - start < 10
     message = str(info.value)
     assert f"baseline {path} is being updated by another process (pid {pid})" in message
@@ -260,15 +261,29 @@ def test_default_lock_dir_is_the_compile_cache(tmp_path: Path, monkeypatch: pyte
 
 def test_read_only_baseline_is_refused_and_kept(tmp_path: Path) -> None:
     path = tmp_path / "b.toml"
-    bl.atomic_write(path, bl.dumps({KEY: ENTRY}))
+    bl.atomic_write(path, bl.dumps(bl.Baseline({KEY: ENTRY})))
     path.chmod(0o444)
     before = path.read_bytes()
     with pytest.raises(BaselineError, match=rf"baseline {path} is read-only \(mode 444\)\. Fix: chmod u\+w"):
-        bl.update(path, {("n2", "k", "sm_90"): ENTRY}, set(), lock_dir=tmp_path / "cache")
+        bl.update(path, {OTHER: ENTRY}, set(), lock_dir=tmp_path / "cache")
     assert path.read_bytes() == before
     assert path.stat().st_mode & 0o777 == 0o444
     # Nothing to change: nothing to refuse.
     assert bl.update(path, {KEY: ENTRY}, set(), lock_dir=tmp_path / "cache").unchanged == 1
+
+
+def test_read_only_version_1_baseline_is_not_migrated(tmp_path: Path) -> None:
+    """A migration rewrites the whole file: refused like any write, the version-1 file stays readable."""
+    path = tmp_path / "b.toml"
+    legacy: bl.LegacyKey = ("t.py::a[sm_90]", "k", "sm_90")
+    table = bl.dumps(bl.Baseline({}, {legacy: ENTRY})).split("[legacy.", 1)[1]
+    path.write_text("version = 1\n\n[kernels." + table)
+    path.chmod(0o444)
+    before = path.read_bytes()
+    with pytest.raises(BaselineError, match=r"is read-only \(mode 444\)"):
+        bl.update(path, {KEY: ENTRY}, set(), remove_legacy={legacy}, lock_dir=tmp_path / "cache")
+    assert path.read_bytes() == before
+    assert bl.load(path) == bl.Baseline({}, {legacy: ENTRY})
 
 
 def _leftovers(directory: Path) -> list[str]:
@@ -279,37 +294,37 @@ def _leftovers(directory: Path) -> list[str]:
 def test_unwritable_directory(tmp_path: Path) -> None:  # pragma: no cover - CI runs as a normal user
     directory = tmp_path / "repo"
     path = directory / "b.toml"
-    bl.atomic_write(path, bl.dumps({KEY: ENTRY}))
+    bl.atomic_write(path, bl.dumps(bl.Baseline({KEY: ENTRY})))
     directory.chmod(0o555)
     try:
         with pytest.raises(BaselineError, match=rf"cannot write baseline {path}: Permission denied"):
-            bl.update(path, {("n2", "k", "sm_90"): ENTRY}, set(), lock_dir=tmp_path / "cache")
+            bl.update(path, {OTHER: ENTRY}, set(), lock_dir=tmp_path / "cache")
     finally:
         directory.chmod(0o755)
-    assert bl.load(path) == {KEY: ENTRY}
+    assert bl.load(path) == bl.Baseline({KEY: ENTRY})
 
 
 def test_unwritable_directory_as_any_user(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The same as the user would see it, for a run as root (which may write anywhere)."""
     path = tmp_path / "repo" / "b.toml"
-    bl.atomic_write(path, bl.dumps({KEY: ENTRY}))
+    bl.atomic_write(path, bl.dumps(bl.Baseline({KEY: ENTRY})))
 
     def denied(*args: Any, **kwargs: Any) -> tuple[int, str]:
         raise PermissionError(errno.EACCES, "Permission denied", str(path.parent))
 
     monkeypatch.setattr(tempfile, "mkstemp", denied)
     with pytest.raises(BaselineError) as info:
-        bl.update(path, {("n2", "k", "sm_90"): ENTRY}, set(), lock_dir=tmp_path / "cache")
+        bl.update(path, {OTHER: ENTRY}, set(), lock_dir=tmp_path / "cache")
     assert str(info.value) == (
         f"cannot write baseline {path}: Permission denied; the file is as it was. Fix: make {path.parent} "
         f"writable (chmod u+w {path.parent}), or set --regbudget-baseline elsewhere"
     )
-    assert bl.load(path) == {KEY: ENTRY}
+    assert bl.load(path) == bl.Baseline({KEY: ENTRY})
 
 
 def test_full_disk_keeps_the_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = tmp_path / "repo" / "b.toml"
-    bl.atomic_write(path, bl.dumps({KEY: ENTRY}))
+    bl.atomic_write(path, bl.dumps(bl.Baseline({KEY: ENTRY})))
     before = path.read_bytes()
     real_fdopen = os.fdopen
 
@@ -328,7 +343,7 @@ def test_full_disk_keeps_the_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
 
     monkeypatch.setattr(os, "fdopen", Full)
     with pytest.raises(BaselineError, match=r"No space left on device; the file is as it was\. Fix: free"):
-        bl.update(path, {("n2", "k", "sm_90"): ENTRY}, set(), lock_dir=tmp_path / "cache")
+        bl.update(path, {OTHER: ENTRY}, set(), lock_dir=tmp_path / "cache")
     assert path.read_bytes() == before
     assert _leftovers(path.parent) == ["b.toml"]
 
@@ -339,7 +354,7 @@ def test_full_disk_keeps_the_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
 def test_file_size_limit_keeps_the_file(tmp_path: Path) -> None:
     """A real write failure from the kernel (EFBIG under RLIMIT_FSIZE), in a child process."""
     path = tmp_path / "repo" / "b.toml"
-    bl.atomic_write(path, bl.dumps({KEY: ENTRY}))
+    bl.atomic_write(path, bl.dumps(bl.Baseline({KEY: ENTRY})))
     before = path.read_bytes()
     code = textwrap.dedent(
         f"""
@@ -349,8 +364,8 @@ def test_file_size_limit_keeps_the_file(tmp_path: Path) -> None:
         from pytest_regbudget.errors import BaselineError
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
         resource.setrlimit(resource.RLIMIT_FSIZE, ({len(before)}, {len(before)}))
-        entry = bl.load(Path(sys.argv[1]))[{KEY!r}]
-        fresh = {{("n%d" % i, "k", "sm_90"): entry for i in range(50)}}
+        entry = bl.load(Path(sys.argv[1])).entries[{KEY!r}]
+        fresh = {{("kernels/k%d.cu" % i, "k", "-", "sm_90"): entry for i in range(50)}}
         try:
             bl.update(Path(sys.argv[1]), fresh, set(), lock_dir=Path(sys.argv[2]))
         except BaselineError as exc:

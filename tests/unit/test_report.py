@@ -8,12 +8,16 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, cast
 
 import pytest
 
 from pytest_regbudget import html
+from pytest_regbudget.budget import KernelReport, check
+from pytest_regbudget.limits import Limits
+from pytest_regbudget.ptxas import parse_ptxas_output
 from pytest_regbudget.report import (
     STALE_SHOWN,
     DeltaRecord,
@@ -21,8 +25,10 @@ from pytest_regbudget.report import (
     baseline_lines,
     github_annotations,
     json_text,
+    key_text,
     markdown_report,
     summary_lines,
+    to_record,
     unknown_arch_lines,
 )
 
@@ -60,6 +66,8 @@ def record(**overrides: Any) -> KernelRecord:
         "ptxas_version": "12.9.86",
         "nvrtc_version": "12.9.86",
         "options_hash": "a2769e93734c",
+        "options_changed": False,
+        "key": ["kernels/poly.cu", "poly_eval", "-", "sm_90"],
         "line": 12,
         "baseline_status": "none",
         "baseline": None,
@@ -105,11 +113,11 @@ def entry(**overrides: object) -> dict[str, object]:
         "stack": 0,
         "smem": 0,
         "const_mem": 0,
-        "occupancy": 0.25,
-        "occupancy_at": "256 threads",
         "ptxas": "12.9.86",
         "nvrtc": "12.9.86",
         "options_hash": "a2769e93734c",
+        "tests": [NODEID],
+        "occupancy": {"256 threads": 0.25},
         **overrides,
     }
 
@@ -152,6 +160,7 @@ def errored(error: str = 'bad.cu(2): error: identifier "x" is undefined\n  x = 1
         outcome="error",
         error=error,
         ptxas_line=None,
+        key=None,
         line=2,
         cliff_blocks=None,
         cliff_grow=None,
@@ -308,6 +317,21 @@ def test_summary_baseline_cell_of_another_ptxas_is_shown_but_not_enforced() -> N
     assert baseline_cell(same) == "= (ptxas 12.4.131, not enforced)"
 
 
+def test_summary_baseline_cell_says_when_the_options_changed() -> None:
+    # docs/baseline.md: the entry is still enforced, and the cell says `(options changed)`.
+    old = entry(options_hash="0123456789ab")
+    worse = record(
+        baseline_status="compared",
+        baseline=old,
+        options_changed=True,
+        deltas=[delta("registers", 94, 102, "worse")],
+    )
+    same = record(baseline_status="compared", baseline=old, options_changed=True)
+    assert baseline_cell(worse) == "regs +8 (options changed)"
+    assert baseline_cell(same) == "= (options changed)"
+    assert baseline_cell(record(baseline_status="compared", baseline=entry())) == "="
+
+
 def test_summary_baseline_cell_of_a_compile_error_is_a_dash() -> None:
     rec = errored()
     rec["baseline_status"] = "compared"
@@ -414,16 +438,33 @@ def test_improvements_list_the_better_metrics_and_end_with_the_update_hint() -> 
     ]
 
 
-def key(i: int) -> tuple[str, str, str]:
-    return (f"tests/test_gone.py::test_{i:02d}[sm_90]", "k", "sm_90")
+def key(i: int) -> tuple[str, str, str, str]:
+    """A kernel's baseline key: (source, kernel, variant, arch)."""
+    return (f"kernels/gone_{i:02d}.cu", "k", "-", "sm_90")
 
 
 def test_one_stale_entry_is_named_with_the_fix() -> None:
     assert baseline_lines([], [key(1)], updating=False) == [
         "1 stale baseline entry (test or kernel gone):",
-        "  tests/test_gone.py::test_01[sm_90] k [sm_90]",
+        "  kernels/gone_01.cu k [sm_90]",
         "  pytest --regbudget-update removes them.",
     ]
+
+
+def test_stale_lines_name_the_variant_and_version_1_entries_their_test() -> None:
+    stale = [
+        ("kernels/poly.cu", "poly_eval", "NACC=8", "sm_90"),
+        ("<string acc>", "acc", "-", "sm_80"),
+        ("tests/test_gone.py::test_01[sm_90]", "k", "sm_90"),
+    ]
+    assert baseline_lines([], stale, updating=False)[1:-1] == [
+        "  kernels/poly.cu poly_eval (NACC=8) [sm_90]",
+        "  <string acc> acc [sm_80]",
+        "  tests/test_gone.py::test_01[sm_90] k [sm_90]",
+    ]
+    assert key_text(("kernels/poly.cu", "poly_eval", "NACC=8,N=4", "sm_90")) == (
+        "kernels/poly.cu poly_eval (NACC=8,N=4) [sm_90]"
+    )
 
 
 @pytest.mark.parametrize("count", [2, STALE_SHOWN, STALE_SHOWN + 1, 25])
@@ -431,7 +472,7 @@ def test_stale_entries_are_capped_at_ten_then_counted(count: int) -> None:
     assert STALE_SHOWN == 10
     stale = [key(i) for i in range(count)]
     lines = baseline_lines([], stale, updating=False)
-    shown = [f"  tests/test_gone.py::test_{i:02d}[sm_90] k [sm_90]" for i in range(min(count, 10))]
+    shown = [f"  kernels/gone_{i:02d}.cu k [sm_90]" for i in range(min(count, 10))]
     more = [f"  ... and {count - 10} more"] if count > 10 else []
     assert lines == [
         f"{count} stale baseline entries (test or kernel gone):",
@@ -458,9 +499,12 @@ def test_an_update_shows_neither_improvements_nor_stale_entries_only_what_it_kep
 
 
 def test_baseline_lines_cannot_forge_a_workflow_command() -> None:
-    stale = [("t.py::t\n::error::forged", "k", "sm_90")]
+    stale = [("t.py::t\n::error::forged", "k", "sm_90"), ("k.cu", "k\n::error::forged", "N=\n::x::", "sm_90")]
     lines = baseline_lines([], stale, updating=False, kept=["::warning::kept"])
-    assert lines[1] == "  t.py::t\\n::error::forged k [sm_90]"
+    assert lines[1:3] == [
+        "  t.py::t\\n::error::forged k [sm_90]",
+        "  k.cu k\\n::error::forged (N=\\n::x::) [sm_90]",
+    ]
     assert lines[-1] == "> ::warning::kept"
 
 
@@ -468,28 +512,29 @@ def test_baseline_lines_cannot_forge_a_workflow_command() -> None:
 
 
 def test_known_archs_and_variants_give_no_line() -> None:
-    keys = [("t.py::a", "k", "sm_90"), ("t.py::b", "k", "sm_90a"), ("t.py::c", "k", "sm_100f")]
+    keys = [("a.cu", "k", "-", "sm_90"), ("b.cu", "k", "N=1", "sm_90a"), ("t.py::c", "k", "sm_100f")]
     assert unknown_arch_lines(keys, "regbudget-baseline.toml") == []
 
 
 def test_an_unknown_arch_gets_one_line_with_a_count_an_example_and_the_fix() -> None:
     keys = [
-        ("tests/test_b.py::t", "k2", "sm_999"),
-        ("tests/test_a.py::t", "k1", "sm_999"),
-        ("tests/test_a.py::t", "k", "sm_90"),
+        ("kernels/b.cu", "k2", "-", "sm_999"),
+        ("kernels/a.cu", "k1", "NACC=8", "sm_999"),
+        ("tests/test_b.py::t", "k3", "sm_999"),  # a version-1 entry counts the same
+        ("kernels/a.cu", "k", "-", "sm_90"),
         ("tests/test_c.py::t", "k", "sm_9O"),
     ]
     lines = unknown_arch_lines(keys, "regbudget-baseline.toml")
     assert len(lines) == 2
     # One line per arch, in string order ('9' < 'O'); the example is the smallest key.
     assert lines[0].startswith(
-        "baseline regbudget-baseline.toml: 2 entries for arch 'sm_999' (e.g. tests/test_a.py::t k1) "
-        "are never checked and never removed: correct the arch or delete them; "
+        "baseline regbudget-baseline.toml: 3 entries for arch 'sm_999' (e.g. kernels/a.cu k1 (NACC=8) "
+        "[sm_999]) are never checked and never removed: correct the arch or delete them; "
         "unknown arch 'sm_999' (supported: sm_70, "
     )
     assert lines[1].startswith(
-        "baseline regbudget-baseline.toml: 1 entry for arch 'sm_9O' (e.g. tests/test_c.py::t k) are never "
-        "checked and never removed: correct the arch or delete them; unknown arch 'sm_9O'"
+        "baseline regbudget-baseline.toml: 1 entry for arch 'sm_9O' (e.g. tests/test_c.py::t k [sm_9O]) are "
+        "never checked and never removed: correct the arch or delete them; unknown arch 'sm_9O'"
     )
 
 
@@ -506,7 +551,7 @@ def test_markdown_has_a_row_per_changed_metric_or_per_kernel() -> None:
             kernel="worse",
             outcome="failed",
             baseline_status="compared",
-            baseline=entry(registers=80, occupancy=0.375),
+            baseline=entry(registers=80, occupancy={"256 threads": 0.375}),
             deltas=[delta("registers", 80, 102, "worse"), delta("occupancy", 0.375, 0.25, "worse")],
         ),
         record(
@@ -627,6 +672,33 @@ def test_json_round_trips_every_field_sorted() -> None:
     assert text.endswith("}\n")
 
 
+def test_to_record_carries_the_baseline_key_and_options_changed() -> None:
+    ptxas = (
+        "ptxas info    : Compiling entry function 'poly_eval' for 'sm_90'\n"
+        "ptxas info    : Function properties for poly_eval\n"
+        "    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n"
+        "ptxas info    : Used 102 registers, used 0 barriers\n"
+    )
+    report = replace(
+        check(
+            NODEID,
+            "poly_eval",
+            "sm_90",
+            "/repo/kernels/poly.cu",
+            parse_ptxas_output(ptxas)["poly_eval"],
+            Limits(),
+        ),
+        key=("kernels/poly.cu", "poly_eval", "NACC=8", "sm_90"),
+        options_changed=True,
+    )
+    rec = to_record(report)
+    assert (rec["key"], rec["options_changed"]) == (["kernels/poly.cu", "poly_eval", "NACC=8", "sm_90"], True)
+    assert set(rec) == set(KernelRecord.__required_keys__)
+    failed = KernelReport(NODEID, "bad", "sm_90", "/repo/kernels/bad.cu", None, error="bad.cu(2): error")
+    assert (to_record(failed)["key"], to_record(failed)["options_changed"]) == (None, False)
+    assert json.loads(json_text([rec]))["kernels"][0]["key"] == rec["key"]
+
+
 def test_json_of_no_records_is_an_empty_list() -> None:
     assert json_text([]) == '{\n  "kernels": []\n}\n'
 
@@ -718,13 +790,19 @@ def test_html_page_has_every_kernel_in_order_with_a_staircase_where_it_can() -> 
     assert "<table>" in sections[2]
     assert "<svg" not in sections[2]
     assert '<tr><th class="l">registers</th><td>126</td><td>102</td></tr>' in sections[3]
-    assert '<tr><th class="l">occupancy</th><td>25.0% at 256</td><td>25.0%</td></tr>' in sections[3]
+    # The baseline's occupancy column: test_html_shows_the_baseline_occupancy_at_the_kernels_launch.
+    assert '<tr><th class="l">occupancy</th><td>25.0% at 256</td>' in sections[3]
     assert (
         '<tr><th class="l">occupancy cliff</th>'
         "<td>2 blocks; +2 before losing one; -46 to gain one (3 blocks)</td><td>-</td></tr>"
     ) in sections[3]
     assert ">126 regs</text>" in sections[3]
     assert ">baseline 102</text>" in sections[3]
+
+
+def test_html_shows_the_baseline_occupancy_at_the_kernels_launch() -> None:
+    rec = record(baseline=entry(occupancy={"1024 threads": 0.5, "256 threads": 0.375}))
+    assert '<tr><th class="l">occupancy</th><td>25.0% at 256</td><td>37.5%</td></tr>' in html.render([rec])
 
 
 def test_html_shows_the_time_row_only_for_a_timed_kernel() -> None:

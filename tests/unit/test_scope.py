@@ -2,11 +2,22 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import pytest
 
-from pytest_regbudget.scope import COLLECTED, ERROR, SKIPPED, Key, RunScope, covered, decide
+from pytest_regbudget.scope import (
+    COLLECTED,
+    ERROR,
+    SKIPPED,
+    Key,
+    LegacyKey,
+    Rule,
+    RunScope,
+    covered,
+    decide,
+)
 
 
 @pytest.fixture
@@ -14,54 +25,61 @@ def tree(tmp_path: Path) -> Path:
     (tmp_path / "tests").mkdir()
     for name in ("test_a.py", "test_b.py"):
         (tmp_path / "tests" / name).write_text("")
+    (tmp_path / "kernels").mkdir()
+    (tmp_path / "kernels" / "k.cu").write_text("")
     return tmp_path
 
 
-A1: Key = ("tests/test_a.py::test_1[sm_90]", "k", "sm_90")
-A1_80: Key = ("tests/test_a.py::test_1[sm_80]", "k", "sm_80")
-A2: Key = ("tests/test_a.py::test_2[sm_90]", "k", "sm_90")
-B1: Key = ("tests/test_b.py::test_1[sm_90]", "k", "sm_90")
-GONE: Key = ("tests/test_gone.py::test_1[sm_90]", "k", "sm_90")
+T_A1 = "tests/test_a.py::test_1[sm_90]"
+T_A2 = "tests/test_a.py::test_2[sm_90]"
+T_B1 = "tests/test_b.py::test_1[sm_90]"
+T_GONE = "tests/test_gone.py::test_1[sm_90]"  # its file does not exist
+
+K: Key = ("kernels/k.cu", "k", "-", "sm_90")
+K8: Key = ("kernels/k.cu", "k", "NACC=8", "sm_90")
+K_80: Key = ("kernels/k.cu", "k", "-", "sm_80")
+K_GONE: Key = ("kernels/gone.cu", "k", "-", "sm_90")  # its source file does not exist
+K_STRING: Key = ("<string k>", "k", "-", "sm_90")  # a code string: no file to look for
+
+L_A1: LegacyKey = (T_A1, "k", "sm_90")
+L_A2: LegacyKey = (T_A2, "k", "sm_90")
+L_A1_80: LegacyKey = ("tests/test_a.py::test_1[sm_80]", "k", "sm_80")
+L_GONE: LegacyKey = (T_GONE, "k", "sm_90")
 
 
 def full_scope() -> RunScope:
+    """Both test files collected in full; test_1 of each ran to its end, test_2 of test_a.py is gone."""
     scope = RunScope()
     for file in ("tests/test_a.py", "tests/test_b.py"):
         scope.note_file(file, COLLECTED)
+    scope.collected |= {T_A1, T_B1}
+    scope.completed |= {T_A1, T_B1}
     return scope
 
 
-def test_a_test_that_is_not_collected_from_a_fully_collected_file_is_stale(tree: Path) -> None:
-    scope = full_scope()
-    scope.collected |= {A1[0], B1[0]}
-    scope.completed |= {A1[0], B1[0]}
-    decision = decide(
-        [A1, A1_80, A2, B1, GONE],
-        scope,
-        measured={A1, B1},
-        missing_sources=set(),
-        archs=("sm_90",),
-        prefixes=("",),
-        rootdir=tree,
-    )
-    assert decision.stale == {A2, GONE}
-    assert dict(decision.kept) == {"sm_80 was not built (this run's archs: sm_90)": (A1_80,)}
+def rule(
+    tree: Path,
+    scope: RunScope | None = None,
+    *,
+    archs: Sequence[str] = ("sm_90",),
+    prefixes: Sequence[str] = ("",),
+    selection: str | None = None,
+) -> Rule:
+    """The rule of a run over the whole tree, for sm_90 (by default)."""
+    return Rule(full_scope() if scope is None else scope, archs, prefixes, tree, selection)
 
 
-def test_an_interrupted_run_keeps_everything_even_a_deleted_file(tree: Path) -> None:
-    scope = full_scope()
-    scope.interrupted = "KeyboardInterrupt"
-    decision = decide(
-        [A1, A2, GONE],
-        scope,
-        measured={A1},
-        missing_sources={A2},
-        archs=("sm_90",),
-        prefixes=("",),
-        rootdir=tree,
-    )
-    assert decision.stale == frozenset()
-    assert decision.kept_lines() == ["2 entries kept: the run was interrupted (KeyboardInterrupt)"]
+# --- Rule.test: could the run have seen what one test measures? --------------------------------------------
+
+
+def test_a_test_that_ran_or_is_gone_was_seen(tree: Path) -> None:
+    r = rule(tree)
+    assert r.test(T_A1, "sm_90") is None  # ran to its end
+    assert r.test(T_A2, "sm_90") is None  # not collected from a file collected in full: gone
+    assert r.test(T_GONE, "sm_90") is None  # its file is gone
+    # A deleted test file is gone whatever the run's scope: another arch, other paths, --lf.
+    assert r.test("tests/test_gone.py::test_1[sm_80]", "sm_80") is None
+    assert rule(tree, prefixes=("tests/test_b.py",), selection="--lf").test(T_GONE, "sm_90") is None
 
 
 @pytest.mark.parametrize(
@@ -72,34 +90,175 @@ def test_an_interrupted_run_keeps_everything_even_a_deleted_file(tree: Path) -> 
             lambda s: s.note_file("tests/test_a.py", SKIPPED, "no cupy"),
             "tests/test_a.py was skipped at collection (no cupy)",
         ),
-        (lambda s: s.deselected.add(A2[0]), "deselected (-k, -m or --deselect)"),
-        (lambda s: s.skipped.add(A2[0]), "test skipped"),
-        (lambda s: s.collected.add(A2[0]), "test did not run to its end"),
+        (
+            lambda s: s.note_file("tests/test_a.py", SKIPPED),
+            "tests/test_a.py was skipped at collection",
+        ),
+        (lambda s: s.files.pop("tests/test_a.py"), "tests/test_a.py was not collected"),
+        (lambda s: s.deselected.add(T_A2), "deselected (-k, -m or --deselect)"),
+        (lambda s: s.skipped.add(T_A2), "test skipped"),
+        (lambda s: s.collected.add(T_A2), "test did not run to its end"),
     ],
 )
-def test_each_reason_to_keep(tree: Path, setup: object, reason: str) -> None:
+def test_each_reason_a_test_was_not_seen(
+    tree: Path, setup: Callable[[RunScope], object], reason: str
+) -> None:
     scope = full_scope()
-    assert callable(setup)
     setup(scope)
+    assert rule(tree, scope).test(T_A2, "sm_90") == reason
+
+
+def test_reasons_of_the_run_itself(tree: Path) -> None:
+    assert rule(tree).test(T_A1, "sm_80") == "sm_80 was not built (this run's archs: sm_90)"
+    assert rule(tree, selection="--lf").test(T_A2, "sm_90") == "--lf collects only part of the suite"
+    assert (
+        rule(tree, prefixes=("tests/test_b.py",)).test(T_A2, "sm_90")
+        == "not in this run's paths (or only some of its tests were named)"
+    )
+    interrupted = full_scope()
+    interrupted.interrupted = "KeyboardInterrupt"
+    # An interrupted run cannot even tell that a test file was deleted.
+    for nodeid in (T_A1, T_A2, T_GONE):
+        assert rule(tree, interrupted).test(nodeid, "sm_90") == "the run was interrupted (KeyboardInterrupt)"
+
+
+def test_still_measuring_lists_the_tests_the_run_could_not_see(tree: Path) -> None:
+    scope = full_scope()
+    scope.deselected.add(T_B1)
+    tests = [T_A1, T_A2, T_B1, T_GONE]
+    assert rule(tree, scope).still_measuring(tests, "sm_90") == [T_B1]
+    assert rule(tree, scope).still_measuring(tests, "sm_80") == [
+        T_A1,
+        T_A2,
+        T_B1,
+    ]  # not built; T_GONE is gone
+
+
+# --- Rule.kernel and decide: entries per kernel -------------------------------------------------------------
+
+
+def test_a_kernel_entry_is_stale_when_every_test_it_lists_was_seen_without_measuring_it(tree: Path) -> None:
+    scope = full_scope()
+    scope.deselected.add(T_B1)
+    entries: dict[Key, Sequence[str]] = {
+        K: [T_A1],  # measured this run
+        K8: [T_A1, T_A2, T_GONE],  # ran without measuring it, gone, gone: stale
+        ("kernels/k.cu", "k", "NACC=16", "sm_90"): [T_A2, T_B1],  # T_B1 may still measure it
+        K_80: [T_A1],
+    }
+    decision = decide(rule(tree, scope), entries, [], measured={K}, measured_legacy=set())
+    assert decision.stale == {K8}
+    assert decision.stale_entries() == {K8}
+    assert decision.stale_legacy() == set()
+    assert dict(decision.kept) == {
+        "deselected (-k, -m or --deselect)": (("kernels/k.cu", "k", "NACC=16", "sm_90"),),
+        "sm_80 was not built (this run's archs: sm_90)": (K_80,),
+    }
+
+
+def test_a_kernel_whose_source_file_is_gone_is_stale_whatever_its_tests(tree: Path) -> None:
+    scope = full_scope()
+    scope.deselected.add(T_B1)
+    r = rule(tree, scope, prefixes=("tests/test_b.py",), selection="--lf")
+    # Its test was not even seen, and its arch was not built: the source file alone decides.
+    assert r.kernel(K_GONE, [T_B1]) is None
+    assert r.kernel(("kernels/gone.cu", "k", "-", "sm_80"), [T_B1]) is None
+    assert r.kernel(K_GONE, []) is None
+    assert r.kernel(K, [T_B1]) == "--lf collects only part of the suite"
+    decision = decide(r, {K_GONE: [T_B1], K: [T_B1]}, [], measured=set(), measured_legacy=set())
+    assert decision.stale_entries() == {K_GONE}
+
+
+def test_a_code_strings_entry_has_no_file_and_is_judged_by_its_tests(tree: Path) -> None:
+    scope = full_scope()
+    scope.skipped.add(T_B1)
+    r = rule(tree, scope)
+    assert not (tree / K_STRING[0]).exists()
+    assert r.kernel(K_STRING, [T_B1]) == "test skipped"
+    assert r.kernel(K_STRING, [T_A2]) is None
+
+
+def test_a_kernel_entry_without_tests_is_kept(tree: Path) -> None:
+    decision = decide(rule(tree), {K: []}, [], measured=set(), measured_legacy=set())
+    assert decision.stale == frozenset()
+    assert dict(decision.kept) == {"no test is recorded for it": (K,)}
+
+
+def test_the_first_test_that_was_not_seen_gives_the_reason(tree: Path) -> None:
+    scope = full_scope()
+    scope.skipped.add(T_A2)
+    scope.deselected.add(T_B1)
+    assert rule(tree, scope).kernel(K, [T_GONE, T_A2, T_B1]) == "test skipped"
+
+
+def test_an_interrupted_run_keeps_everything_even_a_deleted_file(tree: Path) -> None:
+    scope = full_scope()
+    scope.interrupted = "KeyboardInterrupt"
     decision = decide(
-        [A2], scope, measured=set(), missing_sources=set(), archs=("sm_90",), prefixes=("",), rootdir=tree
+        rule(tree, scope),
+        {K: [T_A1], K8: [T_A2], K_GONE: [T_GONE]},
+        [L_A2, L_GONE],
+        measured={K},
+        measured_legacy=set(),
     )
     assert decision.stale == frozenset()
-    assert dict(decision.kept) == {reason: (A2,)}
+    assert decision.kept_lines() == ["4 entries kept: the run was interrupted (KeyboardInterrupt)"]
 
 
 def test_files_outside_the_runs_paths_are_kept(tree: Path) -> None:
+    scope = full_scope()
+    scope.collected.discard(T_B1)
+    scope.completed.discard(T_B1)
     decision = decide(
-        [A2, B1],
-        full_scope(),
+        rule(tree, scope, prefixes=("tests/test_b.py",)),
+        {K: [T_A2], K8: [T_B1]},
+        [],
         measured=set(),
-        missing_sources=set(),
-        archs=("sm_90",),
-        prefixes=("tests/test_b.py",),
-        rootdir=tree,
+        measured_legacy=set(),
     )
-    assert decision.stale == {B1}
+    assert decision.stale == {K8}
     assert list(decision.kept) == ["not in this run's paths (or only some of its tests were named)"]
+
+
+# --- version-1 entries (keyed by test) ---------------------------------------------------------------------
+
+
+def test_legacy_entries_follow_the_per_test_rule(tree: Path) -> None:
+    scope = full_scope()
+    scope.skipped.add(T_B1)
+    l_b1: LegacyKey = (T_B1, "k", "sm_90")
+    decision = decide(
+        rule(tree, scope),
+        {K8: [T_A2]},
+        [L_A1, L_A2, L_A1_80, L_GONE, l_b1, (T_A1, "other", "sm_90")],
+        measured=set(),
+        # Every record of the run, built or not: L_A1 was measured (by its test, for kernel k).
+        measured_legacy={L_A1},
+    )
+    # T_A1 ran without measuring kernel "other": that entry is stale like a gone test's.
+    assert decision.stale_legacy() == {L_A2, L_GONE, (T_A1, "other", "sm_90")}
+    assert decision.stale_entries() == {K8}
+    assert decision.stale == {K8, L_A2, L_GONE, (T_A1, "other", "sm_90")}
+    assert dict(decision.kept) == {
+        "sm_80 was not built (this run's archs: sm_90)": (L_A1_80,),
+        "test skipped": (l_b1,),
+    }
+
+
+def test_kernel_and_legacy_entries_kept_for_one_reason_are_counted_together(tree: Path) -> None:
+    decision = decide(
+        rule(tree, archs=("sm_80",)),
+        {K: [T_A1]},
+        [L_A1],
+        measured=set(),
+        measured_legacy=set(),
+    )
+    assert decision.stale == frozenset()
+    assert dict(decision.kept) == {"sm_90 was not built (this run's archs: sm_80)": (K, L_A1)}
+    assert decision.kept_lines() == ["2 entries kept: sm_90 was not built (this run's archs: sm_80)"]
+
+
+# --- helpers ------------------------------------------------------------------------------------------------
 
 
 def test_covered_needs_a_directory_or_the_file_itself() -> None:
@@ -122,19 +281,12 @@ def test_a_file_that_failed_on_one_worker_is_not_in_full() -> None:
 
 
 def test_many_reasons_are_summarized(tmp_path: Path) -> None:
-    keys = []
+    entries: dict[Key, Sequence[str]] = {}
     for i in range(12):
         (tmp_path / f"t{i}.py").write_text("")
-        keys.append((f"t{i}.py::x", "k", "sm_90"))
-    decision = decide(
-        keys,
-        RunScope(),
-        measured=set(),
-        missing_sources=set(),
-        archs=("sm_90",),
-        prefixes=("",),
-        rootdir=tmp_path,
-    )
+        entries[(f"<string {i}>", "k", "-", "sm_90")] = [f"t{i}.py::x"]
+    decision = decide(rule(tmp_path, RunScope()), entries, [], measured=set(), measured_legacy=set())
     lines = decision.kept_lines(limit=8)
     assert len(lines) == 9
+    assert lines[:2] == ["1 entry kept: t0.py was not collected", "1 entry kept: t1.py was not collected"]
     assert lines[-1] == "4 entries kept for 4 other reason(s)"

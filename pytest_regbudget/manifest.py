@@ -1,0 +1,464 @@
+"""The kernel manifest: budgets for whole files and libraries, without a test per kernel.
+
+It is `[tool.regbudget]` in the rootdir's pyproject.toml, or a `regbudget.toml` at the rootdir holding the
+same tables without the prefix:
+
+    arch = ["sm_80", "sm_90"]            # optional: the run's archs, as ini regbudget_arch
+    [[kernels]]
+    source = ["kernels/*.cu"]            # or binary = ["build/**/*.so"]; globs relative to the rootdir
+    kernels = ["*"]                      # names, name expressions, fnmatch patterns over readable names
+    variants = [{NACC = 8}, {NACC = 16}] # optional: one item per define set
+    spills = 0                           # any marker key
+
+Owns reading and checking the file, expanding its globs, and which tables apply to a kernel. Each table
+selects kernels of its files; a kernel's keys are those of every table that selects it, a later table's value
+replacing an earlier one's (`refine`). Every key is checked by the marker's own code (`markers.parse_marker`),
+so it means what the marker key means. A bad file is one `ManifestError` naming the file, the table and the
+key. What "*" finds takes a build; that, and the pytest nodes, live in collect.py. No pytest, no tool runs.
+"""
+
+from __future__ import annotations
+
+import difflib
+import glob
+import os
+import re
+import sys
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import names
+from .arch import get_arch
+from .compiler import CompileOptions
+from .errors import ManifestError, MarkerError, UnknownArchError
+from .markers import VALID_KEYS, Budget, parse_marker
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on Python 3.10 only
+    import tomli as tomllib
+
+PYPROJECT = "pyproject.toml"
+STANDALONE = "regbudget.toml"
+TOP_KEYS = ("arch", "kernels")
+# Where a table's kernels are, which of them, and their variants; the rest are the marker's keys.
+SELECT_KEYS = ("source", "binary", "kernels", "variants")
+TABLE_KEYS = (*SELECT_KEYS, *(k for k in VALID_KEYS if k not in ("source", "binary", "kernel")))
+# The compilers whose builds list their kernels, for "*" and other patterns (a binary lists its own).
+LISTING_COMPILERS = ("nvrtc", "nvcc")
+DEFAULT_KERNELS = ("*",)
+
+
+@dataclass(frozen=True)
+class Table:
+    """One `[[kernels]]` table, checked: the files its globs matched and its keys as written."""
+
+    index: int  # 1-based, in file order
+    label: str  # "regbudget.toml, [[kernels]] table 2": how errors name it
+    files: tuple[Path, ...]
+    binary: bool  # binary= (read by cuobjdump), not source= (compiled)
+    patterns: tuple[str, ...]  # `kernels`
+    keys: Mapping[str, Any]  # the marker keys it gives (compiler, budgets, defines, ...), `variants` too
+
+    @property
+    def compiler(self) -> str | None:
+        value = self.keys.get("compiler")
+        return None if value is None else str(value)
+
+    @property
+    def lists(self) -> bool:
+        """Whether a pattern needs the kernels of the file listed: a wildcard (a name selects itself)."""
+        return any(names.is_pattern(p) for p in self.patterns)
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """A kernel of a manifest file: its name, the entry a listing found it by (None when only named), and
+    the tables that select it, in file order."""
+
+    name: str  # the readable name (of the entry), else as the table wrote it
+    entry: str | None
+    tables: tuple[Table, ...]
+
+    def keys(self) -> dict[str, Any]:
+        """The marker keys of every table that selects it, a later table's value replacing an earlier's."""
+        merged: dict[str, Any] = {}
+        for table in self.tables:
+            merged.update(table.keys)
+        return merged
+
+    def variants(self) -> list[tuple[tuple[str, str | None], ...]]:
+        """The define sets of its items: `variants` (the last table's that gives them), else one of none."""
+        given = self.keys().get("variants")
+        if not given:
+            return [()]
+        return [CompileOptions.make(defines=v).defines for v in given]
+
+    def budget(self, path: Path, rootdir: Path, variant: Sequence[tuple[str, str | None]]) -> Budget:
+        """The Budget of one variant: the merged keys, this file and kernel, the table's defines with the
+        variant's on top. Raises MarkerError for keys that only disagree once merged (min_occupancy from one
+        table without a launch from any)."""
+        keys = self.keys()
+        keys.pop("variants", None)
+        defines = dict(CompileOptions.make(defines=keys.pop("defines", None)).defines)
+        defines.update(variant)
+        if defines:
+            keys["defines"] = [k if v is None else f"{k}={v}" for k, v in defines.items()]
+        keys["binary" if self.tables[0].binary else "source"] = str(path)
+        keys["kernel"] = self.name
+        return parse_marker((), keys, rootdir)
+
+
+@dataclass(frozen=True)
+class Manifest:
+    path: Path
+    rootdir: Path
+    archs: tuple[str, ...]  # () when the file sets none
+    tables: tuple[Table, ...]
+    label: str = ""  # "pyproject.toml [tool.regbudget]" or "regbudget.toml"
+    _by_file: dict[Path, tuple[Table, ...]] = field(default_factory=dict, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        for table in self.tables:
+            for f in table.files:
+                self._by_file[f] = (*self._by_file.get(f, ()), table)
+
+    def files(self) -> list[Path]:
+        """Every file a table names, in the order the tables first name them."""
+        return list(self._by_file)
+
+    def tables_of(self, path: Path) -> tuple[Table, ...]:
+        return self._by_file.get(path, ())
+
+    def relative(self, path: Path) -> str:
+        return path.relative_to(self.rootdir).as_posix()
+
+    def compiler_of(self, path: Path, default: str) -> str:
+        """The compiler of a source file: the one its tables name (checked to agree), else `default`."""
+        return next((t.compiler for t in self.tables_of(path) if t.compiler), default)
+
+    def lists(self, path: Path) -> bool:
+        """Whether the file's kernels must be listed (a build, or cuobjdump) to know its items."""
+        return any(t.lists for t in self.tables_of(path))
+
+    def listing_table(self, path: Path) -> Table:
+        """The table whose compile keys (and first variant) the listing build of a file uses: the first that
+        names it."""
+        return self.tables_of(path)[0]
+
+    def kernels(
+        self, path: Path, entries: Sequence[str] | None, compiler: str = "nvrtc"
+    ) -> tuple[list[Kernel], list[str]]:
+        """The kernels of a file, and a warning per pattern that selects none. `entries` are the kernels a
+        listing found (PTX or binary entry names, in order); None when the tables only name kernels.
+
+        A name finds its entry as a marker's kernel= does (`names.match`); a name no listing found (an NVRTC
+        template instance) is a kernel of its own, once per normalized spelling. A pattern selects among all
+        of them: the listed kernels and those any table names."""
+        found = list(entries or ())
+        shown = names.display_names(found)
+        named: dict[str, str] = {}  # identity of a kernel no listing found -> its name as first written
+        for table in self.tables_of(path):
+            for pattern in table.patterns:
+                if not names.is_pattern(pattern) and names.match(pattern, found) is None:
+                    named.setdefault(_named(pattern), " ".join(pattern.split()))
+        selected: dict[str, list[Table]] = {}  # identity (an entry, or a named one's) -> its tables
+        warnings = []
+        for table in self.tables_of(path):
+            for pattern in table.patterns:
+                if names.is_pattern(pattern):
+                    hits = names.select([pattern], found)
+                    hits += [i for i, name in named.items() if names.select([pattern], [name])]
+                    if not hits:
+                        warnings.append(_no_match(table, pattern, self.relative(path), found, compiler))
+                else:
+                    hits = [names.match(pattern, found) or _named(pattern)]
+                for ident in hits:
+                    chosen = selected.setdefault(ident, [])
+                    if table not in chosen:
+                        chosen.append(table)
+        # In the order of the listing, then of the names; each kernel's tables in file order.
+        kernels = [
+            Kernel(
+                shown.get(i) or named[i], i if i in shown else None, tuple(sorted(selected[i], key=_index))
+            )
+            for i in [*found, *named]
+            if i in selected
+        ]
+        return kernels, warnings
+
+
+def _named(pattern: str) -> str:
+    return "\0" + names.normalize(pattern)
+
+
+def _index(table: Table) -> int:
+    return table.index
+
+
+def _no_match(table: Table, pattern: str, file: str, found: Sequence[str], compiler: str) -> str:
+    listing = names.candidates(pattern, found)
+    nvrtc = ""
+    if not found and not table.binary and compiler == "nvrtc":
+        nvrtc = (
+            '. NVRTC lists only extern "C" kernels, non-template __global__ functions and explicit '
+            'instantiations: name template instances, e.g. kernels = ["softmax<256>"]'
+        )
+    return (
+        f"{table.label}: kernels pattern {pattern!r} matches no kernel of {file} (it holds: {listing}){nvrtc}"
+    )
+
+
+# -- ids -------------------------------------------------------------------------------------------------
+_NOT_IN_ID = re.compile(r"[^\w.+-]+")
+
+
+def kernel_id(name: str) -> str:
+    """The item name's kernel part: the normalized readable name with `::` as `.` and no brackets of
+    pytest's own (`[`, `]`), so that a node id names it and `-k` words find it. `ns::Kern<float, 256u>` ->
+    `ns.Kern<float,256>`; select it with `-k "Kern and float and 256"` or its (quoted) node id."""
+    text = names.normalize(name).replace("::", ".").replace("[", "(").replace("]", ")")
+    return text.replace(" ", "_")
+
+
+def variant_id(defines: Sequence[tuple[str, str | None]]) -> str:
+    """`NACC_8-DEBUG` for {NACC = 8, DEBUG}: only characters a `-k` word may hold."""
+    parts = [k if v is None else f"{k}_{_NOT_IN_ID.sub('_', v).rstrip('_') or 'empty'}" for k, v in defines]
+    return "-".join(_NOT_IN_ID.sub("_", p) for p in parts)
+
+
+# -- reading and checking --------------------------------------------------------------------------------
+def load(rootdir: Path) -> Manifest | None:
+    """The rootdir's manifest, checked; None when it has none. Raises ManifestError."""
+    standalone = rootdir / STANDALONE
+    pyproject = rootdir / PYPROJECT
+    tool = _tool_table(pyproject)
+    if standalone.is_file():
+        if tool is not None:
+            raise ManifestError(
+                f"{pyproject} has [tool.regbudget] and {standalone} exists too: keep the manifest in one of "
+                "them"
+            )
+        return parse(_toml(standalone), standalone, rootdir)
+    return None if tool is None else parse(tool, pyproject, rootdir, "tool.regbudget")
+
+
+def _tool_table(pyproject: Path) -> dict[str, Any] | None:
+    """pyproject.toml's [tool.regbudget], if it has one (the file is parsed only if it mentions it)."""
+    if not pyproject.is_file() or "regbudget" not in _read(pyproject):
+        return None
+    tool = _toml(pyproject).get("tool")
+    table: object = tool.get("regbudget") if isinstance(tool, dict) else None
+    if table is None or isinstance(table, dict):
+        return table
+    raise ManifestError(f"{pyproject}: tool.regbudget must be a table ([tool.regbudget])")
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ManifestError(f"cannot read {path}: {exc}") from None
+
+
+def _toml(path: Path) -> dict[str, Any]:
+    try:
+        doc: dict[str, Any] = tomllib.loads(_read(path))
+    except tomllib.TOMLDecodeError as exc:
+        raise ManifestError(f"{path}: not valid TOML: {exc}") from None
+    return doc
+
+
+def parse(doc: Mapping[str, Any], path: Path, rootdir: Path, prefix: str = "") -> Manifest:
+    """Check a manifest's tables (`doc` is the TOML, without the tool.regbudget prefix)."""
+    dotted = f"{prefix}." if prefix else ""
+    where = f"{path.name} [{prefix}]" if prefix else path.name
+    for key in doc:
+        if key not in TOP_KEYS:
+            raise ManifestError(
+                f"{where}: unknown key {key!r}{_hint(key, TOP_KEYS)}; valid keys: arch, kernels"
+            )
+    archs = _archs(doc.get("arch"), f"{where}: arch")
+    raw = doc.get("kernels", [])
+    if not isinstance(raw, list) or not all(isinstance(t, dict) for t in raw):
+        raise ManifestError(
+            f"{where}: kernels must be an array of tables: write each as [[{dotted}kernels]] with "
+            "source = [...]"
+        )
+    tables = tuple(
+        _table(i, t, f"{path.name}, [[{dotted}kernels]] table {i}", rootdir) for i, t in enumerate(raw, 1)
+    )
+    manifest = Manifest(path, rootdir, archs, tables, where)
+    _check_compilers(manifest)
+    return manifest
+
+
+def _hint(key: str, valid: Sequence[str]) -> str:
+    close = difflib.get_close_matches(key, valid, n=1, cutoff=0.5)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def _archs(value: object, where: str) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    items = value.replace("\n", ",").split(",") if isinstance(value, str) else value
+    if not isinstance(items, list) or not all(isinstance(a, str) for a in items):
+        raise ManifestError(
+            f'{where} = {value!r}: expected a list of arch names, e.g. arch = ["sm_80", "sm_90"]'
+        )
+    out: list[str] = []
+    for name in (a.strip() for a in items):
+        if not name or name in out:
+            continue
+        try:
+            get_arch(name)
+        except UnknownArchError as exc:
+            raise ManifestError(f"{where}: {exc}") from None
+        out.append(name)
+    return tuple(out)
+
+
+def _table(index: int, raw: Mapping[str, Any], label: str, rootdir: Path) -> Table:
+    def error(key: str, message: str) -> ManifestError:
+        return ManifestError(f"{label}, key {key!r}: {message}")
+
+    for key in raw:
+        if key not in TABLE_KEYS:
+            raise error(key, f"unknown key{_hint(key, TABLE_KEYS)}; valid keys: {', '.join(TABLE_KEYS)}")
+    if ("source" in raw) == ("binary" in raw):
+        both = "give one of them, not both" if "source" in raw else "a table needs one of them"
+        raise ManifestError(
+            f"{label}: source (globs of CUDA files to compile) or binary (globs of built binaries): {both}"
+        )
+    binary = "binary" in raw
+    kind = "binary" if binary else "source"
+    if binary and "compiler" in raw:
+        raise error("compiler", "a binary is read as it is built (by cuobjdump), not compiled: drop compiler")
+    files = _files(raw[kind], rootdir, lambda m: error(kind, m))
+    patterns = _patterns(raw.get("kernels", list(DEFAULT_KERNELS)), lambda m: error("kernels", m))
+    keys = {k: v for k, v in raw.items() if k not in ("source", "binary", "kernels")}
+    for key, value in keys.items():
+        if key == "variants":
+            continue
+        given: dict[str, object] = {key: value}
+        if key == "min_occupancy":
+            given["launch"] = (1,)  # its need for a launch is checked once the tables are merged
+        try:
+            parse_marker((), given, rootdir)
+        except MarkerError as exc:
+            raise error(key, str(exc)) from None
+    compiler = keys.get("compiler")
+    wild = [p for p in patterns if names.is_pattern(p)]
+    if wild and compiler is not None and compiler not in LISTING_COMPILERS:
+        raise error("kernels", _cannot_list(str(compiler), wild))
+    if "variants" in keys:
+        keys["variants"] = _variants(keys["variants"], rootdir, lambda m: error("variants", m))
+    return Table(index, label, files, binary, patterns, keys)
+
+
+def _cannot_list(compiler: str, patterns: Sequence[str]) -> str:
+    return (
+        f"compiler {compiler!r} cannot list the kernels of a file, so {', '.join(map(repr, patterns))} "
+        f"cannot be expanded (only {' and '.join(LISTING_COMPILERS)} builds, and binaries, can): name each "
+        "kernel"
+    )
+
+
+def _strings(value: object) -> list[str] | None:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return list(value)
+    return None
+
+
+def _files(value: object, rootdir: Path, error: Any) -> tuple[Path, ...]:
+    globs = _strings(value)
+    if not globs:
+        raise error(
+            f'{value!r}: expected a glob or a list of globs relative to the rootdir, e.g. ["kernels/*.cu"]'
+        )
+    root = rootdir.resolve()
+    found: list[Path] = []
+    for pattern in globs:
+        matched = sorted(
+            p for p in glob.glob(pattern, root_dir=rootdir, recursive=True) if (rootdir / p).is_file()
+        )
+        if not matched:
+            raise error(f"{pattern!r} matches no file (globs are relative to the rootdir {rootdir})")
+        for rel in matched:
+            path = Path(os.path.normpath(rootdir / rel))
+            try:
+                path.resolve().relative_to(root)
+            except ValueError:
+                raise error(
+                    f"{pattern!r} matches {rel}, outside the rootdir {rootdir}: kernels are collected as "
+                    "files of the rootdir (move the manifest up, or give pytest a rootdir above both)"
+                ) from None
+            if path not in found:
+                found.append(path)
+    return tuple(found)
+
+
+def _patterns(value: object, error: Any) -> tuple[str, ...]:
+    patterns = _strings(value)
+    if not patterns or not all(p.strip() for p in patterns):
+        raise error(
+            f"{value!r}: expected a list of kernel names, name expressions or patterns, e.g. "
+            '["*"], ["softmax<256>"], ["reduce*<float,*>"]'
+        )
+    return tuple(p.strip() for p in patterns)
+
+
+def _variants(value: object, rootdir: Path, error: Any) -> tuple[object, ...]:
+    if not isinstance(value, list) or not value:
+        raise error(
+            f"{value!r}: expected a non-empty list of define sets, e.g. "
+            "variants = [{NACC = 8}, {NACC = 16}]"
+        )
+    for i, defines in enumerate(value, 1):
+        try:
+            parse_marker((), {"defines": defines}, rootdir)
+        except MarkerError as exc:
+            raise error(f"variant {i}: {exc}") from None
+    ids = [variant_id(CompileOptions.make(defines=v).defines) for v in value]
+    if len(set(ids)) != len(ids):
+        raise error(
+            f"{value!r}: two variants define the same (each variant is one item: give each its own defines)"
+        )
+    return tuple(value)
+
+
+def _check_compilers(manifest: Manifest) -> None:
+    """A file is built one way: two tables that name it may not give different compilers."""
+    for path in manifest.files():
+        given = [(t, t.compiler) for t in manifest.tables_of(path) if t.compiler]
+        for table, compiler in given[1:]:
+            first, first_compiler = given[0]
+            if compiler != first_compiler:
+                raise ManifestError(
+                    f"{table.label}, key 'compiler': {manifest.relative(path)} is compiled by "
+                    f"{first_compiler!r} in table {first.index} and by {compiler!r} here: a file's kernels "
+                    "are built one way (one compile per file and arch), so give its tables one compiler"
+                )
+        if any(t.binary for t in manifest.tables_of(path)) and not all(
+            t.binary for t in manifest.tables_of(path)
+        ):
+            table = next(t for t in manifest.tables_of(path) if not t.binary)
+            raise ManifestError(
+                f"{table.label}, key 'source': {manifest.relative(path)} is a binary in another table: a "
+                "file is either compiled (source) or read (binary)"
+            )
+
+
+def arch_conflict(manifest: Manifest, ini: Iterable[str]) -> str | None:
+    """The error when ini regbudget_arch and the manifest's arch both set the run's archs, differently."""
+    ini_archs = [a.strip() for v in ini for a in v.replace("\n", ",").split(",") if a.strip()]
+    if manifest.archs and ini_archs and tuple(dict.fromkeys(ini_archs)) != manifest.archs:
+        return (
+            f"{manifest.label}: arch = {list(manifest.archs)} and ini regbudget_arch = {','.join(ini_archs)} "
+            "disagree: set the run's archs in one place (--regbudget-arch still overrides both)"
+        )
+    return None

@@ -1,0 +1,299 @@
+"""Kernel names: the readable name a kernel is shown by, and how a name the user writes finds its kernel.
+
+A kernel's *entry* is its name in the PTX or the cubin: `scale` for an `extern "C"` kernel, a mangled name
+for C++ (`_Z13MatrixMulCUDAILi32EEvPfS0_S0_ii`). Reports, the baseline and annotations show its *readable*
+name; the entry stays in the JSON record's `entry`.
+
+- `demangle(entry)`: the full C++ name, as GNU c++filt prints it (through the `cxxfilt` package, a ctypes
+  binding of libstdc++'s own demangler): `void MatrixMulCUDA<32>(float*, float*, float*, int, int)`. A name
+  that is not mangled (`extern "C"`) comes back as it is, and so does one the demangler rejects.
+- `readable(entry)`: that name without its return type and parameter list, with its namespaces and template
+  arguments as c++filt prints them: `MatrixMulCUDA<32>`, `cutlass::Kernel2<Foo>`,
+  `reduce6<float, 256u, true>`, `apply<void (*)(int)>`.
+- `display_names(entries)`: the readable name of each entry; entries that share one (an overload set) are
+  shown with their parameter lists instead: `k(int)`, `k(float)`.
+- `shown(requested, entry)`: the name a kernel the user named is reported by: its readable name, whatever the
+  spelling it was found by (with its parameter list if the user gave one), so that one kernel has one name
+  in the report and one key in the baseline.
+
+A name the user writes (marker `kernel=`, `load(kernel=)`, an nvcc build, a manifest's `kernels`) finds an
+entry through `match`, in this order; a step that finds two or more entries finds none, and the error lists
+them:
+
+1. the entry itself: `_Z13MatrixMulCUDAILi32EEvPfS0_S0_ii`, `scale`;
+2. the readable name, both normalized (below): `MatrixMulCUDA<32>`, `reduce6<float, 256, true>`. A name
+   written with a parameter list is compared with the demangled signature instead, which tells overloads
+   apart: `k(float*)`;
+3. the readable name without the kernel's namespaces, when the user wrote none: `Kernel2<Foo>` finds
+   `cutlass::Kernel2<Foo>` (namespaces inside template arguments stay: `Kernel2<cutlass::Foo>`).
+
+Template arguments always count: `MatrixMulCUDA` finds neither `MatrixMulCUDA<16>` nor `MatrixMulCUDA<32>`.
+
+`normalize` makes two spellings of one name equal, and does nothing else:
+
+- whitespace goes, except one space between two identifier characters (`unsigned int`):
+  `reduce6<float,256, true>` is `reduce6<float, 256, true>`, and `Kernel<Foo<int> >` is `Kernel<Foo<int>>`;
+- integer literal suffixes go: `256u`, `256U`, `256l`, `256ul`, `256ull`, `256LL` are all `256`;
+- a cast in front of a literal template argument goes: `(int)32` is `32`, `(unsigned char)3` is `3` (c++filt
+  prints `(char)65`, `(short)3` and an enumerator's value as `(Mode)1`);
+- a leading `::` goes.
+
+Not normalized, so write them as c++filt prints them: `float const*` (not `const float*`), `true` (not `1`),
+an enumerator by its value (`1` or `(Mode)1`, not `Mode::Fast`), and types behind typedefs (`unsigned int`,
+not `uint32_t`).
+
+`select(patterns, entries)` picks many kernels: `"*"` is every one; a pattern with fnmatch wildcards (`*`,
+`?`, `[`) is matched, normalized, against each readable name, and also against the name without its
+namespaces when the pattern has none (`reduce*<float,*>`); any other pattern is a name, found by `match`.
+
+`candidates(requested, entries)` is what every "kernel not found" error lists: at most 10 readable names,
+nearest to the requested one first (difflib), and how many more there are.
+
+`nvrtc_kernels(ptx)` lists what a plain NVRTC compile (no name expressions) holds; `nvrtc_no_kernels(source)`
+says why that may be nothing: NVRTC compiles a template only for the instances it is told to.
+
+Nothing here imports pytest, CuPy or NVRTC. cxxfilt is imported on the first mangled name.
+"""
+
+from __future__ import annotations
+
+import difflib
+import fnmatch
+import functools
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+
+from .ptxas import parse_ptx_entries
+
+CANDIDATES = 10
+_OPEN, _CLOSE = "<([{", ">)]}"
+
+
+@functools.lru_cache(maxsize=1)
+def _demangler() -> Callable[[str], str] | None:
+    try:
+        import cxxfilt  # a ctypes binding: loads libstdc++ (and runs ldconfig -p) when imported
+    except (ImportError, OSError):
+        return None
+    return cxxfilt.demangle  # type: ignore[no-any-return]
+
+
+# entry -> demangled, as the demangler printed it when the compile cache stored the entry's build: a run
+# whose builds all come from the cache needs no demangler (importing cxxfilt runs `ldconfig -p`).
+_LEARNT: dict[str, str] = {}
+
+
+def learn(demangled: Mapping[str, str]) -> None:
+    """Take names demangled before (`demangle` of each key), so as not to demangle them again."""
+    _LEARNT.update(demangled)
+
+
+@functools.lru_cache(maxsize=8192)
+def demangle(entry: str) -> str:
+    """`entry` as GNU c++filt prints it; `entry` itself when it is not mangled or cannot be demangled."""
+    if not entry.startswith("_Z"):
+        return entry
+    known = _LEARNT.get(entry)
+    if known is not None:
+        return known
+    demangler = _demangler()
+    if demangler is None:
+        return entry
+    try:
+        return demangler(entry)
+    except Exception:  # cxxfilt.InvalidName, or its InternalError/LibraryNotFound
+        return entry
+
+
+def _split_params(name: str) -> tuple[str, str]:
+    """(`name` without its trailing parameter list, the list): the last top-level parenthesized group."""
+    if not name.endswith(")"):
+        return name, ""
+    depth = 0
+    for i in range(len(name) - 1, -1, -1):
+        c = name[i]
+        if c == ")":
+            depth += 1
+        elif c == "(":
+            depth -= 1
+            if depth == 0:
+                return (name[:i], name[i:]) if i > 0 else (name, "")
+    return name, ""
+
+
+def _top_level(name: str) -> Iterable[tuple[int, str]]:
+    """(index, character) of the characters of `name` outside every bracket pair."""
+    depth = 0
+    for i, c in enumerate(name):
+        if c in _OPEN:
+            depth += 1
+        elif c in _CLOSE:
+            depth = max(depth - 1, 0)
+        elif depth == 0:
+            yield i, c
+
+
+def _drop_return_type(head: str) -> str:
+    """`void ns::k<1>` -> `ns::k<1>`: what follows the last space outside brackets."""
+    spaces = [i for i, c in _top_level(head) if c == " "]
+    return head[spaces[-1] + 1 :] if spaces else head
+
+
+def signature(entry: str) -> str:
+    """The demangled name without its return type: `MatrixMulCUDA<32>(float*, float*, float*, int, int)`.
+    A name that is not mangled has no return type: it is returned as it is."""
+    full = demangle(entry)
+    if full == entry:
+        return entry
+    head, params = _split_params(full.strip())
+    return _drop_return_type(head.strip()) + params
+
+
+def readable(entry: str) -> str:
+    """The name a report shows: `_Z13MatrixMulCUDAILi32EEvPfS0_S0_ii` -> `MatrixMulCUDA<32>`."""
+    return _split_params(signature(entry))[0]
+
+
+def shown(requested: str, entry: str) -> str:
+    """The name a kernel that `requested` found is reported (and keyed in the baseline) by: its readable name,
+    so that every spelling of one kernel (`reduce6<float,256,true>`, its mangled entry) reports alike; with
+    its parameter list when the user gave one (to pick one of an overload set). A name that `match` would
+    not find `entry` by (a Python function's, for its front end's entry) is kept as it is."""
+    if not entry.startswith("_Z") or match(requested, [entry]) is None:
+        return requested
+    return signature(entry) if _has_params(requested) else readable(entry)
+
+
+def display_names(entries: Sequence[str]) -> dict[str, str]:
+    """Each entry's readable name; entries sharing one (overloads) get their signatures instead."""
+    shown = {e: readable(e) for e in dict.fromkeys(entries)}  # an entry listed twice is no overload
+    counts: dict[str, int] = {}
+    for name in shown.values():
+        counts[name] = counts.get(name, 0) + 1
+    return {e: signature(e) if counts[name] > 1 else name for e, name in shown.items()}
+
+
+def _unqualified(name: str) -> str:
+    """`cutlass::Kernel2<cutlass::Foo>` -> `Kernel2<cutlass::Foo>`: the part after the last top-level `::`."""
+    colons = [i for i, c in _top_level(name) if c == ":"]
+    return name[colons[-1] + 1 :] if colons else name
+
+
+def base_name(name: str) -> str:
+    """The bare identifier of a kernel name, as its definition spells it: `ns::gemm<128, 64>` -> `gemm`.
+    A mangled name is demangled first."""
+    head = _split_params(readable(name) if name.startswith("_Z") else name.strip())[0]
+    depth = 0
+    for i, c in enumerate(head):
+        if c == "<" and depth == 0:
+            head = head[:i]
+            break
+        if c in "([{":
+            depth += 1
+        elif c in ")]}":
+            depth -= 1
+    return _unqualified(head).strip()
+
+
+_SPACE = re.compile(r"\s+")
+_WORD = re.compile(r"\w")
+_SUFFIX = re.compile(r"(?<![\w.])(\d+)(?:[uU](?:ll|LL|l|L)?|(?:ll|LL|l|L)[uU]?)(?![\w.])")
+_CAST = re.compile(r"(?<=[<,])\([A-Za-z_][\w:]*(?: [A-Za-z_][\w:]*)*\)(?=-?\d)")
+
+
+def _squeeze(match: re.Match[str]) -> str:
+    text, start, end = match.string, match.start(), match.end()
+    between_words = start > 0 and end < len(text) and _WORD.match(text[start - 1]) and _WORD.match(text[end])
+    return " " if between_words else ""
+
+
+def normalize(name: str) -> str:
+    """The form two spellings of one kernel name share (the rules are in this module's docstring)."""
+    text = _SPACE.sub(_squeeze, name.strip())
+    text = _SUFFIX.sub(r"\1", text)
+    text = _CAST.sub("", text)
+    return text.removeprefix("::")
+
+
+def _has_params(name: str) -> bool:
+    return bool(_split_params(name.strip())[1])
+
+
+def match(requested: str, entries: Sequence[str]) -> str | None:
+    """The one entry `requested` names (the rules are in this module's docstring), else None."""
+    if requested in entries:
+        return requested
+    wanted = normalize(requested)
+    shown = signature if _has_params(requested) else readable
+    steps: list[Callable[[str], str]] = [lambda e: normalize(shown(e))]
+    if not any(c == ":" for _, c in _top_level(wanted)):
+        steps.append(lambda e: _unqualified(normalize(shown(e))))
+    for step in steps:
+        found = list(dict.fromkeys(e for e in entries if step(e) == wanted))
+        if found:
+            return found[0] if len(found) == 1 else None
+    return None
+
+
+def is_pattern(name: str) -> bool:
+    """Whether `name` has fnmatch wildcards, and so picks every kernel it matches."""
+    return any(c in name for c in "*?[")
+
+
+def select(patterns: Sequence[str], entries: Sequence[str]) -> list[str]:
+    """The entries any of `patterns` names, in `entries`' order, each once ("*" is every entry)."""
+    chosen: set[str] = set()
+    for pattern in patterns:
+        if pattern.strip() == "*":
+            chosen.update(entries)
+        elif is_pattern(pattern):
+            wanted = normalize(pattern)
+            qualified = any(c == ":" for _, c in _top_level(wanted))
+            for e in entries:
+                name = normalize(readable(e))
+                if fnmatch.fnmatchcase(name, wanted) or (
+                    not qualified and fnmatch.fnmatchcase(_unqualified(name), wanted)
+                ):
+                    chosen.add(e)
+        else:
+            found = match(pattern, entries)
+            if found is not None:
+                chosen.add(found)
+    return [e for e in dict.fromkeys(entries) if e in chosen]
+
+
+def candidates(requested: str, entries: Sequence[str], limit: int = CANDIDATES) -> str:
+    """At most `limit` readable names of `entries`, nearest to `requested` first, and how many more there are:
+    `MatrixMulCUDA<16>, MatrixMulCUDA<32> and 213 more`; `no kernels` when there are none."""
+    names = sorted(set(display_names(list(dict.fromkeys(entries))).values()))
+    if not names:
+        return "no kernels"
+    wanted = normalize(readable(requested))
+
+    def distance(name: str) -> float:
+        return -difflib.SequenceMatcher(None, wanted, normalize(name), autojunk=False).ratio()
+
+    nearest = sorted(names, key=lambda n: (distance(n), n))
+    listed = ", ".join(nearest[:limit])
+    more = len(nearest) - limit
+    return f"{listed} and {more} more" if more > 0 else listed
+
+
+def nvrtc_kernels(ptx: str) -> list[str]:
+    """The readable names of the kernels a plain NVRTC compile (no name expressions) holds: every
+    `extern "C"` kernel, every `__global__` that is not a template, and the template instances the file
+    instantiates explicitly. NVRTC compiles other template instances only when named
+    (`nvrtc_no_kernels` says so)."""
+    entries = parse_ptx_entries(ptx)
+    shown = display_names(entries)
+    return [shown[e] for e in entries]
+
+
+def nvrtc_no_kernels(source: str) -> str:
+    """Why a plain NVRTC compile of `source` may hold no kernel, and what to do."""
+    return (
+        f'{source}: NVRTC compiled no kernel from it: it holds no extern "C" or non-template __global__ '
+        "function, and NVRTC compiles a template only for the instances it is named with. Name them by name "
+        'expression, e.g. kernels = ["softmax<256>"] (kernel="softmax<256>" on a marker), or instantiate '
+        "them in the file (template __global__ void softmax<256>(float*);)"
+    )

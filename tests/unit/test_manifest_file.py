@@ -1,0 +1,288 @@
+"""The kernel manifest without pytest or a toolkit: reading, every bad-input error, refinement, ids."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pytest_regbudget import manifest as mf
+from pytest_regbudget.errors import ManifestError, MarkerError
+
+MANGLED_32 = "_Z13MatrixMulCUDAILi32EEvPfS0_S0_ii"
+MANGLED_16 = "_Z13MatrixMulCUDAILi16EEvPfS0_S0_ii"
+REDUCE = "_Z7reduce6IfLj256ELb1EEvPKT_PS0_j"  # reduce6<float, 256u, true>
+ENTRIES = [MANGLED_16, MANGLED_32, REDUCE, "plain_scale"]
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    for name in ("kernels/a.cu", "kernels/b.cu", "kernels/sub/c.cu", "build/lib/libk.so"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text("")
+    return tmp_path
+
+
+def write(root: Path, text: str, name: str = "regbudget.toml") -> mf.Manifest:
+    (root / name).write_text(text)
+    loaded = mf.load(root)
+    assert loaded is not None
+    return loaded
+
+
+def error(root: Path, text: str, name: str = "regbudget.toml") -> str:
+    (root / name).write_text(text)
+    with pytest.raises(ManifestError) as info:
+        mf.load(root)
+    return str(info.value)
+
+
+def test_no_manifest_is_none(root: Path) -> None:
+    assert mf.load(root) is None
+    (root / "pyproject.toml").write_text("[tool.pytest.ini_options]\nregbudget_arch = 'sm_90'\n")
+    assert mf.load(root) is None
+
+
+def test_pyproject_and_standalone_read_the_same(root: Path) -> None:
+    body = 'arch = ["sm_80", "sm_90"]\n[[{p}kernels]]\nsource = ["kernels/**/*.cu"]\nspills = 0\n'
+    standalone = write(root, body.format(p=""))
+    (root / "regbudget.toml").unlink()
+    pyproject = write(root, "[tool.regbudget]\n" + body.format(p="tool.regbudget."), "pyproject.toml")
+    for m in (standalone, pyproject):
+        assert m.archs == ("sm_80", "sm_90")
+        assert [m.relative(f) for f in m.files()] == ["kernels/a.cu", "kernels/b.cu", "kernels/sub/c.cu"]
+        (table,) = m.tables
+        assert table.patterns == ("*",)
+        assert table.keys == {"spills": 0}
+    assert pyproject.label == "pyproject.toml [tool.regbudget]"
+
+
+def test_both_places_is_an_error(root: Path) -> None:
+    (root / "pyproject.toml").write_text('[tool.regbudget]\narch = "sm_90"\n')
+    message = error(root, 'arch = "sm_90"\n')
+    assert "keep the manifest in one of them" in message
+
+
+@pytest.mark.parametrize(
+    ("text", "needles"),
+    [
+        (
+            '[[kernels]]\nsource = "kernels/a.cu"\nmax_reg = 64\n',
+            ["regbudget.toml, [[kernels]] table 1, key 'max_reg': unknown key (did you mean 'max_regs'?)"],
+        ),
+        (
+            '[[kernels]]\nsource = "kernels/a.cu"\n[[kernels]]\nsource = "kernels/a.cu"\nkernel = "k"\n',
+            ["table 2, key 'kernel': unknown key (did you mean 'kernels'?)"],
+        ),
+        ("kernel = []\n", ["regbudget.toml: unknown key 'kernel' (did you mean 'kernels'?)"]),
+        (
+            '[[kernels]]\nsource = ["kernels/*.cu", "kernels/nope/*.cu"]\n',
+            ["table 1, key 'source': 'kernels/nope/*.cu' matches no file (globs are relative to the rootdir"],
+        ),
+        (
+            '[[kernels]]\nbinary = "build/*.so"\n',
+            ["key 'binary': 'build/*.so' matches no file"],
+        ),
+        ("[[kernels]]\nspills = 0\n", ["table 1: source (globs of CUDA files to compile) or binary"]),
+        (
+            '[[kernels]]\nsource = "kernels/a.cu"\nbinary = "build/**/*.so"\n',
+            ["give one of them, not both"],
+        ),
+        (
+            '[[kernels]]\nsource = "kernels/a.cu"\nmax_regs = "64"\n',
+            ["table 1, key 'max_regs': max_regs='64': expected 1..255 registers per thread; got a string"],
+        ),
+        (
+            '[[kernels]]\nsource = "kernels/a.cu"\nmin_occupancy = 50\n',
+            ["key 'min_occupancy': min_occupancy=50: expected a fraction in (0, 1]; for 50% write 0.5"],
+        ),
+        ('[[kernels]]\nsource = "kernels/a.cu"\nlaunch = [0]\n', ["key 'launch': launch=[0]: expected"]),
+        (
+            '[[kernels]]\nsource = "kernels/a.cu"\ncompiler = "nvc"\n',
+            ["key 'compiler': compiler='nvc': expected one of 'nvrtc', 'nvcc'"],
+        ),
+        (
+            '[[kernels]]\nsource = "kernels/a.cu"\noptions = ["-arch=sm_80"]\n',
+            ["key 'options': options: '-arch=sm_80' sets the target arch"],
+        ),
+        (
+            '[[kernels]]\nsource = "kernels/a.cu"\ntolerance = {register = 4}\n',
+            ["key 'tolerance': tolerance: unknown metric 'register' (did you mean 'registers'?)"],
+        ),
+        (
+            '[[kernels]]\nsource = "kernels/a.cu"\nkernels = []\n',
+            ["key 'kernels': []: expected a list of kernel names"],
+        ),
+        (
+            '[[kernels]]\nsource = "kernels/a.cu"\nvariants = []\n',
+            ["key 'variants': []: expected a non-empty list of define sets"],
+        ),
+        (
+            '[[kernels]]\nsource = "kernels/a.cu"\nvariants = [{NACC = 8}, ["-DNACC=16"]]\n',
+            ["key 'variants': variant 2: defines: '-DNACC=16' does not start with a macro name"],
+        ),
+        (
+            '[[kernels]]\nbinary = "build/**/*.so"\ncompiler = "nvcc"\n',
+            ["key 'compiler': a binary is read as it is built"],
+        ),
+        ('arch = ["sm_90", "SM80"]\n', ["regbudget.toml: arch: unknown arch 'SM80'"]),
+        (
+            '[[kernels]]\nsource = "kernels/a.cu"\ncompiler = "nvrtc"\n'
+            '[[kernels]]\nsource = "kernels/*.cu"\ncompiler = "nvcc"\n',
+            [
+                "table 2, key 'compiler': kernels/a.cu is compiled by 'nvrtc' in table 1 and by 'nvcc' here",
+                "give its tables one compiler",
+            ],
+        ),
+        ("[kernels]\nsource = 'x'\n", ["kernels must be an array of tables: write each as [[kernels]]"]),
+        ("[[kernels]\n", ["regbudget.toml: not valid TOML"]),
+        ('[[kernels]]\nsource = "../*.cu"\n', []),
+    ],
+)
+def test_bad_manifest_is_one_error_naming_file_table_and_key(
+    root: Path, text: str, needles: list[str]
+) -> None:
+    if not needles:  # a glob that leaves the rootdir
+        (root.parent / "outside.cu").write_text("")
+        needles = ["'../*.cu' matches ../outside.cu, outside the rootdir"]
+    message = error(root, text)
+    for needle in needles:
+        assert needle in message
+
+
+def test_pyproject_error_names_the_prefixed_table(root: Path) -> None:
+    message = error(
+        root,
+        '[tool.regbudget]\n[[tool.regbudget.kernels]]\nsource = "kernels/a.cu"\nspill = 0\n',
+        "pyproject.toml",
+    )
+    assert message.startswith("pyproject.toml, [[tool.regbudget.kernels]] table 1, key 'spill': unknown key")
+    assert "(did you mean 'spills'?)" in message
+
+
+def test_min_occupancy_may_take_its_launch_from_another_table(root: Path) -> None:
+    m = write(
+        root,
+        '[[kernels]]\nsource = "kernels/a.cu"\nlaunch = [256]\n'
+        '[[kernels]]\nsource = "kernels/a.cu"\nkernels = ["k"]\nmin_occupancy = 0.5\n',
+    )
+    (kernel,) = m.kernels(root / "kernels" / "a.cu", None)[0]
+    budget = kernel.budget(root / "kernels" / "a.cu", root, ())
+    assert budget.default.min_occupancy == 0.5
+    assert budget.default.launch is not None
+    assert budget.default.launch.threads == 256
+    # Without any launch, the merged keys are the marker's error.
+    alone = write(root, '[[kernels]]\nsource = "kernels/a.cu"\nkernels = ["k"]\nmin_occupancy = 0.5\n')
+    (kernel,) = alone.kernels(root / "kernels" / "a.cu", None)[0]
+    with pytest.raises(MarkerError, match="min_occupancy needs a block size"):
+        kernel.budget(root / "kernels" / "a.cu", root, ())
+
+
+def test_later_tables_refine_the_kernels_they_select(root: Path) -> None:
+    m = write(
+        root,
+        '[[kernels]]\nsource = ["kernels/*.cu"]\ncompiler = "nvcc"\nspills = 0\nmax_regs = 64\n'
+        '[[kernels]]\nsource = "kernels/a.cu"\nkernels = ["MatrixMulCUDA<32>"]\n'
+        "max_regs = 40\nlaunch = [1024]\n"
+        '[[kernels]]\nsource = "kernels/a.cu"\nkernels = ["reduce6<float, 256, true>", "plain_*"]\n'
+        "variants = [{NACC = 8}, {NACC = 16}]\n",
+    )
+    a = root / "kernels" / "a.cu"
+    kernels, unmatched = m.kernels(a, ENTRIES)
+    assert unmatched == []
+    by_name = {k.name: k for k in kernels}
+    assert list(by_name) == [
+        "MatrixMulCUDA<16>",
+        "MatrixMulCUDA<32>",
+        "reduce6<float, 256u, true>",
+        "plain_scale",
+    ]
+    assert [t.index for t in by_name["MatrixMulCUDA<32>"].tables] == [1, 2]
+    assert by_name["MatrixMulCUDA<32>"].keys() == {
+        "compiler": "nvcc",
+        "spills": 0,
+        "max_regs": 40,
+        "launch": [1024],
+    }
+    assert by_name["MatrixMulCUDA<16>"].keys()["max_regs"] == 64
+    assert by_name["MatrixMulCUDA<32>"].entry == MANGLED_32
+    assert by_name["reduce6<float, 256u, true>"].variants() == [(("NACC", "8"),), (("NACC", "16"),)]
+    assert by_name["MatrixMulCUDA<16>"].variants() == [()]
+    budget = by_name["MatrixMulCUDA<32>"].budget(a, root, ())
+    assert (budget.kernel, budget.compiler, budget.source) == ("MatrixMulCUDA<32>", "nvcc", a)
+    assert budget.default.max_regs == 40
+    assert budget.default.spills == 0
+    # b.cu is selected by the first table alone.
+    assert [t.index for t in m.tables_of(root / "kernels" / "b.cu")] == [1]
+
+
+def test_a_variant_adds_to_the_tables_defines(root: Path) -> None:
+    m = write(
+        root,
+        '[[kernels]]\nsource = "kernels/a.cu"\nkernels = ["k"]\ndefines = {NACC = 4, DEBUG = 1}\n'
+        'variants = [{NACC = 8}, ["TILE=16"]]\n',
+    )
+    a = root / "kernels" / "a.cu"
+    ((kernel,), _) = m.kernels(a, None)
+    first, second = (kernel.budget(a, root, v).options.defines for v in kernel.variants())
+    assert first == (("NACC", "8"), ("DEBUG", "1"))
+    assert second == (("NACC", "4"), ("DEBUG", "1"), ("TILE", "16"))
+
+
+def test_patterns_warn_naming_the_kernels_there_are(root: Path) -> None:
+    m = write(root, '[[kernels]]\nsource = "kernels/a.cu"\nkernels = ["MatrixMul*<64>", "plain_scale"]\n')
+    kernels, unmatched = m.kernels(root / "kernels" / "a.cu", ENTRIES)
+    assert [k.name for k in kernels] == ["plain_scale"]
+    (message,) = unmatched
+    assert (
+        "regbudget.toml, [[kernels]] table 1: kernels pattern 'MatrixMul*<64>' matches no kernel" in message
+    )
+    assert "MatrixMulCUDA<16>, MatrixMulCUDA<32>" in message
+    # NVRTC found nothing: say that templates need names.
+    kernels, unmatched = m.kernels(root / "kernels" / "a.cu", [])
+    assert "NVRTC lists only extern" in unmatched[0]
+
+
+def test_a_name_no_listing_found_is_its_own_kernel_and_patterns_refine_it(root: Path) -> None:
+    m = write(
+        root,
+        '[[kernels]]\nsource = "kernels/a.cu"\nkernels = ["softmax<256>", "softmax< 512 >"]\n'
+        '[[kernels]]\nsource = "kernels/a.cu"\nkernels = ["softmax<512u>", "*"]\nspills = 0\n',
+    )
+    kernels, unmatched = m.kernels(root / "kernels" / "a.cu", [])
+    assert unmatched == []
+    assert [(k.name, k.entry, [t.index for t in k.tables]) for k in kernels] == [
+        ("softmax<256>", None, [1, 2]),
+        ("softmax< 512 >", None, [1, 2]),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        ("MatrixMulCUDA<32>", "MatrixMulCUDA<32>"),
+        ("reduce6<float, 256u, true>", "reduce6<float,256,true>"),
+        ("cutlass::Kernel2<cutlass::Foo>", "cutlass.Kernel2<cutlass.Foo>"),
+        ("k<unsigned int>", "k<unsigned_int>"),
+        ("k(float*)", "k(float*)"),
+        ("k<int [4]>", "k<int(4)>"),
+        ("poly_eval", "poly_eval"),
+    ],
+)
+def test_kernel_ids_have_no_node_id_separator_or_bracket(name: str, expected: str) -> None:
+    assert mf.kernel_id(name) == expected
+
+
+def test_variant_ids_are_k_words() -> None:
+    assert mf.variant_id((("NACC", "8"), ("DEBUG", None))) == "NACC_8-DEBUG"
+    assert mf.variant_id((("BOUNDS", "__launch_bounds__(512)"),)) == "BOUNDS___launch_bounds___512"
+    assert mf.variant_id((("T", "unsigned int"),)) == "T_unsigned_int"
+
+
+def test_arch_conflict_with_the_ini(root: Path) -> None:
+    m = write(root, 'arch = "sm_80,sm_90"\n')
+    assert mf.arch_conflict(m, ["sm_80,sm_90"]) is None
+    assert mf.arch_conflict(m, []) is None
+    message = mf.arch_conflict(m, ["sm_90"])
+    assert message is not None
+    assert "arch = ['sm_80', 'sm_90'] and ini regbudget_arch = sm_90 disagree" in message
