@@ -49,10 +49,9 @@ import threading
 import time
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
-from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from . import compiler, names
 from .baseline import atomic_write
@@ -60,6 +59,9 @@ from .compiler import BuildOutputs, CompiledKernel, CompileOptions, Nvcc, UnitOu
 from .errors import CompileError
 from .facts import Provenance
 from .toolchain import Toolkit
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future, ThreadPoolExecutor
 
 FORMAT = 1
 # A tree this large is probably not a kernel's source directory (a home directory, a virtualenv): say so
@@ -1165,9 +1167,8 @@ class Prefetcher:
         self._planned: Counter[Spec] = Counter()  # planned requests not made yet
         self._wanted: Counter[Unit] = Counter()  # ... per unit they look in first
         self._recent: OrderedDict[Unit, None] = OrderedDict()
-        self._pool = (
-            ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="regbudget") if jobs > 1 else None
-        )
+        self._jobs = jobs
+        self._pool: ThreadPoolExecutor | None = None  # started for the first build to make ahead
 
     def submit(self, specs: Iterable[Spec]) -> None:
         """Plan the kernels the run will ask for (and, with a pool, start building their units, in order)."""
@@ -1185,22 +1186,39 @@ class Prefetcher:
             first = []
             for spec in specs:
                 base = Unit.of(spec)
-                unit = base.first(spec[1], self._groups.get(base))
+                unit = self._first(base, spec[1], self._groups.get(base))
                 self._planned[spec] += 1
                 self._wanted[unit] += 1
                 first.append(unit)
-        if self._pool is None:
+        if self._jobs <= 1:
             return
         for unit in _worker_order(list(dict.fromkeys(first))):
-            if not self.cache.stored(unit, self.toolkit):
-                self._pool.submit(self._prefetch, unit)
+            if self.cache.stored(unit, self.toolkit):
+                continue
+            if self._pool is None:
+                from concurrent.futures import ThreadPoolExecutor
+
+                self._pool = ThreadPoolExecutor(max_workers=self._jobs, thread_name_prefix="regbudget")
+            self._pool.submit(self._prefetch, unit)
 
     def _group(self, base: Unit) -> tuple[str, ...]:
         """The template names of a file's planned kernels, but those its plain compile already holds."""
-        plain = self._units.get(base)
-        held = plain.result() if plain is not None and plain.done() and not plain.exception() else None
+        held = self._plain(base)
         wanted = (k for k in self._kernels[base] if "<" in k)
         return tuple(sorted({k for k in wanted if held is None or held.entry(k) is None}))
+
+    def _plain(self, base: Unit) -> UnitOutputs | None:
+        """A file's plain NVRTC compile, when this process has built it already (a manifest's listing)."""
+        future = self._units.get(base) if base.nvcc is None else None
+        if future is None or not future.done() or future.exception() is not None:
+            return None
+        return future.result()
+
+    def _first(self, base: Unit, kernel: str, group: Sequence[str] | None) -> Unit:
+        """The unit `kernel` is looked for in first: the plain compile, when it is built and holds the kernel
+        (a template instance the file makes itself), else `Unit.first`'s."""
+        held = self._plain(base)
+        return base if held is not None and held.entry(kernel) is not None else base.first(kernel, group)
 
     def get(self, spec: Spec) -> CompiledKernel:
         """`spec`'s kernel, from its unit (built now, or by another thread, or found in the cache)."""
@@ -1210,11 +1228,16 @@ class Prefetcher:
         with self._lock:
             group = self._groups.get(base)
             planned = self._planned[spec] > 0
+            first = self._first(base, kernel, group)
+            held = self._plain(base)
         try:
-            outputs = pick(kernel, base, lambda unit: self._outputs(unit, kernel), group)
+            if held is not None and held.entry(kernel) is not None:  # the plain compile, built already
+                outputs = held.pick(kernel, source, arch)
+            else:
+                outputs = pick(kernel, base, lambda unit: self._outputs(unit, kernel), group)
         finally:
             if planned:
-                self._release(spec, base.first(kernel, group))
+                self._release(spec, first)
         return compiler.interpret(
             outputs, source, text, kernel, arch, options, _provenance(self.toolkit, nvcc)
         )
@@ -1225,6 +1248,8 @@ class Prefetcher:
 
     def _outputs(self, unit: Unit, kernel: str | None) -> UnitOutputs:
         """The unit's outputs: built here, or by the thread already at it."""
+        from concurrent.futures import TimeoutError as FutureTimeout  # not the builtin before Python 3.11
+
         future = self._future(unit, kernel)
         # Wait in short slices: a plain result() would hold off Ctrl-C until the build ends.
         while True:
@@ -1239,6 +1264,8 @@ class Prefetcher:
 
     def _future(self, unit: Unit, kernel: str | None) -> Future[UnitOutputs]:
         """The unit's one future in this process; the first caller builds it."""
+        from concurrent.futures import Future
+
         with self._lock:
             future = self._units.get(unit)
             if future is not None:
@@ -1275,8 +1302,8 @@ class Prefetcher:
         """Keep `unit` among the recent ones, forgetting the oldest built one that no plan wants."""
         self._recent[unit] = None
         self._recent.move_to_end(unit)
-        if len(self._recent) <= _RECENT_UNITS:
-            return
+        if len(self._recent) <= _RECENT_UNITS or self.cache.directory is None:
+            return  # without a cache on disk, a build let go would have to be made again
         old = next((u for u in self._recent if u not in self._wanted and self._done(u)), None)
         if old is not None:
             del self._recent[old]

@@ -8,7 +8,6 @@ Nothing else in the package imports CuPy.
 from __future__ import annotations
 
 import math
-import statistics
 import tempfile
 import time
 from collections.abc import Sequence
@@ -175,6 +174,8 @@ class Device:
             ):
                 break
         sm, top, reasons = self.clocks()
+        import statistics  # timing only: a run without a GPU does not pay for importing it
+
         return Timing(
             median_ms=statistics.median(samples),
             noise=_noise(samples),
@@ -191,6 +192,8 @@ def _noise(samples: Sequence[float]) -> float:
     """Relative standard deviation, NVBench's noise measure."""
     if len(samples) < 2:
         return math.inf
+    import statistics
+
     mean = statistics.fmean(samples)
     return statistics.stdev(samples) / mean if mean > 0 else math.inf
 

@@ -25,8 +25,8 @@ KERNELS = ["simple_add", "spill_heavy", "pressure", "stack_frame", "shared_rever
 class CountingCache(CompileCache):
     """A cache whose builds are the recorded module, slowly, counted per unit."""
 
-    def __init__(self) -> None:
-        super().__init__(None)
+    def __init__(self, directory: Path | None = None) -> None:
+        super().__init__(directory)  # never read or written: only whether there is one counts
         self.built: list[Unit] = []
         self.lock = threading.Lock()
 
@@ -116,10 +116,11 @@ def test_each_xdist_worker_starts_at_its_own_share() -> None:
     assert _worker_order(units, {**two, "PYTEST_XDIST_WORKER": "gw1"}) == units[2:] + units[:2]
 
 
-def test_built_units_are_let_go_once_no_planned_kernel_wants_them(tmp_path: Path) -> None:
+@pytest.mark.parametrize("on_disk", [True, False], ids=["cache", "no-cache"])
+def test_built_units_are_let_go_once_no_planned_kernel_wants_them(tmp_path: Path, on_disk: bool) -> None:
     """Memory does not grow with the number of files: a unit is kept while its planned kernels are to come,
-    then among the last few."""
-    cache = CountingCache()
+    then among the last few; without a cache on disk (where it could be found again), for the whole run."""
+    cache = CountingCache(tmp_path / "cache" if on_disk else None)
     pool = Prefetcher(cache, TOOLKIT, 1, 10.0)
     files = []
     for i in range(40):
@@ -130,4 +131,18 @@ def test_built_units_are_let_go_once_no_planned_kernel_wants_them(tmp_path: Path
     for s in planned + [spec(f, "simple_add") for f in files[20:]]:
         pool.get(s)
     assert len(cache.built) == 40
-    assert len(pool._units) <= 16
+    assert len(pool._units) == (16 if on_disk else 40)
+
+
+def test_a_listed_file_serves_its_own_template_instances(source: Path) -> None:
+    """A manifest lists a file's kernels with its plain compile; the template instances the file makes
+    itself are then picked from that build, not built again with name expressions."""
+    cache = CountingCache()
+    pool = Prefetcher(cache, TOOLKIT, 1, 10.0)
+    listed = pool.entries(Unit(source, "sm_90", CompileOptions()))
+    assert "_Z5scaleIfLi4EEvPT_S0_" in listed
+    specs = [spec(source, "scale<float, 4>"), spec(source, "scale<double, 2>"), spec(source, "pressure")]
+    pool.submit(specs)
+    entries = [pool.get(s).entry for s in specs]
+    assert entries == ["_Z5scaleIfLi4EEvPT_S0_", "_Z5scaleIdLi2EEvPT_S0_", "pressure"]
+    assert cache.built == [Unit(source, "sm_90", CompileOptions())]
