@@ -19,9 +19,9 @@ key, ini `regbudget_compiler`, the fixture's `compile()`); a conftest can regist
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol
 
 from ..facts import KernelFacts
 
@@ -97,7 +97,7 @@ class SourceSpec:
 
     path: Path
     kernel: str | None
-    options: CompileOptions | None = field(default=None)
+    options: CompileOptions | None = None
 
 
 SourceFactory = Callable[[SourceSpec], KernelSource]
@@ -128,25 +128,20 @@ def make(name: str, spec: SourceSpec) -> KernelSource:
 
 
 # The built-in sources import their tools only when used: collection and --help stay free of them.
-def _nvrtc(spec: SourceSpec) -> KernelSource:
-    from .nvrtc import CompiledFile
+def _compiled_file(compiler: Literal["nvrtc", "nvcc"]) -> SourceFactory:
+    """The factory of a .cu file built by `compiler` (NVRTC + ptxas, or nvcc over the whole file)."""
 
-    return CompiledFile(spec.path, _named(spec), spec.options, "nvrtc")
+    def factory(spec: SourceSpec) -> KernelSource:
+        from .nvrtc import CompiledFile
 
+        if spec.kernel is None:
+            raise ValueError(f"{spec.path}: name the kernel to compile (kernel=...)")
+        return CompiledFile(spec.path, spec.kernel, spec.options, compiler)
 
-def _nvcc(spec: SourceSpec) -> KernelSource:
-    from .nvrtc import CompiledFile
-
-    return CompiledFile(spec.path, _named(spec), spec.options, "nvcc")
-
-
-def _named(spec: SourceSpec) -> str:
-    if spec.kernel is None:
-        raise ValueError(f"{spec.path}: name the kernel to compile (kernel=...)")
-    return spec.kernel
+    return factory
 
 
-register("nvrtc", _nvrtc)
-register("nvcc", _nvcc)
+register("nvrtc", _compiled_file("nvrtc"))
+register("nvcc", _compiled_file("nvcc"))
 
 __all__ = ["BuildEnv", "KernelFacts", "KernelSource", "SourceSpec", "make", "names", "register", "unregister"]
