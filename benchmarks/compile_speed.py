@@ -126,9 +126,37 @@ def _plain(root: Path, items: int, archs: Sequence[str]) -> None:
     write_project(root, max(1, items // len(archs)), small=True, plain_archs=archs)
 
 
+MANIFEST_KERNEL = """
+extern "C" __global__ void __launch_bounds__(256) k_{f}_{j}(const float* x, float* y, int n) {{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    float a = x[i % n], b = 0.0f;
+#pragma unroll
+    for (int k = 0; k < {nacc}; ++k) b = fmaf(a, b, {j}.0f + k);
+    if (i < n) y[i] = b;
+}}
+"""
+MANIFEST_PER_FILE = 20
+
+
+def _manifest(root: Path, items: int, archs: Sequence[str]) -> None:
+    """A kernel manifest (regbudget.toml) over files of 20 small kernels each, and no test file: every
+    item is a manifest item, as in a repository adopted without writing tests."""
+    kernels = max(1, items // len(archs))
+    (root / "kernels").mkdir()
+    for f in range(-(-kernels // MANIFEST_PER_FILE)):
+        count = min(MANIFEST_PER_FILE, kernels - f * MANIFEST_PER_FILE)
+        text = "".join(MANIFEST_KERNEL.format(f=f, j=j, nacc=2 + j % 6) for j in range(count))
+        (root / "kernels" / f"k_{f}.cu").write_text(text)
+    (root / "regbudget.toml").write_text(
+        '[[kernels]]\nsource = ["kernels/*.cu"]\nspills = 0\nlaunch = [256]\n'
+    )
+
+
 CASES: list[Case] = [
     Case("hungry", "marked tests, register-hungry kernels, one per file", _hungry, (4, 40), _plain),
     Case("small", "marked tests, small kernels, one per file", _small, (10, 100), _plain),
+    Case("manifest", "manifest items, 20 small kernels per file", _manifest, (40, 400)),
+    Case("manifest-1000", "manifest items, 1,000 kernels (20 per file)", _manifest, (200, 2000)),
 ]
 
 

@@ -17,6 +17,7 @@ Owns `ArchLimits`, the table of supported architectures, and arch-name parsing (
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
@@ -213,6 +214,7 @@ _ALMOST = re.compile(r"(?:sm|compute|lto)?_?(\d+)([af]?)")
 _DOTTED = re.compile(r"(\d+)\.(\d)")
 
 
+@functools.lru_cache(maxsize=64)  # every occupancy asks; the limits are frozen
 def get_arch(name: str) -> ArchLimits:
     """Limits for `sm_XX`, `sm_XXa` or `sm_XXf`; a suffixed name keeps its spelling in `.name`."""
     match = _NAME.fullmatch(name)

@@ -402,13 +402,13 @@ def _holder(pid_file: Path) -> str:
     return f"another process (pid {pid}{where})"
 
 
-def atomic_write(path: Path, text: str) -> None:
-    """Write a temp file beside `path`, then replace: readers never see half a file."""
+def atomic_write(path: Path, text: str | bytes) -> None:
+    """Write a temp file beside `path`, then replace: readers never see half a file. Text is UTF-8."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
-            fh.write(text)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(text if isinstance(text, bytes) else text.encode())
         # mkstemp makes the file private (0600); a committed file keeps its mode, a new one gets the umask's.
         os.chmod(tmp, path.stat().st_mode & 0o777 if path.exists() else 0o666 & ~_umask())
         os.replace(tmp, path)

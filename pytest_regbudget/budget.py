@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from .arch import get_arch
 from .baseline import Entry
@@ -28,8 +28,10 @@ from .occupancy import (
     register_cliff,
 )
 from .ptxas import KernelResources
-from .sass import SassReport
 from .text import one_line, safe_block
+
+if TYPE_CHECKING:  # SASS is read only where asked for: a run without it does not import the parser
+    from .sass import SassReport
 
 Outcome = Literal["passed", "failed", "warned", "error"]
 DeltaVerdict = Literal["worse", "better", "same", "tolerated"]

@@ -10,7 +10,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import baseline as bl
-from . import disasm
 from .cache import FORMAT, CacheStats, CompileCache, Prefetcher, Spec, Unit
 from .compiler import CompiledKernel, CompileOptions, Nvcc, find_nvcc
 from .errors import SassError, ToolchainError
@@ -67,6 +66,8 @@ class Builder:
 
     def nvdisasm(self) -> Path:
         """nvdisasm for the SASS diagnostics; SassError (naming the `sass` extra) when there is none."""
+        from . import disasm  # with the SASS parser: only a run that reads SASS needs it
+
         found = disasm.find_nvdisasm(self.toolkit_or_none())
         if found is None:
             raise SassError(

@@ -35,7 +35,6 @@ it report anything. Only successful builds are cached.
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import functools
 import glob
@@ -57,13 +56,14 @@ from . import compiler, names
 from .baseline import atomic_write
 from .compiler import BuildOutputs, CompiledKernel, CompileOptions, Nvcc, UnitOutputs
 from .errors import CompileError
-from .facts import Provenance
+from .facts import Deferred, Provenance
 from .toolchain import Toolkit
 
 if TYPE_CHECKING:
     from concurrent.futures import Future, ThreadPoolExecutor
 
-FORMAT = 1
+# 2: an entry keeps the PTX and cubin in a body file of its own, read only when needed (0.2).
+FORMAT = 2
 # A tree this large is probably not a kernel's source directory (a home directory, a virtualenv): say so
 # instead of hashing it on every run.
 MAX_TREE_FILES = 20_000
@@ -731,9 +731,9 @@ class CompileCache:
         self.digests = StatCache(None if directory is None else directory / f"v{FORMAT}" / "stat-cache")
         self._keys: dict[tuple[Unit, str, Toolkit], str] = {}  # NVRTC keys made this run
 
-    def _path(self, key: str, kind: str = "") -> Path:
+    def _path(self, key: str, kind: str = "", suffix: str = ".json") -> Path:
         assert self.directory is not None
-        return self.directory / f"v{FORMAT}" / kind / key[:2] / f"{key}.json"
+        return self.directory / f"v{FORMAT}" / kind / key[:2] / f"{key}{suffix}"
 
     def _count(self, what: str) -> None:
         with self._lock:
@@ -864,9 +864,12 @@ class CompileCache:
             if lock is not None:
                 lock.release()
 
-    def _hit(self, key: str, unit: Unit, *, quiet: bool = False) -> UnitOutputs | None:
-        """The entry of `key`, if it is there and sound (a damaged one is counted, unless `quiet`)."""
-        loaded = self._load(key, quiet=quiet)
+    def _hit(
+        self, key: str, unit: Unit, rebuild: Callable[[], UnitOutputs], *, quiet: bool = False
+    ) -> UnitOutputs | None:
+        """The entry of `key`, if it is there and sound (a damaged one is counted, unless `quiet`). Its body
+        (PTX and cubin) is read when first needed; `rebuild` makes it again if it turns out damaged then."""
+        loaded = self._load(key, rebuild, quiet=quiet)
         if loaded is None:
             return None
         cached, demangled = loaded
@@ -890,12 +893,12 @@ class CompileCache:
             return self._nvrtc_key(unit, text, toolkit, fresh)
 
         before = key()  # Uncacheable before anything is counted
-        found = self._hit(before, unit)
+        found = self._hit(before, unit, build)
         if found is not None:
             return found
         with self._locked(before, timeout):
             # Another process may have built it while this one waited.
-            found = self._hit(before, unit, quiet=True)
+            found = self._hit(before, unit, build, quiet=True)
             if found is not None:
                 return found
             self._count("misses")
@@ -920,12 +923,16 @@ class CompileCache:
         # too large) is raised before anything is counted, and a change while nvcc runs shows.
         trees = _searched_trees(unit.source, unit.options)
         listed = [(d, True, _listing_digest(d, skip, True)) for d in trees]
-        found, builds = self._manifest_hit(manifest_key, unit, listed, skip)
+
+        def rebuild() -> UnitOutputs:
+            return build(None)
+
+        found, builds = self._manifest_hit(manifest_key, unit, listed, skip, rebuild)
         if found is not None:
             return found
         with self._locked(manifest_key, timeout):
             # Another process may have built it while this one waited.
-            found, builds = self._manifest_hit(manifest_key, unit, listed, skip, quiet=True)
+            found, builds = self._manifest_hit(manifest_key, unit, listed, skip, rebuild, quiet=True)
             if found is not None:
                 return found
             self._count("misses")
@@ -969,6 +976,7 @@ class CompileCache:
         unit: Unit,
         listed: list[tuple[str, bool, str]],
         skip: frozenset[str],
+        rebuild: Callable[[], UnitOutputs],
         *,
         quiet: bool = False,
     ) -> tuple[UnitOutputs | None, list[_Build]]:
@@ -978,7 +986,7 @@ class CompileCache:
         known = {(d, recursive): state for d, recursive, state in listed}
         for seen in builds:
             if seen.still_valid(self.digests, skip, known):
-                return self._hit(seen.key(manifest_key), unit, quiet=quiet), builds
+                return self._hit(seen.key(manifest_key), unit, rebuild, quiet=quiet), builds
         return None, builds
 
     def _read(self, path: Path, *, quiet: bool = False) -> object | None:
@@ -1016,22 +1024,27 @@ class CompileCache:
         with contextlib.suppress(OSError):
             atomic_write(path, text)
 
-    def _load(self, key: str, *, quiet: bool = False) -> tuple[UnitOutputs, dict[str, str]] | None:
-        """An entry's outputs, and its kernels' demangled names."""
+    def _load(
+        self, key: str, rebuild: Callable[[], UnitOutputs], *, quiet: bool = False
+    ) -> tuple[UnitOutputs, dict[str, str]] | None:
+        """An entry's outputs, with its body to be read when first needed, and its kernels' demangled
+        names."""
         payload = self._read(self._path(key), quiet=quiet)
         if payload is None:
             return None
         try:
             if not isinstance(payload, dict):
                 raise TypeError(f"expected a dict, found {type(payload).__name__}")
-            lowered, demangled = payload["lowered"], payload["names"]
-            if not isinstance(lowered, dict) or not isinstance(demangled, dict):
-                raise TypeError("lowered or demangled names: expected a dict")
+            lowered, demangled, body = payload["lowered"], payload["names"], payload["body"]
+            if not isinstance(lowered, dict) or not isinstance(demangled, dict) or not isinstance(body, dict):
+                raise TypeError("lowered, demangled names or body: expected a dict")
+            digest, ptx_bytes = str(body["sha256"]), int(body["ptx_bytes"])
+            outline, ptxas_log = str(payload["outline"]), str(payload["ptxas_log"])
             outputs = UnitOutputs(
-                ptx=str(payload["ptx"]),
+                outline=outline,
                 nvrtc_log=str(payload["nvrtc_log"]),
-                ptxas_log=str(payload["ptxas_log"]),
-                cubin=base64.b64decode(payload["cubin"], validate=True),
+                ptxas_log=ptxas_log,
+                body=Deferred(lambda: self._body(key, digest, ptx_bytes, outline, ptxas_log, rebuild)),
                 lowered={str(k): str(v) for k, v in lowered.items()},
             )
             return outputs, {str(k): str(v) for k, v in demangled.items()}
@@ -1040,17 +1053,53 @@ class CompileCache:
                 self._count("corrupt")
             return None
 
+    def _body(
+        self,
+        key: str,
+        digest: str,
+        ptx_bytes: int,
+        outline: str,
+        ptxas_log: str,
+        rebuild: Callable[[], UnitOutputs],
+    ) -> tuple[str, bytes]:
+        """An entry's PTX and cubin, from its body file. A body that is missing or damaged (its checksum is
+        in the entry) is counted and made again by `rebuild`, which must report what the entry says."""
+        try:
+            data = self._path(key, suffix=".body").read_bytes()
+            if _digest(data) != digest or ptx_bytes > len(data):
+                raise ValueError("checksum mismatch")
+            return data[:ptx_bytes].decode(), data[ptx_bytes:]
+        except (OSError, ValueError):
+            self._count("corrupt")
+        fresh = rebuild()
+        self._count("misses")
+        # The logs may differ in a temporary file's name; the numbers read from them may not.
+        if _report(fresh.ptxas_log, fresh.outline) != _report(ptxas_log, outline):
+            raise CompileError(
+                f"the compile cache entry {self._path(key)} lost its PTX and cubin, and building them again "
+                "gave a different ptxas report; run again (the entry is replaced), or with "
+                "--regbudget-no-cache",
+                fresh.ptxas_log,
+            )
+        self._store(key, fresh)
+        return fresh.ptx, fresh.cubin
+
     def _store(self, key: str, outputs: UnitOutputs) -> None:
+        ptx = outputs.ptx.encode()
+        data = ptx + outputs.cubin
         payload = {
-            "ptx": outputs.ptx,
+            "outline": outputs.outline,
             "nvrtc_log": outputs.nvrtc_log,
             "ptxas_log": outputs.ptxas_log,
-            "cubin": base64.b64encode(outputs.cubin).decode(),
             "lowered": dict(outputs.lowered),
             # As the demangler prints them now: a run that finds every build here demangles nothing.
             "names": {e: names.demangle(e) for e in outputs.entries if e.startswith("_Z")},
+            "body": {"sha256": _digest(data), "ptx_bytes": len(ptx)},
         }
-        self._write(self._path(key), payload)
+        # The body first: an entry is only ever found with the body it names (or a damaged one, made again).
+        with contextlib.suppress(OSError):
+            atomic_write(self._path(key, suffix=".body"), data)
+            self._write(self._path(key), payload)
 
     def _load_manifest(self, key: str, *, quiet: bool = False) -> list[_Build]:
         payload = self._read(self._path(key, "manifests"), quiet=quiet)
@@ -1082,11 +1131,18 @@ class CompileCache:
 _FAST_DOC = re.compile(rf'\{{"format": {FORMAT}, "sha256": "([0-9a-f]{{64}})", "payload": ')
 
 
+def _report(ptxas_log: str, outline: str) -> object:
+    try:
+        return compiler.read_report(ptxas_log, outline)
+    except ValueError as exc:
+        return exc
+
+
 def _sound(outputs: UnitOutputs, unit: Unit) -> bool:
     """Whether a unit's outputs can be read: ptxas reported every kernel of the PTX, and each name
     expression lowered to one of them (else an entry is damaged, or a build was)."""
     try:
-        report = compiler.read_report(outputs.ptxas_log, outputs.ptx)
+        report = compiler.read_report(outputs.ptxas_log, outputs.outline)
     except ValueError:
         return False
     entries = outputs.entries

@@ -14,6 +14,7 @@ import re
 import shutil
 import subprocess
 import tempfile
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
@@ -22,8 +23,15 @@ from typing import Literal
 from . import names
 from .arch import compute_arch, get_arch
 from .errors import CompileError, KernelNotFoundError
-from .facts import KernelFacts, Provenance
-from .ptxas import KernelResources, combine, parse_ptx_directives, parse_ptx_entries, parse_ptxas_output
+from .facts import Deferred, KernelFacts, Provenance
+from .ptxas import (
+    KernelResources,
+    combine,
+    parse_ptx_directives,
+    parse_ptx_entries,
+    parse_ptxas_output,
+    ptx_outline,
+)
 from .toolchain import (
     VERSION_TIMEOUT,
     Toolkit,
@@ -38,6 +46,7 @@ from .toolchain import (
 DEFAULT_PTXAS_TIMEOUT = 300.0
 # The two compilers a CUDA source is built with: NVRTC (the kernel alone) or nvcc (the translation unit).
 Backend = Literal["nvrtc", "nvcc"]
+Body = Deferred[tuple[str, bytes]]  # a build's PTX and cubin, read from a cache entry when first needed
 
 
 @dataclass(frozen=True)
@@ -139,14 +148,28 @@ class PtxModule:
     lowered_names: Mapping[str, str]  # name expression -> mangled entry name
 
 
+class _MachineCode:
+    """`ptx` and `cubin` of a build's `body`, read when first asked for."""
+
+    body: Body
+
+    @property
+    def ptx(self) -> str:
+        return self.body.get()[0]
+
+    @property
+    def cubin(self) -> bytes:
+        return self.body.get()[1]
+
+
 @dataclass(frozen=True)
-class CompiledKernel:
+class CompiledKernel(_MachineCode):
     """A compile's result: the kernel's facts, and what only a compile has (its options, NVRTC log, PTX)."""
 
     facts: KernelFacts
     options: CompileOptions
     nvrtc_log: str
-    ptx: str = field(repr=False)
+    body: Body = field(repr=False, compare=False)
 
     @property
     def kernel(self) -> str:
@@ -373,31 +396,44 @@ def _name_expression_errors(log: str) -> list[str]:
 
 
 @dataclass(frozen=True)
-class BuildOutputs:
-    """What NVRTC and ptxas produced for one kernel and arch: all a cache needs to keep."""
+class BuildOutputs(_MachineCode):
+    """What NVRTC and ptxas produced for one kernel and arch: all a cache needs to keep. `outline` is the
+    PTX the report is read with (`ptxas.ptx_outline`); the whole PTX and the cubin are in `body`."""
 
     entry: str
-    ptx: str
+    outline: str
     nvrtc_log: str
     ptxas_log: str
-    cubin: bytes
+    body: Body = field(repr=False, compare=False)
+
+    @classmethod
+    def of(cls, entry: str, ptx: str, nvrtc_log: str, ptxas_log: str, cubin: bytes) -> BuildOutputs:
+        return cls(entry, ptx_outline(ptx), nvrtc_log, ptxas_log, Deferred.of((ptx, cubin)))
 
 
 @dataclass(frozen=True)
-class UnitOutputs:
+class UnitOutputs(_MachineCode):
     """What one compile of a translation unit for one arch produced: the PTX, ptxas's report and the cubin
     of every kernel in it, and (NVRTC) the entry each name expression it was compiled with lowered to. The
-    cache keeps one per (source, options, toolkit, arch[, name expressions]); kernels are picked from it."""
+    cache keeps one per (source, options, toolkit, arch[, name expressions]); kernels are picked from it.
+    As in BuildOutputs, the report is read with `outline`, and `body` is read when first needed."""
 
-    ptx: str
+    outline: str
     nvrtc_log: str
     ptxas_log: str
-    cubin: bytes
+    body: Body = field(repr=False, compare=False)
     lowered: Mapping[str, str] = field(default_factory=dict)  # name expression -> mangled entry
+
+    @classmethod
+    def of(
+        cls, ptx: str, nvrtc_log: str, ptxas_log: str, cubin: bytes, lowered: Mapping[str, str] | None = None
+    ) -> UnitOutputs:
+        """A build's outputs, all in hand."""
+        return cls(ptx_outline(ptx), nvrtc_log, ptxas_log, Deferred.of((ptx, cubin)), dict(lowered or {}))
 
     @functools.cached_property
     def entries(self) -> list[str]:
-        return parse_ptx_entries(self.ptx)
+        return parse_ptx_entries(self.outline)
 
     def entry(self, kernel: str) -> str | None:
         """The entry `kernel` names: its name expression's, else the one `names.match` finds."""
@@ -410,8 +446,8 @@ class UnitOutputs:
         """`kernel`'s outputs; KernelNotFoundError, listing the unit's kernels, when it has no such one."""
         entry = self.entry(kernel)
         if entry is None:
-            raise _not_found(kernel, source, arch, self.ptx, self.ptxas_log if nvcc else "", nvcc=nvcc)
-        return BuildOutputs(entry, self.ptx, self.nvrtc_log, self.ptxas_log, self.cubin)
+            raise _not_found(kernel, source, arch, self.outline, self.ptxas_log if nvcc else "", nvcc=nvcc)
+        return BuildOutputs(entry, self.outline, self.nvrtc_log, self.ptxas_log, self.body)
 
 
 def read_source(source: Path) -> str:
@@ -419,11 +455,20 @@ def read_source(source: Path) -> str:
     it). Other encodings are refused with the place of the first bad byte: decoding them leniently would
     compile bytes other than the file's, and the cache key would not be the file's either."""
     try:
-        data = source.read_bytes()
+        with open(source, "rb") as fh:
+            st = os.fstat(fh.fileno())
+            # A run reads each source several times (the cache key, the build, the kernel's line): the text
+            # is remembered by the file's stat, unless it changed too recently for its stat to tell
+            # (file systems stamp whole ticks; the cache's digests follow the same rule).
+            stamp = (str(source), st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+            known = _SOURCES.get(stamp)
+            if known is not None:
+                return known
+            data = fh.read()
     except OSError as exc:
         raise CompileError(f"cannot read CUDA source {source}: {exc.strerror}") from exc
     try:
-        return data.decode("utf-8-sig")
+        text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         line_start = data.rfind(b"\n", 0, exc.start) + 1
         line = data.count(b"\n", 0, exc.start) + 1
@@ -433,6 +478,15 @@ def read_source(source: Path) -> str:
             f"Fix: save the file as UTF-8, e.g. iconv -f latin1 -t utf-8 {source} > {source}.utf8 && "
             f"mv {source}.utf8 {source}"
         ) from None
+    if time.time_ns() - max(st.st_mtime_ns, st.st_ctime_ns) > _RACY_NS:
+        if len(_SOURCES) >= 512:
+            _SOURCES.clear()
+        _SOURCES[stamp] = text
+    return text
+
+
+_SOURCES: dict[tuple[str, int, int, int, int], str] = {}
+_RACY_NS = 2_000_000_000  # as the cache's StatCache: a younger file may change again within its tick
 
 
 def build(
@@ -465,7 +519,7 @@ def build(
     if entry not in parse_ptx_entries(module.ptx):
         raise _not_found(kernel, source, arch, module.ptx, "")
     ptxas_out, cubin = run_ptxas(module.ptx, arch, options.ptxas_options, toolkit, ptxas_timeout, label)
-    return BuildOutputs(entry=entry, ptx=module.ptx, nvrtc_log=module.log, ptxas_log=ptxas_out, cubin=cubin)
+    return BuildOutputs.of(entry, module.ptx, module.log, ptxas_out, cubin)
 
 
 def build_unit(
@@ -483,7 +537,7 @@ def build_unit(
     module = compile_ptx(source_text, str(source), arch, options, toolkit, name_expressions=name_expressions)
     label = label or f"{source.name} [{arch}]"
     ptxas_out, cubin = run_ptxas(module.ptx, arch, options.ptxas_options, toolkit, ptxas_timeout, label)
-    return UnitOutputs(module.ptx, module.log, ptxas_out, cubin, dict(module.lowered_names))
+    return UnitOutputs.of(module.ptx, module.log, ptxas_out, cubin, module.lowered_names)
 
 
 def nvrtc_name_sets(kernel: str, group: Sequence[str] | None = None) -> list[tuple[str, ...]]:
@@ -527,8 +581,8 @@ def pick_nvrtc(
             plain = unit(())
             found = names.match(kernel, plain.entries)
             if found is None:
-                raise _not_found(kernel, source, arch, plain.ptx, exc.log, reasons[0]) from None
-            return BuildOutputs(found, plain.ptx, plain.nvrtc_log, plain.ptxas_log, plain.cubin)
+                raise _not_found(kernel, source, arch, plain.outline, exc.log, reasons[0]) from None
+            return BuildOutputs(found, plain.outline, plain.nvrtc_log, plain.ptxas_log, plain.body)
         if last or outputs.entry(kernel) is not None:
             return outputs.pick(kernel, source, arch)
     raise AssertionError("unreachable: the last set returns or raises")
@@ -536,6 +590,7 @@ def pick_nvrtc(
 
 @functools.lru_cache(maxsize=32)
 def read_report(ptxas_log: str, ptx: str) -> dict[str, KernelResources]:
+    # `ptx` may be the whole module or its outline (ptx_outline): the parsers read the same from both.
     """Every kernel's resources in one ptxas report, with its PTX directives. Remembered: the kernels of
     one unit share one report (the strings are the unit's own, so a lookup hashes them once)."""
     return combine(parse_ptxas_output(ptxas_log), parse_ptx_directives(ptx))
@@ -557,7 +612,7 @@ def interpret(
     label = f"{kernel} [{arch}]"
     ptxas_out = outputs.ptxas_log
     try:
-        kernels = read_report(ptxas_out, outputs.ptx)
+        kernels = read_report(ptxas_out, outputs.outline)
     except ValueError as exc:  # ParseError, or a report that does not match the PTX
         raise CompileError(
             f"cannot read the report of ptxas {provenance.ptxas} for {label}: {exc}\n"
@@ -578,9 +633,9 @@ def interpret(
         line=kernel_line(source_text, kernel),
         ptxas_options=options.ptxas_options,
         ptxas_log=ptxas_out,
-        cubin=outputs.cubin,
+        code=Deferred(lambda: outputs.cubin),
     )
-    return CompiledKernel(facts=facts, options=options, nvrtc_log=outputs.nvrtc_log, ptx=outputs.ptx)
+    return CompiledKernel(facts=facts, options=options, nvrtc_log=outputs.nvrtc_log, body=outputs.body)
 
 
 def compile_kernel(
@@ -773,7 +828,7 @@ def build_nvcc_unit(
             )
         ptx = "\n".join(p.read_text() for p in sorted(Path(tmp).glob("*.ptx")))
         cubin = cubin_path.read_bytes()
-    return UnitOutputs(ptx=ptx, nvrtc_log="", ptxas_log=log, cubin=cubin)
+    return UnitOutputs.of(ptx, "", log, cubin)
 
 
 def kernel_line(source_text: str, kernel: str) -> int | None:

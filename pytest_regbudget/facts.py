@@ -6,10 +6,41 @@ Kernel sources (sources/) produce `KernelFacts`; the GPU runner produces the GPU
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Generic, TypeVar
 
 from .ptxas import KernelResources
+
+T = TypeVar("T")
+
+
+class Deferred(Generic[T]):
+    """A value made when first asked for, once: a cache hit reads a build's numbers, and only a GPU run or
+    a SASS read needs its cubin and PTX (which are most of an entry's bytes)."""
+
+    __slots__ = ("_load", "_lock", "_value")
+
+    def __init__(self, load: Callable[[], T]) -> None:
+        self._load: Callable[[], T] | None = load
+        self._value: T | None = None
+        self._lock = threading.Lock()
+
+    @classmethod
+    def of(cls, value: T) -> Deferred[T]:
+        """A value that is there already."""
+        made: Deferred[T] = cls(lambda: value)
+        made.get()
+        return made
+
+    def get(self) -> T:
+        with self._lock:
+            if self._load is not None:
+                self._value = self._load()
+                self._load = None  # a failed load raises again next time, it is not remembered
+            return self._value  # type: ignore[return-value]  # set above, possibly to a None T
 
 
 @dataclass(frozen=True)
@@ -53,7 +84,12 @@ class KernelFacts:
     from_file: bool = True  # False: `source` only names it (a code string)
     ptxas_options: tuple[str, ...] = ()  # for the diagnosis (-maxrregcount and friends)
     ptxas_log: str = ""
-    cubin: bytes = field(default=b"", repr=False)  # empty when the machine code cannot be loaded
+    # The cubin, read when first needed (empty when the machine code cannot be loaded).
+    code: bytes | Deferred[bytes] = field(default=b"", repr=False, compare=False)
+
+    @property
+    def cubin(self) -> bytes:
+        return self.code if isinstance(self.code, bytes) else self.code.get()
 
 
 # NVML "clocks event reasons" that mean the SM clock was pulled down by power, heat or the hardware.

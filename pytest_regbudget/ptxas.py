@@ -36,6 +36,7 @@ __all__ = [
     "parse_ptx_entries",
     "parse_ptxas_output",
     "parse_ptxas_version",
+    "ptx_outline",
 ]
 
 
@@ -277,6 +278,13 @@ def _entry_headers(ptx: str) -> list[tuple[str, str]]:
                 end = min(end, pos)
         headers.append((m.group(1), code[m.end() : end]))
     return headers
+
+
+def ptx_outline(ptx: str) -> str:
+    """The part of a PTX module that the PTX parsers here read: each `.entry` with its parameters and
+    directives, bodies left out. parse_ptx_entries and parse_ptx_directives read it as they read the whole
+    module; a cache keeps it beside the report, so that a hit reads kilobytes, not the whole PTX."""
+    return "".join(f".entry {name}{header}{{\n}}\n" for name, header in _entry_headers(ptx))
 
 
 def parse_ptx_entries(ptx: str) -> list[str]:

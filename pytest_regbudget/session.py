@@ -15,12 +15,12 @@ import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import pytest
 
 from . import baseline as bl
-from . import disasm, sources
+from . import sources
 from .arch import get_arch
 from .budget import BaselineRule, KernelReport, timed, verdict
 from .builder import Builder, BuildSettings, ItemEnv
@@ -42,7 +42,9 @@ from .report import (
 from .scope import ERROR, NOT_A_FILE, Decision, Rule, RunScope, decide
 from .sources import KernelSource, SourceSpec
 from .text import safe_block
-from .writers import FileWriter, file_writers
+
+if TYPE_CHECKING:
+    from .writers import FileWriter
 
 WORKEROUTPUT_KEY = "regbudget"
 
@@ -277,6 +279,8 @@ class RegbudgetSession:
         limits = budget.limits(arch)
         sass_report = None
         if self._reads_sass(budget, arch) and facts.cubin:
+            from . import disasm  # only a run that reads SASS needs it
+
             sass_report = disasm.disassemble(self.builder.nvdisasm(), facts.cubin, facts.entry)
         gpu_facts = None
         if arch == gpu_arch and facts.cubin:
@@ -547,6 +551,8 @@ class RegbudgetSession:
         if s.baseline_path is not None:
             keys = [*self.baseline.entries, *self.baseline.legacy]
             self.finish_lines += unknown_arch_lines(keys, self._display(s.baseline_path))
+        from .writers import file_writers  # with the HTML renderer: needed at the end only
+
         writers = file_writers(
             json_path=s.json_path,
             html_path=s.html_path,

@@ -8,6 +8,8 @@ any line that then starts with `::` (actions/runner, ActionCommand.TryParseV2), 
 
 from __future__ import annotations
 
+import re
+
 __all__ = ["COMMAND_GUARD", "one_line", "safe_block"]
 
 # What a log line that would start a workflow command is shown with, in place of its last two spaces of
@@ -34,12 +36,19 @@ def _guard(line: str) -> str:
     return indent[:-2] + COMMAND_GUARD + rest
 
 
+# What makes a text need safe_block's care: a character other than printable ASCII and tabs, or a line whose
+# text starts with "::" (\r, \v, \f and other line breaks are outside printable ASCII).
+_PLAIN = re.compile(r"[^\t\x20-\x7e\n]|^[^\S\n]*::", re.MULTILINE)
+
+
 def safe_block(text: str) -> str:
     """Multi-line `text` (a compiler log, a failure message) with no line GitHub would run as a command.
 
     Every line break (`\\r` too) ends a line; other non-printable characters but tabs are escaped, and a
     line that would start with `::` after its indentation gets `> ` in front of the `::`.
     """
+    if _PLAIN.search(text) is None:  # the usual log: printable ASCII, no "::" (escaping is per character)
+        return "\n".join(text.splitlines())
     lines = []
     for line in text.splitlines():
         escaped = "".join(c if c.isprintable() or c == "\t" else _escaped(c) for c in line)

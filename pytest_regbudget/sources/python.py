@@ -44,7 +44,7 @@ class FrontendKernel:
         label = f"{made.name} [{arch}]"
         # Triton writes sm_90a PTX when asked for sm_90 (wgmma exists only there): assemble what it wrote.
         log, cubin = run_ptxas(made.ptx, made.ptx_target, (), tk, env.ptxas_timeout, label)
-        outputs = BuildOutputs(entry=made.entry, ptx=made.ptx, nvrtc_log="", ptxas_log=log, cubin=cubin)
+        outputs = BuildOutputs.of(made.entry, made.ptx, "", log, cubin)
         options = CompileOptions(options=self.settings)
         # The report names the compiler that wrote the PTX, and the ptxas that measured it.
         made_by = Provenance(self.compiler, frontend=made.frontend, ptxas=tk.ptxas_version, origin=tk.origin)

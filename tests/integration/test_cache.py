@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from conftest import ACC_KERNEL, run_json
 
-from pytest_regbudget.cache import CompileCache, cache_key, default_jobs, included_files
+from pytest_regbudget.cache import FORMAT, CompileCache, cache_key, default_jobs, included_files
 from pytest_regbudget.compiler import CompileOptions
 from pytest_regbudget.dirs import default_cache_dir
 from pytest_regbudget.toolchain import discover
@@ -51,7 +51,12 @@ def test_second_run_hits_and_agrees(pytester: pytest.Pytester, cache_dir: Path) 
     result.stdout.fnmatch_lines([f"compile cache {cache_dir}: 1 hits, 0 misses*"])
     assert cold == warm
     (entry,) = cache_dir.rglob("*.json")
-    assert json.loads(entry.read_text())["format"] == 1
+    assert json.loads(entry.read_text())["format"] == FORMAT
+    # The PTX and cubin sit in a body file of their own, which a run without GPU or SASS never reads.
+    body = entry.with_suffix(".body")
+    assert body.read_bytes()[:200].decode().lstrip().startswith("//")
+    assert b"\x7fELF" in body.read_bytes()
+    assert len(entry.read_bytes()) < len(body.read_bytes())
 
 
 def test_editing_an_included_header_misses(pytester: pytest.Pytester, cache_dir: Path) -> None:

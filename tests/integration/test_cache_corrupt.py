@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_regbudget.cache import CompileCache
+from pytest_regbudget.cache import FORMAT, CompileCache
 from pytest_regbudget.compiler import CompileOptions
+from pytest_regbudget.errors import CompileError
 from pytest_regbudget.toolchain import discover
 
 HUNGRY = Path(__file__).parent.parent / "kernels" / "hungry.cu"
@@ -44,16 +45,23 @@ DAMAGE: dict[str, Callable[[Path], object]] = {
     "not-json": lambda p: p.write_text("<html>proxy error</html>"),
     "not-utf8": lambda p: p.write_bytes(b"\xff\xfe\x00garbage"),
     "json-list": lambda p: p.write_text("[1, 2, 3]"),
-    "wrong-format": lambda p: p.write_text(p.read_text().replace('"format": 1', '"format": 99')),
+    "wrong-format": lambda p: p.write_text(p.read_text().replace(f'"format": {FORMAT}', '"format": 99')),
     "checksum-mismatch": lambda p: p.write_text(p.read_text().replace("Used", "Used 1")),
-    "missing-field": _edit_payload(lambda payload: payload.pop("ptx")),
-    "cubin-not-base64": _edit_payload(lambda payload: payload.update(cubin="%%% not base64 %%%")),
-    "field-of-wrong-type": _edit_payload(lambda payload: payload.update(cubin=12345)),
+    "missing-field": _edit_payload(lambda payload: payload.pop("outline")),
+    "body-not-a-table": _edit_payload(lambda payload: payload.update(body="%%% not a table %%%")),
+    "field-of-wrong-type": _edit_payload(
+        lambda payload: payload.update(body={"sha256": "0" * 64, "ptx_bytes": "many"})
+    ),
     "unreadable-report": _edit_payload(
         lambda payload: payload.update(ptxas_log="ptxas info    : Used many registers")
     ),
     "a-directory": _into_dir,
 }
+
+
+def _entry(cache_dir: Path) -> Path:
+    (entry,) = [p for p in (cache_dir / f"v{FORMAT}").rglob("*.json") if "manifests" not in p.parts]
+    return entry
 
 
 @pytest.fixture(scope="module")
@@ -67,7 +75,7 @@ def fresh() -> tuple[int, int]:
 def test_damaged_entry_is_rebuilt(tmp_path: Path, kind: str, fresh: tuple[int, int]) -> None:
     toolkit = discover()
     CompileCache(tmp_path).compile(HUNGRY, "poly_eval", "sm_90", OPTIONS, toolkit)
-    (entry,) = [p for p in (tmp_path / "v1").rglob("*.json") if "manifests" not in p.parts]
+    entry = _entry(tmp_path)
     DAMAGE[kind](entry)
     cache = CompileCache(tmp_path)
     compiled = cache.compile(HUNGRY, "poly_eval", "sm_90", OPTIONS, toolkit)
@@ -80,3 +88,49 @@ def test_damaged_entry_is_rebuilt(tmp_path: Path, kind: str, fresh: tuple[int, i
         assert (again.stats.hits, again.stats.corrupt) == (0, 1)
     else:
         assert (again.stats.hits, again.stats.misses, again.stats.corrupt) == (1, 0, 0), kind
+
+
+# The body (PTX and cubin) is read only when a GPU run or a SASS read needs it: its damage shows then.
+BODY_DAMAGE: dict[str, Callable[[Path], object]] = {
+    "missing": lambda p: p.unlink(),
+    "empty": lambda p: p.write_bytes(b""),
+    "truncated": lambda p: p.write_bytes(p.read_bytes()[:-100]),
+    "one-byte-flipped": lambda p: p.write_bytes(p.read_bytes()[:-1] + bytes([p.read_bytes()[-1] ^ 1])),
+    "a-directory": _into_dir,
+}
+
+
+@pytest.mark.parametrize("kind", BODY_DAMAGE)
+def test_damaged_body_is_rebuilt_when_needed(tmp_path: Path, kind: str) -> None:
+    toolkit = discover()
+    built = CompileCache(tmp_path).compile(HUNGRY, "poly_eval", "sm_90", OPTIONS, toolkit)
+    BODY_DAMAGE[kind](_entry(tmp_path).with_suffix(".body"))
+    cache = CompileCache(tmp_path)
+    compiled = cache.compile(HUNGRY, "poly_eval", "sm_90", OPTIONS, toolkit)
+    assert (cache.stats.hits, cache.stats.misses, cache.stats.corrupt) == (1, 0, 0), kind  # numbers only
+    assert compiled.cubin == built.cubin
+    assert compiled.ptx == built.ptx
+    assert (cache.stats.hits, cache.stats.misses, cache.stats.corrupt) == (1, 1, 1), kind
+    again = CompileCache(tmp_path)
+    assert again.compile(HUNGRY, "poly_eval", "sm_90", OPTIONS, toolkit).cubin == built.cubin
+    if kind == "a-directory":
+        assert (again.stats.hits, again.stats.corrupt) == (1, 1)  # the directory stays; rebuilt each time
+    else:
+        assert (again.stats.hits, again.stats.misses, again.stats.corrupt) == (1, 0, 0), kind
+
+
+def test_lost_body_whose_rebuild_disagrees_is_an_error(tmp_path: Path) -> None:
+    """An entry whose report was forged (checksum and all) and whose body is gone: the rebuild's report
+    differs, which is said rather than pairing the entry's numbers with another build's cubin."""
+    toolkit = discover()
+    CompileCache(tmp_path).compile(HUNGRY, "poly_eval", "sm_90", OPTIONS, toolkit)
+    entry = _entry(tmp_path)
+    _edit_payload(
+        lambda payload: payload.update(ptxas_log=str(payload["ptxas_log"]).replace("Used ", "Used 1"))
+    )(entry)
+    entry.with_suffix(".body").unlink()
+    compiled = CompileCache(tmp_path).compile(HUNGRY, "poly_eval", "sm_90", OPTIONS, toolkit)
+    with pytest.raises(
+        CompileError, match="lost its PTX and cubin, and building them again gave a different"
+    ):
+        _ = compiled.cubin

@@ -298,7 +298,7 @@ def test_corrupt_nvcc_manifest_is_rebuilt_not_trusted(
 ) -> None:
     project(pytester, NVCC_CASES["pre-include"], compiler="nvcc")
     _, (good,) = run_json(pytester, ARCH)
-    (manifest,) = (cache_dir / "v1" / "manifests").rglob("*.json")
+    (manifest,) = (cache_dir / "v2" / "manifests").rglob("*.json")
     manifest.write_text(manifest.read_text().replace("params.h", "other.h"))  # the checksum no longer holds
     result, (rebuilt,) = run_json(pytester, ARCH)
     result.stdout.fnmatch_lines(["compile cache *: 0 hits, 1 misses, 1 corrupt entries rebuilt*"])

@@ -203,8 +203,8 @@ def test_nvrtc_key_ignores_a_cache_dir_inside_the_tree(tmp_path: Path) -> None:
     source = project(tmp_path)
     cache_dir = tmp_path / "kernels" / "cache"
     key = cache_key(source, KERNEL, "k", "sm_90", CompileOptions(), TOOLKIT, cache_dir=cache_dir)
-    (cache_dir / "v1").mkdir(parents=True)
-    (cache_dir / "v1" / "stat-cache").write_text("{}")
+    (cache_dir / "v2").mkdir(parents=True)
+    (cache_dir / "v2" / "stat-cache").write_text("{}")
     assert cache_key(source, KERNEL, "k", "sm_90", CompileOptions(), TOOLKIT, cache_dir=cache_dir) == key
 
 

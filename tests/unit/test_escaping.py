@@ -176,3 +176,40 @@ def test_html_escapes_hostile_names() -> None:
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
     assert "&lt;b&gt;.cu" in page
     assert "a&amp;b" in page
+
+
+def test_safe_block_fast_path_equals_the_character_by_character_rule() -> None:
+    """safe_block skips the per-character escaping when a text is printable ASCII with no `::` line; on
+    every text built from the characters that matter, the result is the same as the full rule's."""
+    import random
+
+    from pytest_regbudget import text as text_module
+
+    def full_rule(text: str) -> str:
+        lines = []
+        for line in text.splitlines():
+            escaped = "".join(c if c.isprintable() or c == "\t" else text_module._escaped(c) for c in line)
+            lines.append(text_module._guard(escaped))
+        return "\n".join(lines)
+
+    pieces = [
+        "a",
+        " ",
+        "\t",
+        ":",
+        "::",
+        "\n",
+        "\r",
+        "\r\n",
+        "\x1b",
+        "é",
+        "\u2028",
+        "\x0b",
+        " ::",
+        "\t::x",
+        "\x85",
+    ]
+    rng = random.Random(1)
+    for _ in range(20_000):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 12)))
+        assert text_module.safe_block(text) == full_rule(text), repr(text)

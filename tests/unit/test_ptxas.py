@@ -21,6 +21,7 @@ from pytest_regbudget.ptxas import (
     parse_ptx_entries,
     parse_ptxas_output,
     parse_ptxas_version,
+    ptx_outline,
 )
 
 DATA = Path(__file__).parent / "data" / "ptxas"
@@ -1252,3 +1253,16 @@ def test_parse_error_is_a_value_error() -> None:
     assert issubclass(ParseError, ValueError)
     err = ParseError("bad", "  Used x registers  ", 3)
     assert str(err) == "bad\n  line 3: 'Used x registers'"
+
+
+@pytest.mark.parametrize(
+    "ptx_file", sorted(Path(__file__).parent.parent.rglob("*.ptx")), ids=lambda p: p.name
+)
+def test_ptx_outline_reads_as_the_whole_module(ptx_file: Path) -> None:
+    """A cache entry keeps the outline instead of the PTX: the parsers must read the same from both, on
+    every recorded module (several toolkits, NVRTC, nvcc, Triton; comments, directives, templates)."""
+    ptx = ptx_file.read_text(errors="replace")
+    outline = ptx_outline(ptx)
+    assert parse_ptx_entries(outline) == parse_ptx_entries(ptx)
+    assert parse_ptx_directives(outline) == parse_ptx_directives(ptx)
+    assert len(outline) <= len(ptx)

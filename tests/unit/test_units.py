@@ -38,7 +38,7 @@ class CountingCache(CompileCache):
             raise CompileError("NVRTC failed", "__nv_name_map(2): error: identifier bad is undefined")
         lowered = {n: n.split("<")[0] for n in unit.names}
         ptx = (DATA / "11.8_sm_90.ptx").read_text()
-        return UnitOutputs(ptx, "", (DATA / "11.8_sm_90.txt").read_text(), b"cubin", lowered)
+        return UnitOutputs.of(ptx, "", (DATA / "11.8_sm_90.txt").read_text(), b"cubin", lowered)
 
 
 @pytest.fixture
