@@ -1,8 +1,9 @@
 """The baseline snapshot file: load, validate, merge and write `regbudget-baseline.toml`.
 
-Owns the file format (version 2: one TOML table per kernel (source, name, variant, arch), keys in a fixed
-order so a register change is a one-line diff; version 1, keyed by test, is read as legacy entries until an
-update migrates them), the atomic write under a cross-process lock, and the update arithmetic (added,
+Owns the file format (version 3: one TOML table per kernel (source, name, variant, arch) and toolkit release,
+keys in a fixed order so a register change is a one-line diff; version 2, the same without the release, is
+read with each entry's release taken from its ptxas; version 1, keyed by test, is read as legacy entries until
+an update migrates them), the atomic write under a cross-process lock, and the update arithmetic (added,
 updated, unchanged, stale, migrated). It knows nothing of pytest.
 """
 
@@ -26,6 +27,7 @@ import tomli_w
 
 from .dirs import default_cache_dir
 from .errors import BaselineError
+from .facts import release_of
 
 if TYPE_CHECKING:
     from .budget import KernelReport
@@ -35,27 +37,32 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - exercised on Python 3.10 only
     import tomli as tomllib
 
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
+READ_VERSIONS = (1, 2, 3)
 # How long an update waits for another process's update of the same baseline before it gives up.
 LOCK_TIMEOUT = 60.0
 HEADER = """\
-# pytest-regbudget baseline: what ptxas reported for each kernel (source, name, defines, arch) when it was
-# last accepted.
+# pytest-regbudget baseline: what ptxas reported for each kernel (source, name, defines, arch), per CUDA
+# release of the toolchain that built it, when it was last accepted.
 # A kernel that gets worse than its entry fails its test. Refresh deliberately with
 #   pytest --regbudget-update
 # and review the diff like code: every changed line is a kernel that changed.
 """
 
-# (source relative to the rootdir, readable kernel name, variant: the defines that select it, arch). A key
-# follows the kernel, not the test: renaming a test keeps its kernels' entries, and two tests of one kernel
-# variant share one entry.
-Key = tuple[str, str, str, str]
+# (source relative to the rootdir, readable kernel name, variant: the defines that select it, arch, release:
+# major.minor of the ptxas that measured it, "12.9"). A key follows the kernel, not the test: renaming a test
+# keeps its kernels' entries, and two tests of one kernel variant share one entry. Each toolkit release has
+# entries of its own, and a build is judged against its release's: a CUDA upgrade is a reviewed diff.
+Key = tuple[str, str, str, str, str]
+ARCH, RELEASE = 3, 4  # positions in a Key
 LegacyKey = tuple[str, str, str]  # a version-1 entry's (test nodeid, kernel, arch), until migrated
 NO_VARIANT = "-"  # the variant of a kernel built without defines
 
 # Stored integer metrics, in file order; "occupancy" (a fraction) and the provenance fields follow.
 INT_FIELDS = ("registers", "spill_stores", "spill_loads", "stack", "smem", "const_mem")
-TEXT_FIELDS = ("ptxas", "nvrtc", "options_hash")
+TEXT_FIELDS = ("ptxas", "nvrtc", "compiler", "options_hash")
+# The source kinds a number comes from: NVRTC and nvcc of one release give different registers for one file.
+COMPILERS = ("nvrtc", "nvcc", "string", "binary", "triton", "numba")
 OPTIONAL_INT_FIELDS = ("spill_stores", "spill_loads")  # absent for binaries, which do not record spills
 
 
@@ -68,7 +75,8 @@ class Entry:
     smem: int
     const_mem: int
     ptxas: str
-    nvrtc: str
+    nvrtc: str  # what wrote the PTX: NVRTC's version, "nvcc 13.5.37", "triton 3.9.0"
+    compiler: str  # the source kind: one of COMPILERS (or a registered source's name)
     options_hash: str  # recorded, not keyed: a flag change is reported, and the entry still enforced
     # Occupancy per launch it was measured at: {"256 threads": 0.5, "512 threads, 65536 B dynamic smem": 0.25}
     occupancy: Mapping[str, float] = field(default_factory=dict)
@@ -106,6 +114,7 @@ class Entry:
             const_mem=res.const_mem,
             ptxas=report.ptxas_version,
             nvrtc=report.nvrtc_version,
+            compiler=report.compiler,
             options_hash=report.options_hash,
             # Rounded so that the file does not churn on float noise.
             occupancy={} if occ is None or at is None else {at: round(round(occ.occupancy, 6), 4)},
@@ -176,6 +185,8 @@ def _entry(where: str, table: object) -> Entry:
             continue
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
             raise BaselineError(f"{where}: {name} = {value!r}, expected a whole number >= 0")
+    if "compiler" not in table and isinstance(table.get("nvrtc"), str):
+        table = {**table, "compiler": _compiler_of(table["nvrtc"])}  # version 1 and 2 did not record it
     for name in TEXT_FIELDS:
         if not isinstance(table.get(name), str):
             raise BaselineError(f"{where}: {name} = {table.get(name)!r}, expected a string")
@@ -192,12 +203,23 @@ def _entry(where: str, table: object) -> Entry:
         const_mem=table["const_mem"],
         ptxas=table["ptxas"],
         nvrtc=table["nvrtc"],
+        compiler=table["compiler"],
         options_hash=table["options_hash"],
         occupancy=occupancy,
         tests=tuple(tests),
         gpu=gpu,
         extra={k: v for k, v in table.items() if k not in known},
     )
+
+
+def _compiler_of(frontend: str) -> str:
+    """The compiler of a version-1 or 2 entry, from what wrote its PTX ("nvcc 13.0.88", "triton 3.5.0",
+    "prebuilt", NVRTC's bare version)."""
+    head = frontend.split(" ", 1)[0].lower()
+    for compiler in COMPILERS:
+        if head == compiler or head.startswith(f"{compiler}-"):  # "numba-cuda 0.30.4"
+            return compiler
+    return "binary" if head in ("prebuilt", "cuobjdump") else "nvrtc"
 
 
 def _fraction(value: object) -> bool:
@@ -236,12 +258,17 @@ class Baseline:
 
     entries: Mapping[Key, Entry] = field(default_factory=dict)
     legacy: Mapping[LegacyKey, Entry] = field(default_factory=dict)
+    version: int = FORMAT_VERSION  # the version the file was read in (an update writes FORMAT_VERSION)
 
     def __len__(self) -> int:
         return len(self.entries) + len(self.legacy)
 
     def archs(self) -> set[str]:
-        return {k[-1] for k in self.entries} | {k[-1] for k in self.legacy}
+        return {k[ARCH] for k in self.entries} | {k[-1] for k in self.legacy}
+
+    def releases(self, key: Key) -> list[str]:
+        """The releases with an entry for `key`'s kernel variant and arch, whatever `key`'s own release."""
+        return sorted(r for (*rest, r) in self.entries if tuple(rest) == key[:RELEASE])
 
 
 def _tables(
@@ -265,11 +292,12 @@ def parse(text: str, path: Path) -> Baseline:
     except tomllib.TOMLDecodeError as exc:
         raise BaselineError(f"{path} is not valid TOML: {exc}") from None
     version = doc.get("version", 1)
-    if version not in (1, FORMAT_VERSION):
+    if version not in READ_VERSIONS:
         raise BaselineError(
-            f"{path}: version = {version!r}; this pytest-regbudget reads versions 1 and {FORMAT_VERSION}"
+            f"{path}: version = {version!r}; this pytest-regbudget reads versions 1 to {FORMAT_VERSION}. "
+            "Fix: upgrade pytest-regbudget (a newer one wrote it), or correct the version"
         )
-    allowed = {"version", "kernels"} | ({"legacy"} if version == FORMAT_VERSION else set())
+    allowed = {"version", "kernels"} | ({"legacy"} if version > 1 else set())
     unknown = sorted(set(doc) - allowed)
     if unknown:
         raise BaselineError(
@@ -277,17 +305,19 @@ def parse(text: str, path: Path) -> Baseline:
         )
     if version == 1:
         # Keyed by test: read as legacy entries, which the next update rewrites per kernel.
-        return Baseline(legacy=_section(path, "kernels", doc.get("kernels", {}), 3))
-    return Baseline(
-        entries=_section(path, "kernels", doc.get("kernels", {}), 4),
-        legacy=_section(path, "legacy", doc.get("legacy", {}), 3),
-    )
+        return Baseline(legacy=_section(path, "kernels", doc.get("kernels", {}), 3), version=1)
+    legacy = _section(path, "legacy", doc.get("legacy", {}), 3)
+    if version == 2:
+        # Keyed without the release: each entry is its ptxas's release's (the next update writes version 3).
+        entries = _section(path, "kernels", doc.get("kernels", {}), 4)
+        return Baseline({(*k, release_of(e.ptxas)): e for k, e in entries.items()}, legacy, version=2)
+    return Baseline(_section(path, "kernels", doc.get("kernels", {}), 5), legacy)
 
 
 def _section(path: Path, name: str, node: object, depth: int) -> dict[Any, Entry]:
     out: dict[Any, Entry] = {}
     for key, table in _tables(path, name, node, depth):
-        where = f"{path}: [{name}" + "".join(f'."{k}"' for k in key[:-1]) + f".{key[-1]}]"
+        where = f"{path}: [{name}" + "".join(f'."{k}"' for k in key) + "]"
         out[key] = _entry(where, table)
     return out
 
@@ -336,7 +366,7 @@ def _decode(data: bytes, path: Path) -> str:
 
 
 def dumps(baseline: Baseline) -> str:
-    """Sorted by source, kernel, variant, arch, with a fixed key order inside each entry."""
+    """Sorted by source, kernel, variant, arch, release, with a fixed key order inside each entry."""
     doc: dict[str, object] = {"version": FORMAT_VERSION}
     for name, entries in (("kernels", baseline.entries), ("legacy", baseline.legacy)):
         if not entries and name == "legacy":
@@ -431,12 +461,19 @@ class UpdateCounts:
     stale: int = 0
     stale_removed: bool = False
     migrated: int = 0  # version-1 entries dropped: rewritten per kernel, or stale
+    from_version: int = FORMAT_VERSION  # the file's version before the update
 
     def __str__(self) -> str:
         stale = f"{self.stale} stale" + (" (removed)" if self.stale and self.stale_removed else "")
         entries = "entry" if self.migrated == 1 else "entries"
         legacy = f", {self.migrated} version-1 {entries} migrated or removed" if self.migrated else ""
-        return f"{self.added} added, {self.updated} updated, {self.unchanged} unchanged, {stale}{legacy}"
+        rewritten = (
+            f"; file rewritten from version {self.from_version} to {FORMAT_VERSION}"
+            if self.from_version != FORMAT_VERSION
+            else ""
+        )
+        counts = f"{self.added} added, {self.updated} updated, {self.unchanged} unchanged, {stale}"
+        return counts + legacy + rewritten
 
 
 def update(
@@ -462,7 +499,11 @@ def update(
     timeout = LOCK_TIMEOUT if lock_timeout is None else lock_timeout
     with _locked(path, lock_dir, timeout):
         current = load(path)
-        counts = UpdateCounts(stale=len(remove & current.entries.keys()), stale_removed=True)
+        counts = UpdateCounts(
+            stale=len(remove & current.entries.keys()),
+            stale_removed=True,
+            from_version=current.version if path.exists() else FORMAT_VERSION,
+        )
         merged = dict(current.entries)
         for key, entry in fresh.items():
             old = current.entries.get(key)

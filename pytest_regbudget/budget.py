@@ -11,9 +11,9 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Literal
 
 from .arch import get_arch
-from .baseline import Entry
+from .baseline import Entry, Key
 from .diagnosis import diagnose
-from .facts import GpuFacts, KernelFacts, Timing
+from .facts import GpuFacts, KernelFacts, Timing, release_of
 from .limits import Launch, Level, Limits
 from .occupancy import (
     BARRIERS,
@@ -35,7 +35,9 @@ if TYPE_CHECKING:  # SASS is read only where asked for: a run without it does no
 
 Outcome = Literal["passed", "failed", "warned", "error"]
 DeltaVerdict = Literal["worse", "better", "same", "tolerated"]
-BaselineStatus = Literal["none", "new", "compared", "toolkit-mismatch"]
+# none: no baseline file; new: no entry; new-release: entries for other toolkit releases only (a CUDA
+# upgrade); compared: judged against its entry; toolkit-mismatch: a version-1 entry of another release.
+BaselineStatus = Literal["none", "new", "new-release", "compared", "toolkit-mismatch"]
 
 # Metrics the ratchet compares: for all but occupancy, more is worse.
 RATCHET_METRICS = ("registers", "spill_stores", "spill_loads", "stack", "smem", "occupancy")
@@ -114,6 +116,8 @@ class KernelReport:
     error: str | None = None  # a compile error, when there are no resources
     ptxas_version: str = ""
     nvrtc_version: str = ""
+    compiler: str = ""  # the source kind that produced the numbers: nvrtc, nvcc, triton, numba, binary...
+    release: str = ""  # the toolkit release of those numbers ("12.9"): the baseline entry's
     options_hash: str = ""
     line: int | None = None  # the kernel's __global__ line in `source`, for annotations
     baseline: Entry | None = None
@@ -127,8 +131,31 @@ class KernelReport:
     sass: SassReport | None = None
     diagnosis: list[str] = field(default_factory=list)
     cliff: Cliff | None = None
-    key: tuple[str, str, str, str] | None = None  # the baseline's (source, kernel, variant, arch)
+    key: Key | None = None  # the baseline's (source, kernel, variant, arch, release)
     options_changed: bool = False  # built with other options than its baseline entry (still enforced)
+    other_releases: tuple[str, ...] = ()  # releases with an entry for this kernel, when its own has none
+
+    @property
+    def enforced(self) -> bool:
+        """Held to a baseline entry of its own release, every number comparable (strict mode's test)."""
+        r = self.resources
+        return self.baseline_status == "compared" and r is not None and r.spills_known
+
+    def unenforced_reason(self) -> str:
+        """Why this kernel is not `enforced`, for strict mode's failure."""
+        if self.resources is None:
+            return "it did not build"
+        if self.baseline_status == "new-release":
+            others = ", ".join(self.other_releases)
+            return f"the baseline has no CUDA {self.release} entry for it (only {others})"
+        if self.baseline_status == "toolkit-mismatch" and self.baseline is not None:
+            old, now = self.baseline.ptxas, self.ptxas_version
+            return f"its entry was recorded with ptxas {old}, this build used {now}"
+        if self.baseline_status in ("new", "none"):
+            return "the baseline has no entry for it" if self.baseline_status == "new" else "no baseline file"
+        if not self.resources.spills_known:
+            return "its spills are unknown (a prebuilt binary records none)"
+        return "it was not compared"
 
     @property
     def registers(self) -> int | None:
@@ -489,6 +516,7 @@ class BaselineRule:
 
     entry: Entry | None  # this kernel's entry, if the baseline has one
     recorded: bool = False  # a baseline file is in use: a kernel without an entry is "new", not "none"
+    releases: tuple[str, ...] = ()  # other releases with an entry for this kernel (when `entry` is None)
     tolerance: Mapping[str, float] = field(default_factory=dict)
     enforce: bool = True  # False during an update, which accepts whatever it measures
     name: str = "the baseline"  # the file, as the fix names it
@@ -506,7 +534,7 @@ def verdict(
     sass: SassReport | None = None,
     baseline: BaselineRule | None = None,
     gpu_note: str | None = None,
-    key: tuple[str, str, str, str] | None = None,
+    key: Key | None = None,
 ) -> KernelReport:
     """Everything known at compile time (and, with `gpu`, at load time) judged at once: the budgets of
     `limits`, the driver's agreement, and the baseline. `kernel` is the id the baseline keys it by."""
@@ -526,6 +554,8 @@ def verdict(
         report,
         ptxas_version=facts.provenance.ptxas,
         nvrtc_version=facts.provenance.frontend,
+        compiler=facts.provenance.compiler,
+        release=facts.provenance.release,
         options_hash=facts.options_hash,
         line=facts.line,
         gpu_note=gpu_note,
@@ -540,9 +570,13 @@ def ratchet(report: KernelReport, rule: BaselineRule) -> KernelReport:
         report = replace(report, violations=[*report.violations, rule.conflict])
     old = rule.entry
     if old is None:
+        if rule.releases:
+            return replace(report, baseline_status="new-release", other_releases=rule.releases)
         return replace(report, baseline_status="new" if rule.recorded else "none")
     deltas = compare(old, Entry.from_report(report), rule.tolerance)
-    if old.ptxas != report.ptxas_version:
+    # An entry is its release's (the key says so); only a version-1 entry, keyed by test, can be another's.
+    # Patch versions of one release (12.9.41, 12.9.86) share entries.
+    if release_of(old.ptxas) != report.release:
         return replace(
             report,
             baseline=old,
@@ -564,8 +598,21 @@ def ratchet(report: KernelReport, rule: BaselineRule) -> KernelReport:
         deltas=deltas,
         baseline_status="compared",
         violations=[*report.violations, *worse],
-        options_changed=old.options_hash != report.options_hash,
+        # Another compiler (NVRTC -> nvcc) is a build change like a flag: reported, and still enforced.
+        options_changed=old.options_hash != report.options_hash or old.compiler != report.compiler,
     )
+
+
+def strict(report: KernelReport) -> KernelReport:
+    """Strict mode (--regbudget-strict): a built kernel that is not held to an entry of its own release
+    fails, whatever its level, so that a toolkit upgrade or a forgotten update cannot pass in silence."""
+    if report.resources is None or report.enforced:
+        return report
+    text = (
+        f"strict: not enforced, {report.unenforced_reason()}; record it with {UPDATE_HINT} and review the "
+        "diff (entries of other CUDA releases are kept beside it)"
+    )
+    return replace(report, violations=[*report.violations, text], level="fail")
 
 
 def timed(report: KernelReport, limits: Limits, timing: Timing, *, enforce: bool) -> KernelReport:

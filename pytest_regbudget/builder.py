@@ -8,12 +8,16 @@ import contextlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from . import baseline as bl
 from .cache import FORMAT, CacheStats, CompileCache, Prefetcher, Spec, Unit
 from .compiler import CompiledKernel, CompileOptions, Nvcc, find_nvcc
 from .errors import SassError, ToolchainError
 from .toolchain import Toolkit, ToolMemo, discover, kill_running_tools
+
+if TYPE_CHECKING:
+    from .frontends import FrontendPtx
 
 
 @dataclass(frozen=True)
@@ -24,6 +28,8 @@ class BuildSettings:
     cache_dir: Path | None  # None: --regbudget-no-cache
     jobs: int  # compile threads
     sass: bool  # --regbudget-sass: every kernel's SASS is read
+    toolkit: str | None = None  # a --regbudget-toolkit name (toolchain.TOOLKIT_NAMES, or a path)
+    nvcc: str | None = None  # --regbudget-nvcc: the nvcc for compiler="nvcc", pinned
 
 
 class Builder:
@@ -41,7 +47,8 @@ class Builder:
     def toolkit(self) -> Toolkit:
         if self._toolkit is None and self._toolkit_error is None:
             try:
-                self._toolkit = discover(self.settings.cuda_home, memo=self._memo)
+                named = self.settings.toolkit
+                self._toolkit = discover(self.settings.cuda_home, memo=self._memo, named=named)
             except ToolchainError as exc:
                 self._toolkit_error = str(exc)
         if self._toolkit is None:
@@ -56,8 +63,16 @@ class Builder:
             return None
 
     def nvcc(self) -> Nvcc:
+        """The nvcc for compiler="nvcc": the pinned one (--regbudget-nvcc); under --regbudget-toolkit the
+        toolkit's own (Unbuildable where it has none); else the toolkit's, the CUDA 13 wheel's or PATH's."""
         if self._nvcc is None:
-            self._nvcc = find_nvcc(self.toolkit_or_none(), self._memo)
+            s = self.settings
+            if s.nvcc is not None:
+                self._nvcc = find_nvcc(None, self._memo, pinned=Path(s.nvcc))
+            elif s.toolkit is not None:
+                self._nvcc = find_nvcc(self.toolkit(), self._memo, only_toolkit=s.toolkit)
+            else:
+                self._nvcc = find_nvcc(self.toolkit_or_none(), self._memo)
         return self._nvcc
 
     def nvcc_if_found(self) -> Nvcc | None:
@@ -154,3 +169,6 @@ class ItemEnv:
 
     def options_hash(self, options: CompileOptions) -> str:
         return self._builder.options_hash(options)
+
+    def frontend(self, key: str | None, make: Callable[[], FrontendPtx]) -> FrontendPtx:
+        return self._builder.cache.frontend(key, make)

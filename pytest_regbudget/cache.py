@@ -62,6 +62,8 @@ from .toolchain import Toolkit
 if TYPE_CHECKING:
     from concurrent.futures import Future, ThreadPoolExecutor
 
+    from .frontends import FrontendPtx
+
 # 2: an entry keeps the PTX and cubin in a body file of its own, read only when needed (0.2).
 FORMAT = 2
 # A tree this large is probably not a kernel's source directory (a home directory, a virtualenv): say so
@@ -1100,6 +1102,30 @@ class CompileCache:
         with contextlib.suppress(OSError):
             atomic_write(self._path(key, suffix=".body"), data)
             self._write(self._path(key), payload)
+
+    def frontend(self, key: str | None, make: Callable[[], FrontendPtx]) -> FrontendPtx:
+        """A Python front end's build (Triton's PTX, cubin and ptxas log), from the cache by `key` (the
+        front end's own cache key: frontends.triton_key), or made and stored. No key: made every time."""
+        if self.directory is None or key is None:
+            return make()
+        from .frontends import frontend_from_record, frontend_record
+
+        path = self._path(_json_digest(["frontend", FORMAT, key]), "frontend")
+        payload = self._read(path)
+        if payload is not None:
+            try:
+                if not isinstance(payload, dict):
+                    raise TypeError(f"expected a dict, found {type(payload).__name__}")
+                found = frontend_from_record(payload)
+            except (KeyError, TypeError, ValueError):
+                self._count("corrupt")
+            else:
+                self._count("hits")
+                return found
+        self._count("misses")
+        made = make()
+        self._write(path, frontend_record(made))
+        return made
 
     def _load_manifest(self, key: str, *, quiet: bool = False) -> list[_Build]:
         payload = self._read(self._path(key, "manifests"), quiet=quiet)

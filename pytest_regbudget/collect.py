@@ -155,10 +155,10 @@ class ManifestCollection:
                 item.add_marker(pytest.mark.skip(reason=reason))
                 yield item
                 continue
-            for arch in archs:
-                item = KernelItem.from_parent(node, name=f"{name}[{prefix}{arch}]", kernel=kernel.name)
+            for arch, toolkit, param_id in session.item_params(budget, archs):
+                item = KernelItem.from_parent(node, name=f"{name}[{prefix}{param_id}]", kernel=kernel.name)
                 item.stash[self.item_key] = ItemState(
-                    arch=arch, budget=budget, source=source, item_archs=archs
+                    arch=arch, budget=budget, source=source, item_archs=archs, toolkit=toolkit
                 )
                 yield item
 

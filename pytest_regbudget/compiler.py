@@ -22,7 +22,7 @@ from typing import Literal
 
 from . import names
 from .arch import compute_arch, get_arch
-from .errors import CompileError, KernelNotFoundError
+from .errors import CompileError, KernelNotFoundError, ToolchainError, Unbuildable
 from .facts import Deferred, KernelFacts, Provenance
 from .ptxas import (
     KernelResources,
@@ -684,9 +684,34 @@ class Nvcc:
         return ["nvcc", self.version, str(self.path), *map(str, self.include_dirs)]
 
 
-def find_nvcc(toolkit: Toolkit | None, memo: ToolMemo | None = None) -> Nvcc:
+def find_nvcc(
+    toolkit: Toolkit | None,
+    memo: ToolMemo | None = None,
+    *,
+    pinned: Path | None = None,
+    only_toolkit: str | None = None,
+) -> Nvcc:
     """The found toolkit's nvcc, else the CUDA 13 wheel's (nvidia-cuda-nvcc), else PATH's. Its version is
-    remembered in `memo` while its file is unchanged (a warm run starts no `nvcc --version`)."""
+    remembered in `memo` while its file is unchanged (a warm run starts no `nvcc --version`).
+
+    `pinned` (--regbudget-nvcc) is used as it is, or is an error. With `only_toolkit` (a --regbudget-toolkit
+    name) only the nvcc beside that toolkit's ptxas counts: each toolkit of a comparison builds with its own,
+    and where it has none (the CUDA 12 wheels carry ptxas alone) the kernel is Unbuildable there."""
+    if pinned is not None:
+        if not pinned.is_file():
+            raise ToolchainError(f"--regbudget-nvcc={pinned}: no such file. Fix: give the path of an nvcc")
+        version = (memo or ToolMemo(None)).version(pinned, lambda: _nvcc_version(pinned))
+        return Nvcc(pinned, version, "--regbudget-nvcc", wheel_include_dirs(pinned, nvidia_roots()))
+    if only_toolkit is not None and toolkit is not None:
+        own = toolkit.ptxas.parent / f"nvcc{'.exe' if os.name == 'nt' else ''}"
+        if not own.is_file():
+            raise Unbuildable(
+                f'compiler="nvcc" is not built with toolkit {only_toolkit} ({toolkit.origin}): it has no '
+                f"nvcc beside its ptxas ({toolkit.ptxas.parent}; the CUDA 12 nvcc wheel holds only ptxas). "
+                "Compare nvcc builds with cu13 or a system toolkit, or pin one with --regbudget-nvcc"
+            )
+        version = (memo or ToolMemo(None)).version(own, lambda: _nvcc_version(own))
+        return Nvcc(own, version, toolkit.origin, wheel_include_dirs(own, nvidia_roots()))
     path = find_tool("nvcc", toolkit, "cuda_nvcc")
     if path is not None:
         if toolkit is not None and path.parent == toolkit.ptxas.parent:

@@ -57,6 +57,11 @@ class ToolchainError(RegbudgetError, RuntimeError):
     """No usable toolkit, or NVRTC and ptxas that do not belong together."""
 
 
+class Unbuildable(CompileError):
+    """This toolkit cannot build this kernel at all (no nvcc in the CUDA 12 wheels, an arch a release
+    dropped): the item is skipped with the reason, not failed."""
+
+
 class MarkerError(RegbudgetError, ValueError):
     """A regbudget marker that cannot be understood; the message says which key and how to fix it."""
 

@@ -59,9 +59,16 @@ class Provenance:
 
     @property
     def release(self) -> str:
-        """major.minor of the ptxas that produced the numbers ("12.9"), or the ptxas field as it is."""
-        parts = self.ptxas.split(".")
-        return ".".join(parts[:2]) if len(parts) >= 2 and parts[0].isdigit() else self.ptxas
+        """The toolkit release whose numbers these are: major.minor of the ptxas ("12.9"), see release_of."""
+        return release_of(self.ptxas)
+
+
+def release_of(ptxas: str) -> str:
+    """major.minor of a ptxas version ("12.9.86" -> "12.9"): what a baseline entry is kept per, since a
+    release's patch versions do not change code generation the way a new release does. A version that is
+    not one ("prebuilt", for a binary read as it is) is its own release."""
+    parts = ptxas.split(".")
+    return ".".join(parts[:2]) if len(parts) >= 2 and parts[0].isdigit() else ptxas
 
 
 @dataclass(frozen=True)
@@ -84,6 +91,10 @@ class KernelFacts:
     from_file: bool = True  # False: `source` only names it (a code string)
     ptxas_options: tuple[str, ...] = ()  # for the diagnosis (-maxrregcount and friends)
     ptxas_log: str = ""
+    # What the build fixes about its launch (a Triton kernel's num_warps * 32 threads and the dynamic shared
+    # memory its pipeline needs): assumed where the budget names no launch or dynamic_smem.
+    block: int | None = None
+    dynamic_smem: int = 0
     # The cubin, read when first needed (empty when the machine code cannot be loaded).
     code: bytes | Deferred[bytes] = field(default=b"", repr=False, compare=False)
 

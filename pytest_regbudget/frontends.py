@@ -20,15 +20,17 @@ Both front ends are imported on first use only: `pytest --help` and collection m
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import ctypes
 import functools
 import importlib
 import importlib.metadata
 import inspect
+import io
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +38,7 @@ from .arch import ArchLimits, compute_arch, get_arch
 from .compiler import run_ptxas
 from .errors import CompileError, FrontendError, UnknownArchError
 from .ptxas import parse_ptx_entries
-from .toolchain import Toolkit, discover
+from .toolchain import Toolkit, discover, ptxas_version
 
 __all__ = [
     "FrontendPtx",
@@ -67,6 +69,12 @@ class FrontendPtx:
     # driver's local-memory size / 4, read when the cubin is loaded, and Numba's comes from the driver
     # too, so both are None on a machine without one.
     tool_spills: int | None = None
+    # Where the front end assembled the PTX itself (Triton, `native`): its own cubin, the log of its own
+    # ptxas -v run, and that ptxas's version. Measured as shipped: no ptxas of ours runs.
+    cubin: bytes | None = None
+    ptxas_log: str = ""
+    ptxas_version: str = ""
+    ptxas_origin: str = ""
 
 
 _VERSION_LINE = re.compile(r"^\s*\.version\s+(\d+)\.(\d+)", re.MULTILINE)
@@ -262,12 +270,18 @@ def triton_ptx(
     num_warps: int = 4,
     num_stages: int = 3,
     toolkit: Toolkit | None = None,
+    native: bool = False,
 ) -> FrontendPtx:
     """PTX of a `@triton.jit` kernel for `arch`, within the PTX versions `toolkit`'s ptxas accepts.
 
     `signature` maps each runtime parameter to a Triton type ("*fp32", "i32"); `constexprs` gives the
     tl.constexpr parameters' values (a parameter's default is used when it has one). Run ptxas for
     the result's `ptx_target`, which is "sm_90a" when `arch` is "sm_90".
+
+    `native`: build as Triton itself does, with its own PTX version, its bundled ptxas and its options
+    (`--regAllocOptLevel=2`); the result carries Triton's cubin and its ptxas's log (through Triton's
+    public knobs: `dump_ptxas_log`, `always_compile` so that its cache cannot skip the ptxas run), and
+    `toolkit` is not used.
     """
     triton = _require("triton", "triton")
     compiler = _require("triton.compiler", "triton")
@@ -276,31 +290,40 @@ def triton_ptx(
     limits = _limits(arch)
     cc = limits.major * 10 + limits.minor
     sig, consts = _triton_signature(jit_fn, signature, constexprs or {})
-    toolkit = toolkit if toolkit is not None else discover()
-    ptx_version = max_ptx_version(toolkit, limits.base_name)
-    own = _triton_own_ptx_version(cc)
-    if own is not None:
-        ptx_version = min(ptx_version, own)
     version = f"triton {getattr(triton, '__version__', _dist_version('triton'))}"
     label = f"{jit_fn.__name__} [{arch}]"
-    options = {
-        "num_warps": num_warps,
-        "num_stages": num_stages,
-        "ptx_version": ptx_version[0] * 10 + ptx_version[1],
-    }
+    options: dict[str, object] = {"num_warps": num_warps, "num_stages": num_stages}
+    if not native:
+        toolkit = toolkit if toolkit is not None else discover()
+        ptx_version = max_ptx_version(toolkit, limits.base_name)
+        own = _triton_own_ptx_version(cc)
+        if own is not None:
+            ptx_version = min(ptx_version, own)
+        options["ptx_version"] = ptx_version[0] * 10 + ptx_version[1]
+    source_of = compiler.ASTSource(fn=jit_fn, signature=sig, constexprs=consts)
+    printed = io.StringIO()
     try:
-        compiled = triton.compile(
-            compiler.ASTSource(fn=jit_fn, signature=sig, constexprs=consts),
-            target=backends.GPUTarget("cuda", cc, 32),
-            options=options,
-        )
+        if native:
+            knobs = _require("triton.knobs", "triton")
+            with knobs.nvidia.scope(), knobs.compilation.scope(), contextlib.redirect_stdout(printed):
+                knobs.nvidia.dump_ptxas_log = True
+                knobs.compilation.always_compile = True
+                compiled = triton.compile(
+                    source_of, target=backends.GPUTarget("cuda", cc, 32), options=options
+                )
+        else:
+            compiled = triton.compile(source_of, target=backends.GPUTarget("cuda", cc, 32), options=options)
     except Exception as exc:  # CompilationError, PTXASError, or a plain error from Triton's passes
         raise FrontendError(f"{version} could not compile {label}:\n{exc}", str(exc)) from exc
     ptx = compiled.asm["ptx"]
     metadata = compiled.metadata
-    target = _check_version(ptx, toolkit, label, f"{version} (asked for PTX {_fmt(ptx_version)})")
+    if native:
+        target = _ptx_target(ptx)
+    else:
+        assert toolkit is not None  # found above
+        target = _check_version(ptx, toolkit, label, f"{version} (asked for PTX {_fmt(ptx_version)})")
     source, line = _where(jit_fn.fn)
-    return FrontendPtx(
+    made = FrontendPtx(
         ptx=ptx,
         entry=_single_entry(ptx, label, metadata.name),
         name=jit_fn.__name__,
@@ -312,6 +335,95 @@ def triton_ptx(
         dynamic_smem=int(metadata.shared or 0),
         ptx_target=target,
     )
+    if not native:
+        return made
+    knobs = _require("triton.knobs", "triton")
+    # Triton's own rule for which of its two bundled ptxas it runs (backends/nvidia/compiler.py).
+    tool = Path((knobs.nvidia.ptxas_blackwell if cc >= 90 else knobs.nvidia.ptxas).path)
+    return replace(
+        made,
+        cubin=bytes(compiled.asm["cubin"]),
+        ptxas_log=printed.getvalue(),
+        ptxas_version=ptxas_version(tool),
+        ptxas_origin=f"{version} (its {tool.name})",
+    )
+
+
+@dataclass(frozen=True)
+class TritonJob:
+    """One Triton compile: the @triton.jit function and what it is compiled with."""
+
+    fn: object
+    signature: Mapping[str, str]
+    constexprs: Mapping[str, object] | None = None
+    num_warps: int = 4
+    num_stages: int = 3
+
+    def ptx(self, arch: str, toolkit: Toolkit | None = None, *, native: bool = False) -> FrontendPtx:
+        """triton_ptx of this job."""
+        return triton_ptx(
+            self.fn,
+            arch,
+            signature=self.signature,
+            constexprs=self.constexprs,
+            num_warps=self.num_warps,
+            num_stages=self.num_stages,
+            toolkit=toolkit,
+            native=native,
+        )
+
+    def key(self, arch: str) -> str | None:
+        """The key Triton's own cache gives this compile (triton.compile computes it the same way): Triton's
+        code, the function's source with every @jit function it calls and the globals it reads
+        (JITFunction.cache_key), the signature and constexprs, the backend with its ptxas version, the options
+        and the environment variables that change code generation. None where this Triton cannot say: then the
+        build is not cached."""
+        try:
+            triton_compiler = _require("triton.compiler.compiler", "triton")
+            runtime_cache = _require("triton.runtime.cache", "triton")
+            backends = _require("triton.backends.compiler", "triton")
+            jit_fn = _triton_function(self.fn)
+            limits = _limits(arch)
+            sig, consts = _triton_signature(jit_fn, self.signature, self.constexprs or {})
+            src = triton_compiler.ASTSource(fn=jit_fn, signature=sig, constexprs=consts)
+            backend = triton_compiler.make_backend(
+                backends.GPUTarget("cuda", limits.major * 10 + limits.minor, 32)
+            )
+            options = backend.parse_options(
+                dict({"num_warps": self.num_warps, "num_stages": self.num_stages}, **src.parse_options())
+            )
+            env = triton_compiler.get_cache_invalidating_env_vars()
+            return str(runtime_cache.get_cache_key(src, backend, options, env_vars=env))
+        except Exception:  # an older or newer Triton without these: build every time, as before
+            return None
+
+
+def frontend_record(made: FrontendPtx) -> dict[str, object]:
+    """A FrontendPtx as JSON, for the compile cache (the cubin as base64)."""
+    doc = {f.name: getattr(made, f.name) for f in fields(made)}
+    doc["source"] = None if made.source is None else str(made.source)
+    doc["cubin"] = None if made.cubin is None else base64.b64encode(made.cubin).decode()
+    return doc
+
+
+def frontend_from_record(doc: Mapping[str, Any]) -> FrontendPtx:
+    """The inverse of frontend_record; KeyError, TypeError or ValueError on a damaged record."""
+    values = {f.name: doc[f.name] for f in fields(FrontendPtx)}
+    values["source"] = None if doc["source"] is None else Path(str(doc["source"]))
+    values["cubin"] = None if doc["cubin"] is None else base64.b64decode(str(doc["cubin"]), validate=True)
+    made = FrontendPtx(**values)
+    if (
+        not isinstance(made.ptx, str)
+        or not isinstance(made.ptxas_log, str)
+        or not isinstance(made.entry, str)
+    ):
+        raise TypeError("a damaged front-end record")
+    return made
+
+
+def _ptx_target(ptx: str) -> str:
+    found = _TARGET_LINE.search(ptx)
+    return found.group(1) if found else ""
 
 
 # ---------------------------------------------------------------------------------------------- Numba

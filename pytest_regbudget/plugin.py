@@ -24,6 +24,7 @@ from .errors import (
     ManifestError,
     MarkerError,
     ToolchainError,
+    Unbuildable,
     UnknownArchError,
 )
 from .facts import Timing
@@ -47,6 +48,7 @@ from .text import safe_block
 SESSION_KEY = pytest.StashKey[RegbudgetSession]()
 ITEM_KEY = pytest.StashKey[ItemState]()
 ARCH_PARAM = "regbudget_arch"
+TOOLKIT_PARAM = "regbudget_toolkit"  # with several --regbudget-toolkit: which one an item builds with
 DEFAULT_ARCH = "sm_90"
 DEFAULT_BASELINE = "regbudget-baseline.toml"
 
@@ -84,6 +86,30 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=False,
         help="write or refresh the baseline entries of the kernels that ran (absolute budgets still fail); "
         "it removes an entry only when the run could have seen it and did not, and never when interrupted.",
+    )
+    group.addoption(
+        "--regbudget-toolkit",
+        action="append",
+        default=None,
+        metavar="NAMES",
+        help="build and judge every kernel with each toolkit, comma-separated, may repeat: cu12 (the CUDA 12 "
+        "wheels), cu13 (the CUDA 13 wheels), system (CUDA_HOME, CUDA_PATH, PATH) or a toolkit's directory. "
+        "With more than one, item ids end in the release (test_x[sm_90-12.9]) and the summary compares them. "
+        "Default: ini regbudget_toolkit, else the one toolkit discovery finds.",
+    )
+    group.addoption(
+        "--regbudget-nvcc",
+        default=None,
+        metavar="PATH",
+        help='the nvcc for compiler="nvcc" kernels. Default: ini regbudget_nvcc, else the toolkit\'s.',
+    )
+    group.addoption(
+        "--regbudget-strict",
+        action="store_true",
+        default=None,
+        help="fail every kernel that is not held to a baseline entry of its own CUDA release (no entry, an "
+        "entry of another release only, unknown spills): a toolkit upgrade cannot pass unnoticed. Default: "
+        "ini regbudget_strict.",
     )
     group.addoption(
         "--regbudget-baseline",
@@ -156,6 +182,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini(
         "regbudget_compiler", "nvrtc (default) or nvcc, for markers that name no compiler", default="nvrtc"
     )
+    parser.addini("regbudget_toolkit", "toolkits to build with, as --regbudget-toolkit", type="linelist")
+    parser.addini("regbudget_nvcc", "the nvcc for compiler=nvcc, as --regbudget-nvcc", default="")
+    parser.addini("regbudget_strict", "true: as --regbudget-strict", type="bool", default=False)
     parser.addini("regbudget_jobs", "compile threads (default: cores / xdist workers)", default="")
     parser.addini("regbudget_gpu", "auto, off or require (see --regbudget-gpu)", default="auto")
     parser.addini(
@@ -176,10 +205,15 @@ def pytest_configure(config: pytest.Config) -> None:
     except ManifestError as exc:
         raise pytest.UsageError(f"regbudget manifest: {exc}") from None
     try:
-        config.stash[SESSION_KEY] = RegbudgetSession(_settings(config, manifest))
+        config.stash[SESSION_KEY] = session = RegbudgetSession(_settings(config, manifest))
     except BaselineError as exc:
         # Before any test runs, and before anything is written: the file stays as it was.
         raise pytest.UsageError(f"{exc}\nFix the file (or restore it from version control).") from None
+    try:
+        session.check_toolkits()
+    except ToolchainError as exc:
+        # A toolkit asked for by name or path that is not there: once, now, not in every test.
+        raise pytest.UsageError(str(exc)) from None
     config.pluginmanager.register(_ScopeWatcher(config), "regbudget-scope")
     if manifest is not None:
         kernels = collect.ManifestCollection(config, manifest, _session(config), ITEM_KEY)
@@ -242,7 +276,17 @@ def _settings(config: pytest.Config, manifest: Manifest | None = None) -> Settin
         jobs=_jobs(config),
         compiler=_compiler(config),
         html_path=_path_option(config, "regbudget_html"),
+        strict=bool(config.getoption("regbudget_strict") or config.getini("regbudget_strict")),
+        toolkits=_toolkits(config),
+        nvcc=config.getoption("regbudget_nvcc") or str(config.getini("regbudget_nvcc")).strip() or None,
     )
+
+
+def _toolkits(config: pytest.Config) -> tuple[str, ...]:
+    cli: Sequence[str] | None = config.getoption("regbudget_toolkit")
+    values = cli or config.getini("regbudget_toolkit")
+    names = [n.strip() for v in values for n in v.split(",") if n.strip()]
+    return tuple(dict.fromkeys(names))
 
 
 def _jobs(config: pytest.Config) -> int:
@@ -292,6 +336,13 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     budget, _ = session.parse(marker, Path(metafunc.definition.path))
     archs = session.item_archs(budget)
     metafunc.fixturenames.append(ARCH_PARAM)
+    if archs and session.multiplied(budget):
+        params = session.item_params(budget, archs)
+        metafunc.fixturenames.append(TOOLKIT_PARAM)
+        metafunc.parametrize(
+            [ARCH_PARAM, TOOLKIT_PARAM], [(a, t) for a, t, _ in params], ids=[i for _, _, i in params]
+        )
+        return
     if archs:
         metafunc.parametrize(ARCH_PARAM, archs, ids=archs)
         return
@@ -322,7 +373,12 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             except ValueError as exc:
                 budget, error = None, str(exc)
         item.stash[ITEM_KEY] = ItemState(
-            arch=arch, budget=budget, marker_error=error, source=source, item_archs=archs
+            arch=arch,
+            budget=budget,
+            marker_error=error,
+            source=source,
+            item_archs=archs,
+            toolkit=params.get(TOOLKIT_PARAM),
         )
 
 
@@ -434,6 +490,8 @@ def _compile_marker_kernel(session: RegbudgetSession, state: ItemState, nodeid: 
     try:
         session.measure(state, nodeid, source)
         return
+    except Unbuildable as exc:
+        pytest.skip(safe_block(str(exc)))
     except (CompileError, ToolchainError) as exc:
         message = str(exc)
         session.record_error(state, nodeid, source.kernel or str(source.where), source.where, message)
@@ -560,6 +618,8 @@ class RegbudgetFixture:
         __tracebackhide__ = True
         try:
             return self._session.measure(self._state, self._nodeid, source)
+        except Unbuildable as exc:
+            pytest.skip(safe_block(str(exc)))
         except CompileError as exc:
             kernel = source.kernel or str(source.where)
             self._session.record_error(self._state, self._nodeid, kernel, source.where, str(exc))

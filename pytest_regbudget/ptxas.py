@@ -92,8 +92,9 @@ class PtxDirectives:
 
 
 # The "ptxas info    :" prefix (its padding varies) is optional so that a log whose prefixes were
-# stripped, e.g. by a tool that re-prints ptxas's messages, reads the same.
-_PREFIX = r"^\s*(?:ptxas\s+info\s*:\s*)?"
+# stripped, e.g. by a tool that re-prints ptxas's messages, reads the same. Triton's bundled ptxas names
+# itself "ptxas-blackwell".
+_PREFIX = r"^\s*(?:ptxas(?:-[\w.]+)?\s+info\s*:\s*)?"
 _COMPILING_ENTRY = re.compile(_PREFIX + r"Compiling entry function\s+'([^']+)'\s+for\s+'([^']+)'")
 _PROPERTIES = re.compile(_PREFIX + r"Function properties for\s+(\S+)\s*$")
 _FRAME = re.compile(r"^\s*(\d+) bytes stack frame,\s*(\d+) bytes spill stores,\s*(\d+) bytes spill loads\s*$")

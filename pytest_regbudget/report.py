@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypedDict, cast
 
@@ -55,11 +55,14 @@ class KernelRecord(TypedDict):
     ptxas_line: str | None
     ptxas_version: str
     nvrtc_version: str
+    compiler: str  # the source kind that produced the numbers (nvrtc, nvcc, triton, numba, binary, string)
+    release: str  # the toolkit release of the numbers ("12.9"), which picks the baseline entry
     options_hash: str
     options_changed: bool  # built with other options than its baseline entry
-    key: list[str] | None  # the baseline's [source, kernel, variant, arch]; None for a compile error
+    key: list[str] | None  # the baseline's [source, kernel, variant, arch, release]; None for a compile error
     line: int | None
-    baseline_status: str  # none (no baseline file), new, compared, toolkit-mismatch
+    baseline_status: str  # none (no baseline file), new, new-release, compared, toolkit-mismatch
+    other_releases: list[str]  # with new-release: the releases that have an entry for this kernel
     baseline: dict[str, object] | None
     deltas: list[DeltaRecord]
     gpu_device: str | None
@@ -125,11 +128,14 @@ def to_record(r: KernelReport) -> KernelRecord:
             ptxas_line=res.ptxas_line if res else None,
             ptxas_version=r.ptxas_version,
             nvrtc_version=r.nvrtc_version,
+            compiler=r.compiler,
+            release=r.release,
             options_hash=r.options_hash,
             options_changed=r.options_changed,
             key=list(r.key) if r.key else None,
             line=r.line,
             baseline_status=r.baseline_status,
+            other_releases=list(r.other_releases),
             baseline=r.baseline.to_toml() if r.baseline else None,
             deltas=[_delta_record(d) for d in r.deltas],
             **_gpu_fields(r),
@@ -186,6 +192,8 @@ def _baseline_cell(rec: KernelRecord) -> str:
         return "-"
     if status == "new":
         return "new"
+    if status == "new-release":
+        return f"new for {one_line(rec['release'])} (entries: {one_line(', '.join(rec['other_releases']))})"
     cells = ", ".join(_delta_cell(d) for d in rec["deltas"]) or "="
     if status == "toolkit-mismatch":
         old = rec["baseline"]["ptxas"] if rec["baseline"] else "?"
@@ -195,6 +203,53 @@ def _baseline_cell(rec: KernelRecord) -> str:
 
 def _cell(value: object) -> str:
     return "-" if value is None else str(value)
+
+
+def enforced(rec: KernelRecord) -> bool:
+    """Held to a baseline entry of its own release with every number comparable (as KernelReport's)."""
+    return rec["baseline_status"] == "compared" and rec["spill_stores"] is not None
+
+
+def release_label(release: str) -> str:
+    """ "CUDA 12.9" for a toolkit release; a release that is none ("prebuilt") as it is."""
+    return f"CUDA {release}" if release[:1].isdigit() else release
+
+
+def enforced_line(records: Sequence[KernelRecord], *, updating: bool = False) -> str | None:
+    """How many baseline entries this run measured were held to an entry of their release, and why the
+    others were not: `52 of 52 baseline entries enforced (CUDA 12.9)`. Counted per entry (two tests of one
+    kernel variant are one), a kernel without a key (a compile error) not at all. None when nothing was
+    measured."""
+    by_key: dict[tuple[str, ...], list[KernelRecord]] = {}
+    for r in records:
+        if r["registers"] is not None and r["key"]:
+            by_key.setdefault(tuple(r["key"]), []).append(r)
+    if not by_key:
+        return None
+    held = sum(1 for recs in by_key.values() if all(enforced(r) for r in recs))
+    releases = sorted({r["release"] for recs in by_key.values() for r in recs if r["release"]})
+    shown = [release_label(one_line(r)) for r in releases]
+    cuda = [label.removeprefix("CUDA ") for label in shown if label.startswith("CUDA ")]
+    others = [label for label in shown if not label.startswith("CUDA ")]
+    parts = ([f"CUDA {', '.join(cuda)}"] if cuda else []) + others
+    line = f"{held} of {len(by_key)} baseline entries enforced" + (f" ({'; '.join(parts)})" if parts else "")
+    why: dict[str, int] = {}
+    for recs in by_key.values():
+        first = next((r for r in recs if not enforced(r)), None)
+        if first is None:
+            continue
+        reason = {
+            "none": "no baseline file",
+            "new": "new",
+            "new-release": f"no entry for {release_label(one_line(first['release']))} yet",
+            "toolkit-mismatch": "recorded with another ptxas",
+        }.get(first["baseline_status"], "spills unknown (prebuilt binary)")
+        why[reason] = why.get(reason, 0) + 1
+    if why:
+        line += "; not enforced: " + ", ".join(f"{n} {reason}" for reason, n in sorted(why.items()))
+        # An update records them; elsewhere, say what would make this a failure.
+        line += " (this update records them)" if updating else " (--regbudget-strict fails them)"
+    return line
 
 
 def summary_lines(records: Sequence[KernelRecord]) -> list[str]:
@@ -290,9 +345,9 @@ def _with_gpu_columns(
     return (*header[:-1], *extra, header[-1]), out
 
 
-def json_text(records: Sequence[KernelRecord]) -> str:
-    """`{"kernels": [...]}`, sorted by test, kernel and arch."""
-    return json.dumps({"kernels": _sorted(records)}, indent=2) + "\n"
+def json_text(records: Sequence[KernelRecord], extra: Mapping[str, object] | None = None) -> str:
+    """`{"kernels": [...], **extra}`, the kernels sorted by test, kernel and arch."""
+    return json.dumps({"kernels": _sorted(records), **(extra or {})}, indent=2) + "\n"
 
 
 def _label(rec: KernelRecord) -> str:
@@ -340,10 +395,10 @@ def baseline_lines(
 def key_text(key: Sequence[str]) -> str:
     """`kernels/poly.cu poly_eval (NACC=8) [sm_90]` for a kernel's entry; `test_id kernel [sm_90]` for a
     version-1 entry (keyed by test)."""
-    if len(key) == 4:
-        source, kernel, variant, arch = key
+    if len(key) == 5:
+        source, kernel, variant, arch, release = key
         shown = "" if variant == NO_VARIANT else f" ({variant})"
-        return f"{source} {kernel}{shown} [{arch}]"
+        return f"{source} {kernel}{shown} [{arch}, {release_label(release)}]"
     return f"{' '.join(key[:-1])} [{key[-1]}]"
 
 
@@ -352,7 +407,7 @@ def unknown_arch_lines(keys: Iterable[tuple[str, ...]], baseline: str) -> list[s
     build for it, so its entries are never checked, and no update removes them."""
     by_arch: dict[str, list[tuple[str, ...]]] = {}
     for key in keys:
-        by_arch.setdefault(key[-1], []).append(key)
+        by_arch.setdefault(key[3] if len(key) == 5 else key[-1], []).append(key)
     lines = []
     for arch, found in sorted(by_arch.items()):
         try:
@@ -384,9 +439,12 @@ def markdown_report(records: Sequence[KernelRecord]) -> str:
     """A GitHub-flavoured table for the job summary: a row per changed metric or per kernel."""
     rows = ["| kernel | arch | metric | baseline | now | delta | verdict |", "|---|---|---|---|---|---|---|"]
     verdicts = {"passed": "ok", "failed": "**FAILED**", "warned": "warning", "error": "**ERROR**"}
+    # A run that compares toolkits has a row per release: the arch cell says which.
+    several = len({r["release"] for r in records if r["release"]}) > 1
     for rec in _sorted(records):
         kernel = _md_code(rec["kernel"])
-        arch = one_line(rec["arch"]).replace("|", "\\|")
+        arch = one_line(rec["arch"] + (f" ({rec['release']})" if several and rec["release"] else ""))
+        arch = arch.replace("|", "\\|")
         outcome = verdicts.get(rec["outcome"], rec["outcome"])
         if rec["registers"] is None:
             first = (rec["error"] or "").strip().splitlines()[:1]
@@ -402,7 +460,8 @@ def markdown_report(records: Sequence[KernelRecord]) -> str:
             rows.append(f"| {kernel} | {arch} | {d['metric']} | {values} | {d['verdict']} |")
         if not rec["deltas"]:
             old = rec["baseline"]["registers"] if rec["baseline"] else "-"
-            delta = "new" if rec["baseline_status"] == "new" else "0" if rec["baseline"] else "-"
+            new = rec["baseline_status"] in ("new", "new-release")
+            delta = "new" if new else "0" if rec["baseline"] else "-"
             rows.append(
                 f"| {kernel} | {arch} | registers | {old} | {rec['registers']} | {delta} | {outcome} |"
             )

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-Key = tuple[str, str, str, str]  # (source, kernel, variant, arch), as in baseline.Key
+Key = tuple[str, str, str, str, str]  # (source, kernel, variant, arch, release), as in baseline.Key
 LegacyKey = tuple[str, str, str]  # (test nodeid, kernel, arch), as in baseline.LegacyKey
 
 # How a module's collection ended (pytest's CollectReport outcome, per file).
@@ -83,7 +83,7 @@ class Decision:
     kept: Mapping[str, tuple[tuple[str, ...], ...]]
 
     def stale_entries(self) -> set[Key]:
-        return {k for k in self.stale if len(k) == 4}
+        return {k for k in self.stale if len(k) == 5}
 
     def stale_legacy(self) -> set[LegacyKey]:
         return {k for k in self.stale if len(k) == 3}
@@ -122,6 +122,9 @@ class Rule:
     # An option that changes what is collected without reporting it (--lf skips whole files): then
     # everything not measured is kept.
     selection: str | None = None
+    # The (compiler, release) pairs this run built, e.g. ("nvrtc", "12.9"), ("nvcc", "13.5"): an entry of
+    # another is kept (None: not known, every release counts as built).
+    built: frozenset[tuple[str, str]] | None = None
 
     def test(self, nodeid: str, arch: str) -> str | None:
         """Why the run could not have seen what test `nodeid` measures on `arch`; None when it could have
@@ -154,15 +157,22 @@ class Rule:
             return "test did not run to its end"
         return None
 
-    def kernel(self, key: Key, tests: Sequence[str]) -> str | None:
-        """Why a kernel's entry is kept; None when it is stale. `tests` measured it last."""
-        source, _, _, arch = key
+    def kernel(self, key: Key, tests: Sequence[str], compiler: str = "") -> str | None:
+        """Why a kernel's entry is kept; None when it is stale. `tests` measured it last, with `compiler`."""
+        source, _, _, arch, release = key
         if self.scope.interrupted:
             return f"the run was interrupted ({self.scope.interrupted})"
         if not source.startswith(NOT_A_FILE) and not (self.rootdir / source).exists():
             return None  # its source file is gone
         if arch not in self.archs:
             return f"{arch} was not built (this run's archs: {', '.join(self.archs)})"
+        if self.built is not None and (compiler, release) not in self.built:
+            # Its tests may have run with another toolkit (their ids then name another release): only the
+            # files of all its tests being gone makes it stale, as its source file's being gone does.
+            if tests and not any((self.rootdir / test_file(t)).exists() for t in tests):
+                return None
+            ran = ", ".join(f"{c} {r}" for c, r in sorted(self.built)) or "none"
+            return f"{compiler} {release} was not built (this run built: {ran})"
         if not tests:
             return "no test is recorded for it"
         reasons = [r for r in (self.test(t, arch) for t in tests) if r is not None]
@@ -182,13 +192,15 @@ def decide(
     rule: Rule,
     entries: Mapping[Key, Sequence[str]],
     legacy: Iterable[LegacyKey],
+    compilers: Mapping[Key, str] | None = None,
     *,
     measured: set[Key],
     measured_legacy: set[LegacyKey],
 ) -> Decision:
     """Split the baseline's entries that this run did not measure into stale and kept.
 
-    `entries`: each kernel entry's tests; `legacy`: version-1 entries (keyed by test); `measured`: kernel
+    `entries`: each kernel entry's tests; `compilers`: each one's compiler; `legacy`: version-1 entries
+    (keyed by test); `measured`: kernel
     keys with a record this run; `measured_legacy`: the (test, kernel, arch) of every record, built or not.
     """
     stale: set[tuple[str, ...]] = set()
@@ -196,7 +208,7 @@ def decide(
     for key, tests in sorted(entries.items()):
         if key in measured:
             continue
-        reason = rule.kernel(key, tests)
+        reason = rule.kernel(key, tests, (compilers or {}).get(key, ""))
         if reason is None:
             stale.add(key)
         else:

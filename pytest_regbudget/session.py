@@ -22,17 +22,19 @@ import pytest
 from . import baseline as bl
 from . import sources
 from .arch import get_arch
-from .budget import BaselineRule, KernelReport, timed, verdict
+from .budget import BaselineRule, KernelReport, strict, timed, verdict
 from .builder import Builder, BuildSettings, ItemEnv
-from .cache import CacheStats
+from .cache import CacheStats, Spec
 from .compiler import DEFAULT_PTXAS_TIMEOUT, error_location
-from .errors import BaselineError, CompileError, MarkerError, ToolchainError
+from .errors import BaselineError, CompileError, MarkerError, ToolchainError, Unbuildable
 from .facts import KernelFacts, Timing
 from .gpu_runner import GpuMode, GpuRunner
+from .limits import Launch
 from .markers import Budget, parse_marker
 from .report import (
     KernelRecord,
     baseline_lines,
+    enforced_line,
     github_annotations,
     key_text,
     summary_lines,
@@ -42,6 +44,7 @@ from .report import (
 from .scope import ERROR, NOT_A_FILE, Decision, Rule, RunScope, decide
 from .sources import KernelSource, SourceSpec
 from .text import safe_block
+from .toolchain import oldest_arch
 
 if TYPE_CHECKING:
     from .writers import FileWriter
@@ -72,8 +75,13 @@ class Settings:
     cache_dir: Path | None = None  # None: --regbudget-no-cache
     jobs: int = 1  # compile threads
     compiler: str = "nvrtc"  # ini regbudget_compiler: a registered source name (sources.names())
+    strict: bool = False  # --regbudget-strict: a kernel without an enforced entry of its release fails
+    # --regbudget-toolkit: every kernel is built and judged with each (toolchain.TOOLKIT_NAMES or paths);
+    # () builds with the one toolkit discovery finds.
+    toolkits: tuple[str, ...] = ()
+    nvcc: str | None = None  # --regbudget-nvcc: the nvcc for compiler="nvcc", pinned
 
-    def build(self) -> BuildSettings:
+    def build(self, toolkit: str | None = None) -> BuildSettings:
         return BuildSettings(
             rootdir=self.rootdir,
             cuda_home=self.cuda_home,
@@ -81,6 +89,8 @@ class Settings:
             cache_dir=self.cache_dir,
             jobs=self.jobs,
             sass=self.sass,
+            toolkit=toolkit,
+            nvcc=self.nvcc,
         )
 
 
@@ -91,6 +101,7 @@ class ItemState:
     arch: str
     budget: Budget | None = None
     marker_error: str | None = None
+    toolkit: str | None = None  # the --regbudget-toolkit name it builds with (None: the run's one toolkit)
     source: KernelSource | None = None  # the marker's kernel, if it names one
     item_archs: tuple[str, ...] = ()  # every arch this item runs for, in order
     reports: list[KernelReport] = field(default_factory=list)  # compile-time verdicts, in order
@@ -102,16 +113,18 @@ class ItemState:
 class RegbudgetSession:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
-        self.builder = Builder(settings.build())
+        # One builder per toolkit a kernel is built with; the first also builds what no toolkit multiplies
+        # (Triton, Numba, binaries) and lists a manifest's files.
+        self.builders = {name: Builder(settings.build(name)) for name in settings.toolkits or (None,)}
+        self.builder = next(iter(self.builders.values()))
         self.gpu = GpuRunner(settings.gpu_mode)
         self.records: list[KernelRecord] = []
         self.fresh: dict[bl.Key, bl.Entry] = {}  # what an update writes: every kernel measured
         self.conflicts: list[str] = []  # one kernel variant measured differently by two tests
-        self._measured: dict[bl.Key, tuple[str, tuple[int, ...]]] = {}  # key -> (first test, its numbers)
+        self._measured: dict[bl.Key, tuple[str, tuple[object, ...]]] = {}  # key -> (first test, its numbers)
         self.scope = RunScope()
         self.finish_lines: list[str] = []
         self.worker_cache = CacheStats()  # the controller's sum over workers
-        self._warned_versions: set[tuple[str, str]] = set()
         self._parsed: dict[int, tuple[pytest.Mark, Budget | None, str | None]] = {}
         # Raises BaselineError (a usage error) before any test runs, leaving the file untouched.
         self.baseline = bl.load(settings.baseline_path) if settings.baseline_path else bl.Baseline()
@@ -121,7 +134,7 @@ class RegbudgetSession:
         s = self.settings
         archs = ",".join(s.archs)
         try:
-            where = self.builder.toolkit().describe()
+            where = "; ".join(b.toolkit().describe() for b in self.builders.values())
         except ToolchainError:
             where = "NO CUDA TOOLKIT FOUND (marked tests will fail and say why)"
         base = "-"
@@ -131,13 +144,21 @@ class RegbudgetSession:
         return f"regbudget: {where}; archs {archs}; baseline {base}; gpu {s.gpu_mode}"
 
     def cache_line(self) -> str:
-        return self.builder.cache_line(self.worker_cache)
+        return self.builder.cache_line(self._cache_stats(self.worker_cache, skip_first=True))
+
+    def _cache_stats(self, start: CacheStats, *, skip_first: bool = False) -> CacheStats:
+        """`start` plus the cache counts of this process's builders (but the first, with `skip_first`)."""
+        total = CacheStats()
+        total.add_payload(start.to_payload())
+        for builder in list(self.builders.values())[1 if skip_first else 0 :]:
+            total.add_payload(builder.cache.stats.to_payload())
+        return total
 
     def nvcc_line(self) -> str | None:
         """Which nvcc built the compiler="nvcc" kernels, when there were any (the records tell xdist's
         controller, which finds no nvcc itself, the version)."""
         built = [r for r in self.records if r["nvrtc_version"].startswith("nvcc ")]
-        nvcc = self.builder.nvcc_if_found()
+        nvcc = next((n for b in self.builders.values() if (n := b.nvcc_if_found()) is not None), None)
         if nvcc is None and not built:
             return None
         which = sorted({r["nvrtc_version"] for r in built})
@@ -160,7 +181,12 @@ class RegbudgetSession:
         records = self.records
         annotations = github_annotations(records, self.settings.rootdir) if self.settings.annotate else []
         # finish_lines quote paths and OS errors: never let one read as a workflow command.
-        return [*summary_lines(records), *(safe_block(line) for line in self.finish_lines), *annotations]
+        from . import compare  # the toolkits' differences, where the run built with several
+
+        counted = enforced_line(records, updating=self.settings.update)
+        compared = compare.summary_lines(compare.across_releases(records))
+        finish = [*compared, *([counted] if counted else []), *self.finish_lines]
+        return [*summary_lines(records), *(safe_block(line) for line in finish), *annotations]
 
     def _display(self, path: Path) -> str:
         try:
@@ -207,7 +233,58 @@ class RegbudgetSession:
 
     def env(self, state: ItemState) -> ItemEnv:
         budget = state.budget or Budget()
-        return ItemEnv(self.builder, lambda arch: self._reads_sass(budget, arch))
+        return ItemEnv(self.builder_for(state.toolkit), lambda arch: self._reads_sass(budget, arch))
+
+    def builder_for(self, toolkit: str | None) -> Builder:
+        return self.builders.get(toolkit, self.builder)
+
+    def multiplied(self, budget: Budget | None) -> bool:
+        """Whether an item is built once per --regbudget-toolkit: not Triton, Numba or a binary, which bring
+        their own toolchains (or none)."""
+        if len(self.builders) < 2:
+            return False
+        if budget is None:
+            return True  # a test that compiles through the fixture alone
+        return budget.binary is None and (budget.compiler or self.settings.compiler) in ("nvrtc", "nvcc")
+
+    def item_params(self, budget: Budget | None, archs: Sequence[str]) -> list[tuple[str, str | None, str]]:
+        """(arch, toolkit, id) per item of a test or manifest kernel: one per arch, or per (arch, toolkit)
+        with the toolkit's release in the id ("sm_90-12.9") when several are compared."""
+        if not self.multiplied(budget):
+            return [(arch, None, arch) for arch in archs]
+        return [(a, name, f"{a}-{self.release_of(name)}") for a in archs for name in self.settings.toolkits]
+
+    def _check_arch(self, toolkit: str, arch: str) -> None:
+        """Unbuildable (a skip) where the toolkit's release no longer targets `arch` (CUDA 13: sm_75 up)."""
+        tk = self.builder_for(toolkit).toolkit()
+        oldest = oldest_arch(tk.release)
+        limits = get_arch(arch)
+        if oldest is not None and limits.major * 10 + limits.minor < oldest:
+            raise Unbuildable(
+                f"toolkit {toolkit} (CUDA {tk.release}) does not build {arch}: its oldest target is "
+                f"sm_{oldest}"
+            )
+
+    def release_of(self, toolkit: str | None) -> str:
+        return self.builder_for(toolkit).toolkit().release
+
+    def check_toolkits(self) -> None:
+        """Find every toolkit named on the command line or in the ini now: one usage error at startup, not
+        the same failure in every test. ToolchainError says which and why."""
+        nvcc = self.settings.nvcc
+        if nvcc is not None and not Path(nvcc).is_file():
+            raise ToolchainError(f"--regbudget-nvcc={nvcc}: no such file. Fix: give the path of an nvcc")
+        home = self.settings.cuda_home or os.environ.get("REGBUDGET_CUDA_HOME")
+        explicit = self.settings.toolkits or ((None,) if home else ())
+        seen: dict[str, str] = {}
+        for name in explicit:
+            release = self.release_of(name)
+            if name is not None and release in seen:
+                raise ToolchainError(
+                    f"--regbudget-toolkit: {seen[release]} and {name} are both CUDA {release}; they would "
+                    "share one baseline entry per kernel. Compare toolkits of different releases"
+                )
+            seen[release] = name or ""
 
     def _reads_sass(self, budget: Budget, arch: str) -> bool:
         """Whether a kernel's SASS is read on `arch`: with --regbudget-sass, or for a hot_spills budget."""
@@ -215,17 +292,18 @@ class RegbudgetSession:
 
     def prefetch(self, states: Sequence[ItemState]) -> None:
         """Start compiling every marker kernel of the run, in collection order, on the pool."""
-        specs = []
+        specs: dict[str | None, list[Spec]] = {}
         for s in states:
             if s.source is None:
                 continue
             try:
                 spec = s.source.plan(s.arch, self.env(s))
-            except CompileError:
-                continue  # the test itself reports the missing nvcc
+            except (CompileError, ToolchainError):
+                continue  # the test itself reports the missing nvcc or toolkit
             if spec is not None:
-                specs.append(spec)
-        self.builder.prefetch(specs)
+                specs.setdefault(s.toolkit, []).append(spec)
+        for toolkit, planned in specs.items():
+            self.builder_for(toolkit).prefetch(planned)
 
     def note_collection(self, nodeid: str, outcome: str, reason: str, *, module: bool) -> None:
         """How collecting one node ended (a module, or a package, directory or class)."""
@@ -252,6 +330,8 @@ class RegbudgetSession:
         """Build `source` for the item's arch (and the GPU's, where this instance runs the GPU checks but
         does not target the GPU's arch), judge each kernel, and return the reports for the item's arch."""
         env = self.env(state)
+        if state.toolkit is not None:
+            self._check_arch(state.toolkit, state.arch)
         gpu_arch, note = self.gpu.plan(state.arch, state.item_archs) if source.loadable else (None, None)
         built = source.build(state.arch, env)
         ids = []
@@ -277,6 +357,10 @@ class RegbudgetSession:
         arch = facts.arch
         budget = state.budget or Budget()
         limits = budget.limits(arch)
+        if limits.launch is None and facts.block is not None:
+            limits = replace(limits, launch=Launch(facts.block))
+        if limits.dynamic_smem == 0 and facts.dynamic_smem:
+            limits = replace(limits, dynamic_smem=facts.dynamic_smem)
         sass_report = None
         if self._reads_sass(budget, arch) and facts.cubin:
             from . import disasm  # only a run that reads SASS needs it
@@ -301,18 +385,17 @@ class RegbudgetSession:
         )
         for defect in report.model_defects:
             warnings.warn(RegbudgetWarning(f"{report.label}: {defect}"), stacklevel=1)
-        if report.baseline_status == "toolkit-mismatch" and report.baseline is not None:
-            self._warn_toolkit_mismatch(report.baseline.ptxas, report.ptxas_version)
         state.facts[(kernel_id, arch)] = facts
         state.reports.append(report)
         return report
 
     def key(self, facts: KernelFacts) -> bl.Key:
-        """The baseline key of a kernel: (source relative to the rootdir, readable name, variant, arch)."""
+        """The baseline key of a kernel: (source relative to the rootdir, readable name, variant, arch,
+        release of the toolkit that measured it)."""
         source = _relative(facts.source, self.settings.rootdir)
         if not facts.from_file:
             source = f"{NOT_A_FILE}{facts.provenance.compiler}>{source}"
-        return (source, facts.kernel, facts.variant, facts.arch)
+        return (source, facts.kernel, facts.variant, facts.arch, facts.provenance.release)
 
     def _rule(
         self, key: bl.Key, legacy: bl.LegacyKey, facts: KernelFacts, nodeid: str, budget: Budget
@@ -321,6 +404,7 @@ class RegbudgetSession:
         entry = self.baseline.entries.get(key) or self.baseline.legacy.get(legacy)
         return BaselineRule(
             entry=entry,
+            releases=tuple(self.baseline.releases(key)) if entry is None else (),
             conflict=self._conflict(key, facts, nodeid),
             recorded=s.baseline_path is not None,
             tolerance={**s.tolerance, **budget.tolerance},
@@ -332,14 +416,25 @@ class RegbudgetSession:
         """Two tests share one entry per kernel variant: their compile facts must agree."""
         r = facts.resources
         numbers = (r.registers, r.spill_stores, r.spill_loads, r.stack_frame, r.shared_mem)
-        first = self._measured.setdefault(key, (nodeid, numbers))
-        if first[1] == numbers or first[0] == nodeid:
+        compiler = facts.provenance.compiler
+        first = self._measured.setdefault(key, (nodeid, (compiler, *numbers)))
+        if first[1] == (compiler, *numbers) or first[0] == nodeid:
             return None
+        if first[1][0] != compiler:
+            # NVRTC and nvcc of one release may give one file different registers: the entry would hold
+            # whichever ran last.
+            text = (
+                f"{first[0]} measured this kernel variant with {first[1][0]}, this test with {compiler}: "
+                "they share one baseline entry, so they must build it the same way. Fix: measure it with "
+                "one compiler (the one you ship with), or give one build a define of its own (a variant)"
+            )
+            self.conflicts.append(f"{key_text(key)}: {nodeid}: {text}")
+            return text
         text = (
             f"{first[0]} measured this kernel variant with registers/spill stores/spill loads/stack/smem "
-            f"{'/'.join(map(str, first[1]))}, this test with {'/'.join(map(str, numbers))}: they share one "
-            "baseline entry, so they must build it the same way. Fix: give the builds different defines "
-            "(a variant of their own), or the same options"
+            f"{'/'.join(map(str, first[1][1:]))}, this test with {'/'.join(map(str, numbers))}: they share "
+            "one baseline entry, so they must build it the same way. Fix: give the builds different "
+            "defines (a variant of their own), or the same options"
         )
         self.conflicts.append(f"{key_text(key)}: {nodeid}: {text}")
         return text
@@ -353,19 +448,6 @@ class RegbudgetSession:
             if r.arch == state.arch and (r.kernel == kernel or r.kernel.startswith(f"{kernel} #"))
         )
         return kernel if n == 0 else f"{kernel} #{n + 1}"
-
-    def _warn_toolkit_mismatch(self, old: str, new: str) -> None:
-        if (old, new) in self._warned_versions:
-            return
-        self._warned_versions.add((old, new))
-        warnings.warn(
-            RegbudgetWarning(
-                f"baseline {self.settings.baseline_path} was recorded with ptxas {old}, this run uses ptxas "
-                f"{new}: its entries are shown but not enforced. Refresh it with this toolkit: "
-                "pytest --regbudget-update"
-            ),
-            stacklevel=1,
-        )
 
     def record_error(self, state: ItemState, nodeid: str, kernel: str, source: Path, error: str) -> None:
         where = error_location(error)
@@ -442,6 +524,8 @@ class RegbudgetSession:
             timing = state.timings.get((r.kernel, r.arch))
             if timing is not None:
                 r = timed(r, budget.limits(r.arch), timing, enforce=not self.settings.update)
+            if self.settings.strict and not self.settings.update:
+                r = strict(r)
             final.append(r)
             if r.resources is not None and r.key is not None:
                 self._add_fresh(r.key, bl.Entry.from_report(r))
@@ -462,7 +546,7 @@ class RegbudgetSession:
     # -- xdist -----------------------------------------------------------------------------------------
     def worker_payload(self) -> dict[str, Any]:
         return {
-            "cache": self.builder.cache.stats.to_payload(),
+            "cache": self._cache_stats(CacheStats()).to_payload(),
             "records": self.records,
             "entries": [[*key, entry.to_toml()] for key, entry in self.fresh.items()],
             "scope": self.scope.payload(),
@@ -471,8 +555,8 @@ class RegbudgetSession:
 
     def merge_worker(self, payload: dict[str, Any]) -> None:
         self.records.extend(payload.get("records", []))
-        for source, kernel, variant, arch, table in payload.get("entries", []):
-            key = (source, kernel, variant, arch)
+        for source, kernel, variant, arch, release, table in payload.get("entries", []):
+            key = (source, kernel, variant, arch, release)
             entry = bl.entry_from_table(table)
             seen = self.fresh.get(key)
             if seen is not None and _numbers(seen) != _numbers(entry):
@@ -495,19 +579,21 @@ class RegbudgetSession:
             self._stale_rule(prefixes, selection),
             {key: entry.tests for key, entry in self.baseline.entries.items()},
             self.baseline.legacy,
+            {key: entry.compiler for key, entry in self.baseline.entries.items()},
             measured={cast(bl.Key, tuple(r["key"])) for r in self.records if r["key"]},
             measured_legacy={(r["nodeid"], r["kernel"], r["arch"]) for r in self.records},
         )
 
     def _stale_rule(self, prefixes: Sequence[str], selection: str | None) -> Rule:
-        return Rule(self.scope, self.settings.archs, prefixes, self.settings.rootdir, selection)
+        built = frozenset((r["compiler"], r["release"]) for r in self.records if r["registers"] is not None)
+        return Rule(self.scope, self.settings.archs, prefixes, self.settings.rootdir, selection, built)
 
     def _to_write(self, rule: Rule) -> dict[bl.Key, bl.Entry]:
         """This run's entries, listing the tests that measured them and the old tests that still may."""
         out = {}
         for key, entry in self.fresh.items():
             old = self.baseline.entries.get(key)
-            still = rule.still_measuring(old.tests, key[3]) if old else []
+            still = rule.still_measuring(old.tests, key[bl.ARCH]) if old else []
             out[key] = replace(entry, tests=tuple(sorted({*entry.tests, *still})))
         return out
 
@@ -577,11 +663,12 @@ class RegbudgetSession:
         return True
 
     def close(self) -> None:
-        self.builder.close()
+        for builder in self.builders.values():
+            builder.close()
 
 
 def _numbers(entry: bl.Entry) -> tuple[object, ...]:
-    return (entry.registers, entry.spill_stores, entry.spill_loads, entry.stack, entry.smem)
+    return (entry.compiler, entry.registers, entry.spill_stores, entry.spill_loads, entry.stack, entry.smem)
 
 
 @functools.lru_cache(maxsize=4096)

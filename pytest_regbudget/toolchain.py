@@ -283,12 +283,12 @@ _WHEELS = (
 )
 
 
-def _from_wheels(search: _Search) -> Toolkit | None:
+def _from_wheels(search: _Search, only: Sequence[_Wheels] = _WHEELS) -> Toolkit | None:
     roots = nvidia_roots()
     if not roots:
         search.note("pip wheels", "no `nvidia` package in this Python environment")
         return None
-    for wheels in _WHEELS:
+    for wheels in only:
         version = _dist_version(wheels.nvcc)
         if not version:
             search.note(f"pip wheels ({wheels.release})", f"{wheels.nvcc} is not installed")
@@ -323,19 +323,44 @@ def find_tool(name: str, toolkit: Toolkit | None, wheel: str) -> Path | None:
     return existing or (Path(on_path) if on_path else None)
 
 
-def _discover(cuda_home: str | None, env: Mapping[str, str]) -> Toolkit:
+# The oldest SM each CUDA major release still builds for: CUDA 13 dropped Maxwell, Pascal and Volta.
+_OLDEST_ARCH = {12: 50, 13: 75}
+
+
+def oldest_arch(release: str) -> int | None:
+    """The oldest sm_XX number a release ("13.5") targets; None where not known."""
+    head = release.split(".", 1)[0]
+    return _OLDEST_ARCH.get(int(head)) if head.isdigit() else None
+
+
+# --regbudget-toolkit's names: the CUDA 12 wheels, the CUDA 13 wheels, the system's toolkit (CUDA_HOME,
+# CUDA_PATH, PATH); anything else is a path to a toolkit's home.
+TOOLKIT_NAMES = ("cu12", "cu13", "system")
+_NAMED_FIX = {
+    "cu12": 'pip install "nvidia-cuda-nvrtc-cu12==12.9.*" "nvidia-cuda-nvcc-cu12==12.9.*"',
+    "cu13": 'pip install "pytest-regbudget[cu13]" (CUDA 13 wheels: nvidia-cuda-nvrtc, nvidia-cuda-nvcc)',
+    "system": "set CUDA_HOME to a CUDA toolkit (the directory holding bin/ptxas), or put its ptxas on PATH",
+}
+
+
+def _discover_named(name: str, env: Mapping[str, str]) -> Toolkit:
+    """The toolkit --regbudget-toolkit names; ToolchainError saying what is missing and how to get it."""
     search = _Search()
-    explicit = [("--regbudget-cuda-home", cuda_home), ("REGBUDGET_CUDA_HOME", env.get("REGBUDGET_CUDA_HOME"))]
-    for origin, value in explicit:
-        if value:
-            # An explicit choice that does not work is an error, not a reason to quietly use another toolkit.
-            found = toolkit_from_home(Path(value), f"{origin}={value}", search)
-            if found is None:
-                raise ToolchainError(_not_found_message(search))
-            return found
-    found = _from_wheels(search)
-    if found:
+    if name in ("cu12", "cu13"):
+        found = _from_wheels(search, [_WHEELS[0 if name == "cu12" else 1]])
+    elif name == "system":
+        found = _from_system(env, search)
+    else:
+        found = toolkit_from_home(Path(name), name, search)
+    if found is not None:
         return found
+    tried = "\n".join(f"  - {t}" for t in search.tried)
+    fix = _NAMED_FIX.get(name, "point it at a CUDA toolkit's home (the directory of bin/ptxas and lib64)")
+    raise ToolchainError(f"toolkit {name!r} has no NVRTC and ptxas:\n{tried}\nFix: {fix}")
+
+
+def _from_system(env: Mapping[str, str], search: _Search) -> Toolkit | None:
+    """CUDA_HOME, CUDA_PATH, then the toolkit of the ptxas on PATH."""
     for var in ("CUDA_HOME", "CUDA_PATH"):
         value = env.get(var)
         if value:
@@ -356,6 +381,22 @@ def _discover(cuda_home: str | None, env: Mapping[str, str]) -> Toolkit:
                 return found
     else:
         search.note("PATH", "no ptxas on PATH")
+    return None
+
+
+def _discover(cuda_home: str | None, env: Mapping[str, str]) -> Toolkit:
+    search = _Search()
+    explicit = [("--regbudget-cuda-home", cuda_home), ("REGBUDGET_CUDA_HOME", env.get("REGBUDGET_CUDA_HOME"))]
+    for origin, value in explicit:
+        if value:
+            # An explicit choice that does not work is an error, not a reason to quietly use another toolkit.
+            found = toolkit_from_home(Path(value), f"{origin}={value}", search)
+            if found is None:
+                raise ToolchainError(_not_found_message(search))
+            return found
+    found = _from_wheels(search) or _from_system(env, search)
+    if found:
+        return found
     raise ToolchainError(_not_found_message(search))
 
 
@@ -370,22 +411,25 @@ def _not_found_message(search: _Search) -> str:
 
 
 def discover(
-    cuda_home: str | None = None, env: Mapping[str, str] | None = None, memo: ToolMemo | None = None
+    cuda_home: str | None = None,
+    env: Mapping[str, str] | None = None,
+    memo: ToolMemo | None = None,
+    named: str | None = None,
 ) -> Toolkit:
-    """The matched toolkit for this run; cached per (explicit home, relevant environment), and in `memo`
-    (kept in the compile cache) while nothing discovery looked at has changed, so that a warm run starts
-    no `ptxas --version`."""
+    """The matched toolkit for this run (or the one --regbudget-toolkit `named`, see TOOLKIT_NAMES);
+    cached per (explicit home, name, relevant environment), and in `memo` (kept in the compile cache) while
+    nothing discovery looked at has changed, so that a warm run starts no `ptxas --version`."""
     env = os.environ if env is None else env
     keys = ("REGBUDGET_CUDA_HOME", "CUDA_HOME", "CUDA_PATH", "PATH")
     env_items = tuple((k, env.get(k, "")) for k in keys)
     if memo is None:
-        return _discover_cached(cuda_home, env_items)
-    key = json.dumps(["toolkit", cuda_home, env_items, sys.prefix])
+        return _discover_cached(cuda_home, env_items, named)
+    key = json.dumps(["toolkit", cuda_home, env_items, sys.prefix] + ([named] if named else []))
     known = memo.get(key)
     if known is not None:
         with contextlib.suppress(KeyError, TypeError, ValueError):
             return _toolkit_from_json(known)
-    found = _discover_cached(cuda_home, env_items)
+    found = _discover_cached(cuda_home, env_items, named)
     memo.put(key, _toolkit_to_json(found), _discovery_inputs(found, cuda_home, dict(env_items)))
     return found
 
@@ -508,5 +552,8 @@ class ToolMemo:
 
 
 @functools.lru_cache(maxsize=8)
-def _discover_cached(cuda_home: str | None, env_items: tuple[tuple[str, str], ...]) -> Toolkit:
-    return _discover(cuda_home, {k: v for k, v in env_items if v})
+def _discover_cached(
+    cuda_home: str | None, env_items: tuple[tuple[str, str], ...], named: str | None = None
+) -> Toolkit:
+    env = {k: v for k, v in env_items if v}
+    return _discover(cuda_home, env) if named is None else _discover_named(named, env)

@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import html
+from . import compare, html
 from .baseline import atomic_write
 from .report import KernelRecord, json_text, markdown_report
 
@@ -37,7 +37,13 @@ class FileWriter:
 
 
 def _markdown(records: Sequence[KernelRecord]) -> str:
-    return markdown_report(records) if records else ""
+    return markdown_report(records) + compare.markdown(compare.across_releases(records)) if records else ""
+
+
+def _json(records: Sequence[KernelRecord]) -> str:
+    # Which toolkit release differs from the next on which kernel, when the run built with several.
+    comparisons = [c.to_json() for c in compare.across_releases(records)]
+    return json_text(records, {"toolkit_comparison": comparisons})
 
 
 def file_writers(
@@ -49,7 +55,7 @@ def file_writers(
 ) -> list[FileWriter]:
     writers = []
     if json_path is not None:
-        writers.append(FileWriter("--regbudget-json", json_path, json_text))
+        writers.append(FileWriter("--regbudget-json", json_path, _json))
     if html_path is not None:
         writers.append(FileWriter("--regbudget-html", html_path, html.render))
     if markdown_path is not None:

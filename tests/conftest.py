@@ -36,6 +36,7 @@ SAMPLE_ENTRY = bl.Entry(
     const_mem=380,
     ptxas="12.9.86",
     nvrtc="12.9.86",
+    compiler="nvrtc",
     options_hash="abc",
     tests=("tests/test_kernels.py::test_k[sm_90]",),
 )

@@ -28,6 +28,7 @@ from ..facts import KernelFacts
 if TYPE_CHECKING:
     from ..cache import Spec
     from ..compiler import CompiledKernel, CompileOptions, Nvcc
+    from ..frontends import FrontendPtx
     from ..toolchain import Toolkit
 
 
@@ -55,6 +56,11 @@ class BuildEnv(Protocol):
 
     def options_hash(self, options: CompileOptions) -> str:
         """The baseline's digest of `options` (paths relative to the rootdir)."""
+        ...
+
+    def frontend(self, key: str | None, make: Callable[[], FrontendPtx]) -> FrontendPtx:
+        """A Python front end's build through the compile cache, by the front end's own key (None: not
+        cached)."""
         ...
 
 

@@ -1,6 +1,9 @@
-"""Kernels written in Python: Triton and Numba make the PTX, this run's ptxas measures it.
+"""Kernels written in Python: Triton builds and assembles its kernels with its own ptxas (measured as it ships
+them); Numba makes PTX that this run's ptxas measures.
 
-Neither is cached yet (the kernel manifest issue will key them); each is built when its test runs.
+A Triton build is cached by Triton's own cache key (frontends.triton_key). A Numba build is not: nothing
+fingerprints the device functions and globals a Numba kernel reaches in other modules, so a cached result
+could be stale; its ptxas run is quick next to numba-cuda's lowering, which would have to run anyway.
 """
 
 from __future__ import annotations
@@ -13,8 +16,8 @@ from typing import Any
 from ..cache import Spec
 from ..compiler import BuildOutputs, CompileOptions, interpret, run_ptxas
 from ..facts import KernelFacts, Provenance
-from ..frontends import FrontendPtx, numba_ptx, triton_ptx
-from ..toolchain import Toolkit
+from ..frontends import FrontendPtx, TritonJob, numba_ptx
+from ..toolchain import Toolkit, discover
 from . import BuildEnv
 
 
@@ -27,7 +30,10 @@ class FrontendKernel:
     name: str
     where: Path
     settings: tuple[str, ...]
-    make_ptx: Callable[[str, Toolkit], FrontendPtx] = field(repr=False)
+    make_ptx: Callable[[str, Toolkit | None], FrontendPtx] = field(repr=False)
+    native: bool = False  # the front end assembles with its own ptxas (Triton): no toolkit is needed
+    # The front end's own cache key of a build for an arch (Triton's): cached by it; None: built every time.
+    cache_key: Callable[[str], str | None] = field(default=lambda arch: None, repr=False)
     reads_file = False
     loadable = True
 
@@ -39,15 +45,27 @@ class FrontendKernel:
         return None
 
     def build(self, arch: str, env: BuildEnv) -> list[KernelFacts]:
-        tk = env.toolkit()
-        made = self.make_ptx(arch, tk)
+        tk = None if self.native else env.toolkit()
+        if self.native:
+            # Triton's own cache key covers its code, the function and what it calls, the options and its
+            # ptxas: a build it would reuse is one we may reuse.
+            made = env.frontend(self.cache_key(arch), lambda: self.make_ptx(arch, None))
+        else:
+            made = self.make_ptx(arch, tk)
         label = f"{made.name} [{arch}]"
-        # Triton writes sm_90a PTX when asked for sm_90 (wgmma exists only there): assemble what it wrote.
-        log, cubin = run_ptxas(made.ptx, made.ptx_target, (), tk, env.ptxas_timeout, label)
-        outputs = BuildOutputs.of(made.entry, made.ptx, "", log, cubin)
+        if made.cubin is not None:
+            # Triton assembled it with its own ptxas and options: its cubin and log are what ships.
+            outputs = BuildOutputs.of(made.entry, made.ptx, "", made.ptxas_log, made.cubin)
+            ptxas, origin = made.ptxas_version, made.ptxas_origin
+        else:
+            assert tk is not None
+            # Triton writes sm_90a PTX when asked for sm_90 (wgmma exists only there): assemble what it wrote.
+            log, cubin = run_ptxas(made.ptx, made.ptx_target, (), tk, env.ptxas_timeout, label)
+            outputs = BuildOutputs.of(made.entry, made.ptx, "", log, cubin)
+            ptxas, origin = tk.ptxas_version, tk.origin
         options = CompileOptions(options=self.settings)
         # The report names the compiler that wrote the PTX, and the ptxas that measured it.
-        made_by = Provenance(self.compiler, frontend=made.frontend, ptxas=tk.ptxas_version, origin=tk.origin)
+        made_by = Provenance(self.compiler, frontend=made.frontend, ptxas=ptxas, origin=origin)
         compiled = interpret(outputs, made.source or Path(made.name), "", made.name, arch, options, made_by)
         return [
             replace(
@@ -57,6 +75,11 @@ class FrontendKernel:
                 # Each signature and setting is a build of its own, with an entry of its own.
                 variant=",".join(self.settings),
                 from_file=made.source is not None,
+                # What the build fixes about its launch (Triton: num_warps * 32 threads, and the dynamic
+                # shared memory its pipeline needs): the launch the verdict assumes unless the marker
+                # gives one.
+                block=made.threads,
+                dynamic_smem=made.dynamic_smem,
             )
         ]
 
@@ -76,20 +99,15 @@ def triton_kernel(
         f"num_warps={num_warps}",
         f"num_stages={num_stages}",
     )
+    job = TritonJob(fn, signature, constexprs, num_warps, num_stages)
     return FrontendKernel(
         compiler="triton",
         name=getattr(getattr(fn, "fn", fn), "__name__", str(fn)),
         where=where,
         settings=settings,
-        make_ptx=lambda arch, tk: triton_ptx(
-            fn,
-            arch,
-            signature=signature,
-            constexprs=constexprs,
-            num_warps=num_warps,
-            num_stages=num_stages,
-            toolkit=tk,
-        ),
+        make_ptx=lambda arch, tk: job.ptx(arch, native=True),
+        native=True,
+        cache_key=job.key,
     )
 
 
@@ -99,5 +117,5 @@ def numba_kernel(fn: Any, signature: object, where: Path) -> FrontendKernel:
         name=getattr(fn, "__name__", str(fn)),
         where=where,
         settings=(f"numba signature={signature}",),
-        make_ptx=lambda arch, tk: numba_ptx(fn, signature, arch, toolkit=tk),
+        make_ptx=lambda arch, tk: numba_ptx(fn, signature, arch, toolkit=tk or discover()),
     )

@@ -12,6 +12,8 @@ from conftest import run_json
 KERNELS = Path(__file__).parent.parent / "kernels"
 HUNGRY = KERNELS / "hungry.cu"
 BASELINE = "regbudget-baseline.toml"
+# The CUDA release of the NVRTC and ptxas wheels (nvidia-cuda-*-cu12 12.9.x): the last level of a key.
+RELEASE = "12.9"
 
 
 def write_tests(pytester: pytest.Pytester, nacc: dict[str, int], extra: str = "", launch: int = 128) -> None:
@@ -46,16 +48,24 @@ def test_update_writes_a_reviewable_file_and_rerun_passes(pytester: pytest.Pytes
     text = baseline_text(pytester)
     assert text.startswith("# pytest-regbudget baseline")
     a = next(r for r in records if r["nodeid"].endswith("test_a[sm_90]"))
-    assert f'[kernels."k_a.cu".poly_eval.-.sm_90]\nregisters = {a["registers"]}\n' in text
-    assert f'ptxas = "{a["ptxas_version"]}"' in text
+    assert (a["compiler"], a["release"], a["ptxas_version"].startswith(f"{RELEASE}.")) == (
+        "nvrtc",
+        RELEASE,
+        True,
+    )
+    assert a["key"] == ["k_a.cu", "poly_eval", "-", "sm_90", RELEASE]
+    assert "\nversion = 3\n" in text
+    assert f'[kernels."k_a.cu".poly_eval.-.sm_90."{RELEASE}"]\nregisters = {a["registers"]}\n' in text
+    assert f'ptxas = "{a["ptxas_version"]}"\nnvrtc = "{a["nvrtc_version"]}"\ncompiler = "nvrtc"\n' in text
     assert 'tests = [\n    "test_k.py::test_a[sm_90]",\n]' in text
-    assert '[kernels."k_a.cu".poly_eval.-.sm_90.occupancy]\n"128 threads" = ' in text
+    assert f'[kernels."k_a.cu".poly_eval.-.sm_90."{RELEASE}".occupancy]\n"128 threads" = ' in text
     # A second update with nothing changed rewrites nothing.
     result, _ = run_json(pytester, "--regbudget-update")
     result.stdout.fnmatch_lines(["*updated: 0 added, 0 updated, 2 unchanged, 0 stale"])
     assert baseline_text(pytester) == text
     result, records = run_json(pytester)
     result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines([f"2 of 2 baseline entries enforced (CUDA {RELEASE})"])
     assert {r["baseline_status"] for r in records} == {"compared"}
     assert all(r["deltas"] == [] for r in records)
     assert all(r["baseline"]["registers"] == r["registers"] for r in records)
@@ -192,7 +202,7 @@ def test_partial_update_keeps_what_it_did_not_run(pytester: pytest.Pytester) -> 
         ["1 entry kept: deselected (-k, -m or --deselect)", "*0 added, 1 updated, 0 unchanged, 0 stale"]
     )
     text = baseline_text(pytester)
-    assert '[kernels."k_b.cu".poly_eval.-.sm_90]' in text
+    assert f'[kernels."k_b.cu".poly_eval.-.sm_90."{RELEASE}"]' in text
     result, _ = run_json(pytester)
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(["*test_b*FAILED*"])
@@ -207,7 +217,7 @@ def test_stale_entries_are_listed_and_removed_only_by_a_full_update(pytester: py
     result.stdout.fnmatch_lines(
         [
             "1 stale baseline entry (test or kernel gone):",
-            "  k_b.cu poly_eval [[]sm_90[]]",
+            f"  k_b.cu poly_eval [[]sm_90, CUDA {RELEASE}[]]",
             "  pytest --regbudget-update removes them.",
         ]
     )
@@ -232,10 +242,12 @@ def test_a(regbudget):
     pytester.makepyfile(test_k=test)
     run_json(pytester, "--regbudget-update")
     # Each define set is a variant of the kernel, with an entry of its own.
-    assert '[kernels."hungry.cu".poly_eval."NACC=4".sm_90]' in baseline_text(pytester)
+    assert f'[kernels."hungry.cu".poly_eval."NACC=4".sm_90."{RELEASE}"]' in baseline_text(pytester)
     pytester.makepyfile(test_k=test.replace("    regbudget.compile(", "    pass  # regbudget.compile("))
     result, _ = run_json(pytester)
-    result.stdout.fnmatch_lines(["1 stale baseline entry*", "  hungry.cu poly_eval (NACC=4) [[]sm_90[]]"])
+    result.stdout.fnmatch_lines(
+        ["1 stale baseline entry*", f"  hungry.cu poly_eval (NACC=4) [[]sm_90, CUDA {RELEASE}[]]"]
+    )
 
 
 def test_update_and_run_under_xdist_lose_nothing(pytester: pytest.Pytester) -> None:
@@ -291,29 +303,179 @@ def test_entry_of_the_wrong_shape_is_a_usage_error(pytester: pytest.Pytester) ->
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(
         [
-            '*[[]kernels."k_a.cu"."poly_eval"."-".sm_90[]]: spill_stores = \'none\','
+            f'*[[]kernels."k_a.cu"."poly_eval"."-"."sm_90"."{RELEASE}"[]]: spill_stores = \'none\','
             " expected a whole number >= 0*"
         ]
     )
     assert path.read_text() == bad
 
 
-def test_baseline_from_another_ptxas_warns_and_does_not_fail(pytester: pytest.Pytester) -> None:
+def test_an_entry_of_another_patch_version_of_the_release_is_enforced(pytester: pytest.Pytester) -> None:
+    # Patch versions of one release (12.9.41, 12.9.86) generate the same code: they share the entry.
     write_tests(pytester, {"a": 8})
     _, (rec,) = run_json(pytester, "--regbudget-update")
     path = pytester.path / BASELINE
-    path.write_text(path.read_text().replace(f'ptxas = "{rec["ptxas_version"]}"', 'ptxas = "11.8.89"'))
+    path.write_text(path.read_text().replace(f'ptxas = "{rec["ptxas_version"]}"', f'ptxas = "{RELEASE}.41"'))
     write_tests(pytester, {"a": 16})
     result, (new,) = run_json(pytester)
-    result.assert_outcomes(passed=1, warnings=1)
+    result.assert_outcomes(failed=1, warnings=0)
+    assert (new["baseline_status"], new["baseline"]["ptxas"]) == ("compared", f"{RELEASE}.41")
     result.stdout.fnmatch_lines(
         [
-            f"*was recorded with ptxas 11.8.89, this run uses ptxas {rec['ptxas_version']}:"
-            " its entries are shown but not enforced*"
+            "*registers * -> * (+*) is worse than the baseline*",
+            f"1 of 1 baseline entries enforced (CUDA {RELEASE})",
         ]
     )
+
+
+def release_to(text: str, release: str, ptxas: str) -> str:
+    """A baseline as another CUDA release would have written it: its entries keyed and recorded by it."""
+    old = f'ptxas = "{ptxas_of(text)}"'
+    return text.replace(f'."{RELEASE}"', f'."{release}"').replace(old, f'ptxas = "{ptxas}"')
+
+
+def ptxas_of(text: str) -> str:
+    return next(line for line in text.splitlines() if line.startswith("ptxas = ")).split('"')[1]
+
+
+def test_a_cuda_upgrade_is_new_for_its_release_and_gets_an_entry_beside_the_old(
+    pytester: pytest.Pytester,
+) -> None:
+    write_tests(pytester, {"a": 8})
+    run_json(pytester, "--regbudget-update")
+    path = pytester.path / BASELINE
+    path.write_text(release_to(baseline_text(pytester), "12.8", "12.8.93"))
+    # The kernel got worse, but the baseline holds CUDA 12.8's numbers only: not comparable, so not
+    # enforced, and said so (no warning: an upgrade is expected, and strict mode is there to refuse it).
+    write_tests(pytester, {"a": 16})
+    result, (rec,) = run_json(pytester)
+    result.assert_outcomes(passed=1, warnings=0)
+    assert (rec["baseline_status"], rec["other_releases"], rec["baseline"], rec["deltas"]) == (
+        "new-release",
+        ["12.8"],
+        None,
+        [],
+    )
+    result.stdout.fnmatch_lines(
+        [
+            f"*test_a[[]sm_90[]]*new for {RELEASE} (entries: 12.8)*ok*",
+            f"0 of 1 baseline entries enforced (CUDA {RELEASE}); not enforced: 1 no entry for CUDA {RELEASE} "
+            "yet (--regbudget-strict fails them)",
+        ]
+    )
+    assert "stale" not in result.stdout.str()  # the 12.8 entry is not this run's to judge
+    # Strict mode fails it, from the option or the ini.
+    result, (rec,) = run_json(pytester, "--regbudget-strict")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            f"*strict: not enforced, the baseline has no CUDA {RELEASE} entry for it (only 12.8); record it "
+            "with pytest --regbudget-update and review the diff*"
+        ]
+    )
+    pytester.makeini("[pytest]\nregbudget_strict = true\n")
+    run_json(pytester)[0].assert_outcomes(failed=1)
+    # An update records this release's numbers beside 12.8's, which it keeps: it did not build with 12.8.
+    result, _ = run_json(pytester, "--regbudget-update")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(
+        [
+            f"1 entry kept: nvrtc 12.8 was not built (this run built: nvrtc {RELEASE})",
+            "*updated: 1 added, 0 updated, 0 unchanged, 0 stale",
+        ]
+    )
+    text = baseline_text(pytester)
+    assert '[kernels."k_a.cu".poly_eval.-.sm_90."12.8"]' in text
+    assert f'[kernels."k_a.cu".poly_eval.-.sm_90."{RELEASE}"]' in text
+    # Now held to its own release's entry, strict mode included.
+    result, (rec,) = run_json(pytester)
+    result.assert_outcomes(passed=1)
+    assert rec["baseline_status"] == "compared"
+    result.stdout.fnmatch_lines([f"1 of 1 baseline entries enforced (CUDA {RELEASE})"])
+
+
+def test_a_version_2_file_is_read_per_release_then_rewritten_as_version_3(pytester: pytest.Pytester) -> None:
+    write_tests(pytester, {"a": 8, "b": 8})
+    run_json(pytester, "--regbudget-update")
+    # The same file as version 2 wrote it: no release level, no compiler; test_b's entry from CUDA 11.8.
+    v3 = baseline_text(pytester)
+    v2 = (
+        v3.replace("version = 3", "version = 2")
+        .replace(f'."{RELEASE}"', "")
+        .replace('compiler = "nvrtc"\n', "")
+    )
+    b_entry = v2.index('[kernels."k_b.cu"')
+    v2 = v2[:b_entry] + v2[b_entry:].replace(f'ptxas = "{ptxas_of(v3)}"', 'ptxas = "11.8.89"', 1)
+    assert f'."{RELEASE}"' not in v2
+    assert "compiler" not in v2
+    path = pytester.path / BASELINE
+    path.write_text(v2)
+    write_tests(pytester, {"a": 16, "b": 16})
+    result, records = run_json(pytester)
+    # test_a's entry is its release's (from its ptxas), enforced; test_b's is 11.8's, so b is new for 12.9.
+    result.assert_outcomes(passed=1, failed=1, warnings=0)
+    a = next(r for r in records if "test_a" in r["nodeid"])
+    assert a["baseline_status"] == "compared"
+    b = next(r for r in records if "test_b" in r["nodeid"])
+    assert (b["baseline_status"], b["other_releases"]) == ("new-release", ["11.8"])
+    result.stdout.fnmatch_lines(
+        [
+            "poly_eval [[]sm_90[]]: registers * -> * (+*) is worse than the baseline*",
+            f"1 of 2 baseline entries enforced (CUDA {RELEASE}); not enforced: 1 no entry for CUDA {RELEASE} "
+            "yet*",
+        ]
+    )
+    result.stdout.fnmatch_lines(["FAILED test_k.py::test_a[[]sm_90[]]*"])
+    assert path.read_text() == v2  # a plain run writes nothing
+    # An update writes version 3: test_a's entry updated, test_b's added beside its 11.8 one, which is kept.
+    result, _ = run_json(pytester, "--regbudget-update")
+    result.stdout.fnmatch_lines(
+        [
+            f"1 entry kept: nvrtc 11.8 was not built (this run built: nvrtc {RELEASE})",
+            "*updated: 1 added, 1 updated, 0 unchanged, 0 stale; file rewritten from version 2 to 3",
+        ]
+    )
+    text = baseline_text(pytester)
+    assert "\nversion = 3\n" in text
+    assert '[kernels."k_b.cu".poly_eval.-.sm_90."11.8"]' in text
+    assert f'[kernels."k_b.cu".poly_eval.-.sm_90."{RELEASE}"]' in text
+    assert f'[kernels."k_a.cu".poly_eval.-.sm_90."{RELEASE}"]' in text
+    assert text.count('compiler = "nvrtc"') == 3
+    result, _ = run_json(pytester)
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines([f"2 of 2 baseline entries enforced (CUDA {RELEASE})"])
+
+
+def test_a_version_1_entry_of_another_ptxas_is_shown_but_not_enforced(pytester: pytest.Pytester) -> None:
+    # A version-1 entry is keyed by test, not by release: one from another ptxas can only be shown.
+    write_tests(pytester, {"a": 8})
+    _, (rec,) = run_json(pytester)
+    (pytester.path / BASELINE).write_text(
+        f"""version = 1
+
+[kernels."test_k.py::test_a[sm_90]".poly_eval.sm_90]
+registers = {rec["registers"] - 4}
+spill_stores = 0
+spill_loads = 0
+stack = 0
+smem = 0
+const_mem = 0
+ptxas = "11.8.89"
+nvrtc = "11.8.89"
+options_hash = "{rec["options_hash"]}"
+"""
+    )
+    result, (new,) = run_json(pytester)
+    result.assert_outcomes(passed=1, warnings=0)
     assert new["baseline_status"] == "toolkit-mismatch"
-    result.stdout.fnmatch_lines(["*regs +* (ptxas 11.8.89, not enforced)*"])
+    result.stdout.fnmatch_lines(
+        [
+            "*regs +4 (ptxas 11.8.89, not enforced)*",
+            f"0 of 1 baseline entries enforced (CUDA {RELEASE}); not enforced: 1 recorded with another "
+            "ptxas*",
+        ]
+    )
+    run_json(pytester, "--regbudget-strict")[0].assert_outcomes(failed=1)
 
 
 def test_baseline_path_from_option_and_ini(pytester: pytest.Pytester) -> None:
@@ -376,7 +538,7 @@ def test_an_update_for_fewer_archs_keeps_the_other_archs(pytester: pytest.Pytest
     run_json(pytester, "--regbudget-update", "--regbudget-arch=sm_80,sm_90")
     result, _ = run_json(pytester, "--regbudget-update", "--regbudget-arch=sm_90")
     result.stdout.fnmatch_lines(["*0 added, 0 updated, 1 unchanged, 0 stale"])
-    assert '[kernels."k_a.cu".poly_eval.-.sm_80]' in baseline_text(pytester)
+    assert f'[kernels."k_a.cu".poly_eval.-.sm_80."{RELEASE}"]' in baseline_text(pytester)
 
 
 def test_renamed_test_keeps_its_kernel_enforced(pytester: pytest.Pytester) -> None:
@@ -412,7 +574,7 @@ def test_two():
     result, _ = run_json(pytester, "--regbudget-update")
     result.stdout.fnmatch_lines(["*1 added, 0 updated*"])
     text = baseline_text(pytester)
-    assert text.count('[kernels."hungry.cu".poly_eval."NACC=8".sm_90]') == 1
+    assert text.count(f'[kernels."hungry.cu".poly_eval."NACC=8".sm_90."{RELEASE}"]') == 1
     assert '"128 threads" = ' in text
     assert '"256 threads" = ' in text
     assert "test_k.py::test_one[sm_90]" in text
@@ -465,9 +627,12 @@ options_hash = "{a["options_hash"]}"
     )
     result, _ = run_json(pytester, "--regbudget-update")
     result.stdout.fnmatch_lines(
-        ["*2 added, 0 updated, 0 unchanged, 0 stale, 2 version-1 entries migrated or removed"]
+        [
+            "*2 added, 0 updated, 0 unchanged, 0 stale, 2 version-1 entries migrated or removed; "
+            "file rewritten from version 1 to 3"
+        ]
     )
     text = baseline_text(pytester)
-    assert "version = 2" in text
+    assert "\nversion = 3\n" in text
     assert "legacy" not in text
     assert text.count("[kernels.") == 4  # two kernels, each with its occupancy table

@@ -131,7 +131,7 @@ def test_manifest_items_for_files_globs_variants_and_refinements(project: pytest
     small = rec["kernels/more/hungry.cu::poly_eval[NACC_4-sm_90]"]
     large = rec["kernels/more/hungry.cu::poly_eval[NACC_8-sm_90]"]
     assert small["registers"] < large["registers"]
-    assert small["key"][2:] == ["NACC=4", "sm_90"]
+    assert small["key"][2:] == ["NACC=4", "sm_90", "12.9"]
 
 
 def test_a_later_table_refines_what_an_earlier_one_set(project: pytest.Pytester) -> None:
@@ -271,8 +271,8 @@ def test_update_writes_the_manifest_kernels_the_ratchet_holds_and_stale_entries_
     result.assert_outcomes(passed=13)
     baseline = project.path / "regbudget-baseline.toml"
     entries = bl.load(baseline).entries
-    assert ("kernels/more/hungry.cu", "poly_eval", "NACC=8", "sm_90") in entries
-    assert entries["kernels/ew.cu", "ns::tile<8>", "-", "sm_80"].tests == (
+    assert ("kernels/more/hungry.cu", "poly_eval", "NACC=8", "sm_90", "12.9") in entries
+    assert entries["kernels/ew.cu", "ns::tile<8>", "-", "sm_80", "12.9"].tests == (
         "kernels/ew.cu::ns.tile<8>[sm_80]",
     )
     # The ratchet: a kernel that gets worse fails its items.
@@ -291,7 +291,7 @@ def test_update_writes_the_manifest_kernels_the_ratchet_holds_and_stale_entries_
     )
     for partial in ("tests/test_plain.py", "kernels/more/hungry.cu::poly_eval"):
         project.runpytest("-p", "no:cacheprovider", "--regbudget-update", partial)
-        assert ("kernels/more/hungry.cu", "poly_eval", "NACC=4", "sm_90") in bl.load(baseline).entries
+        assert ("kernels/more/hungry.cu", "poly_eval", "NACC=4", "sm_90", "12.9") in bl.load(baseline).entries
     # ... and removed by one that did: a plain run collects every file of the manifest.
     result = project.runpytest("-p", "no:cacheprovider", "--regbudget-update")
     result.assert_outcomes(passed=11)
@@ -313,7 +313,7 @@ def test_xdist_runs_and_updates_manifest_items(project: pytest.Pytester) -> None
     entries = bl.load(project.path / "regbudget-baseline.toml").entries
     expected = {("kernels/ew.cu", k) for k in ("scale", "add", "acc<4>", "ns::tile<8>")}
     expected.add(("kernels/more/hungry.cu", "poly_eval"))
-    assert {(source, kernel) for source, kernel, _, _ in entries} == expected
+    assert {(source, kernel) for source, kernel, _, _, _ in entries} == expected
     assert len(entries) == len(ITEMS)
     result = project.runpytest("-p", "no:cacheprovider", "-n", "2")
     result.assert_outcomes(passed=13)

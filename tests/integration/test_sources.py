@@ -86,6 +86,9 @@ def test_fixture(regbudget):
     assert transpose["shared_mem"] == 32 * 33 * 4
     assert transpose["max_threads"] == 1024
     assert scale["ptxas_version"] == scale["nvrtc_version"].split()[-1]  # nvcc's own toolkit measured it
+    # Its entry is nvcc's release's (the nvidia-cuda-nvcc 13.5 wheel), not NVRTC's (12.9).
+    assert (scale["compiler"], scale["release"], scale["key"][-1]) == ("nvcc", "13.5", "13.5")
+    assert scale["ptxas_version"].startswith("13.5.")
     result.stdout.fnmatch_lines(["*transpose<32> [[]sm_90[]]: static shared memory 4,224 bytes > smem 4096*"])
 
 
@@ -133,8 +136,15 @@ def test_broken(regbudget):
     )
     result, records = run_json(pytester, "--regbudget-update")
     result.assert_outcomes(passed=2)
-    assert [r["kernel"] for r in records if r["registers"]] == ["axpy"]
-    assert "axpy" in (pytester.path / "regbudget-baseline.toml").read_text()
+    (axpy,) = [r for r in records if r["registers"]]
+    assert (axpy["kernel"], axpy["compiler"], axpy["release"], axpy["key"][-1]) == (
+        "axpy",
+        "nvrtc",
+        "12.9",
+        "12.9",
+    )
+    text = (pytester.path / "regbudget-baseline.toml").read_text()
+    assert '.axpy.-.sm_90."12.9"]' in text
     result, _ = run_json(pytester)
     # The string compiled before is a hit; the broken one is tried again (errors are never cached).
     result.stdout.fnmatch_lines(["compile cache *: 1 hits, 1 misses*"])
@@ -233,8 +243,8 @@ def test_numba_kernels_measured_by_our_ptxas(pytester: pytest.Pytester) -> None:
     # Entries are keyed by the Python name, stable across processes (numba's mangled entry is not).
     text = (pytester.path / "regbudget-baseline.toml").read_text()
     assert (
-        '[kernels."test_k.py".axpy."numba signature=void(float32, float32[:], float32[:], float32[:])".sm_90]'
-        in text
+        '[kernels."test_k.py".axpy."numba signature=void(float32, float32[:], float32[:], float32[:])".sm_90.'
+        '"12.9"]' in text
     )
 
 
@@ -274,7 +284,7 @@ def test_unknown_kernel():
     fat = [r for r in records if r["nodeid"].startswith("test_k.py::test_fatbin")]
     assert {r["arch"] for r in fat} == {"sm_80", "sm_90"}
     assert all(r["registers"] > 0 and r["spill_stores"] == 0 for r in fat)
-    assert all(r["ptxas_version"] == "prebuilt" for r in fat)
+    assert all(r["ptxas_version"] == "prebuilt" and r["compiler"] == "binary" for r in fat)
     result.stdout.fnmatch_lines(
         [
             "*transpose<32> [[]sm_*[]]: static shared memory 4,224 bytes > smem 4096*",

@@ -37,14 +37,15 @@ def test_{name}():
 
 
 def keys(pytester: pytest.Pytester) -> list[str]:
-    """The tests the baseline's entries list, sorted."""
+    """The tests the baseline's entries list, sorted (entries nest source, kernel, variant, arch, release)."""
     doc = tomllib.loads((pytester.path / BASELINE).read_text())
     return sorted(
         test
         for per_kernel in doc["kernels"].values()
         for per_variant in per_kernel.values()
         for per_arch in per_variant.values()
-        for entry in per_arch.values()
+        for per_release in per_arch.values()
+        for entry in per_release.values()
         for test in entry["tests"]
     )
 
@@ -238,12 +239,13 @@ def test_entry_for_an_unknown_arch_is_named_and_kept(pytester: pytest.Pytester) 
     seed(pytester, {"test_a": ("a1",)})
     path = pytester.path / BASELINE
     text = path.read_text()
-    path.write_text(text + text[text.index('[kernels."') :].replace("sm_90]\n", "sm_999]\n", 1))
+    entry = text[text.index('[kernels."') :]
+    path.write_text(text + entry.replace('.sm_90."12.9"]\n', '.sm_999."12.9"]\n', 1))
     result = update(pytester)
     result.stdout.fnmatch_lines(
         [
             "baseline regbudget-baseline.toml: 1 entry for arch 'sm_999' (e.g. hungry.cu poly_eval "
-            "(NACC=4,TAG=a1) [[]sm_999[]]) are never checked*"
+            "(NACC=4,TAG=a1) [[]sm_999, CUDA 12.9[]]) are never checked*"
         ]
     )
     assert "sm_999" in path.read_text()

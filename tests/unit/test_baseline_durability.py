@@ -35,7 +35,7 @@ while True:
 
 def entries(version: int) -> dict[bl.Key, bl.Entry]:
     return {
-        (f"kernels/k{i // 10}.cu", f"kernel_{i % 10}", f"N={i}", "sm_90"): replace(
+        (f"kernels/k{i // 10}.cu", f"kernel_{i % 10}", f"N={i}", "sm_90", "12.9"): replace(
             ENTRY,
             registers=32 + version,
             occupancy={"256 threads": 0.5, "1024 threads": 0.25},
@@ -51,12 +51,17 @@ def test_sigkill_during_updates_never_leaves_a_broken_file(tmp_path: Path) -> No
     valid = {bl.dumps(bl.Baseline(entries(0))), bl.dumps(bl.Baseline(entries(1)))}
     rng = random.Random(11)
     env_path = str(Path(__file__).parent)
+    # The writer imports the same pytest_regbudget as this process (a worktree's, not an installed one).
+    package_root = str(Path(bl.__file__).resolve().parents[1])
     for _ in range(30):
         proc = subprocess.Popen(
             [sys.executable, "-c", WRITER, str(path), str(tmp_path / "cache")],
             stdout=subprocess.PIPE,
             cwd=env_path,
-            env={**os.environ, "PYTHONPATH": os.pathsep.join([env_path, str(Path(env_path).parent)])},
+            env={
+                **os.environ,
+                "PYTHONPATH": os.pathsep.join([env_path, str(Path(env_path).parent), package_root]),
+            },
         )
         assert proc.stdout is not None
         assert proc.stdout.readline().strip() == b"ready"

@@ -1,4 +1,4 @@
-"""baseline.py on its own: format, validation, merge arithmetic, and reading version-1 files."""
+"""baseline.py on its own: format, validation, merge arithmetic, and reading version-1 and version-2 files."""
 
 from __future__ import annotations
 
@@ -12,13 +12,13 @@ from pytest_regbudget import baseline as bl
 from pytest_regbudget.errors import BaselineError
 
 ENTRY = replace(SAMPLE_ENTRY, occupancy={"256 threads": 0.5})
-K: bl.Key = ("kernels/poly.cu", "k", bl.NO_VARIANT, "sm_90")
-K8: bl.Key = ("kernels/poly.cu", "k", "NACC=8", "sm_90")
+K: bl.Key = ("kernels/poly.cu", "k", bl.NO_VARIANT, "sm_90", "12.9")
+K8: bl.Key = ("kernels/poly.cu", "k", "NACC=8", "sm_90", "12.9")
 L: bl.LegacyKey = ("t.py::a[sm_90]", "k", "sm_90")
 
 
 def key(n: int) -> bl.Key:
-    return (f"kernels/k{n}.cu", "k", bl.NO_VARIANT, "sm_90")
+    return (f"kernels/k{n}.cu", "k", bl.NO_VARIANT, "sm_90", "12.9")
 
 
 def load_entries(path: Path) -> dict[bl.Key, bl.Entry]:
@@ -79,29 +79,115 @@ V1_LEGACY: dict[bl.LegacyKey, bl.Entry] = {
     ),
 }
 
+# A version-2 file as 0.2 wrote it: keyed per kernel without the release, no compiler field. Each entry's
+# release is its ptxas's major.minor, its compiler what wrote its PTX.
+VERSION_2 = """\
+version = 2
+
+[kernels."kernels/poly.cu".k.-.sm_90]
+registers = 72
+spill_stores = 0
+spill_loads = 0
+stack = 16
+smem = 4096
+const_mem = 380
+ptxas = "12.9.86"
+nvrtc = "12.9.86"
+options_hash = "abc"
+tests = [
+    "tests/test_kernels.py::test_k[sm_90]",
+]
+
+[kernels."kernels/poly.cu".k.-.sm_90.occupancy]
+"256 threads" = 0.5
+
+[kernels."kernels/poly.cu".k."NACC=8".sm_90]
+registers = 96
+spill_stores = 0
+spill_loads = 0
+stack = 16
+smem = 4096
+const_mem = 380
+ptxas = "13.5.37"
+nvrtc = "nvcc 13.5.37"
+options_hash = "abc"
+
+[kernels."kernels/poly.cu".k."NACC=8".sm_80]
+registers = 80
+spill_stores = 0
+spill_loads = 0
+stack = 16
+smem = 4096
+const_mem = 380
+ptxas = "12.8.93"
+nvrtc = "12.8.93"
+options_hash = "abc"
+
+[kernels."kernels/app.bin".k.-.sm_90]
+registers = 40
+stack = 0
+smem = 0
+const_mem = 360
+ptxas = "prebuilt"
+nvrtc = "prebuilt"
+options_hash = "def"
+
+[legacy."t.py::a[sm_90]".k.sm_90]
+registers = 72
+spill_stores = 0
+spill_loads = 0
+stack = 16
+smem = 4096
+const_mem = 380
+ptxas = "12.9.86"
+nvrtc = "12.9.86"
+options_hash = "abc"
+"""
+V2_ENTRIES: dict[bl.Key, bl.Entry] = {
+    K: ENTRY,
+    ("kernels/poly.cu", "k", "NACC=8", "sm_90", "13.5"): replace(
+        V1_ENTRY, registers=96, ptxas="13.5.37", nvrtc="nvcc 13.5.37", compiler="nvcc"
+    ),
+    ("kernels/poly.cu", "k", "NACC=8", "sm_80", "12.8"): replace(
+        V1_ENTRY, registers=80, ptxas="12.8.93", nvrtc="12.8.93"
+    ),
+    ("kernels/app.bin", "k", bl.NO_VARIANT, "sm_90", "prebuilt"): bl.Entry(
+        registers=40,
+        spill_stores=None,
+        spill_loads=None,
+        stack=0,
+        smem=0,
+        const_mem=360,
+        ptxas="prebuilt",
+        nvrtc="prebuilt",
+        compiler="binary",
+        options_hash="def",
+    ),
+}
+
 
 # --- the format -------------------------------------------------------------------------------------------
 
 
 def test_round_trip_is_exact_and_sorted(tmp_path: Path) -> None:
     entries = {
-        ("kernels/poly.cu", "k", bl.NO_VARIANT, "sm_90"): ENTRY,
-        ("kernels/gemm.cu", "gemm<128, 64>", bl.NO_VARIANT, "sm_90"): ENTRY,
-        ("kernels/poly.cu", "k", "NACC=8", "sm_80"): replace(ENTRY, occupancy={}, tests=()),
-        ("kernels/poly.cu", "k", "NACC=8", "sm_90"): ENTRY,
+        ("kernels/poly.cu", "k", bl.NO_VARIANT, "sm_90", "12.9"): ENTRY,
+        ("kernels/gemm.cu", "gemm<128, 64>", bl.NO_VARIANT, "sm_90", "12.9"): ENTRY,
+        ("kernels/poly.cu", "k", "NACC=8", "sm_80", "12.9"): replace(ENTRY, occupancy={}, tests=()),
+        ("kernels/poly.cu", "k", "NACC=8", "sm_90", "12.9"): ENTRY,
     }
     text = bl.dumps(bl.Baseline(entries))
     assert text.startswith(bl.HEADER)
     assert bl.parse(text, tmp_path / "x.toml") == bl.Baseline(entries)
     headers = [line for line in text.splitlines() if line.startswith("[")]
     assert headers == [
-        '[kernels."kernels/gemm.cu"."gemm<128, 64>".-.sm_90]',
-        '[kernels."kernels/gemm.cu"."gemm<128, 64>".-.sm_90.occupancy]',
-        '[kernels."kernels/poly.cu".k.-.sm_90]',
-        '[kernels."kernels/poly.cu".k.-.sm_90.occupancy]',
-        '[kernels."kernels/poly.cu".k."NACC=8".sm_80]',
-        '[kernels."kernels/poly.cu".k."NACC=8".sm_90]',
-        '[kernels."kernels/poly.cu".k."NACC=8".sm_90.occupancy]',
+        '[kernels."kernels/gemm.cu"."gemm<128, 64>".-.sm_90."12.9"]',
+        '[kernels."kernels/gemm.cu"."gemm<128, 64>".-.sm_90."12.9".occupancy]',
+        '[kernels."kernels/poly.cu".k.-.sm_90."12.9"]',
+        '[kernels."kernels/poly.cu".k.-.sm_90."12.9".occupancy]',
+        '[kernels."kernels/poly.cu".k."NACC=8".sm_80."12.9"]',
+        '[kernels."kernels/poly.cu".k."NACC=8".sm_90."12.9"]',
+        '[kernels."kernels/poly.cu".k."NACC=8".sm_90."12.9".occupancy]',
     ]
     assert bl.dumps(bl.Baseline(dict(reversed(list(entries.items()))))) == text
     assert "[legacy" not in text  # no version-1 entries, no section
@@ -167,14 +253,14 @@ def test_both_sections_dump_deterministically_and_round_trip(tmp_path: Path) -> 
     assert bl.dumps(shuffled) == text
     headers = [line for line in text.splitlines() if line.startswith("[") and "occupancy" not in line]
     assert headers == [
-        '[kernels."kernels/k2.cu".k.-.sm_90]',
-        '[kernels."kernels/poly.cu".k.-.sm_90]',
-        '[kernels."kernels/poly.cu".k."NACC=8".sm_90]',
+        '[kernels."kernels/k2.cu".k.-.sm_90."12.9"]',
+        '[kernels."kernels/poly.cu".k.-.sm_90."12.9"]',
+        '[kernels."kernels/poly.cu".k."NACC=8".sm_90."12.9"]',
         '[legacy."t.py::a[sm_80]".k.sm_80]',
         '[legacy."t.py::a[sm_90]".k.sm_90]',
         '[legacy."t.py::b[sm_90]".k.sm_90]',
     ]
-    assert "\nversion = 2\n" in text
+    assert "\nversion = 3\n" in text
     assert len(baseline) == 6
     assert baseline.archs() == {"sm_80", "sm_90"}
 
@@ -184,6 +270,7 @@ def test_both_sections_dump_deterministically_and_round_trip(tmp_path: Path) -> 
 
 def test_a_version_1_file_is_read_as_legacy_entries(tmp_path: Path) -> None:
     baseline = bl.parse(VERSION_1, tmp_path / "b.toml")
+    assert baseline.version == 1
     assert baseline.entries == {}
     assert baseline.legacy == V1_LEGACY
     # No version line means version 1 too.
@@ -195,29 +282,93 @@ def test_a_version_1_occupancy_without_its_launch_is_dropped(tmp_path: Path) -> 
     assert bl.parse(text, tmp_path / "b.toml").legacy[L].occupancy == {}
 
 
+# --- version 2 --------------------------------------------------------------------------------------------
+
+
+def test_a_version_2_file_is_read_with_each_entry_release_from_its_ptxas(tmp_path: Path) -> None:
+    baseline = bl.parse(VERSION_2, tmp_path / "b.toml")
+    assert baseline.version == 2
+    assert baseline.entries == V2_ENTRIES
+    assert baseline.legacy == {L: V1_ENTRY}
+    assert baseline.archs() == {"sm_80", "sm_90"}
+    # The releases with an entry for a kernel variant and arch, whatever the release asked about.
+    assert baseline.releases(("kernels/poly.cu", "k", "NACC=8", "sm_90", "12.9")) == ["13.5"]
+    assert baseline.releases(("kernels/poly.cu", "k", "NACC=8", "sm_80", "13.5")) == ["12.8"]
+    assert baseline.releases(("kernels/poly.cu", "k", "NACC=4", "sm_90", "12.9")) == []
+
+
+def test_an_update_rewrites_a_version_2_file_as_version_3(tmp_path: Path) -> None:
+    path = tmp_path / "b.toml"
+    path.write_text(VERSION_2)
+    # An update that measured nothing still writes the current version, every entry kept under its release.
+    counts = bl.update(path, {}, set())
+    assert str(counts) == "0 added, 0 updated, 0 unchanged, 0 stale; file rewritten from version 2 to 3"
+    text = path.read_text()
+    assert text.startswith(bl.HEADER)
+    assert "\nversion = 3\n" in text
+    assert bl.load(path) == replace(bl.parse(VERSION_2, path), version=3)
+    headers = [line for line in text.splitlines() if line.startswith("[") and "occupancy" not in line]
+    assert headers == [
+        '[kernels."kernels/app.bin".k.-.sm_90.prebuilt]',
+        '[kernels."kernels/poly.cu".k.-.sm_90."12.9"]',
+        '[kernels."kernels/poly.cu".k."NACC=8".sm_80."12.8"]',
+        '[kernels."kernels/poly.cu".k."NACC=8".sm_90."13.5"]',
+        '[legacy."t.py::a[sm_90]".k.sm_90]',
+    ]
+    assert 'compiler = "nvcc"' in text
+    assert 'compiler = "binary"' in text
+    # A measurement of another release is an entry beside the old one, not a change of it.
+    k13: bl.Key = ("kernels/poly.cu", "k", bl.NO_VARIANT, "sm_90", "13.5")
+    new = replace(ENTRY, registers=80, ptxas="13.5.37", nvrtc="13.5.37")
+    counts = bl.update(path, {k13: new, K: ENTRY}, set())
+    assert str(counts) == "1 added, 0 updated, 1 unchanged, 0 stale"  # already version 3
+    after = bl.load(path)
+    assert after.entries == {**V2_ENTRIES, k13: new}
+    assert after.releases(K) == ["12.9", "13.5"]
+
+
 @pytest.mark.parametrize(
     ("text", "needle"),
     [
         ("registers = ", "is not valid TOML"),
-        ("version = 3\n", "version = 3; this pytest-regbudget reads versions 1 and 2"),
+        (
+            "version = 4\n",
+            "version = 4; this pytest-regbudget reads versions 1 to 3. Fix: upgrade pytest-regbudget",
+        ),
         ("kernels = 3\n", "[kernels] must hold tables"),
+        ("version = 3\nlegacy = 3\n", "[legacy] must hold tables"),
         ("version = 2\nlegacy = 3\n", "[legacy] must hold tables"),
         ("extra = 1\n", "unknown top-level key 'extra' (expected 'kernels', 'version')"),
         ("version = 1\nlegacy = {}\n", "unknown top-level key 'legacy'"),
         (
+            "version = 3\nextra = 1\n",
+            "unknown top-level key 'extra' (expected 'kernels', 'legacy', 'version')",
+        ),
+        (
             "version = 2\nextra = 1\n",
             "unknown top-level key 'extra' (expected 'kernels', 'legacy', 'version')",
         ),
-        # Version 2 nests four levels (source, kernel, variant, arch); version 1 three (test, kernel, arch).
-        ('version = 2\n[kernels."s"]\nk = 3\n', '[kernels."s"."k"] must hold tables'),
-        ('version = 2\n[kernels."s".k."-"]\nsm_90 = 3\n', '[kernels."s"."k"."-".sm_90]: expected a table'),
+        # Version 3 nests five levels (source, kernel, variant, arch, release); version 2 four (no release);
+        # version 1 three (test, kernel, arch).
+        ('version = 3\n[kernels."s"]\nk = 3\n', '[kernels."s"."k"] must hold tables'),
+        ('version = 3\n[kernels."s".k."-"]\nsm_90 = 3\n', '[kernels."s"."k"."-"."sm_90"] must hold tables'),
+        (
+            'version = 3\n[kernels."s".k."-".sm_90]\n"12.9" = 3\n',
+            '[kernels."s"."k"."-"."sm_90"."12.9"]: expected a table',
+        ),
+        (
+            'version = 3\n[kernels."s".k."-".sm_90."12.9"]\nregisters = -1\n',
+            '[kernels."s"."k"."-"."sm_90"."12.9"]: registers = -1',
+        ),
+        ('version = 2\n[kernels."s".k."-"]\nsm_90 = 3\n', '[kernels."s"."k"."-"."sm_90"]: expected a table'),
         (
             'version = 2\n[kernels."s".k."-".sm_90]\nregisters = -1\n',
-            '[kernels."s"."k"."-".sm_90]: registers = -1',
+            '[kernels."s"."k"."-"."sm_90"]: registers = -1',
         ),
-        ('version = 2\n[legacy."n".k.sm_90]\nregisters = -1\n', '[legacy."n"."k".sm_90]: registers = -1'),
-        ('[kernels."n".k.sm_90]\nregisters = -1\n', '[kernels."n"."k".sm_90]: registers = -1'),
-        ('[kernels."n".k]\nsm_90 = 3\n', '[kernels."n"."k".sm_90]: expected a table of numbers'),
+        ('version = 3\n[legacy."n".k.sm_90]\nregisters = -1\n', '[legacy."n"."k"."sm_90"]: registers = -1'),
+        ('version = 2\n[legacy."n".k.sm_90]\nregisters = -1\n', '[legacy."n"."k"."sm_90"]: registers = -1'),
+        ('[kernels."n".k.sm_90]\nregisters = -1\n', '[kernels."n"."k"."sm_90"]: registers = -1'),
+        ('[kernels."n".k]\nsm_90 = 3\n', '[kernels."n"."k"."sm_90"]: expected a table of numbers'),
     ],
 )
 def test_bad_files_name_file_and_place(tmp_path: Path, text: str, needle: str) -> None:
@@ -249,7 +400,7 @@ def test_bad_entry_fields_name_the_field(tmp_path: Path, fields: str, needle: st
     path = tmp_path / "b.toml"
     with pytest.raises(BaselineError) as info:
         bl.parse(table + fields + "\n", path)
-    assert f'{path}: [kernels."kernels/poly.cu"."k"."-".sm_90]: {needle}' in str(info.value)
+    assert f'{path}: [kernels."kernels/poly.cu"."k"."-"."sm_90"."12.9"]: {needle}' in str(info.value)
 
 
 # --- Entry.merged -----------------------------------------------------------------------------------------
@@ -325,12 +476,15 @@ def test_update_migrates_a_version_1_file(tmp_path: Path) -> None:
     # L and b90 were measured again per kernel (or found stale); a80's arch was not built: kept.
     counts = bl.update(path, {K: ENTRY}, set(), remove_legacy={L, b90, ("t.py::never", "k", "sm_90")})
     assert counts.migrated == 2
-    assert str(counts) == "1 added, 0 updated, 0 unchanged, 0 stale, 2 version-1 entries migrated or removed"
+    assert str(counts) == (
+        "1 added, 0 updated, 0 unchanged, 0 stale, 2 version-1 entries migrated or removed; "
+        "file rewritten from version 1 to 3"
+    )
     after = bl.load(path)
     assert after == bl.Baseline({K: ENTRY}, {a80: V1_LEGACY[a80]})
     text = path.read_text()
     assert text.startswith(bl.HEADER)
-    assert "\nversion = 2\n" in text
+    assert "\nversion = 3\n" in text
     assert '[legacy."t.py::a[sm_80]".k.sm_80]' in text
     # The last one goes: no legacy section is left.
     assert bl.update(path, {}, set(), remove_legacy={a80}).migrated == 1

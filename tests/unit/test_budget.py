@@ -7,7 +7,7 @@ from dataclasses import replace
 import pytest
 
 from pytest_regbudget.baseline import Entry
-from pytest_regbudget.budget import BaselineRule, Delta, check, compare, ratchet
+from pytest_regbudget.budget import BaselineRule, Delta, KernelReport, check, compare, ratchet, strict
 from pytest_regbudget.limits import Launch, Limits
 from pytest_regbudget.ptxas import parse_ptxas_output
 
@@ -128,6 +128,7 @@ def entry(**changes: object) -> Entry:
         "const_mem": 0,
         "ptxas": "12.9.86",
         "nvrtc": "12.9.86",
+        "compiler": "nvrtc",
         "options_hash": "x",
         "occupancy": {"256 threads": 0.5},
     }
@@ -203,6 +204,9 @@ def test_ratchet_flags_changed_options_and_adds_a_conflict() -> None:
     report = replace(
         check("t.py::test", "poly_eval", "sm_90", "k.cu", POLY, Limits()),
         ptxas_version="12.9.86",
+        nvrtc_version="12.9.86",
+        compiler="nvrtc",
+        release="12.9",
         options_hash="new",
     )
     old = Entry.from_report(replace(report, options_hash="old"))
@@ -221,3 +225,75 @@ def test_ratchet_flags_changed_options_and_adds_a_conflict() -> None:
         [clash],
         "failed",
     )
+
+
+def measured(ptxas: str = "12.9.86") -> KernelReport:
+    """poly_eval as a build with the ptxas `ptxas` (NVRTC of the same version) measured it."""
+    release = ".".join(ptxas.split(".")[:2])
+    report = check("t.py::test", "poly_eval", "sm_90", "k.cu", POLY, Limits())
+    return replace(report, ptxas_version=ptxas, nvrtc_version=ptxas, compiler="nvrtc", release=release)
+
+
+def test_ratchet_enforces_an_entry_of_another_patch_version_of_the_same_release() -> None:
+    # 12.9.41 and 12.9.86 are one release: its entry, keyed "12.9", holds both.
+    old = replace(Entry.from_report(measured("12.9.41")), registers=160)
+    worse = ratchet(measured("12.9.86"), BaselineRule(old, recorded=True))
+    assert (worse.baseline_status, worse.outcome, worse.enforced) == ("compared", "failed", True)
+    assert worse.violations[0].startswith("registers 160 -> 167 (+7) is worse than the baseline")
+    same = ratchet(measured("12.9.86"), BaselineRule(Entry.from_report(measured("12.9.41")), recorded=True))
+    assert (same.baseline_status, same.outcome, same.deltas, same.enforced) == (
+        "compared",
+        "passed",
+        [],
+        True,
+    )
+
+
+def test_a_kernel_with_entries_of_other_releases_only_is_new_for_its_release() -> None:
+    # A CUDA upgrade: the kernel's entries are 12.8's and 13.5's, this build is 12.9's. Nothing to compare it
+    # to (another release's registers are not this one's), so it passes, is not enforced, and says why.
+    report = ratchet(measured("12.9.86"), BaselineRule(None, recorded=True, releases=("12.8", "13.5")))
+    assert (report.baseline_status, report.other_releases, report.baseline) == (
+        "new-release",
+        ("12.8", "13.5"),
+        None,
+    )
+    assert (report.outcome, report.violations, report.deltas, report.enforced) == ("passed", [], [], False)
+    assert report.unenforced_reason() == "the baseline has no CUDA 12.9 entry for it (only 12.8, 13.5)"
+    # Without other releases, it is plainly new (or there is no baseline file at all).
+    assert ratchet(measured(), BaselineRule(None, recorded=True)).baseline_status == "new"
+    assert ratchet(measured(), BaselineRule(None)).baseline_status == "none"
+
+
+def test_a_version_1_entry_of_another_release_is_shown_but_not_enforced() -> None:
+    # A version-1 entry is keyed by test, not release: one recorded by 12.8 is compared, never enforced.
+    old = replace(Entry.from_report(measured("12.8.93")), registers=160)
+    report = ratchet(measured("12.9.86"), BaselineRule(old, recorded=True))
+    assert (report.baseline_status, report.outcome, report.enforced) == ("toolkit-mismatch", "passed", False)
+    assert [d.text() for d in report.deltas] == ["registers 160 -> 167 (+7)"]
+    assert report.unenforced_reason() == "its entry was recorded with ptxas 12.8.93, this build used 12.9.86"
+
+
+def test_strict_fails_every_built_kernel_not_held_to_an_entry_of_its_release() -> None:
+    compared = ratchet(measured(), BaselineRule(Entry.from_report(measured()), recorded=True))
+    assert strict(compared) == compared
+    upgraded = ratchet(measured(), BaselineRule(None, recorded=True, releases=("12.8",)))
+    failed = strict(upgraded)
+    assert (failed.outcome, failed.level) == ("failed", "fail")
+    assert failed.violations == [
+        "strict: not enforced, the baseline has no CUDA 12.9 entry for it (only 12.8); record it with "
+        "pytest --regbudget-update and review the diff (entries of other CUDA releases are kept beside it)"
+    ]
+    # Whatever its level: a warn-only budget fails too.
+    assert strict(replace(upgraded, level="warn")).outcome == "failed"
+    new = strict(ratchet(measured(), BaselineRule(None, recorded=True)))
+    assert new.violations[0].startswith("strict: not enforced, the baseline has no entry for it;")
+    assert strict(measured()).violations[0].startswith("strict: not enforced, no baseline file;")
+    # A binary's entry cannot hold its spills: not enforced either.
+    unknown = replace(measured(), resources=replace(POLY, spills_known=False))
+    binary = ratchet(unknown, BaselineRule(Entry.from_report(unknown), recorded=True))
+    assert (binary.baseline_status, binary.enforced) == ("compared", False)
+    assert strict(binary).violations[0].startswith("strict: not enforced, its spills are unknown")
+    # A kernel that did not build has its error already; strict adds nothing.
+    broken = replace(measured(), resources=None, error="boom")
+    assert strict(broken) == broken

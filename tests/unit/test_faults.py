@@ -27,8 +27,8 @@ from pytest_regbudget.toolchain import Toolkit
 
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="the fake tools are shell scripts")
 
-KEY: bl.Key = ("kernels/k.cu", "k", bl.NO_VARIANT, "sm_90")
-OTHER: bl.Key = ("kernels/other.cu", "k", bl.NO_VARIANT, "sm_90")
+KEY: bl.Key = ("kernels/k.cu", "k", bl.NO_VARIANT, "sm_90", "12.9")
+OTHER: bl.Key = ("kernels/other.cu", "k", bl.NO_VARIANT, "sm_90", "12.9")
 VERSION = 'echo "Cuda compilation tools, release 12.9, V12.9.86"'
 
 
@@ -283,7 +283,22 @@ def test_read_only_version_1_baseline_is_not_migrated(tmp_path: Path) -> None:
     with pytest.raises(BaselineError, match=r"is read-only \(mode 444\)"):
         bl.update(path, {KEY: ENTRY}, set(), remove_legacy={legacy}, lock_dir=tmp_path / "cache")
     assert path.read_bytes() == before
-    assert bl.load(path) == bl.Baseline({}, {legacy: ENTRY})
+    assert bl.load(path) == bl.Baseline({}, {legacy: ENTRY}, version=1)
+
+
+def test_read_only_version_2_baseline_is_not_rewritten(tmp_path: Path) -> None:
+    """Rewriting a version-2 file as version 3 is a write like any other: refused, the file still read."""
+    path = tmp_path / "b.toml"
+    # A version-2 file: the version-3 layout without the release level.
+    text = bl.dumps(bl.Baseline({KEY: ENTRY})).replace("version = 3", "version = 2").replace('."12.9"]', "]")
+    path.write_text(text)
+    assert bl.load(path) == bl.Baseline({KEY: ENTRY}, version=2)  # the release from its ptxas, 12.9.86
+    path.chmod(0o444)
+    before = path.read_bytes()
+    with pytest.raises(BaselineError, match=r"is read-only \(mode 444\)"):
+        bl.update(path, {KEY: ENTRY}, set(), lock_dir=tmp_path / "cache")
+    assert path.read_bytes() == before
+    assert bl.load(path) == bl.Baseline({KEY: ENTRY}, version=2)
 
 
 def _leftovers(directory: Path) -> list[str]:

@@ -1266,3 +1266,23 @@ def test_ptx_outline_reads_as_the_whole_module(ptx_file: Path) -> None:
     assert parse_ptx_entries(outline) == parse_ptx_entries(ptx)
     assert parse_ptx_directives(outline) == parse_ptx_directives(ptx)
     assert len(outline) <= len(ptx)
+
+
+# Triton 3.9's bundled ptxas for sm_90+ names itself "ptxas-blackwell" (recorded with
+# knobs.nvidia.dump_ptxas_log = True, Triton 3.9.0, its ptxas 13.4.59, a vector add for sm_90a).
+TRITON_BLACKWELL_LOG = """\
+ptxas-blackwell info    : 0 bytes gmem
+ptxas-blackwell info    : Compiling entry function 'add' for 'sm_90a'
+ptxas-blackwell info    : Function properties for add
+    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+ptxas-blackwell info    : Used 30 registers, used 0 barriers
+ptxas-blackwell info    : Compile time = 14.542 ms
+"""
+
+
+def test_tritons_ptxas_blackwell_log_is_read() -> None:
+    (res,) = parse_ptxas_output(TRITON_BLACKWELL_LOG).values()
+    assert (res.name, res.arch, res.registers, res.barriers) == ("add", "sm_90a", 30, 0)
+    assert (res.stack_frame, res.spill_stores, res.spill_loads) == (0, 0, 0)
+    with pytest.raises(ParseError, match="error"):
+        parse_ptxas_output("ptxas-blackwell error   : Unknown symbol 'x'\n")

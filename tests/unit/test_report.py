@@ -23,6 +23,7 @@ from pytest_regbudget.report import (
     DeltaRecord,
     KernelRecord,
     baseline_lines,
+    enforced_line,
     github_annotations,
     json_text,
     key_text,
@@ -65,11 +66,14 @@ def record(**overrides: Any) -> KernelRecord:
         "ptxas_line": "ptxas info    : Used 102 registers, used 0 barriers",
         "ptxas_version": "12.9.86",
         "nvrtc_version": "12.9.86",
+        "compiler": "nvrtc",
+        "release": "12.9",
         "options_hash": "a2769e93734c",
         "options_changed": False,
-        "key": ["kernels/poly.cu", "poly_eval", "-", "sm_90"],
+        "key": ["kernels/poly.cu", "poly_eval", "-", "sm_90", "12.9"],
         "line": 12,
         "baseline_status": "none",
+        "other_releases": [],
         "baseline": None,
         "deltas": [],
         "gpu_device": None,
@@ -115,6 +119,7 @@ def entry(**overrides: object) -> dict[str, object]:
         "const_mem": 0,
         "ptxas": "12.9.86",
         "nvrtc": "12.9.86",
+        "compiler": "nvrtc",
         "options_hash": "a2769e93734c",
         "tests": [NODEID],
         "occupancy": {"256 threads": 0.25},
@@ -317,6 +322,15 @@ def test_summary_baseline_cell_of_another_ptxas_is_shown_but_not_enforced() -> N
     assert baseline_cell(same) == "= (ptxas 12.4.131, not enforced)"
 
 
+def test_summary_baseline_cell_of_a_new_release_names_the_releases_that_have_entries() -> None:
+    # A CUDA upgrade: the kernel has entries, but none for the release that built it. Not compared.
+    rec = record(baseline_status="new-release", other_releases=["12.8", "13.5"])
+    assert baseline_cell(rec) == "new for 12.9 (entries: 12.8, 13.5)"
+    assert baseline_cell(record(baseline_status="new-release", release="13.5", other_releases=["12.9"])) == (
+        "new for 13.5 (entries: 12.9)"
+    )
+
+
 def test_summary_baseline_cell_says_when_the_options_changed() -> None:
     # docs/baseline.md: the entry is still enforced, and the cell says `(options changed)`.
     old = entry(options_hash="0123456789ab")
@@ -438,32 +452,36 @@ def test_improvements_list_the_better_metrics_and_end_with_the_update_hint() -> 
     ]
 
 
-def key(i: int) -> tuple[str, str, str, str]:
-    """A kernel's baseline key: (source, kernel, variant, arch)."""
-    return (f"kernels/gone_{i:02d}.cu", "k", "-", "sm_90")
+def key(i: int) -> tuple[str, str, str, str, str]:
+    """A kernel's baseline key: (source, kernel, variant, arch, release)."""
+    return (f"kernels/gone_{i:02d}.cu", "k", "-", "sm_90", "12.9")
 
 
 def test_one_stale_entry_is_named_with_the_fix() -> None:
     assert baseline_lines([], [key(1)], updating=False) == [
         "1 stale baseline entry (test or kernel gone):",
-        "  kernels/gone_01.cu k [sm_90]",
+        "  kernels/gone_01.cu k [sm_90, CUDA 12.9]",
         "  pytest --regbudget-update removes them.",
     ]
 
 
 def test_stale_lines_name_the_variant_and_version_1_entries_their_test() -> None:
     stale = [
-        ("kernels/poly.cu", "poly_eval", "NACC=8", "sm_90"),
-        ("<string acc>", "acc", "-", "sm_80"),
+        ("kernels/poly.cu", "poly_eval", "NACC=8", "sm_90", "12.9"),
+        ("<string acc>", "acc", "-", "sm_80", "13.5"),
         ("tests/test_gone.py::test_01[sm_90]", "k", "sm_90"),
     ]
+    # A kernel's entry names its arch and CUDA release; a version-1 entry has no release.
     assert baseline_lines([], stale, updating=False)[1:-1] == [
-        "  kernels/poly.cu poly_eval (NACC=8) [sm_90]",
-        "  <string acc> acc [sm_80]",
+        "  kernels/poly.cu poly_eval (NACC=8) [sm_90, CUDA 12.9]",
+        "  <string acc> acc [sm_80, CUDA 13.5]",
         "  tests/test_gone.py::test_01[sm_90] k [sm_90]",
     ]
-    assert key_text(("kernels/poly.cu", "poly_eval", "NACC=8,N=4", "sm_90")) == (
-        "kernels/poly.cu poly_eval (NACC=8,N=4) [sm_90]"
+    assert key_text(("kernels/poly.cu", "poly_eval", "NACC=8,N=4", "sm_90", "12.9")) == (
+        "kernels/poly.cu poly_eval (NACC=8,N=4) [sm_90, CUDA 12.9]"
+    )
+    assert key_text(("kernels/poly.cu", "poly_eval", "-", "sm_90", "13.5")) == (
+        "kernels/poly.cu poly_eval [sm_90, CUDA 13.5]"
     )
 
 
@@ -472,7 +490,7 @@ def test_stale_entries_are_capped_at_ten_then_counted(count: int) -> None:
     assert STALE_SHOWN == 10
     stale = [key(i) for i in range(count)]
     lines = baseline_lines([], stale, updating=False)
-    shown = [f"  kernels/gone_{i:02d}.cu k [sm_90]" for i in range(min(count, 10))]
+    shown = [f"  kernels/gone_{i:02d}.cu k [sm_90, CUDA 12.9]" for i in range(min(count, 10))]
     more = [f"  ... and {count - 10} more"] if count > 10 else []
     assert lines == [
         f"{count} stale baseline entries (test or kernel gone):",
@@ -499,29 +517,88 @@ def test_an_update_shows_neither_improvements_nor_stale_entries_only_what_it_kep
 
 
 def test_baseline_lines_cannot_forge_a_workflow_command() -> None:
-    stale = [("t.py::t\n::error::forged", "k", "sm_90"), ("k.cu", "k\n::error::forged", "N=\n::x::", "sm_90")]
+    stale = [
+        ("t.py::t\n::error::forged", "k", "sm_90"),
+        ("k.cu", "k\n::error::forged", "N=\n::x::", "sm_90", "12.9"),
+    ]
     lines = baseline_lines([], stale, updating=False, kept=["::warning::kept"])
     assert lines[1:3] == [
         "  t.py::t\\n::error::forged k [sm_90]",
-        "  k.cu k\\n::error::forged (N=\\n::x::) [sm_90]",
+        "  k.cu k\\n::error::forged (N=\\n::x::) [sm_90, CUDA 12.9]",
     ]
     assert lines[-1] == "> ::warning::kept"
+
+
+# --- enforced_line: the count at the end of the summary --------------------------------------------------
+
+
+def keyed(kernel: str, release: str = "12.9", **overrides: Any) -> KernelRecord:
+    """A record of `kernel` with its own baseline key (records of one key are one entry)."""
+    return record(
+        kernel=kernel, release=release, key=["kernels/k.cu", kernel, "-", "sm_90", release], **overrides
+    )
+
+
+def test_every_kernel_held_to_an_entry_of_its_release_is_counted() -> None:
+    records = [keyed(k, baseline_status="compared", baseline=entry()) for k in "abc"]
+    assert enforced_line(records) == "3 of 3 baseline entries enforced (CUDA 12.9)"
+    # Two tests of one kernel variant share one entry: counted once.
+    twice = keyed("a", baseline_status="compared", baseline=entry(), nodeid="tests/test_other.py::t[sm_90]")
+    assert enforced_line([*records, twice]) == "3 of 3 baseline entries enforced (CUDA 12.9)"
+    # A compile error measured nothing: not counted either way; with nothing measured, no line.
+    assert enforced_line([*records, errored()]) == "3 of 3 baseline entries enforced (CUDA 12.9)"
+    assert enforced_line([errored()]) is None
+    assert enforced_line([]) is None
+
+
+def test_the_enforced_line_counts_what_was_not_enforced_and_why() -> None:
+    records = [
+        keyed("held", baseline_status="compared", baseline=entry()),
+        keyed("nvcc", "13.5", compiler="nvcc", baseline_status="compared", baseline=entry()),
+        # A CUDA upgrade: entries of another release only.
+        keyed("up1", baseline_status="new-release", other_releases=["12.8"]),
+        keyed("up2", baseline_status="new-release", other_releases=["12.8"]),
+        keyed("fresh", baseline_status="new"),
+        # A binary's entry cannot hold spills it does not record.
+        keyed("bin", baseline_status="compared", spill_stores=None, spill_loads=None, baseline=entry()),
+        # A version-1 entry of another ptxas is shown, not enforced.
+        keyed("v1", baseline_status="toolkit-mismatch", baseline=entry(ptxas="12.4.131")),
+    ]
+    assert enforced_line(records) == (
+        "2 of 7 baseline entries enforced (CUDA 12.9, 13.5); not enforced: 1 new, "
+        "2 no entry for CUDA 12.9 yet, 1 recorded with another ptxas, 1 spills unknown (prebuilt binary) "
+        "(--regbudget-strict fails them)"
+    )
+    # An update records them (it is never strict); a prebuilt binary's numbers have no CUDA release.
+    prebuilt = keyed("lib", "prebuilt", compiler="binary", baseline_status="new")
+    assert enforced_line([keyed("fresh", baseline_status="new"), prebuilt], updating=True) == (
+        "0 of 2 baseline entries enforced (CUDA 12.9; prebuilt); not enforced: 2 new "
+        "(this update records them)"
+    )
+    assert enforced_line([keyed("k")]) == (
+        "0 of 1 baseline entries enforced (CUDA 12.9); not enforced: 1 no baseline file "
+        "(--regbudget-strict fails them)"
+    )
 
 
 # --- unknown_arch_lines ------------------------------------------------------------------------------------
 
 
 def test_known_archs_and_variants_give_no_line() -> None:
-    keys = [("a.cu", "k", "-", "sm_90"), ("b.cu", "k", "N=1", "sm_90a"), ("t.py::c", "k", "sm_100f")]
+    keys = [
+        ("a.cu", "k", "-", "sm_90", "12.9"),
+        ("b.cu", "k", "N=1", "sm_90a", "12.9"),
+        ("t.py::c", "k", "sm_100f"),
+    ]
     assert unknown_arch_lines(keys, "regbudget-baseline.toml") == []
 
 
 def test_an_unknown_arch_gets_one_line_with_a_count_an_example_and_the_fix() -> None:
     keys = [
-        ("kernels/b.cu", "k2", "-", "sm_999"),
-        ("kernels/a.cu", "k1", "NACC=8", "sm_999"),
+        ("kernels/b.cu", "k2", "-", "sm_999", "12.9"),
+        ("kernels/a.cu", "k1", "NACC=8", "sm_999", "12.9"),
         ("tests/test_b.py::t", "k3", "sm_999"),  # a version-1 entry counts the same
-        ("kernels/a.cu", "k", "-", "sm_90"),
+        ("kernels/a.cu", "k", "-", "sm_90", "12.9"),
         ("tests/test_c.py::t", "k", "sm_9O"),
     ]
     lines = unknown_arch_lines(keys, "regbudget-baseline.toml")
@@ -529,7 +606,7 @@ def test_an_unknown_arch_gets_one_line_with_a_count_an_example_and_the_fix() -> 
     # One line per arch, in string order ('9' < 'O'); the example is the smallest key.
     assert lines[0].startswith(
         "baseline regbudget-baseline.toml: 3 entries for arch 'sm_999' (e.g. kernels/a.cu k1 (NACC=8) "
-        "[sm_999]) are never checked and never removed: correct the arch or delete them; "
+        "[sm_999, CUDA 12.9]) are never checked and never removed: correct the arch or delete them; "
         "unknown arch 'sm_999' (supported: sm_70, "
     )
     assert lines[1].startswith(
@@ -688,11 +765,24 @@ def test_to_record_carries_the_baseline_key_and_options_changed() -> None:
             parse_ptxas_output(ptxas)["poly_eval"],
             Limits(),
         ),
-        key=("kernels/poly.cu", "poly_eval", "NACC=8", "sm_90"),
+        key=("kernels/poly.cu", "poly_eval", "NACC=8", "sm_90", "12.9"),
         options_changed=True,
+        compiler="nvrtc",
+        release="12.9",
+        baseline_status="new-release",
+        other_releases=("12.8", "13.5"),
     )
     rec = to_record(report)
-    assert (rec["key"], rec["options_changed"]) == (["kernels/poly.cu", "poly_eval", "NACC=8", "sm_90"], True)
+    assert (rec["key"], rec["options_changed"]) == (
+        ["kernels/poly.cu", "poly_eval", "NACC=8", "sm_90", "12.9"],
+        True,
+    )
+    assert (rec["compiler"], rec["release"], rec["baseline_status"], rec["other_releases"]) == (
+        "nvrtc",
+        "12.9",
+        "new-release",
+        ["12.8", "13.5"],
+    )
     assert set(rec) == set(KernelRecord.__required_keys__)
     failed = KernelReport(NODEID, "bad", "sm_90", "/repo/kernels/bad.cu", None, error="bad.cu(2): error")
     assert (to_record(failed)["key"], to_record(failed)["options_changed"]) == (None, False)

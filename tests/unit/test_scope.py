@@ -35,11 +35,11 @@ T_A2 = "tests/test_a.py::test_2[sm_90]"
 T_B1 = "tests/test_b.py::test_1[sm_90]"
 T_GONE = "tests/test_gone.py::test_1[sm_90]"  # its file does not exist
 
-K: Key = ("kernels/k.cu", "k", "-", "sm_90")
-K8: Key = ("kernels/k.cu", "k", "NACC=8", "sm_90")
-K_80: Key = ("kernels/k.cu", "k", "-", "sm_80")
-K_GONE: Key = ("kernels/gone.cu", "k", "-", "sm_90")  # its source file does not exist
-K_STRING: Key = ("<string k>", "k", "-", "sm_90")  # a code string: no file to look for
+K: Key = ("kernels/k.cu", "k", "-", "sm_90", "12.9")
+K8: Key = ("kernels/k.cu", "k", "NACC=8", "sm_90", "12.9")
+K_80: Key = ("kernels/k.cu", "k", "-", "sm_80", "12.9")
+K_GONE: Key = ("kernels/gone.cu", "k", "-", "sm_90", "12.9")  # its source file does not exist
+K_STRING: Key = ("<string k>", "k", "-", "sm_90", "12.9")  # a code string: no file to look for
 
 L_A1: LegacyKey = (T_A1, "k", "sm_90")
 L_A2: LegacyKey = (T_A2, "k", "sm_90")
@@ -64,9 +64,10 @@ def rule(
     archs: Sequence[str] = ("sm_90",),
     prefixes: Sequence[str] = ("",),
     selection: str | None = None,
+    built: frozenset[tuple[str, str]] | None = None,
 ) -> Rule:
     """The rule of a run over the whole tree, for sm_90 (by default)."""
-    return Rule(full_scope() if scope is None else scope, archs, prefixes, tree, selection)
+    return Rule(full_scope() if scope is None else scope, archs, prefixes, tree, selection, built)
 
 
 # --- Rule.test: could the run have seen what one test measures? --------------------------------------------
@@ -143,7 +144,7 @@ def test_a_kernel_entry_is_stale_when_every_test_it_lists_was_seen_without_measu
     entries: dict[Key, Sequence[str]] = {
         K: [T_A1],  # measured this run
         K8: [T_A1, T_A2, T_GONE],  # ran without measuring it, gone, gone: stale
-        ("kernels/k.cu", "k", "NACC=16", "sm_90"): [T_A2, T_B1],  # T_B1 may still measure it
+        ("kernels/k.cu", "k", "NACC=16", "sm_90", "12.9"): [T_A2, T_B1],  # T_B1 may still measure it
         K_80: [T_A1],
     }
     decision = decide(rule(tree, scope), entries, [], measured={K}, measured_legacy=set())
@@ -151,7 +152,7 @@ def test_a_kernel_entry_is_stale_when_every_test_it_lists_was_seen_without_measu
     assert decision.stale_entries() == {K8}
     assert decision.stale_legacy() == set()
     assert dict(decision.kept) == {
-        "deselected (-k, -m or --deselect)": (("kernels/k.cu", "k", "NACC=16", "sm_90"),),
+        "deselected (-k, -m or --deselect)": (("kernels/k.cu", "k", "NACC=16", "sm_90", "12.9"),),
         "sm_80 was not built (this run's archs: sm_90)": (K_80,),
     }
 
@@ -162,7 +163,7 @@ def test_a_kernel_whose_source_file_is_gone_is_stale_whatever_its_tests(tree: Pa
     r = rule(tree, scope, prefixes=("tests/test_b.py",), selection="--lf")
     # Its test was not even seen, and its arch was not built: the source file alone decides.
     assert r.kernel(K_GONE, [T_B1]) is None
-    assert r.kernel(("kernels/gone.cu", "k", "-", "sm_80"), [T_B1]) is None
+    assert r.kernel(("kernels/gone.cu", "k", "-", "sm_80", "12.9"), [T_B1]) is None
     assert r.kernel(K_GONE, []) is None
     assert r.kernel(K, [T_B1]) == "--lf collects only part of the suite"
     decision = decide(r, {K_GONE: [T_B1], K: [T_B1]}, [], measured=set(), measured_legacy=set())
@@ -218,6 +219,59 @@ def test_files_outside_the_runs_paths_are_kept(tree: Path) -> None:
     )
     assert decision.stale == {K8}
     assert list(decision.kept) == ["not in this run's paths (or only some of its tests were named)"]
+
+
+# --- releases and compilers: an entry of a toolchain this run did not build with is kept ------------------
+
+K_129: Key = ("kernels/k.cu", "k", "NACC=8", "sm_90", "12.9")
+K_128: Key = ("kernels/k.cu", "k", "NACC=8", "sm_90", "12.8")
+K_NVCC: Key = ("kernels/k.cu", "k", "NACC=8", "sm_90", "13.5")
+
+
+def test_an_entry_of_a_release_or_compiler_not_built_is_kept(tree: Path) -> None:
+    # This run built with NVRTC 12.9 only; T_A2 is gone, so its entries would be stale if judged.
+    r = rule(tree, built=frozenset({("nvrtc", "12.9")}))
+    assert r.kernel(K_129, [T_A2], "nvrtc") is None
+    assert r.kernel(K_128, [T_A2], "nvrtc") == "nvrtc 12.8 was not built (this run built: nvrtc 12.9)"
+    assert r.kernel(K_NVCC, [T_A2], "nvcc") == "nvcc 13.5 was not built (this run built: nvrtc 12.9)"
+    # A gone source file is stale whatever built it; an arch not built is said first.
+    assert r.kernel(("kernels/gone.cu", "k", "-", "sm_90", "12.8"), [T_A2], "nvrtc") is None
+    assert r.kernel(("kernels/k.cu", "k", "-", "sm_80", "12.8"), [T_A2], "nvrtc") == (
+        "sm_80 was not built (this run's archs: sm_90)"
+    )
+    decision = decide(
+        r,
+        {K_129: [T_A2], K_128: [T_A2], K_NVCC: [T_A2]},
+        [],
+        {K_129: "nvrtc", K_128: "nvrtc", K_NVCC: "nvcc"},
+        measured=set(),
+        measured_legacy=set(),
+    )
+    assert decision.stale_entries() == {K_129}
+    assert dict(decision.kept) == {
+        "nvcc 13.5 was not built (this run built: nvrtc 12.9)": (K_NVCC,),
+        "nvrtc 12.8 was not built (this run built: nvrtc 12.9)": (K_128,),
+    }
+
+
+def test_a_run_that_built_several_toolchains_judges_each_ones_entries(tree: Path) -> None:
+    built = frozenset({("nvrtc", "12.9"), ("nvcc", "13.5")})
+    compilers = {K_129: "nvrtc", K_128: "nvrtc", K_NVCC: "nvcc"}
+    entries: dict[Key, Sequence[str]] = {K_129: [T_A2], K_128: [T_A2], K_NVCC: [T_A2]}
+    decision = decide(rule(tree, built=built), entries, [], compilers, measured=set(), measured_legacy=set())
+    assert decision.stale_entries() == {K_129, K_NVCC}
+    assert decision.kept_lines() == [
+        "1 entry kept: nvrtc 12.8 was not built (this run built: nvcc 13.5, nvrtc 12.9)"
+    ]
+    # A run that built nothing keeps every entry of a source it could have built; one that does not say
+    # what it built (built=None) judges every entry by its tests.
+    nothing = decide(
+        rule(tree, built=frozenset()), entries, [], compilers, measured=set(), measured_legacy=set()
+    )
+    assert nothing.stale == frozenset()
+    assert "nvrtc 12.9 was not built (this run built: none)" in dict(nothing.kept)
+    unknown = decide(rule(tree), entries, [], measured=set(), measured_legacy=set())
+    assert unknown.stale_entries() == set(entries)
 
 
 # --- version-1 entries (keyed by test) ---------------------------------------------------------------------
@@ -284,7 +338,7 @@ def test_many_reasons_are_summarized(tmp_path: Path) -> None:
     entries: dict[Key, Sequence[str]] = {}
     for i in range(12):
         (tmp_path / f"t{i}.py").write_text("")
-        entries[(f"<string {i}>", "k", "-", "sm_90")] = [f"t{i}.py::x"]
+        entries[(f"<string {i}>", "k", "-", "sm_90", "12.9")] = [f"t{i}.py::x"]
     decision = decide(rule(tmp_path, RunScope()), entries, [], measured=set(), measured_legacy=set())
     lines = decision.kept_lines(limit=8)
     assert len(lines) == 9

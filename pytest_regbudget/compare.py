@@ -1,0 +1,184 @@
+"""What differs between two measurements of the same kernels: two toolkits in one run (--regbudget-toolkit),
+and, on the same code, two runs (`regbudget compare`, issue 15).
+
+Owns the identity of a kernel across measurements (source, readable name, variant, arch: a baseline key
+without its release), the metrics compared, and the text, Markdown and JSON of the differences. Reads
+records (report.KernelRecord) only: no pytest, no compiler.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from .report import KernelRecord
+from .text import one_line
+
+Ident = tuple[str, str, str, str]  # (source, kernel, variant, arch)
+
+# What a reviewer of a toolkit upgrade wants to see change, in this order.
+METRICS = ("registers", "spill_stores", "spill_loads", "stack_frame", "occupancy", "launchable")
+_SHORT = {
+    "registers": "registers",
+    "spill_stores": "spill stores",
+    "spill_loads": "spill loads",
+    "stack_frame": "stack",
+    "occupancy": "occupancy",
+    "launchable": "launchable",
+}
+
+
+@dataclass(frozen=True)
+class Change:
+    metric: str
+    old: object
+    new: object
+
+    def text(self) -> str:
+        if self.metric == "occupancy" and isinstance(self.old, float) and isinstance(self.new, float):
+            return f"occupancy {self.old:.0%} -> {self.new:.0%}"
+        return f"{_SHORT[self.metric]} {_value(self.old)} -> {_value(self.new)}"
+
+
+@dataclass(frozen=True)
+class KernelDiff:
+    ident: Ident
+    old: str  # what measured it first ("12.9", a file name)
+    new: str
+    changes: tuple[Change, ...]
+
+    def label(self) -> str:
+        source, kernel, variant, arch = self.ident
+        shown = "" if variant == "-" else f" ({variant})"
+        return one_line(f"{source} {kernel}{shown} [{arch}]")
+
+    def to_json(self) -> dict[str, object]:
+        source, kernel, variant, arch = self.ident
+        return {
+            "source": source,
+            "kernel": kernel,
+            "variant": variant,
+            "arch": arch,
+            "old": self.old,
+            "new": self.new,
+            "changes": [{"metric": c.metric, "old": c.old, "new": c.new} for c in self.changes],
+        }
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """`old` against `new` (two releases, two files): every kernel both measured, and those that differ."""
+
+    old: str
+    new: str
+    compared: int
+    diffs: tuple[KernelDiff, ...]
+
+    def lines(self) -> list[str]:
+        head = f"{self.old} -> {self.new}: {len(self.diffs)} of {self.compared} kernel build(s) differ"
+        return [head, *(f"  {d.label()}: {', '.join(c.text() for c in d.changes)}" for d in self.diffs)]
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "old": self.old,
+            "new": self.new,
+            "compared": self.compared,
+            "differences": [d.to_json() for d in self.diffs],
+        }
+
+
+def _value(value: object) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    return str(value)
+
+
+def ident(rec: KernelRecord) -> Ident | None:
+    """A record's kernel across measurements: its baseline key without the release."""
+    key = rec["key"]
+    return None if not key else (key[0], key[1], key[2], key[3])
+
+
+def metrics(rec: KernelRecord) -> dict[str, object]:
+    occupancy = rec["occupancy"]
+    launchable = None if not rec["launch"] else bool(rec["active_blocks"])
+    return {
+        "registers": rec["registers"],
+        "spill_stores": rec["spill_stores"],
+        "spill_loads": rec["spill_loads"],
+        "stack_frame": rec["stack_frame"],
+        "occupancy": None if occupancy is None else round(occupancy, 4),
+        "launchable": launchable,
+    }
+
+
+def diff(ident_: Ident, old: KernelRecord, new: KernelRecord, old_name: str, new_name: str) -> KernelDiff:
+    a, b = metrics(old), metrics(new)
+    changes = tuple(Change(m, a[m], b[m]) for m in METRICS if a[m] != b[m])
+    return KernelDiff(ident_, old_name, new_name, changes)
+
+
+def across_releases(records: Sequence[KernelRecord]) -> list[Comparison]:
+    """Each pair of consecutive toolkit releases of one run, over the kernels measured with both (a run
+    with --regbudget-toolkit=cu12,cu13: "12.9 -> 13.5"). Empty when the run built with one release."""
+    by_release: dict[str, dict[Ident, KernelRecord]] = {}
+    for rec in records:
+        found = ident(rec)
+        if found is not None and rec["registers"] is not None and rec["release"]:
+            by_release.setdefault(rec["release"], {})[found] = rec
+    releases = sorted(by_release, key=_release_order)
+    out = []
+    for old, new in itertools.pairwise(releases):
+        both = sorted(by_release[old].keys() & by_release[new].keys())
+        if not both:
+            continue
+        diffs = [diff(i, by_release[old][i], by_release[new][i], old, new) for i in both]
+        out.append(Comparison(old, new, len(both), tuple(d for d in diffs if d.changes)))
+    return out
+
+
+def _release_order(release: str) -> tuple[int, ...] | tuple[int, str]:
+    parts = release.split(".")
+    if all(p.isdigit() for p in parts):
+        return tuple(int(p) for p in parts)
+    return (1 << 30, release)
+
+
+def summary_lines(comparisons: Sequence[Comparison]) -> list[str]:
+    """The terminal's section: one head line per pair of releases, a line per kernel that differs."""
+    if not comparisons:
+        return []
+    lines = ["toolkits compared (registers, spills, stack, occupancy, launchable):"]
+    for c in comparisons:
+        lines += [f"  {line}" for line in c.lines()]
+    return lines
+
+
+def markdown(comparisons: Sequence[Comparison]) -> str:
+    """A table per pair of releases, for the step summary and --regbudget-markdown."""
+    parts = []
+    for c in comparisons:
+        parts.append(
+            f"#### Toolkits compared: CUDA {c.old} -> {c.new}, {len(c.diffs)} of {c.compared} kernel builds "
+            "differ\n"
+        )
+        if not c.diffs:
+            continue
+        rows = ["| kernel | arch | metric | " + c.old + " | " + c.new + " |", "|---|---|---|---|---|"]
+        for d in c.diffs:
+            _source, kernel, variant, arch = d.ident
+            name = one_line(kernel if variant == "-" else f"{kernel} ({variant})").replace("|", "\\|")
+            for change in d.changes:
+                old, new = _cell(change.metric, change.old), _cell(change.metric, change.new)
+                rows.append(f"| `{name}` | {arch} | {_SHORT[change.metric]} | {old} | {new} |")
+        parts.append("\n".join(rows) + "\n")
+    return "\n".join(parts) + ("\n" if parts else "")
+
+
+def _cell(metric: str, value: object) -> str:
+    if metric == "occupancy" and isinstance(value, float):
+        return f"{value:.1%}"
+    return _value(value)
