@@ -426,7 +426,7 @@ def check(
         )
     if gpu is not None:
         violations += _driver_disagreements(res, gpu)
-        top = _max_block(arch, res)
+        top = max_block(arch, res)
         if gpu.view.max_threads != top:
             defects.append(
                 f"the driver allows blocks of up to {gpu.view.max_threads} threads on {gpu.device}, the "
@@ -467,7 +467,7 @@ def _driver_disagreements(res: KernelResources, gpu: GpuFacts) -> list[str]:
     return out
 
 
-def _max_block(arch: str, res: KernelResources) -> int:
+def max_block(arch: str, res: KernelResources) -> int:
     """The largest block that launches, as cuFuncGetAttribute(MAX_THREADS_PER_BLOCK) reports it.
 
     The driver folds .maxntid into that attribute but not .reqntid (seen on an H200 with Triton kernels,

@@ -19,6 +19,7 @@ Ident = tuple[str, str, str, str]  # (source, kernel, variant, arch)
 
 # What a reviewer of a toolkit upgrade wants to see change, in this order.
 METRICS = ("registers", "spill_stores", "spill_loads", "stack_frame", "occupancy", "launchable")
+# GPU time, compared where both measurements have one: a change within either's measured noise is none.
 _SHORT = {
     "registers": "registers",
     "spill_stores": "spill stores",
@@ -26,6 +27,7 @@ _SHORT = {
     "stack_frame": "stack",
     "occupancy": "occupancy",
     "launchable": "launchable",
+    "time_ms": "time (ms)",
 }
 
 
@@ -74,6 +76,11 @@ class Comparison:
     new: str
     compared: int
     diffs: tuple[KernelDiff, ...]
+    releases: bool = True  # old and new are toolkit releases ("12.9"), not report files
+
+    def title(self) -> str:
+        what = f"CUDA {self.old} -> {self.new}" if self.releases else f"{self.old} -> {self.new}"
+        return f"{'Toolkits compared' if self.releases else 'Compared'}: {what}"
 
     def lines(self) -> list[str]:
         head = f"{self.old} -> {self.new}: {len(self.diffs)} of {self.compared} kernel build(s) differ"
@@ -117,8 +124,45 @@ def metrics(rec: KernelRecord) -> dict[str, object]:
 
 def diff(ident_: Ident, old: KernelRecord, new: KernelRecord, old_name: str, new_name: str) -> KernelDiff:
     a, b = metrics(old), metrics(new)
-    changes = tuple(Change(m, a[m], b[m]) for m in METRICS if a[m] != b[m])
-    return KernelDiff(ident_, old_name, new_name, changes)
+    changes = [Change(m, a[m], b[m]) for m in METRICS if a[m] != b[m]]
+    t_old, t_new = old.get("time_ms"), new.get("time_ms")
+    if isinstance(t_old, (int, float)) and isinstance(t_new, (int, float)) and t_old > 0:
+        noise = max(old.get("noise") or 0.0, new.get("noise") or 0.0)
+        if abs(t_new / t_old - 1) > noise:
+            changes.append(Change("time_ms", round(t_old, 6), round(t_new, 6)))
+    return KernelDiff(ident_, old_name, new_name, tuple(changes))
+
+
+def between(
+    old: Sequence[KernelRecord], new: Sequence[KernelRecord], old_name: str, new_name: str
+) -> Comparison:
+    """Two runs' reports (two commits, two machines, two toolkits): every kernel both measured, paired by
+    source, name, variant and arch, and within that by release where both have the release (a report of
+    several toolkits); a kernel measured with one release on each side is paired across them."""
+    a_map, b_map = _by_ident(old), _by_ident(new)
+    diffs = []
+    compared = 0
+    for found in sorted(a_map.keys() & b_map.keys()):
+        a_rel, b_rel = a_map[found], b_map[found]
+        common = sorted(a_rel.keys() & b_rel.keys(), key=_release_order)
+        pairs = [(a_rel[r], b_rel[r]) for r in common]
+        if not pairs and len(a_rel) == 1 and len(b_rel) == 1:
+            pairs = [(next(iter(a_rel.values())), next(iter(b_rel.values())))]
+        for a, b in pairs:
+            compared += 1
+            d = diff(found, a, b, old_name, new_name)
+            if d.changes:
+                diffs.append(d)
+    return Comparison(old_name, new_name, compared, tuple(diffs), releases=False)
+
+
+def _by_ident(records: Sequence[KernelRecord]) -> dict[Ident, dict[str, KernelRecord]]:
+    out: dict[Ident, dict[str, KernelRecord]] = {}
+    for rec in records:
+        found = ident(rec)
+        if found is not None and rec["registers"] is not None:
+            out.setdefault(found, {})[rec["release"]] = rec
+    return out
 
 
 def across_releases(records: Sequence[KernelRecord]) -> list[Comparison]:
@@ -161,10 +205,7 @@ def markdown(comparisons: Sequence[Comparison]) -> str:
     """A table per pair of releases, for the step summary and --regbudget-markdown."""
     parts = []
     for c in comparisons:
-        parts.append(
-            f"#### Toolkits compared: CUDA {c.old} -> {c.new}, {len(c.diffs)} of {c.compared} kernel builds "
-            "differ\n"
-        )
+        parts.append(f"#### {c.title()}, {len(c.diffs)} of {c.compared} kernel builds differ\n")
         if not c.diffs:
             continue
         rows = ["| kernel | arch | metric | " + c.old + " | " + c.new + " |", "|---|---|---|---|---|"]

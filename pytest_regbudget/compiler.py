@@ -865,6 +865,24 @@ def kernel_line(source_text: str, kernel: str) -> int | None:
     return _global_lines(source_text).get(base)
 
 
+def place_launch_bounds(source_text: str, kernel: str, threads: int, blocks: int | None = None) -> str:
+    """`source_text` with `kernel` declared `__launch_bounds__(threads[, blocks])`, in place of any bounds it
+    had: the source edit `regbudget explain --bounds` compiles. Written into the source, not into the PTX:
+    NVVM optimizes with the bounds too, so directives added to the PTX afterwards give other registers.
+    ValueError when no `__global__` declaration of the kernel's base name is found (a macro-made kernel)."""
+    base = names.base_name(kernel)
+    for match in _GLOBAL.finditer(source_text):
+        decl = match.group(0)
+        found = re.search(rf"(?<![\w$]){re.escape(base)}\s*\(", decl)
+        if found is None or decl[: found.start()].rstrip().endswith("__launch_bounds__"):
+            continue
+        head = re.sub(r"__launch_bounds__\s*\([^()]*\)\s*", "", decl[: found.start()])
+        bounds = f"__launch_bounds__({threads}{f', {blocks}' if blocks else ''}) "
+        before, after = source_text[: match.start()], source_text[match.end() :]
+        return before + head + bounds + decl[found.start() :] + after
+    raise ValueError(f"no __global__ declaration of {base} to put __launch_bounds__ on")
+
+
 # A __global__ declaration: its return type and attributes (no ; { or }), its name and its parameter list.
 _GLOBAL = re.compile(r"__global__[^;{}]*")
 _CALLED = re.compile(r"\b((?!\d)\w+)\s*\(")

@@ -1,17 +1,26 @@
-"""A self-contained HTML report: per kernel, the occupancy staircase, the budgets, and the diagnosis.
+"""A self-contained HTML report: an index of every kernel, then the kernels that need a look in detail.
 
-Owns the page and its inline SVG charts (no scripts, no external files), so a CI artifact opens anywhere.
-The staircase is recomputed with the same calculator the budgets use.
+Owns the page, its inline SVG charts and its one inline script (the index sorts by a click on a column
+header), and nothing external, so a CI artifact opens anywhere, offline. The index puts failures first;
+failing and changed kernels get a section with budgets, diagnosis and the occupancy staircase, the others a
+one-paragraph section (all get the staircase with `--regbudget-html-all`). The staircase is recomputed with
+the same calculator the budgets use.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
+import re
 from collections.abc import Mapping, Sequence
 from html import escape
 
 from .arch import get_arch
 from .occupancy import occupancy
-from .report import KernelRecord
+from .report import (
+    KernelRecord,
+    baseline_cell,  # the terminal table's words for the same deltas
+)
 
 # Chart geometry and colours (the screenshot test looks for STEP_COLOUR and KERNEL_COLOUR pixels).
 WIDTH, HEIGHT, LEFT, RIGHT, TOP, BOTTOM = 640, 260, 48, 56, 16, 36
@@ -22,12 +31,45 @@ CLIFF_COLOUR = "#2ca02c"
 
 _CSS = f"""
 body {{ font-family: system-ui, sans-serif; margin: 2rem; color: #222; }}
-h1 {{ font-size: 1.4rem; }} h2 {{ font-size: 1.1rem; margin-top: 2rem; }}
+h1 {{ font-size: 1.4rem; }} h2 {{ font-size: 1.2rem; margin-top: 2rem; }} h3 {{ font-size: 1.05rem; }}
 table {{ border-collapse: collapse; margin: .5rem 0; }}
 td, th {{ border: 1px solid #ccc; padding: .2rem .6rem; text-align: right; }}
 th {{ background: #f3f3f3; }} td.l, th.l {{ text-align: left; }}
+.index td, .index th {{ text-align: left; }} .index td:not(:last-child) {{ white-space: nowrap; }}
+.index td:nth-child(n+4):nth-child(-n+6), .index th:nth-child(n+4):nth-child(-n+6) {{ text-align: right; }}
+.index button {{
+  font: inherit; font-weight: bold; border: 0; background: none; padding: 0; cursor: pointer;
+}}
+.index th[aria-sort=ascending] button::after {{ content: " \\25B2"; }}
+.index th[aria-sort=descending] button::after {{ content: " \\25BC"; }}
 .failed, .error {{ color: {KERNEL_COLOUR}; font-weight: bold; }} .warned {{ color: #b8860b; }}
 .passed {{ color: #2a7d2a; }} .diag li {{ margin: .3rem 0; }} code {{ background: #f5f5f5; }}
+section.compact h3 {{ margin-bottom: .2rem; }} section.compact p {{ margin-top: 0; }}
+"""
+
+# Sorts the index by the clicked column, again for the other direction. A cell's data-v, when it has one,
+# is its sort key (a fraction for "25% @256", a rank for the verdict); a numeric column puts cells with no
+# number ("-") last either way, so a sort never buries the figures under compile errors.
+_SCRIPT = """
+for (const th of document.querySelectorAll("table.index th")) {
+  th.querySelector("button").addEventListener("click", () => {
+    const table = th.closest("table"), col = th.cellIndex, num = th.hasAttribute("data-num");
+    const up = th.getAttribute("aria-sort") !== "ascending";
+    for (const h of th.parentNode.cells) h.removeAttribute("aria-sort");
+    th.setAttribute("aria-sort", up ? "ascending" : "descending");
+    const key = (tr) => {
+      const c = tr.cells[col], v = c.dataset.v ?? c.textContent;
+      return num ? parseFloat(v) : v;
+    };
+    const rows = Array.from(table.tBodies[0].rows, (tr) => [key(tr), tr]);
+    rows.sort(([a], [b]) => {
+      if (num && Number.isNaN(a) !== Number.isNaN(b)) return Number.isNaN(a) ? 1 : -1;
+      const d = num ? a - b || 0 : a.localeCompare(b, undefined, { numeric: true });
+      return up ? d : -d;
+    });
+    table.tBodies[0].append(...rows.map(([, tr]) => tr));
+  });
+}
 """
 
 
@@ -62,10 +104,14 @@ def staircase_svg(rec: KernelRecord) -> str:
     def y(b: float) -> float:
         return TOP + plot_h - b / top_blocks * plot_h
 
+    # A corner where the block count changes, nothing between: the same line, and a page of many charts stays
+    # small (a step drawn point by point was 510 points, some 6 kB, per chart).
     points = []
     for regs, b in enumerate(blocks, start=1):
-        points.append(f"{x(regs - 0.5 if regs > 1 else 1):.1f},{y(b):.1f}")
-        points.append(f"{x(regs + 0.5 if regs < 255 else 255):.1f},{y(b):.1f}")
+        if regs == 1 or blocks[regs - 2] != b:
+            points.append(f"{x(regs - 0.5 if regs > 1 else 1):.1f},{y(b):.1f}")
+        if regs == 255 or blocks[regs] != b:
+            points.append(f"{x(regs + 0.5 if regs < 255 else 255):.1f},{y(b):.1f}")
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{HEIGHT}" role="img" '
         f'aria-label="resident blocks against registers for {escape(rec["kernel"])}">',
@@ -122,7 +168,7 @@ def _row(name: str, value: object, baseline: object = None) -> str:
     return f'<tr><th class="l">{escape(name)}</th><td>{shown}</td><td>{base}</td></tr>'
 
 
-def _kernel_section(rec: KernelRecord) -> str:
+def _kernel_section(rec: KernelRecord, anchor: str) -> str:
     base = rec["baseline"] or {}
     occ = (
         None
@@ -162,11 +208,7 @@ def _kernel_section(rec: KernelRecord) -> str:
             _row(f"time on {rec['gpu_device']} (ms)", f"{rec['time_ms']:.4g}", rec["baseline_time_ms"])
         )
     problems = rec["violations"] + ([rec["error"]] if rec["error"] else [])
-    parts = [
-        f"<section><h2>{escape(rec['kernel'])} [{escape(rec['arch'])}] "
-        f'<span class="{escape(rec["outcome"])}">{escape(rec["outcome"])}</span></h2>',
-        f"<p><code>{escape(rec['nodeid'])}</code> &middot; <code>{escape(rec['source'])}</code></p>",
-    ]
+    parts = [f'<section id="{anchor}">{_heading(rec)}', f"<p>{_where(rec)}</p>"]
     if problems:
         parts.append('<ul class="problems">' + "".join(f"<li>{escape(p)}</li>" for p in problems) + "</ul>")
     if rec["registers"] is not None:
@@ -177,12 +219,50 @@ def _kernel_section(rec: KernelRecord) -> str:
         )
     if rec["launch"] and rec["registers"] is not None:
         parts.append(staircase_svg(rec))
-    if rec["diagnosis"]:
-        parts.append(
-            '<ul class="diag">' + "".join(f"<li>{escape(d)}</li>" for d in rec["diagnosis"]) + "</ul>"
-        )
+    parts.append(_diagnosis(rec))
     parts.append("</section>")
-    return "\n".join(parts)
+    return "\n".join(p for p in parts if p)
+
+
+def _compact_section(rec: KernelRecord, anchor: str) -> str:
+    """A passing, unchanged kernel: the index row's target, its figures in a sentence, no chart."""
+    figures = [
+        f"{_text(rec['registers'])} registers",
+        f"spills {_text(_pair(rec['spill_stores'], rec['spill_loads']))} B",
+        f"stack {_text(rec['stack_frame'])} B",
+        f"smem {_text(rec['shared_mem'])} B",
+    ]
+    if rec["occupancy"] is not None and rec["launch"]:
+        figures.append(f"occupancy {rec['occupancy']:.1%} at {rec['launch'][0]}")
+    if rec["cliff_grow"] is not None:
+        shed = "-" if rec["cliff_shed"] is None else f"-{rec['cliff_shed']}"
+        figures.append(f"cliff +{rec['cliff_grow']}/{shed}")
+    if rec["time_ms"] is not None:
+        base = "" if rec["baseline_time_ms"] is None else f" (baseline {rec['baseline_time_ms']:.4g})"
+        figures.append(f"time on {rec['gpu_device']} {rec['time_ms']:.4g} ms{base}")
+    return (
+        f'<section id="{anchor}" class="compact">{_heading(rec)}\n'
+        f"<p>{_where(rec)}<br>{escape(', '.join(figures))}</p>{_diagnosis(rec)}</section>"
+    )
+
+
+def _heading(rec: KernelRecord) -> str:
+    name, arch, outcome = escape(rec["kernel"]), escape(rec["arch"]), escape(rec["outcome"])
+    return f'<h3>{name} [{arch}] <span class="{outcome}">{outcome}</span></h3>'
+
+
+def _where(rec: KernelRecord) -> str:
+    return f"<code>{escape(rec['nodeid'])}</code> &middot; <code>{escape(rec['source'])}</code>"
+
+
+def _diagnosis(rec: KernelRecord) -> str:
+    if not rec["diagnosis"]:
+        return ""
+    return '<ul class="diag">' + "".join(f"<li>{escape(d)}</li>" for d in rec["diagnosis"]) + "</ul>"
+
+
+def _text(value: object) -> str:
+    return "-" if value is None else str(value)
 
 
 def _baseline_occupancy(rec: KernelRecord, base: Mapping[str, object]) -> object:
@@ -202,16 +282,134 @@ def _pair(a: object, b: object) -> str | None:
     return None if a is None else f"{a} / {b}"
 
 
-def render(records: Sequence[KernelRecord]) -> str:
-    ordered = sorted(records, key=lambda r: (r["nodeid"], r["kernel"], r["arch"]))
-    failed = sum(1 for r in ordered if r["outcome"] in ("failed", "error"))
-    body = "\n".join(_kernel_section(r) for r in ordered)
+# Index order: what fails first, then what warns, then what changed against the baseline, then the rest.
+FAILED, WARNED, CHANGED, UNCHANGED = range(4)
+
+
+def rank(rec: KernelRecord) -> int:
+    if rec["outcome"] in ("failed", "error"):
+        return FAILED
+    if rec["outcome"] == "warned":
+        return WARNED
+    if rec["deltas"] or rec["baseline_status"] == "new":
+        return CHANGED
+    return UNCHANGED
+
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9_]+")
+
+
+def anchor(rec: KernelRecord) -> str:
+    """`k-gemm-32-32-sm_90-75e968e363f5`: readable, URL-safe, and the same in every run for the same test,
+    kernel and arch (the hash tells apart the tests and kernels that the shortened name does not)."""
+    slug = _UNSAFE.sub("-", rec["kernel"]).strip("-")[:40].rstrip("-") or "kernel"
+    arch = _UNSAFE.sub("-", rec["arch"]).strip("-")
+    # JSON keeps the three fields apart whatever they contain: ("a", "b|c") and ("a|b", "c") differ.
+    digest = hashlib.sha256(json.dumps([rec["nodeid"], rec["kernel"], rec["arch"]]).encode()).hexdigest()
+    return f"k-{slug}-{arch}-{digest[:12]}"
+
+
+def anchors(records: Sequence[KernelRecord]) -> list[str]:
+    """Each record's anchor, unique on the page: one test can measure a kernel twice on one arch (two
+    variants), and a second one gets `-2`, in the page's order."""
+    used: set[str] = set()
+    out = []
+    for rec in records:
+        base = name = anchor(rec)
+        n = 1
+        while name in used:
+            n += 1
+            name = f"{base}-{n}"
+        used.add(name)
+        out.append(name)
+    return out
+
+
+_VERDICT = {"passed": "ok", "failed": "FAILED", "error": "ERROR", "warned": "warned"}
+
+
+def _index_row(rec: KernelRecord, anchor: str) -> str:
+    outcome = rec["outcome"]
+    verdict = escape(_VERDICT.get(outcome, outcome))
+    occ = "<td>-</td>"
+    if rec["occupancy"] is not None and rec["launch"]:
+        occ = f'<td data-v="{rec["occupancy"]}">{rec["occupancy"]:.0%} @{rec["launch"][0]}</td>'
+    # The delta column sorts by the change in registers, the figure a budget is about; a kernel that was not
+    # compared has no key and sorts last.
+    regs = next((d["delta"] for d in rec["deltas"] if d["metric"] == "registers"), None)
+    compared = rec["baseline_status"] in ("compared", "toolkit-mismatch") and rec["registers"] is not None
+    delta_key = f' data-v="{regs:g}"' if regs is not None else ' data-v="0"' if compared else ""
     return (
-        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-        f"<title>pytest-regbudget report</title><style>{_CSS}</style></head><body>\n"
-        f"<h1>pytest-regbudget: {len(ordered)} kernel checks, {failed} failed</h1>\n"
-        "<p>Each chart: resident blocks per SM (left) and occupancy (right) against registers per thread, "
-        "at the kernel's launch size. Red: the kernel now; grey dashed: its baseline; green: the next "
-        "steps.</p>\n"
-        f"{body}\n</body></html>\n"
+        f'<tr><td><a href="#{anchor}">{escape(rec["kernel"])}</a></td><td>{escape(rec["arch"])}</td>'
+        f'<td class="{escape(outcome)}" data-v="{rank(rec)}">{verdict}</td><td>{_text(rec["registers"])}</td>'
+        f"{occ}<td{delta_key}>{escape(baseline_cell(rec))}</td>"
+        f"<td>{escape(rec['nodeid'])}</td></tr>"
     )
+
+
+# The index's columns, and whether each sorts as numbers.
+_COLUMNS = {
+    "kernel": False,
+    "arch": False,
+    "verdict": True,
+    "registers": True,
+    "occupancy": True,
+    "delta": True,
+    "test": False,
+}
+
+
+def _index(ordered: Sequence[KernelRecord], ids: Sequence[str]) -> str:
+    header = "".join(
+        f'<th{" data-num" if num else ""}><button type="button">{name}</button></th>'
+        for name, num in _COLUMNS.items()
+    )
+    rows = "\n".join(_index_row(rec, a) for rec, a in zip(ordered, ids, strict=True))
+    return f'<table class="index"><thead><tr>{header}</tr></thead><tbody>\n{rows}\n</tbody></table>'
+
+
+def render(records: Sequence[KernelRecord], *, all_kernels: bool = False) -> str:
+    """The page. Failing, warned and changed kernels get a section with the staircase; with `all_kernels`
+    (--regbudget-html-all) every kernel does, and the others get a one-paragraph section."""
+    # The baseline key tells apart two variants of a kernel in one test, so their order, and so their
+    # anchors, do not depend on the order the records came in.
+    ordered = sorted(records, key=lambda r: (rank(r), r["nodeid"], r["kernel"], r["arch"], r["key"] or []))
+    ids = anchors(ordered)
+    counts = [sum(1 for r in ordered if rank(r) == n) for n in (FAILED, WARNED, CHANGED, UNCHANGED)]
+    detailed = [
+        _kernel_section(rec, a)
+        for rec, a in zip(ordered, ids, strict=True)
+        if all_kernels or rank(rec) != UNCHANGED
+    ]
+    compact = [
+        _compact_section(rec, a)
+        for rec, a in zip(ordered, ids, strict=True)
+        if not all_kernels and rank(rec) == UNCHANGED
+    ]
+    parts = [
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f"<title>pytest-regbudget report</title><style>{_CSS}</style></head><body>",
+        f"<h1>pytest-regbudget: {len(ordered)} kernel checks, {counts[FAILED]} failed</h1>",
+        f"<p>{counts[FAILED]} failed or did not build, {counts[WARNED]} warned, {counts[CHANGED]} changed "
+        f"against the baseline or new, {counts[UNCHANGED]} passed unchanged. The index lists failures first; "
+        "click a column header to sort by it, a kernel to go to its section.</p>",
+        "<h2>Index</h2>",
+        _index(ordered, ids),
+    ]
+    if detailed:
+        which = "All kernels" if all_kernels else "Failing, warned and changed kernels"
+        parts += [
+            f"<h2>{which}</h2>",
+            "<p>Each chart: resident blocks per SM (left) and occupancy (right) against registers per "
+            "thread, at the kernel's launch size. Red: the kernel now; grey dashed: its baseline; green: the "
+            "next steps.</p>",
+            *detailed,
+        ]
+    if compact:
+        parts += [
+            "<h2>Passed unchanged</h2>",
+            "<p>No chart for these (<code>--regbudget-html-all</code> draws one for every kernel).</p>",
+            *compact,
+        ]
+    parts.append(f"<script>{_SCRIPT}</script>\n</body></html>\n")
+    return "\n".join(parts)

@@ -144,7 +144,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--regbudget-html",
         default=None,
         metavar="PATH",
-        help="write a self-contained HTML report: occupancy staircase per kernel, budgets, diagnosis.",
+        help="write a self-contained HTML report: an index of every kernel (failures first), then budgets, "
+        "diagnosis and occupancy staircase of the failing and changed ones.",
+    )
+    group.addoption(
+        "--regbudget-html-all",
+        action="store_true",
+        default=False,
+        help="with --regbudget-html: a section with the occupancy staircase for every kernel, not only the "
+        "failing and changed ones (a larger page).",
     )
     group.addoption(
         "--regbudget-no-cache",
@@ -184,6 +192,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     parser.addini("regbudget_toolkit", "toolkits to build with, as --regbudget-toolkit", type="linelist")
     parser.addini("regbudget_nvcc", "the nvcc for compiler=nvcc, as --regbudget-nvcc", default="")
+    parser.addini(
+        "regbudget_headroom",
+        "registers of headroom `regbudget explain` adds to the budget it suggests, e.g. 'registers=8'",
+        default="",
+    )
     parser.addini("regbudget_strict", "true: as --regbudget-strict", type="bool", default=False)
     parser.addini("regbudget_jobs", "compile threads (default: cores / xdist workers)", default="")
     parser.addini("regbudget_gpu", "auto, off or require (see --regbudget-gpu)", default="auto")
@@ -276,6 +289,7 @@ def _settings(config: pytest.Config, manifest: Manifest | None = None) -> Settin
         jobs=_jobs(config),
         compiler=_compiler(config),
         html_path=_path_option(config, "regbudget_html"),
+        html_all=bool(config.getoption("regbudget_html_all")),
         strict=bool(config.getoption("regbudget_strict") or config.getini("regbudget_strict")),
         toolkits=_toolkits(config),
         nvcc=config.getoption("regbudget_nvcc") or str(config.getini("regbudget_nvcc")).strip() or None,

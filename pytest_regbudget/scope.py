@@ -75,6 +75,22 @@ class RunScope:
         self.interrupted = self.interrupted or payload.get("interrupted")
 
 
+def merge_shards(payloads: Iterable[Mapping[str, Any]]) -> RunScope:
+    """The scope of one run made of several (CI shards, each with its own -k or test split): a test that one
+    shard deselected or skipped and another ran counts as run, as it would in one serial run; an error or
+    an interruption in any shard is the whole run's."""
+    merged = RunScope()
+    selected: set[str] = set()
+    for payload in payloads:
+        shard = RunScope()
+        shard.merge(payload)
+        selected |= shard.collected - shard.deselected
+        merged.merge(payload)
+    merged.deselected -= selected
+    merged.skipped -= merged.completed
+    return merged
+
+
 @dataclass(frozen=True)
 class Decision:
     """Stale keys (to remove on update), and kept keys grouped by the reason they were not judged."""

@@ -15,12 +15,12 @@ import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from . import baseline as bl
-from . import sources
+from . import sources, update
 from .arch import get_arch
 from .budget import BaselineRule, KernelReport, strict, timed, verdict
 from .builder import Builder, BuildSettings, ItemEnv
@@ -41,7 +41,7 @@ from .report import (
     to_record,
     unknown_arch_lines,
 )
-from .scope import ERROR, NOT_A_FILE, Decision, Rule, RunScope, decide
+from .scope import ERROR, NOT_A_FILE, Rule, RunScope
 from .sources import KernelSource, SourceSpec
 from .text import safe_block
 from .toolchain import oldest_arch
@@ -72,6 +72,7 @@ class Settings:
     gpu_mode: GpuMode = "auto"
     sass: bool = False  # --regbudget-sass
     html_path: Path | None = None
+    html_all: bool = False  # --regbudget-html-all: every kernel's staircase, not only failing or changed ones
     cache_dir: Path | None = None  # None: --regbudget-no-cache
     jobs: int = 1  # compile threads
     compiler: str = "nvrtc"  # ini regbudget_compiler: a registered source name (sources.names())
@@ -119,7 +120,6 @@ class RegbudgetSession:
         self.builder = next(iter(self.builders.values()))
         self.gpu = GpuRunner(settings.gpu_mode)
         self.records: list[KernelRecord] = []
-        self.fresh: dict[bl.Key, bl.Entry] = {}  # what an update writes: every kernel measured
         self.conflicts: list[str] = []  # one kernel variant measured differently by two tests
         self._measured: dict[bl.Key, tuple[str, tuple[object, ...]]] = {}  # key -> (first test, its numbers)
         self.scope = RunScope()
@@ -527,8 +527,6 @@ class RegbudgetSession:
             if self.settings.strict and not self.settings.update:
                 r = strict(r)
             final.append(r)
-            if r.resources is not None and r.key is not None:
-                self._add_fresh(r.key, bl.Entry.from_report(r))
         self.records.extend(to_record(r) for r in final)
         for r in final:
             if r.outcome == "warned":
@@ -536,66 +534,38 @@ class RegbudgetSession:
         failures = [r.failure_text() for r in final if r.outcome == "failed"]
         return "\n".join(failures) if failures else None
 
-    def _add_fresh(self, key: bl.Key, entry: bl.Entry) -> None:
-        """Keep one entry per kernel variant: the tests that measured it, and every launch's occupancy."""
-        seen = self.fresh.get(key)
-        if seen is not None:
-            entry = replace(entry.merged(seen), tests=tuple(sorted({*seen.tests, *entry.tests})))
-        self.fresh[key] = entry
-
     # -- xdist -----------------------------------------------------------------------------------------
     def worker_payload(self) -> dict[str, Any]:
+        # The records carry everything an update writes (update.fresh_entries): the controller rebuilds the
+        # entries from all workers' records, as `regbudget merge` does from CI shards' reports.
         return {
             "cache": self._cache_stats(CacheStats()).to_payload(),
             "records": self.records,
-            "entries": [[*key, entry.to_toml()] for key, entry in self.fresh.items()],
             "scope": self.scope.payload(),
             "conflicts": self.conflicts,
         }
 
     def merge_worker(self, payload: dict[str, Any]) -> None:
         self.records.extend(payload.get("records", []))
-        for source, kernel, variant, arch, release, table in payload.get("entries", []):
-            key = (source, kernel, variant, arch, release)
-            entry = bl.entry_from_table(table)
-            seen = self.fresh.get(key)
-            if seen is not None and _numbers(seen) != _numbers(entry):
-                self.conflicts.append(
-                    f"{key_text(key)}: measured differently by {', '.join(seen.tests)} and "
-                    f"{', '.join(entry.tests)} (on different workers)"
-                )
-            self._add_fresh(key, entry)
         self.worker_cache.add_payload(payload.get("cache"))
         self.scope.merge(payload.get("scope", {}))
         self.conflicts += payload.get("conflicts", [])
 
     # -- end of run (controller only) ------------------------------------------------------------------
-    def decision(self, prefixes: Sequence[str] = ("",), selection: str | None = None) -> Decision:
-        """The baseline entries this run did not measure, split into stale and kept (see scope.py).
-
-        `prefixes`: the run's path arguments; `selection`: an option that hides whole files (--lf).
-        """
-        return decide(
-            self._stale_rule(prefixes, selection),
-            {key: entry.tests for key, entry in self.baseline.entries.items()},
-            self.baseline.legacy,
-            {key: entry.compiler for key, entry in self.baseline.entries.items()},
-            measured={cast(bl.Key, tuple(r["key"])) for r in self.records if r["key"]},
-            measured_legacy={(r["nodeid"], r["kernel"], r["arch"]) for r in self.records},
-        )
-
     def _stale_rule(self, prefixes: Sequence[str], selection: str | None) -> Rule:
         built = frozenset((r["compiler"], r["release"]) for r in self.records if r["registers"] is not None)
         return Rule(self.scope, self.settings.archs, prefixes, self.settings.rootdir, selection, built)
 
-    def _to_write(self, rule: Rule) -> dict[bl.Key, bl.Entry]:
-        """This run's entries, listing the tests that measured them and the old tests that still may."""
-        out = {}
-        for key, entry in self.fresh.items():
-            old = self.baseline.entries.get(key)
-            still = rule.still_measuring(old.tests, key[bl.ARCH]) if old else []
-            out[key] = replace(entry, tests=tuple(sorted({*entry.tests, *still})))
-        return out
+    def plan(self, prefixes: Sequence[str] = ("",), selection: str | None = None) -> update.Plan:
+        """What an update by this run writes and removes (see update.py and scope.py).
+
+        `prefixes`: the run's path arguments; `selection`: an option that hides whole files (--lf).
+        """
+        fresh = update.fresh_entries(self.records)
+        # Conflicts between xdist workers show only now; those within one process were named already.
+        named = {c.split(": ", 1)[0] for c in self.conflicts}
+        self.conflicts += [c for c in fresh.conflicts if c.split(": ", 1)[0] not in named]
+        return update.plan(self.baseline, self.records, fresh.entries, self._stale_rule(prefixes, selection))
 
     def finish(self, prefixes: Sequence[str] = ("",), selection: str | None = None) -> int | None:
         """Write what the run produced; returns an exit code when a file asked for could not be written.
@@ -604,7 +574,8 @@ class RegbudgetSession:
         removes none: it cannot tell a test that is gone from one it never reached.
         """
         s = self.settings
-        decision = self.decision(prefixes, selection)
+        planned = self.plan(prefixes, selection)
+        decision = planned.decision
         stale = set(decision.stale)
         exit_code = None
         if s.update and s.baseline_path is not None and self.conflicts:
@@ -614,14 +585,12 @@ class RegbudgetSession:
             )
             exit_code = int(pytest.ExitCode.USAGE_ERROR)
         elif s.update and s.baseline_path is not None:
-            # A version-1 entry is replaced by the per-kernel entry of the test that measured it.
-            migrated = {(r["nodeid"], r["kernel"], r["arch"]) for r in self.records if r["key"]}
             try:
                 counts = bl.update(
                     s.baseline_path,
-                    self._to_write(self._stale_rule(prefixes, selection)),
-                    decision.stale_entries(),
-                    remove_legacy=decision.stale_legacy() | (migrated & self.baseline.legacy.keys()),
+                    planned.write,
+                    planned.stale,
+                    remove_legacy=planned.remove_legacy,
                     lock_dir=s.cache_dir,
                 )
             except (BaselineError, OSError) as exc:
@@ -642,13 +611,32 @@ class RegbudgetSession:
         writers = file_writers(
             json_path=s.json_path,
             html_path=s.html_path,
+            html_all=s.html_all,
             markdown_path=s.markdown_path,
             step_summary=s.step_summary,
+            scope=self.report_scope(prefixes, selection),
         )
         for writer in writers:
             if not self._write(writer) and writer.required:
                 exit_code = int(pytest.ExitCode.USAGE_ERROR)
         return exit_code
+
+    def report_scope(self, prefixes: Sequence[str], selection: str | None) -> dict[str, object]:
+        """What this run could have seen, for the JSON report: what a later merge of shards needs to decide
+        stale entries as this run would (`regbudget merge`), and what a reader needs to know what was
+        compared. `run` is scope.RunScope's payload; `built` the (compiler, release) pairs measured."""
+        built = sorted({(r["compiler"], r["release"]) for r in self.records if r["registers"] is not None})
+        return {
+            "run": self.scope.payload(),
+            "prefixes": list(prefixes),
+            "selection": selection,
+            "archs": list(self.settings.archs),
+            "toolkits": list(self.settings.toolkits),
+            "built": [list(pair) for pair in built],
+            "rootdir": str(self.settings.rootdir),
+            "baseline": self._display(self.settings.baseline_path) if self.settings.baseline_path else None,
+            "update": self.settings.update,
+        }
 
     def _write(self, writer: FileWriter) -> bool:
         """Write one report file; a failure becomes a summary line naming the file, never a traceback."""
@@ -665,10 +653,6 @@ class RegbudgetSession:
     def close(self) -> None:
         for builder in self.builders.values():
             builder.close()
-
-
-def _numbers(entry: bl.Entry) -> tuple[object, ...]:
-    return (entry.compiler, entry.registers, entry.spill_stores, entry.spill_loads, entry.stack, entry.smem)
 
 
 @functools.lru_cache(maxsize=4096)

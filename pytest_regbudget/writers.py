@@ -5,8 +5,9 @@ The terminal table and GitHub annotations go to the terminal summary (session.su
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 from . import compare, html
@@ -40,24 +41,35 @@ def _markdown(records: Sequence[KernelRecord]) -> str:
     return markdown_report(records) + compare.markdown(compare.across_releases(records)) if records else ""
 
 
-def _json(records: Sequence[KernelRecord]) -> str:
+# The JSON report's schema: 2 adds "format", "version", "scope" and "toolkit_comparison" to 0.1's bare
+# {"kernels": [...]}, and "compiler", "release" and a five-part "key" to each record. Readers
+# (`regbudget compare`, `regbudget merge`) refuse other versions.
+JSON_FORMAT = "pytest-regbudget-report"
+JSON_VERSION = 2
+
+
+def _json(records: Sequence[KernelRecord], scope: Mapping[str, object]) -> str:
     # Which toolkit release differs from the next on which kernel, when the run built with several.
     comparisons = [c.to_json() for c in compare.across_releases(records)]
-    return json_text(records, {"toolkit_comparison": comparisons})
+    head = {"format": JSON_FORMAT, "version": JSON_VERSION, "scope": dict(scope)}
+    return json_text(records, {**head, "toolkit_comparison": comparisons}, first=("format", "version"))
 
 
 def file_writers(
     *,
     json_path: Path | None,
     html_path: Path | None,
+    html_all: bool = False,
     markdown_path: Path | None,
     step_summary: Path | None,
+    scope: Mapping[str, object] | None = None,
 ) -> list[FileWriter]:
+    """`scope`: what the run collected and built (session.report_scope), for the JSON report."""
     writers = []
     if json_path is not None:
-        writers.append(FileWriter("--regbudget-json", json_path, _json))
+        writers.append(FileWriter("--regbudget-json", json_path, lambda records: _json(records, scope or {})))
     if html_path is not None:
-        writers.append(FileWriter("--regbudget-html", html_path, html.render))
+        writers.append(FileWriter("--regbudget-html", html_path, partial(html.render, all_kernels=html_all)))
     if markdown_path is not None:
         writers.append(FileWriter("--regbudget-markdown", markdown_path, _markdown, skip_empty=True))
     if step_summary is not None:

@@ -504,13 +504,19 @@ def test_github_step_summary_markdown_and_annotations(
     result, (a, _) = run_json(pytester, f"--regbudget-markdown={md}")
     result.assert_outcomes(passed=1, failed=1)
     text = summary.read_text()
-    assert text.startswith("earlier step output\n### pytest-regbudget: 2 kernel checks, 1 failed")
-    assert "| kernel | arch | metric | baseline | now | delta | verdict |" in text
-    old = a["baseline"]["registers"]
-    assert (
-        f"| `poly_eval` | sm_90 | registers | {old} | {a['registers']} | +{a['registers'] - old} | worse |"
-        in text
+    assert text.startswith(
+        "earlier step output\n### pytest-regbudget (sm_90)\n\n"
+        f"**1 failed**, 1 unchanged; 2 of 2 baseline entries enforced (CUDA {RELEASE})\n\n"
+        "| verdict | kernel | arch | what |\n"
     )
+    old = a["baseline"]["registers"]
+    # The failure is on the row of the metric that failed; the unchanged kernel is folded away.
+    now = a["registers"]
+    assert (
+        f"| **FAILED** | `poly_eval` | sm_90 | registers {old} -> {now} (+{now - old}) is worse than the "
+        "baseline |\n" in text
+    )
+    assert "<details><summary>1 unchanged kernel</summary>" in text
     assert md.read_text() == text[len("earlier step output\n") :]
     result.stdout.fnmatch_lines(
         [

@@ -60,10 +60,13 @@ def test_no_forged_command_and_an_intact_markdown_table(
     assert "k\\n::error file=x.cu::forged" in out
     assert "> ::error file=x.cu::forged" in out  # the compiler's quote of the source line
     assert {r["kernel"] for r in records} == {"k\n::error file=x.cu::forged", "bad", "k"}
-    rows = [line for line in md.read_text().splitlines() if line.startswith("|")]
-    assert len(rows) == 2 + 3
-    assert all(len(re.split(r"(?<!\\)\|", row)) == 9 for row in rows), rows
-    assert commands(md.read_text()) == []
+    text = md.read_text()
+    rows = [line for line in text.splitlines() if line.startswith("|")]
+    # A row per failing kernel, each of four cells: verdict, kernel, arch, what failed.
+    assert len(rows) == 2 + 3, text
+    assert all(len(re.split(r"(?<!\\)\|", row)) == 6 for row in rows), rows
+    assert "| **ERROR** | `k\\n::error file=x.cu::forged` | sm_90 | did not compile: `" in text
+    assert commands(text) == []
 
 
 BAD_MARKERS = """

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -116,8 +117,13 @@ def cells(row: str) -> list[str]:
 def test_markdown_rows_keep_their_columns() -> None:
     text = markdown_report(all_records())
     rows = [line for line in text.splitlines() if line.startswith("|")]
-    assert len(rows) == 2 + 3 * len(HOSTILE)
-    assert all(len(cells(row)) == 7 for row in rows), rows
+    # The main table has a row per failed or broken kernel; the fold, a row per passed one (no baseline).
+    main, fold = 2 + 2 * len(HOSTILE), 2 + len(HOSTILE)
+    assert len(rows) == main + fold
+    assert [len(cells(row)) for row in rows] == [4] * main + [5] * fold, rows
+    # No name adds a line of its own: every line is a row, or one of the report's own.
+    own = ("### pytest-regbudget (sm_90)", "**8 failed**, **8 errors**, 8 with no baseline file", "<details>")
+    assert [line for line in text.splitlines() if line and not line.startswith(("|", *own))] == ["</details>"]
     assert "`a\\|b`" in text
     assert "``x`y``" in text
     assert "` ``z `" in text  # a backtick at the edge needs the padding space
@@ -128,8 +134,28 @@ def test_markdown_rows_keep_their_columns() -> None:
 def test_markdown_compile_error_is_a_code_span_on_one_line() -> None:
     text = markdown_report([errored("k", error="x.cu(1): error: a | b `c`\nsecond line")])
     (row,) = [line for line in text.splitlines() if "compile" in line]
-    assert row.endswith("| **ERROR**: `` x.cu(1): error: a \\| b `c` `` |")
-    assert len(cells(row)) == 7
+    assert row.endswith("| did not compile: `` x.cu(1): error: a \\| b `c` `` |")
+    assert len(cells(row)) == 4
+
+
+def outside_code(text: str) -> str:
+    """`text` without its code spans, where GitHub reads no HTML, link or @mention."""
+    return re.sub(r"(?<!`)(`+)(?!`).*?(?<!`)\1(?!`)", "", text)
+
+
+def test_markdown_reads_no_html_link_or_mention_from_outside_text() -> None:
+    names = ["</details><script>x</script>", "@octocat", "[a](https://x.example)", "#1 <!--"]
+    records = [make(name) for name in names for make in (passed, failed)]
+    records.append(errored("k", error="x.cu(1): error: @octocat </details> [a](https://x.example) <!--"))
+    # A violation can quote a name (another test's id, a device's): it is quoted too.
+    clash = replace(check("t.py::t", "c", "sm_90", "k.cu", RES, Limits()), violations=["@octocat <b>x</b>"])
+    records.append(to_record(clash))
+    text = markdown_report(records)
+    assert "@octocat" in text
+    plain = outside_code(text)
+    for hostile in ("<script", "@octocat", "](", "<!--", "<b>", "#1"):
+        assert hostile not in plain, plain
+    assert (plain.count("<details>"), plain.count("</details>")) == (1, 1)
 
 
 def test_annotations_escape_data_and_properties(monkeypatch: pytest.MonkeyPatch) -> None:

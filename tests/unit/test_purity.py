@@ -22,6 +22,7 @@ CORE = (
     "arch",
     "baseline",
     "budget",
+    "compare",
     "diagnosis",
     "dirs",
     "errors",
@@ -34,6 +35,7 @@ CORE = (
     "sass",
     "scope",
     "text",
+    "update",
 )
 # Outside the package, the core may use the standard library and the baseline's TOML and lock libraries.
 THIRD_PARTY = {"filelock", "tomli", "tomli_w"}

@@ -15,10 +15,13 @@ from typing import Any, cast
 import pytest
 
 from pytest_regbudget import html
-from pytest_regbudget.budget import KernelReport, check
-from pytest_regbudget.limits import Limits
+from pytest_regbudget.baseline import Entry
+from pytest_regbudget.budget import BaselineRule, KernelReport, check, ratchet
+from pytest_regbudget.limits import Launch, Level, Limits
 from pytest_regbudget.ptxas import parse_ptxas_output
 from pytest_regbudget.report import (
+    MARKDOWN_LIMIT,
+    NEW_ROWS,
     STALE_SHOWN,
     DeltaRecord,
     KernelRecord,
@@ -615,74 +618,299 @@ def test_an_unknown_arch_gets_one_line_with_a_count_an_example_and_the_fix() -> 
     )
 
 
-# --- markdown_report: the job summary ----------------------------------------------------------------------
+# --- markdown_report: the pull-request comment and job summary ---------------------------------------------
+
+MEASURED = """\
+ptxas info    : Compiling entry function '{kernel}' for 'sm_90'
+ptxas info    : Function properties for {kernel}
+    {stack} bytes stack frame, {spills} bytes spill stores, {spills} bytes spill loads
+ptxas info    : Used {regs} registers, used 0 barriers
+"""
 
 
-def test_markdown_has_a_row_per_changed_metric_or_per_kernel() -> None:
+def judged(
+    kernel: str,
+    regs: int,
+    spills: int = 0,
+    *,
+    was: tuple[int, int] | None = None,
+    recorded: bool = True,
+    limits: Limits | None = None,
+    level: Level = "fail",
+    nodeid: str = "",
+) -> KernelRecord:
+    """The record the plugin writes for `kernel` on sm_90 with `regs` registers and `spills` spill bytes,
+    held to `limits` (a 256-thread launch by default) and, given `was` (registers, spills), to that entry;
+    judged by budget.check and budget.ratchet themselves, so the violations are worded as a user sees them."""
+
+    def build(regs: int, spills: int) -> KernelReport:
+        text = MEASURED.format(kernel=kernel, stack=spills, spills=spills, regs=regs)
+        report = check(
+            nodeid or f"t.py::test_{kernel}[sm_90]",
+            kernel,
+            "sm_90",
+            "/repo/k.cu",
+            parse_ptxas_output(text)[kernel],
+            limits or Limits(launch=Launch(256)),
+            level,
+        )
+        key = ("k.cu", kernel, "-", "sm_90", "12.9")
+        return replace(report, ptxas_version="12.9.86", compiler="nvrtc", release="12.9", key=key)
+
+    old = None if was is None else Entry.from_report(build(*was))
+    rule = BaselineRule(old, recorded=recorded, name="regbudget-baseline.toml")
+    return to_record(ratchet(build(regs, spills), rule))
+
+
+TABLE = "| verdict | kernel | arch | what |\n|---|---|---|---|\n"
+FOLD = "| kernel | arch | regs | spill st/ld | occupancy |\n|---|---|---|---|---|\n"
+FIX = "Fix: `if intended, accept it with pytest --regbudget-update and commit regbudget-baseline.toml`\n"
+
+
+def test_markdown_puts_each_failure_on_the_row_of_its_metric_failures_first() -> None:
     records = [
-        record(nodeid="t.py::test_new[sm_90]", kernel="fresh", baseline_status="new"),
-        record(nodeid="t.py::test_same[sm_90]", kernel="same", baseline_status="compared", baseline=entry()),
-        record(nodeid="t.py::test_none[sm_90]", kernel="plain"),
-        record(
-            nodeid="t.py::test_worse[sm_90]",
-            kernel="worse",
-            outcome="failed",
-            baseline_status="compared",
-            baseline=entry(registers=80, occupancy={"256 threads": 0.375}),
-            deltas=[delta("registers", 80, 102, "worse"), delta("occupancy", 0.375, 0.25, "worse")],
-        ),
-        record(
-            nodeid="t.py::test_warn[sm_90]",
-            kernel="warn",
-            outcome="warned",
-            baseline_status="compared",
-            baseline=entry(registers=96),
-            deltas=[delta("registers", 96, 102, "worse")],
-        ),
-        record(
-            nodeid="t.py::test_tol[sm_90]",
-            kernel="tol",
-            baseline_status="compared",
-            baseline=entry(spill_stores=0),
-            deltas=[delta("spill_stores", 0, 8, "tolerated"), delta("stack", 16, 8, "better")],
-        ),
+        judged("fresh", 20),
+        judged("faster", 32, was=(40, 0)),
+        judged("same", 40, was=(40, 0)),
+        judged("warm", 48, was=(40, 0), level="warn"),
+        # Fewer registers, but it spills now: the spill rows fail, the register row is an improvement.
+        judged("mixed", 32, 96, was=(40, 0)),
+        judged("poly_eval", 126, was=(102, 0), limits=Limits(max_regs=112, launch=Launch(256))),
         errored(),
     ]
     assert markdown_report(records) == (
-        "### pytest-regbudget: 7 kernel checks, 2 failed\n"
+        "### pytest-regbudget (sm_90)\n"
         "\n"
-        "| kernel | arch | metric | baseline | now | delta | verdict |\n"
-        "|---|---|---|---|---|---|---|\n"
-        "| `fresh` | sm_90 | registers | - | 102 | new | ok |\n"
-        "| `plain` | sm_90 | registers | - | 102 | - | ok |\n"
-        "| `same` | sm_90 | registers | 102 | 102 | 0 | ok |\n"
-        "| `tol` | sm_90 | spill_stores | 0 | 8 | +8 | tolerated |\n"
-        "| `tol` | sm_90 | stack | 16 | 8 | -8 | better |\n"
-        "| `warn` | sm_90 | registers | 96 | 102 | +6 | warning |\n"
-        "| `worse` | sm_90 | registers | 80 | 102 | +22 | worse |\n"
-        "| `worse` | sm_90 | occupancy | 37.5% | 25.0% | -12.5 pts | **FAILED** |\n"
-        "| `bad` | sm_90 | compile | - | - | - | "
-        '**ERROR**: `bad.cu(2): error: identifier "x" is undefined` |\n'
+        "**2 failed**, **1 error**, 1 warning, 1 improved, 1 new, 1 unchanged; 5 of 6 baseline entries "
+        "enforced (CUDA 12.9); not enforced: 1 new (--regbudget-strict fails them)\n"
+        "\n"
+        f"{TABLE}"
+        "| **FAILED** | `mixed` | sm_90 | spill_stores 0 -> 96 (+96) is worse than the baseline |\n"
+        "| **FAILED** | `mixed` | sm_90 | spill_loads 0 -> 96 (+96) is worse than the baseline |\n"
+        "| **FAILED** | `mixed` | sm_90 | stack 0 -> 96 (+96) is worse than the baseline |\n"
+        "| improved | `mixed` | sm_90 | registers 40 -> 32 (-8) |\n"
+        "| improved | `mixed` | sm_90 | occupancy 75.0% -> 100.0% (+25.0 pts) |\n"
+        "| **FAILED** | `poly_eval` | sm_90 | `registers 126 > max_regs 112` |\n"
+        "| **FAILED** | `poly_eval` | sm_90 | registers 102 -> 126 (+24) is worse than the baseline |\n"
+        '| **ERROR** | `bad` | sm_90 | did not compile: `bad.cu(2): error: identifier "x" is undefined` |\n'
+        "| warning | `warm` | sm_90 | registers 40 -> 48 (+8) is worse than the baseline |\n"
+        "| warning | `warm` | sm_90 | occupancy 75.0% -> 62.5% (-12.5 pts) is worse than the baseline |\n"
+        "| improved | `faster` | sm_90 | registers 40 -> 32 (-8) |\n"
+        "| improved | `faster` | sm_90 | occupancy 75.0% -> 100.0% (+25.0 pts) |\n"
+        "| new | `fresh` | sm_90 | 20 registers, no spills, occupancy 100% at 256 threads |\n"
+        "\n"
+        f"{FIX}"
+        "\n"
+        "<details><summary>1 unchanged kernel</summary>\n"
+        "\n"
+        f"{FOLD}"
+        "| `same` | sm_90 | 40 | 0/0 | 75% @256 |\n"
+        "\n"
+        "</details>\n"
         "\n"
     )
+
+
+def test_markdown_folds_the_unchanged_kernels_and_counts_them() -> None:
+    records = [keyed(f"k{i:02d}", baseline_status="compared", baseline=entry()) for i in range(49)]
+    records.append(judged("gemm", 40, 96, was=(40, 0)))
+    text = markdown_report(records)
+    verdict = "**1 failed**, 49 unchanged; 50 of 50 baseline entries enforced (CUDA 12.9)"
+    assert text.splitlines()[2] == verdict
+    table, fold = text.split("<details><summary>49 unchanged kernels</summary>\n\n")
+    assert "`k0" not in table  # the main table has the failure only
+    assert [line for line in table.splitlines() if line.startswith("| ")] == [
+        "| verdict | kernel | arch | what |",
+        "| **FAILED** | `gemm` | sm_90 | spill_stores 0 -> 96 (+96) is worse than the baseline |",
+        "| **FAILED** | `gemm` | sm_90 | spill_loads 0 -> 96 (+96) is worse than the baseline |",
+        "| **FAILED** | `gemm` | sm_90 | stack 0 -> 96 (+96) is worse than the baseline |",
+    ]
+    rows = [line for line in fold.splitlines() if line.startswith("| `")]
+    assert rows == [f"| `k{i:02d}` | sm_90 | 102 | 0/0 | 25% @256 |" for i in range(49)]
+    assert fold.endswith("\n\n</details>\n\n")
+
+
+def test_markdown_without_a_baseline_file_folds_the_passing_kernels_apart() -> None:
+    records = [judged("a", 40, recorded=False), judged("b", 100, recorded=False)]
+    assert markdown_report(records) == (
+        "### pytest-regbudget (sm_90)\n\n"
+        "2 with no baseline file; 0 of 2 baseline entries enforced (CUDA 12.9); not enforced: 2 no baseline "
+        "file (--regbudget-strict fails them)\n\n"
+        "<details><summary>2 kernels with no baseline file</summary>\n\n"
+        f"{FOLD}"
+        "| `a` | sm_90 | 40 | 0/0 | 75% @256 |\n"
+        "| `b` | sm_90 | 100 | 0/0 | 25% @256 |\n\n"
+        "</details>\n\n"
+    )
+
+
+def test_markdown_new_kernels_get_a_row_each_then_a_fold() -> None:
+    upgrade = keyed("up", baseline_status="new-release", other_releases=["12.8", "13.5"])
+    spilling = judged("spilly", 64, 24)
+    text = markdown_report([upgrade, spilling])
+    assert text.splitlines()[-3:-1] == [
+        "| new | `spilly` | sm_90 | 64 registers, 24 B spill stores, 24 B spill loads, occupancy 50% at 256 "
+        "threads |",
+        "| new | `up` | sm_90 | 102 registers, no spills, occupancy 25% at 256 threads; no entry for CUDA "
+        "12.9 yet (entries: `12.8, 13.5`) |",
+    ]
+    many = [judged(f"n{i:02d}", 40) for i in range(NEW_ROWS + 1)]
+    text = markdown_report(many)
+    assert "| new |" not in text
+    assert f"<details><summary>{NEW_ROWS + 1} new kernels</summary>\n\n{FOLD}| `n00` | sm_90 | 40 |" in text
+    assert text.count("| `n") == NEW_ROWS + 1
+    assert markdown_report(many[:NEW_ROWS]).count("| new | `n") == NEW_ROWS
+
+
+@pytest.mark.parametrize(
+    ("records", "line"),
+    [
+        ([], "no kernels checked"),
+        # A compile error measured nothing: no entry to count.
+        ([errored()], "**1 error**"),
+        ([errored(), errored("")], "**2 errors**"),
+        (
+            [keyed("a", outcome="warned", baseline_status="compared", baseline=entry())] * 2,
+            "2 warnings; 1 of 1 baseline entries enforced (CUDA 12.9)",
+        ),
+        (
+            [
+                *(keyed(k, outcome="failed", baseline_status="compared", baseline=entry()) for k in "ab"),
+                keyed("i", baseline_status="compared", deltas=[delta("registers", 110, 102, "better")]),
+                *(keyed(f"u{i:02d}", baseline_status="compared", baseline=entry()) for i in range(49)),
+            ],
+            "**2 failed**, 1 improved, 49 unchanged; 52 of 52 baseline entries enforced (CUDA 12.9)",
+        ),
+        (
+            [keyed("t", baseline_status="compared", deltas=[delta("registers", 96, 102, "tolerated")])],
+            "1 changed; 1 of 1 baseline entries enforced (CUDA 12.9)",
+        ),
+    ],
+)
+def test_markdown_verdict_line_counts_each_kernel_once(records: list[KernelRecord], line: str) -> None:
+    text = markdown_report(records)
+    assert text.splitlines()[:3] == ["### pytest-regbudget" + (" (sm_90)" if records else ""), "", line]
+
+
+def test_markdown_of_no_records_is_the_heading_and_the_verdict() -> None:
+    assert markdown_report([]) == "### pytest-regbudget\n\nno kernels checked\n\n"
 
 
 def test_markdown_compile_error_shows_the_first_non_blank_line_or_a_dash() -> None:
     text = markdown_report([errored("\n\n  x.cu(3): error: expected a ;\nmore\n"), errored("")])
-    lines = [line for line in text.splitlines() if line.startswith("| `bad`")]
-    assert len(lines) == 2
-    assert lines[0] == "| `bad` | sm_90 | compile | - | - | - | **ERROR**: `x.cu(3): error: expected a ;` |"
-    assert lines[-1] == "| `bad` | sm_90 | compile | - | - | - | **ERROR**: - |"
+    assert [line for line in text.splitlines() if line.startswith("| **ERROR**")] == [
+        "| **ERROR** | `bad` | sm_90 | did not compile: `x.cu(3): error: expected a ;` |",
+        "| **ERROR** | `bad` | sm_90 | did not compile: - |",
+    ]
 
 
-def test_markdown_title_counts_failures_and_errors_not_warnings() -> None:
-    records = [record(), record(outcome="warned"), failed_poly(), errored()]
-    assert markdown_report(records).startswith("### pytest-regbudget: 4 kernel checks, 2 failed\n\n")
-    assert markdown_report([]) == (
-        "### pytest-regbudget: 0 kernel checks, 0 failed\n\n"
-        "| kernel | arch | metric | baseline | now | delta | verdict |\n"
-        "|---|---|---|---|---|---|---|\n\n"
+def test_markdown_says_which_changes_are_not_enforced_and_why() -> None:
+    records = [
+        keyed(
+            "v1",
+            baseline_status="toolkit-mismatch",
+            baseline=entry(ptxas="11.8.89"),
+            deltas=[delta("registers", 98, 102, "worse")],
+        ),
+        keyed(
+            "opts", baseline_status="compared", options_changed=True, deltas=[delta("stack", 9, 8, "better")]
+        ),
+        keyed("tol", baseline_status="compared", deltas=[delta("occupancy", 0.5, 0.375, "tolerated")]),
+    ]
+    rows = [line for line in markdown_report(records).splitlines() if line.startswith("| ")][1:]
+    assert rows == [
+        "| improved | `opts` | sm_90 | stack 9 -> 8 (-1) (built with other options) |",
+        "| tolerated | `tol` | sm_90 | occupancy 50.0% -> 37.5% (-12.5 pts) |",
+        "| not enforced | `v1` | sm_90 | registers 98 -> 102 (+4) (entry recorded with ptxas `11.8.89`) |",
+    ]
+
+
+def test_markdown_names_the_variant_and_with_several_toolkits_the_release() -> None:
+    variant = record(baseline_status="new", key=["k.cu", "poly_eval", "NACC=8", "sm_90", "12.9"])
+    other = keyed("poly_eval", "13.5", baseline_status="new")
+    rows = [line for line in markdown_report([variant, other]).splitlines() if line.startswith("| new")]
+    assert [row.split(" | ")[1:3] for row in rows] == [
+        ["`poly_eval (NACC=8)`", "sm_90 (12.9)"],
+        ["`poly_eval`", "sm_90 (13.5)"],
+    ]
+
+
+def test_markdown_says_a_failure_two_tests_share_once() -> None:
+    records = [judged("k", 48, was=(40, 0), nodeid=f"t.py::test_{i}[sm_90]") for i in "ab"]
+    text = markdown_report(records)
+    assert text.splitlines()[2] == "**2 failed**; 1 of 1 baseline entries enforced (CUDA 12.9)"
+    assert [line for line in text.splitlines() if line.startswith("| **")] == [
+        "| **FAILED** | `k` | sm_90 | registers 40 -> 48 (+8) is worse than the baseline |",
+        "| **FAILED** | `k` | sm_90 | occupancy 75.0% -> 62.5% (-12.5 pts) is worse than the baseline |",
+    ]
+    assert text.count(FIX) == 1
+
+
+def failing_suite(n: int) -> list[KernelRecord]:
+    """`n` kernels that each fail three budgets (three rows), and three unchanged ones."""
+    limits = Limits(max_regs=32, spills=0, launch=Launch(256))
+    failed = judged("kernel", 40, 8, limits=limits, recorded=False)
+    names = [f"kernel_{i:04d}" for i in range(n)]
+    named = [record(**{**failed, "kernel": k, "key": ["k.cu", k, "-", "sm_90", "12.9"]}) for k in names]
+    return [*named, *(judged(f"same{i}", 40, was=(40, 0)) for i in range(3))]
+
+
+def md_cells(row: str) -> list[str]:
+    """A GFM table row's cells: split at pipes that no backslash escapes."""
+    return re.split(r"(?<!\\)\|", row.strip())[1:-1]
+
+
+def test_markdown_past_its_limit_leaves_out_whole_kernels_and_counts_them() -> None:
+    cut = (
+        "### pytest-regbudget (sm_90)\n\n"
+        "**3 failed**, 3 unchanged; 3 of 6 baseline entries enforced (CUDA 12.9); not enforced: 3 no "
+        "baseline file (--regbudget-strict fails them)\n\n"
+        f"{TABLE}"
+        "| **FAILED** | `kernel_0000` | sm_90 | `registers 40 > max_regs 32` |\n"
+        "| **FAILED** | `kernel_0000` | sm_90 | `spill stores 8 bytes > spills 0` |\n"
+        "| **FAILED** | `kernel_0000` | sm_90 | `spill loads 8 bytes > spills 0` |\n"
+        "\n"
+        "... and 2 more changed kernels (2 of them failed): see the job's artifacts\n"
+        "\n"
     )
+    assert markdown_report(failing_suite(3), limit=len(cut)) == cut
+    # One character less, and the first kernel does not fit either: the count line alone says it.
+    assert markdown_report(failing_suite(3), limit=len(cut) - 1) == (
+        cut.split(TABLE)[0] + "... and 3 more changed kernels (3 of them failed): see the job's artifacts\n\n"
+    )
+    # With room for it all, nothing is left out.
+    whole = markdown_report(failing_suite(3))
+    assert "more changed kernels" not in whole
+    assert markdown_report(failing_suite(3), limit=len(whole)) == whole
+
+
+@pytest.mark.parametrize("limit", range(300, 4000, 97))
+def test_markdown_never_passes_its_limit_nor_cuts_a_kernel(limit: int) -> None:
+    suite = failing_suite(12)
+    text = markdown_report(suite, limit=limit)
+    assert len(text) <= limit
+    rows = [line for line in text.splitlines() if line.startswith("| **FAILED**")]
+    assert len(rows) % 3 == 0  # every shown kernel with its three rows
+    assert all(len(md_cells(row)) == 4 and row.endswith(" |") for row in rows)
+    shown = len(rows) // 3
+    if shown < 12:
+        left = 12 - shown
+        assert f"... and {left} more changed kernels ({left} of them failed): see the job's" in text
+        assert "<details>" not in text  # a cut report ends with what it left out
+    # A cut table is closed by a blank line before the count line: Markdown would read the line as a row.
+    assert "|\n..." not in text
+
+
+def test_markdown_of_a_huge_suite_fits_a_pull_request_comment() -> None:
+    suite = failing_suite(2000)
+    text = markdown_report(suite)
+    assert MARKDOWN_LIMIT < 65_536
+    assert MARKDOWN_LIMIT - 200 < len(text) <= MARKDOWN_LIMIT
+    assert re.search(r"\n\n\.\.\. and \d+ more changed kernels \(\d+ of them failed\): see the job's", text)
+    unchanged = markdown_report(failing_suite(0) * 700)  # 2,100 unchanged kernels: the fold is cut too
+    assert len(unchanged) <= MARKDOWN_LIMIT
+    assert "<details><summary>2100 unchanged kernels</summary>" in unchanged
+    assert re.search(r"\n\n\.\.\. and \d+ more: see the job's artifacts\n\n</details>\n\n$", unchanged)
 
 
 # --- github_annotations ------------------------------------------------------------------------------------
@@ -802,11 +1030,24 @@ def test_staircase_has_the_steps_the_kernel_and_its_cliffs() -> None:
     assert 'aria-label="resident blocks against registers for poly_eval"' in svg
     assert svg.endswith("</svg>")
     (points,) = re.findall(r'<polyline class="steps" [^>]*points="([^"]*)"', svg)
-    steps = points.split()
-    # Two points per register count, 1..255. sm_90 at 256 threads: 8 blocks at the top, 1 block at 255.
-    assert len(steps) == 2 * 255
-    assert steps[0] == "48.0,16.0"
-    assert steps[-1] == "584.0,198.0"
+    # Two corners per step, 1..255 registers. sm_90 at 256 threads: 8 blocks up to 32 registers, then 6, 5,
+    # 4, 3, 2, and 1 block from 129 to 255.
+    assert points.split() == [
+        "48.0,16.0",
+        "114.5,16.0",
+        "114.5,68.0",
+        "131.4,68.0",
+        "131.4,94.0",
+        "148.2,94.0",
+        "148.2,120.0",
+        "182.0,120.0",
+        "182.0,146.0",
+        "215.8,146.0",
+        "215.8,172.0",
+        "317.1,172.0",
+        "317.1,198.0",
+        "584.0,198.0",
+    ]
     assert f'stroke="{html.KERNEL_COLOUR}"' in svg
     assert ">102 regs</text>" in svg
     assert f'stroke="{html.BASELINE_COLOUR}" stroke-width="2.5" stroke-dasharray="5,4"/>' in svg
@@ -848,7 +1089,7 @@ def test_staircase_marks_no_lost_block_for_a_kernel_on_the_last_step() -> None:
     assert re.findall(r"<title>([^<]*)</title>", svg) == ["gains a block at 128 registers"]
 
 
-def test_html_page_has_every_kernel_in_order_with_a_staircase_where_it_can() -> None:
+def test_html_page_has_failures_first_with_a_staircase_where_it_can() -> None:
     hostile = record(
         nodeid="tests/test_kernels.py::test_h[sm_90]",
         kernel="<k&>",
@@ -858,44 +1099,52 @@ def test_html_page_has_every_kernel_in_order_with_a_staircase_where_it_can() -> 
     )
     page = html.render([failed_poly(), errored(), record(kernel="no_launch", launch=None), hostile])
     assert page.startswith('<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">')
-    assert page.endswith("</body></html>\n")
+    assert page.endswith("</script>\n</body></html>\n")
     assert "<h1>pytest-regbudget: 4 kernel checks, 3 failed</h1>" in page
-    assert "<script" not in page
+    assert page.count("<script") == 1  # the index's sort, inline
     assert "<k&>" not in page
-    headings = re.findall(r"<h2>(.*?) <span class=\"(\w+)\">", page)
+    headings = re.findall(r"<h3>(.*?) <span class=\"(\w+)\">", page)
     assert headings == [
         ("bad [sm_90]", "error"),
         ("&lt;k&amp;&gt; [sm_90]", "failed"),
-        ("no_launch [sm_90]", "passed"),
         ("poly_eval [sm_90]", "failed"),
+        ("no_launch [sm_90]", "passed"),
     ]
-    sections = page.split("<section>")[1:]
+    sections = page.split("<section ")[1:]
     # A compile error has no figures: its log, no table, no chart.
     assert "<li>bad.cu(2): error: identifier &quot;x&quot; is undefined\n  x = 1;\n  ^\n</li>" in sections[0]
     assert "<table>" not in sections[0]
     assert "<svg" not in sections[0]
     assert '<ul class="diag"><li>spills &lt;inside&gt; the loop</li></ul>' in sections[1]
     assert "<svg" in sections[1]
-    # No launch size, no staircase; the figures are still there.
-    assert "<table>" in sections[2]
-    assert "<svg" not in sections[2]
-    assert '<tr><th class="l">registers</th><td>126</td><td>102</td></tr>' in sections[3]
+    assert '<tr><th class="l">registers</th><td>126</td><td>102</td></tr>' in sections[2]
     # The baseline's occupancy column: test_html_shows_the_baseline_occupancy_at_the_kernels_launch.
-    assert '<tr><th class="l">occupancy</th><td>25.0% at 256</td>' in sections[3]
+    assert '<tr><th class="l">occupancy</th><td>25.0% at 256</td>' in sections[2]
     assert (
         '<tr><th class="l">occupancy cliff</th>'
         "<td>2 blocks; +2 before losing one; -46 to gain one (3 blocks)</td><td>-</td></tr>"
-    ) in sections[3]
-    assert ">126 regs</text>" in sections[3]
-    assert ">baseline 102</text>" in sections[3]
+    ) in sections[2]
+    assert ">126 regs</text>" in sections[2]
+    assert ">baseline 102</text>" in sections[2]
+    # Passed unchanged: its figures in a sentence, no table, no chart.
+    assert sections[3].startswith('id="k-no_launch-sm_90-')
+    assert "102 registers, spills 0 / 0 B, stack 0 B, smem 0 B, cliff +26/-22" in sections[3]
+    assert "<table>" not in sections[3]
+    # With every kernel in detail, a kernel without a launch size has its table, still no chart.
+    full = html.render([record(kernel="no_launch", launch=None)], all_kernels=True).split("<section ")[1]
+    assert '<tr><th class="l">registers</th><td>102</td><td>-</td></tr>' in full
+    assert "<svg" not in full
 
 
 def test_html_shows_the_baseline_occupancy_at_the_kernels_launch() -> None:
     rec = record(baseline=entry(occupancy={"1024 threads": 0.5, "256 threads": 0.375}))
-    assert '<tr><th class="l">occupancy</th><td>25.0% at 256</td><td>37.5%</td></tr>' in html.render([rec])
+    page = html.render([rec], all_kernels=True)
+    assert '<tr><th class="l">occupancy</th><td>25.0% at 256</td><td>37.5%</td></tr>' in page
 
 
 def test_html_shows_the_time_row_only_for_a_timed_kernel() -> None:
-    assert "time on" not in html.render([record()])
+    assert "time on" not in html.render([record()], all_kernels=True)
     row = '<tr><th class="l">time on NVIDIA H200 (ms)</th><td>0.3162</td><td>0.3156</td></tr>'
-    assert row in html.render([timed()])
+    assert row in html.render([timed()], all_kernels=True)
+    # Unchanged, without the table: the time in the section's sentence.
+    assert "time on NVIDIA H200 0.3162 ms (baseline 0.3156)" in html.render([timed()])

@@ -1,0 +1,7 @@
+"""`python -m pytest_regbudget`: the `regbudget` command (cli.py)."""
+
+from __future__ import annotations
+
+from .cli import main
+
+raise SystemExit(main())

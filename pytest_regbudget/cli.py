@@ -1,0 +1,530 @@
+"""The `regbudget` command (also `python -m pytest_regbudget`): work on kernels and reports outside pytest.
+
+    regbudget explain SOURCE::KERNEL   registers, spills, stack, largest block, occupancy and cliff of one
+                                       kernel per launch-bounds variant and arch, and a marker line
+    regbudget compare A.json B.json    the kernels that differ between two --regbudget-json reports
+    regbudget merge SHARD.json...      one report (and one baseline update) from the reports of CI shards
+    regbudget baseline check FILE      validate a baseline file (for a pre-commit hook)
+
+Exit status: 0 success; 1 a check failed (`compare --fail-on`, `baseline check` finding problems); 2 bad
+input (a missing file, a report of another version, a shard conflict, a kernel that does not build), with
+one line on stderr saying what and how to fix it. argparse, from the standard library: the command has four
+subcommands and a handful of options, which needs no third-party parser.
+
+The command reuses the plugin's own compiler, occupancy, comparison and update code: its numbers are the
+plugin's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, cast
+
+from . import baseline as bl
+from . import compare, update
+from .errors import BaselineError, RegbudgetError
+from .report import KernelRecord, json_text
+from .scope import Rule, merge_shards
+from .text import one_line
+
+OK, FAILED, BAD_INPUT = 0, 1, 2
+
+
+class CliError(Exception):
+    """Bad input: one line on stderr, exit status 2."""
+
+
+# -- reports ----------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Report:
+    path: Path
+    records: list[KernelRecord]
+    scope: dict[str, Any]
+
+
+def read_report(path: Path) -> Report:
+    """A --regbudget-json report of this plugin's version; CliError naming the file otherwise."""
+    from .writers import JSON_FORMAT, JSON_VERSION
+
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise CliError(f"{path}: no such file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CliError(f"{path}: cannot read it: {exc}") from None
+    except json.JSONDecodeError as exc:
+        raise CliError(
+            f"{path}: not JSON ({exc}); give a report written by pytest --regbudget-json"
+        ) from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("kernels"), list):
+        raise CliError(f'{path}: not a pytest-regbudget report (no "kernels" list)')
+    if doc.get("format") != JSON_FORMAT or doc.get("version") != JSON_VERSION:
+        found = doc.get("version", "1 (no version: pytest-regbudget 0.1)")
+        raise CliError(
+            f"{path}: report version {found}; this regbudget reads version {JSON_VERSION}. Fix: rerun pytest "
+            "--regbudget-json with this pytest-regbudget"
+        )
+    scope = doc.get("scope")
+    return Report(path, cast(list[KernelRecord], doc["kernels"]), scope if isinstance(scope, dict) else {})
+
+
+# -- compare ----------------------------------------------------------------------------------------------
+# --fail-on metric names -> the compared metrics they cover, and the direction that is worse.
+_FAIL_METRICS = {
+    "registers": ("registers",),
+    "spills": ("spill_stores", "spill_loads"),
+    "spill_stores": ("spill_stores",),
+    "spill_loads": ("spill_loads",),
+    "stack": ("stack_frame",),
+    "occupancy": ("occupancy",),
+    "launchable": ("launchable",),
+    "time": ("time_ms",),
+}
+
+
+def parse_fail_on(text: str) -> dict[str, float]:
+    """`registers,spills:16,occupancy:0.05` -> {compared metric: tolerance}."""
+    out: dict[str, float] = {}
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        name, _, tol = part.partition(":")
+        if name not in _FAIL_METRICS:
+            raise CliError(f"--fail-on {part!r}: unknown metric; use {', '.join(_FAIL_METRICS)}")
+        try:
+            amount = float(tol) if tol else 0.0
+        except ValueError:
+            raise CliError(f"--fail-on {part!r}: the tolerance must be a number (e.g. registers:4)") from None
+        for metric in _FAIL_METRICS[name]:
+            out[metric] = amount
+    return out
+
+
+def _worse(change: compare.Change, tolerance: float) -> bool:
+    old, new = change.old, change.new
+    if change.metric == "launchable":
+        return old is True and new is False
+    if not isinstance(old, (int, float)) or not isinstance(new, (int, float)):
+        return new is None and old is not None  # it stopped building or lost the figure
+    if change.metric == "occupancy":
+        return old - new > tolerance + 1e-9
+    if change.metric == "time_ms":
+        return new > old * (1 + tolerance) if old else False
+    return new - old > tolerance
+
+
+def compare_reports(a: Report, b: Report) -> compare.Comparison:
+    return compare.between(a.records, b.records, a.path.name, b.path.name)
+
+
+def _cmd_compare(args: argparse.Namespace) -> int:
+    a, b = read_report(Path(args.a)), read_report(Path(args.b))
+    fail_on = parse_fail_on(args.fail_on) if args.fail_on else {}
+    result = compare_reports(a, b)
+    if args.markdown:
+        print(compare.markdown([result]), end="")
+    else:
+        print("\n".join(result.lines()))
+    worse = [
+        (d, c)
+        for d in result.diffs
+        for c in d.changes
+        if c.metric in fail_on and _worse(c, fail_on[c.metric])
+    ]
+    for d, c in worse:
+        print(f"worse: {d.label()}: {c.text()}", file=sys.stderr)
+    return FAILED if worse else OK
+
+
+# -- merge ------------------------------------------------------------------------------------------------
+def _cmd_merge(args: argparse.Namespace) -> int:
+    shards = [read_report(Path(p)) for p in args.reports]
+    records = [r for shard in shards for r in shard.records]
+    fresh = update.fresh_entries(records)
+    if fresh.conflicts:
+        where = {r["nodeid"]: s.path.name for s in shards for r in s.records}
+        first = fresh.conflicts[0]
+        named = ", ".join(sorted({v for k, v in where.items() if k in first}))
+        raise CliError(f"shards disagree: {first} (in {named}); their entries would conflict")
+    scopes = [s.scope for s in shards]
+    merged_scope = merge_shards(s.get("run", {}) for s in scopes)
+    prefixes = sorted({p for s in scopes for p in s.get("prefixes", [""])})
+    selection = next((s["selection"] for s in scopes if s.get("selection")), None)
+    archs = sorted({a for s in scopes for a in s.get("archs", [])})
+    built = frozenset((c, r) for s in scopes for c, r in s.get("built", []))
+    rootdir = Path(args.rootdir or next((s["rootdir"] for s in scopes if s.get("rootdir")), "."))
+    scope_doc = {
+        "run": merged_scope.payload(),
+        "prefixes": prefixes,
+        "selection": selection,
+        "archs": archs,
+        "toolkits": sorted({t for s in scopes for t in s.get("toolkits", [])}),
+        "built": [list(pair) for pair in sorted(built)],
+        "rootdir": str(rootdir),
+        "baseline": next((s["baseline"] for s in scopes if s.get("baseline")), None),
+        "update": any(s.get("update") for s in scopes),
+        "merged": [s.path.name for s in shards],
+    }
+    if args.output:
+        from .writers import JSON_FORMAT, JSON_VERSION
+
+        head = {"format": JSON_FORMAT, "version": JSON_VERSION, "scope": scope_doc}
+        comparisons = [c.to_json() for c in compare.across_releases(records)]
+        text = json_text(records, {**head, "toolkit_comparison": comparisons}, first=("format", "version"))
+        bl.atomic_write(Path(args.output), text)
+    entries = len(fresh.entries)
+    print(f"merged {len(shards)} report(s): {len(records)} kernel records, {entries} baseline entries")
+    if args.update:
+        path = Path(args.update)
+        try:
+            old = bl.load(path)
+        except BaselineError as exc:
+            raise CliError(str(exc)) from None
+        rule = Rule(merged_scope, archs, prefixes, rootdir, selection, built)
+        planned = update.plan(old, records, fresh.entries, rule)
+        try:
+            counts = bl.update(path, planned.write, planned.stale, remove_legacy=planned.remove_legacy)
+        except BaselineError as exc:
+            raise CliError(f"baseline NOT updated: {exc}") from None
+        print(f"baseline {path} updated: {counts}")
+        for line in planned.decision.kept_lines():
+            print(line)
+    return OK
+
+
+# -- baseline check ---------------------------------------------------------------------------------------
+def check_baseline(path: Path) -> list[str]:
+    """Problems of a baseline file that loads: entries for archs this plugin does not know, and kernel
+    names that differ only in their spelling (two entries for one kernel). The file's own errors (TOML,
+    schema) raise CliError."""
+    from .names import normalize
+    from .report import key_text, unknown_arch_lines
+
+    try:
+        loaded = bl.load(path)
+    except BaselineError as exc:
+        raise CliError(str(exc)) from None
+    if not path.exists():
+        raise CliError(f"{path}: no such file")
+    problems = list(unknown_arch_lines([*loaded.entries, *loaded.legacy], str(path)))
+    seen: dict[tuple[str, ...], bl.Key] = {}
+    for key in sorted(loaded.entries):
+        source, kernel, variant, arch, release = key
+        same = (source, normalize(kernel), variant, arch, release)
+        if same in seen:
+            problems.append(
+                one_line(
+                    f"{path}: {key_text(seen[same])} and {key_text(key)} are one kernel spelled two ways; "
+                    "keep one (the next update writes the spelling its test uses)"
+                )
+            )
+        seen.setdefault(same, key)
+    return problems
+
+
+def _cmd_baseline_check(args: argparse.Namespace) -> int:
+    failed = 0
+    for name in args.files:
+        problems = check_baseline(Path(name))
+        for line in problems:
+            print(line, file=sys.stderr)
+        failed += bool(problems)
+        if not problems:
+            print(f"{name}: ok ({len(bl.load(Path(name)))} entries)")
+    return FAILED if failed else OK
+
+
+# -- explain ----------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Bounds:
+    threads: int | None  # None: the kernel as written
+    blocks: int | None = None
+
+    def __str__(self) -> str:
+        if self.threads is None:
+            return "as written"
+        return f"({self.threads})" if self.blocks is None else f"({self.threads}, {self.blocks})"
+
+
+def parse_bounds(text: str) -> list[Bounds]:
+    """`none,256,1024,256x4` -> the launch-bounds variants to build."""
+    out = []
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        if part == "none":
+            out.append(Bounds(None))
+            continue
+        threads, _, blocks = part.partition("x")
+        try:
+            out.append(Bounds(int(threads), int(blocks) if blocks else None))
+        except ValueError:
+            raise CliError(
+                f"--bounds {part!r}: expected none, THREADS or THREADSxBLOCKS (e.g. 256x4)"
+            ) from None
+    return out or [Bounds(None)]
+
+
+@dataclass(frozen=True)
+class Row:
+    bounds: Bounds
+    arch: str
+    registers: int
+    spill_stores: int
+    spill_loads: int
+    stack: int
+    max_block: int
+    occupancy: float | None  # at the bounds' block size
+    blocks: int | None
+    cliff: str
+
+
+def split_target(target: str) -> tuple[Path, str]:
+    """`kernels/poly.cu::poly_eval` (the kernel name may hold `::` itself: `ns::k<256>`)."""
+    parts = target.split("::")
+    for i in range(1, len(parts)):
+        source = Path("::".join(parts[:i]))
+        if source.is_file():
+            return source, "::".join(parts[i:])
+    raise CliError(
+        f"{target}: expected SOURCE::KERNEL with an existing SOURCE file (e.g. kernels/poly.cu::poly_eval)"
+    )
+
+
+def explain(
+    source: Path,
+    kernel: str,
+    archs: Sequence[str],
+    bounds: Sequence[Bounds],
+    defines: Sequence[str],
+    compiler: str,
+    toolkit_name: str | None,
+) -> list[Row]:
+    """Build `kernel` per (bounds, arch), as `__launch_bounds__` placed in its source would, and read each
+    build as the plugin does."""
+    from .arch import get_arch
+    from .budget import max_block
+    from .compiler import CompileOptions, compile_kernel, find_nvcc, place_launch_bounds, read_source
+    from .occupancy import occupancy, register_cliff
+    from .toolchain import discover
+
+    options = CompileOptions.make(defines=list(defines))
+    toolkit = discover(named=toolkit_name)
+    text = read_source(source)
+    rows = []
+    for b in bounds:
+        try:
+            variant = text if b.threads is None else place_launch_bounds(text, kernel, b.threads, b.blocks)
+        except ValueError as exc:
+            raise CliError(f"{source}::{kernel}: {exc}; give --bounds none") from None
+        for arch in archs:
+            get_arch(arch)
+            if compiler == "nvcc":
+                nvcc = find_nvcc(toolkit, only_toolkit=toolkit_name)
+                res = _nvcc_resources(source, variant, kernel, arch, options, nvcc)
+            else:
+                res = compile_kernel(source, kernel, arch, options, toolkit, source_text=variant).resources
+            # The block the occupancy is for: the bounds', or the kernel's own __launch_bounds__ as written.
+            threads = b.threads or res.max_threads
+            occ, cliff = None, "-"
+            if threads is not None:
+                shape = (res.shared_mem, 0, res.max_threads)
+                occ = occupancy(arch, res.registers, threads, *shape, barriers=res.barriers)
+                c = register_cliff(arch, res.registers, threads, *shape, barriers=res.barriers)
+                cliff = f"+{c.grow}/-{c.shed}" if c.shed is not None else f"+{c.grow}/-"
+            rows.append(
+                Row(
+                    bounds=b,
+                    arch=arch,
+                    registers=res.registers,
+                    spill_stores=res.spill_stores,
+                    spill_loads=res.spill_loads,
+                    stack=res.stack_frame,
+                    max_block=max_block(arch, res),
+                    occupancy=None if occ is None else occ.occupancy,
+                    blocks=None if occ is None else occ.active_blocks,
+                    cliff=cliff,
+                )
+            )
+    return rows
+
+
+def _nvcc_resources(source: Path, text: str, kernel: str, arch: str, options: Any, nvcc: Any) -> Any:
+    """nvcc's build of `text` (a variant of `source`), compiled beside a copy so that its includes resolve."""
+    from .compiler import build_nvcc_unit, interpret
+
+    with tempfile.TemporaryDirectory(prefix="regbudget-explain-") as tmp:
+        copy = Path(tmp) / source.name
+        copy.write_text(text, encoding="utf-8")
+        opts = replace(options, include_dirs=(*options.include_dirs, str(source.resolve().parent)))
+        unit = build_nvcc_unit(copy, arch, opts, nvcc)
+        picked = unit.pick(kernel, copy, arch, nvcc)
+        return interpret(picked, copy, text, kernel, arch, opts, nvcc.provenance()).resources
+
+
+def table(rows: Sequence[Row]) -> list[str]:
+    header = ("bounds", "arch", "regs", "spill st/ld", "stack", "max block", "occupancy", "cliff")
+    body = [
+        (
+            str(r.bounds),
+            r.arch,
+            str(r.registers),
+            f"{r.spill_stores}/{r.spill_loads}",
+            str(r.stack),
+            str(r.max_block),
+            "-" if r.occupancy is None else f"{r.occupancy:.0%} ({r.blocks} blk)",
+            r.cliff,
+        )
+        for r in rows
+    ]
+    widths = [max(len(c) for c in col) for col in zip(header, *body, strict=False)]
+    fmt = "  ".join(f"{{:<{w}}}" for w in widths)
+    lines = [fmt.format(*header), fmt.format(*("-" * w for w in widths)), *(fmt.format(*r) for r in body)]
+    return [line.rstrip() for line in lines]
+
+
+def headroom(root: Path) -> int:
+    """Registers of headroom for the suggested budget: ini `regbudget_headroom` (e.g. "registers=8") in the
+    project's pyproject.toml or pytest.ini; 0 without one."""
+    import configparser
+
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - Python 3.10
+        import tomli as tomllib
+
+    value = ""
+    pyproject = root / "pyproject.toml"
+    if pyproject.is_file():
+        with pyproject.open("rb") as fh:
+            doc = tomllib.load(fh)
+        value = str(
+            doc.get("tool", {}).get("pytest", {}).get("ini_options", {}).get("regbudget_headroom", "")
+        )
+    for name in ("pytest.ini", "tox.ini", "setup.cfg"):
+        ini = root / name
+        if not value and ini.is_file():
+            parser = configparser.ConfigParser()
+            parser.read(ini, encoding="utf-8")
+            section = "pytest" if name != "setup.cfg" else "tool:pytest"
+            value = parser.get(section, "regbudget_headroom", fallback="")
+    for part in value.split(","):
+        key, _, amount = part.partition("=")
+        if key.strip() == "registers" and amount.strip().isdigit():
+            return int(amount)
+    return 0
+
+
+def suggested_marker(
+    source: Path, kernel: str, rows: Sequence[Row], extra: int, defines: Sequence[str] = ()
+) -> str:
+    """A marker line of today's numbers (the kernel as written, or the first bounds built) plus headroom."""
+    first = rows[0].bounds
+    mine = [r for r in rows if r.bounds == first]
+    regs = {r.arch: r.registers + extra for r in mine}
+    max_regs = next(iter(regs.values())) if len(set(regs.values())) == 1 else regs
+    spills = max(r.spill_stores + r.spill_loads for r in mine)
+    stack = max(r.stack for r in mine)
+    blocks = f", {first.blocks}" if first.blocks else ""
+    launch = "" if first.threads is None else f", launch=({first.threads}{blocks},)"
+    given = f", defines={list(defines)!r}" if defines else ""
+    return (
+        f'@pytest.mark.regbudget(source="{source.as_posix()}", kernel="{kernel}"{given}, '
+        f"max_regs={max_regs!r}, spills={spills}, stack={stack}{launch})"
+    )
+
+
+def _cmd_explain(args: argparse.Namespace) -> int:
+    from .errors import CompileError, ToolchainError
+
+    source, kernel = split_target(args.target)
+    archs = [a.strip() for a in args.arch.split(",") if a.strip()]
+    try:
+        rows = explain(
+            source, kernel, archs, parse_bounds(args.bounds), args.defines or [], args.compiler, args.toolkit
+        )
+    except (CompileError, ToolchainError, RegbudgetError, ValueError) as exc:
+        raise CliError(
+            one_line(str(exc).strip().splitlines()[0]) if str(exc).strip() else type(exc).__name__
+        ) from None
+    print(f"{source}::{kernel}")
+    print("\n".join(table(rows)))
+    extra = headroom(Path.cwd())
+    print(f"\nsuggested marker (today's numbers + {extra} registers of headroom, ini regbudget_headroom):")
+    print(suggested_marker(source, kernel, rows, extra, args.defines or []))
+    return OK
+
+
+# -- the command line ---------------------------------------------------------------------------------------
+def parser() -> argparse.ArgumentParser:
+    main = argparse.ArgumentParser(
+        prog="regbudget",
+        description="CUDA kernel register budgets outside pytest. Exit status: 0 ok, 1 a check failed, "
+        "2 bad input.",
+    )
+    sub = main.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    p = sub.add_parser(
+        "explain", help="the launch-bounds table of one kernel, and a marker line to start from"
+    )
+    p.add_argument(
+        "target", metavar="SOURCE::KERNEL", help="e.g. kernels/poly.cu::poly_eval or k.cu::reduce<256>"
+    )
+    p.add_argument("--arch", default="sm_80,sm_90", help="archs, comma-separated (default sm_80,sm_90)")
+    p.add_argument(
+        "--bounds",
+        default="none,256,1024,256x4,1024x2",
+        help="launch-bounds variants: none (as written), THREADS, THREADSxBLOCKS "
+        "(default none,256,1024,256x4,1024x2)",
+    )
+    p.add_argument("--defines", "-D", action="append", metavar="NAME[=VALUE]", help="a define, may repeat")
+    p.add_argument("--compiler", choices=("nvrtc", "nvcc"), default="nvrtc")
+    p.add_argument(
+        "--toolkit",
+        default=None,
+        help="cu12, cu13, system or a toolkit's directory (default: as pytest finds one)",
+    )
+    p.set_defaults(run=_cmd_explain)
+
+    p = sub.add_parser("compare", help="the kernels that differ between two --regbudget-json reports")
+    p.add_argument("a", metavar="A.json")
+    p.add_argument("b", metavar="B.json")
+    p.add_argument("--markdown", action="store_true", help="print a Markdown table")
+    p.add_argument(
+        "--fail-on",
+        metavar="METRICS",
+        help="exit 1 when a kernel got worse in one of these: registers,spills:16,occupancy:0.05,time:0.1 "
+        f"(metrics: {', '.join(_FAIL_METRICS)}; a tolerance after ':')",
+    )
+    p.set_defaults(run=_cmd_compare)
+
+    p = sub.add_parser("merge", help="one report and one baseline update from the reports of CI shards")
+    p.add_argument("reports", nargs="+", metavar="SHARD.json")
+    p.add_argument("-o", "--output", metavar="MERGED.json", help="write the merged report")
+    p.add_argument("--update", metavar="BASELINE", help="apply the shards' entries to this baseline file")
+    p.add_argument("--rootdir", help="the project's rootdir (default: the one the shards ran in)")
+    p.set_defaults(run=_cmd_merge)
+
+    p = sub.add_parser("baseline", help="baseline file commands")
+    base = p.add_subparsers(dest="baseline_command", required=True, metavar="COMMAND")
+    c = base.add_parser(
+        "check", help="validate baseline files (exit 1 on a problem, 2 on an unreadable file)"
+    )
+    c.add_argument("files", nargs="+", metavar="FILE")
+    c.set_defaults(run=_cmd_baseline_check)
+    return main
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        return int(args.run(args))
+    except CliError as exc:
+        print(f"regbudget {args.command}: error: {exc}", file=sys.stderr)
+        return BAD_INPUT
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())
