@@ -21,13 +21,14 @@ import tempfile
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import tomli_w
 
 from .dirs import default_cache_dir
 from .errors import BaselineError
 from .facts import release_of
+from .timing import Interval
 
 if TYPE_CHECKING:
     from .budget import KernelReport
@@ -136,6 +137,25 @@ class Entry:
         value = self.gpu.get(device, {}).get("time_ms")
         return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
+    def gpu_time_interval(self, device: str) -> Interval | None:
+        """The median time on `device` with its interval (a point for an entry timed before intervals)."""
+        median = self.gpu_time_ms(device)
+        if median is None:
+            return None
+        figures = self.gpu.get(device, {})
+        low, high = figures.get("ci_low_ms"), figures.get("ci_high_ms")
+        if not (_number(low) and _number(high)):
+            return Interval(median, median, median)
+        return Interval(median, float(cast(float, low)), float(cast(float, high)))
+
+    def gpu_clock_mhz(self, device: str) -> int | None:
+        value = self.gpu.get(device, {}).get("sm_clock_mhz")
+        return int(cast(float, value)) if _number(value) else None
+
+
+def _number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
 
 def _gpu_figures(report: KernelReport) -> dict[str, dict[str, object]]:
     """Per-device figures for the baseline; only a timed kernel has any."""
@@ -153,6 +173,11 @@ def _gpu_figures(report: KernelReport) -> dict[str, dict[str, object]]:
         figures["driver_occupancy"] = round(round(driver, 6), 4)
     if t.sm_clock_mhz is not None:
         figures["sm_clock_mhz"] = t.sm_clock_mhz
+    if t.max_sm_clock_mhz is not None:
+        figures["max_sm_clock_mhz"] = t.max_sm_clock_mhz
+    if t.ci_low_ms is not None and t.ci_high_ms is not None:
+        figures["ci_low_ms"] = float(f"{t.ci_low_ms:.4g}")
+        figures["ci_high_ms"] = float(f"{t.ci_high_ms:.4g}")
     return {g.device: figures}
 
 

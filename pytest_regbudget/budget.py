@@ -29,6 +29,9 @@ from .occupancy import (
 )
 from .ptxas import KernelResources
 from .text import one_line, safe_block
+from .timing import Interval, ratio_interval
+from .timing import Verdict as TimeStatus
+from .timing import verdict as timing_verdict
 
 if TYPE_CHECKING:  # SASS is read only where asked for: a run without it does not import the parser
     from .sass import SassReport
@@ -133,6 +136,7 @@ class KernelReport:
     cliff: Cliff | None = None
     key: Key | None = None  # the baseline's (source, kernel, variant, arch, release)
     options_changed: bool = False  # built with other options than its baseline entry (still enforced)
+    time_status: TimeStatus | None = None  # pass, fail, or ambiguous (noisy, decided on the median)
     other_releases: tuple[str, ...] = ()  # releases with an entry for this kernel, when its own has none
 
     @property
@@ -483,28 +487,65 @@ def max_block(arch: str, res: KernelResources) -> int:
     return 0
 
 
+TimeBasis = Literal["time", "cycles"]
+CLOCK_TOLERANCE = 0.05  # an SM clock this far from the baseline's is named in the verdict
+
+
+def _on_basis(iv: Interval, clock: int | None, basis: TimeBasis) -> Interval:
+    """A time interval in ms, or in millions of cycles (time x SM clock) where that is the basis."""
+    return iv.scaled(clock / 1000) if basis == "cycles" and clock else iv
+
+
 def time_verdict(
-    report: KernelReport, limits: Limits, timing: Timing, baseline_ms: float | None
-) -> list[str]:
-    """Time budgets: absolute `max_time_ms`, and `max_time_ratio` against this device's baseline median."""
-    out = []
-    measured = f"median {timing.median_ms:.4g} ms, noise {timing.noise:.1%}, {timing.samples} samples" + (
-        f", SM clock {timing.sm_clock_mhz} MHz" if timing.sm_clock_mhz else ""
+    report: KernelReport,
+    limits: Limits,
+    timing: Timing,
+    base: Interval | None,
+    base_clock: int | None = None,
+    basis: TimeBasis = "time",
+) -> tuple[list[str], TimeStatus | None]:
+    """Time budgets from intervals (timing.py): `max_time_ms` on the median's interval, `max_time_ratio` on
+    the interval of the ratio to this device's baseline. A ceiling fails when the whole interval lies above
+    it; an interval that still straddles it after sampling is decided on the median, and says so. A kernel
+    too short to time is not judged."""
+    if timing.too_short:
+        return [], None
+    now = Interval(*timing.interval_ms)
+    measured = (
+        f"median {timing.median_ms:.4g} ms [{now.low:.4g}, {now.high:.4g}], {timing.samples} samples"
+        + (f" of {timing.launches_per_sample} launches" if timing.launches_per_sample > 1 else "")
+        + (f", SM clock {timing.sm_clock_mhz} MHz" if timing.sm_clock_mhz else "")
     )
     device = report.gpu.device if report.gpu else "this GPU"
-    if limits.max_time_ms is not None and timing.median_ms > limits.max_time_ms:
-        out.append(
-            f"time {timing.median_ms:.4g} ms > max_time_ms {limits.max_time_ms:g} on {device} ({measured})"
-        )
-    if limits.max_time_ratio is not None and baseline_ms is not None:
-        ratio = timing.median_ms / baseline_ms
-        if ratio > limits.max_time_ratio:
+    out, statuses = [], []
+    if limits.max_time_ms is not None:
+        status = timing_verdict(now, limits.max_time_ms)
+        statuses.append(status)
+        if status == "fail" or (status == "ambiguous" and now.median > limits.max_time_ms):
+            noisy = " (ambiguous, noisy: decided on the median)" if status == "ambiguous" else ""
             out.append(
-                f"time {baseline_ms:.4g} -> {timing.median_ms:.4g} ms (x{ratio:.3f}) > max_time_ratio "
-                f"{limits.max_time_ratio:g} on {device} ({measured}); if intended, accept it with "
-                "pytest --regbudget-update on this GPU"
+                f"time {timing.median_ms:.4g} ms > max_time_ms {limits.max_time_ms:g}{noisy} on {device} "
+                f"({measured})"
             )
-    return out
+    if limits.max_time_ratio is not None and base is not None:
+        clock = timing.sm_clock_mhz if basis == "cycles" and base_clock else None
+        ratio = ratio_interval(
+            _on_basis(now, clock, basis), _on_basis(base, base_clock if clock else None, basis)
+        )
+        status = timing_verdict(ratio, limits.max_time_ratio)
+        statuses.append(status)
+        if status == "fail" or (status == "ambiguous" and ratio.median > limits.max_time_ratio):
+            noisy = " (ambiguous, noisy: decided on the median)" if status == "ambiguous" else ""
+            what = "cycles" if clock else "time"
+            out.append(
+                f"{what} {base.median:.4g} -> {timing.median_ms:.4g} ms (x{ratio.median:.3f}, interval "
+                f"[{ratio.low:.3f}, {ratio.high:.3f}]) > max_time_ratio {limits.max_time_ratio:g}{noisy} on "
+                f"{device} ({measured}); if intended, accept it with pytest --regbudget-update on this GPU"
+            )
+    overall: TimeStatus | None = None
+    if statuses:
+        overall = "fail" if out else "ambiguous" if "ambiguous" in statuses else "pass"
+    return out, overall
 
 
 UPDATE_HINT = "pytest --regbudget-update"
@@ -615,17 +656,38 @@ def strict(report: KernelReport) -> KernelReport:
     return replace(report, violations=[*report.violations, text], level="fail")
 
 
-def timed(report: KernelReport, limits: Limits, timing: Timing, *, enforce: bool) -> KernelReport:
+def timed(
+    report: KernelReport, limits: Limits, timing: Timing, *, enforce: bool, basis: TimeBasis = "time"
+) -> KernelReport:
     """The report with its GPU time judged: `max_time_ms` always, `max_time_ratio` against this device's
-    baseline median where there is one and the run is not an update."""
+    baseline interval where there is one and the run is not an update. A clock other than the baseline's,
+    and a kernel too short to time, are said in the note."""
     device = report.gpu.device if report.gpu else None
-    baseline_ms = report.baseline.gpu_time_ms(device) if report.baseline and device else None
-    note = report.gpu_note
-    if baseline_ms is None and limits.max_time_ratio is not None:
-        note = (
+    base = report.baseline.gpu_time_interval(device) if report.baseline and device else None
+    base_clock = report.baseline.gpu_clock_mhz(device) if report.baseline and device else None
+    notes = [report.gpu_note] if report.gpu_note else []
+    if timing.too_short:
+        notes.append(
+            f"too short to time: {timing.median_ms * 1000:.2f} us per launch even as a CUDA graph of "
+            f"{timing.launches_per_sample} launches; its time budgets are not checked"
+        )
+    elif base is None and limits.max_time_ratio is not None:
+        notes.append(
             f"no time baseline for {device or 'this GPU'} yet: max_time_ratio not checked; "
             f"record one with {UPDATE_HINT} on this GPU"
         )
+    if base_clock and timing.sm_clock_mhz and abs(timing.sm_clock_mhz / base_clock - 1) > CLOCK_TOLERANCE:
+        notes.append(
+            f"SM clock {timing.sm_clock_mhz} MHz, {base_clock} MHz when the baseline was timed (a throttled "
+            "runner, or another SKU of the same name?)"
+            + ("" if basis == "cycles" else "; regbudget_time_basis = cycles judges on cycles instead")
+        )
     judged = limits if enforce else replace(limits, max_time_ratio=None)
-    out = replace(report, timing=timing, baseline_time_ms=baseline_ms, gpu_note=note)
-    return replace(out, violations=[*report.violations, *time_verdict(out, judged, timing, baseline_ms)])
+    out = replace(
+        report,
+        timing=timing,
+        baseline_time_ms=None if base is None else base.median,
+        gpu_note="; ".join(notes) or None,
+    )
+    violations, status = time_verdict(out, judged, timing, base, base_clock, basis)
+    return replace(out, violations=[*report.violations, *violations], time_status=status)

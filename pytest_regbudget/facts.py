@@ -131,6 +131,19 @@ class Timing:
     max_sm_clock_mhz: int | None
     throttle_reasons: int | None  # NVML bit mask, 0 = not throttled
     l2_flush: bool
+    # The median's ~95 % interval (timing.median_interval); the time's own when not given (a point).
+    ci_low_ms: float | None = None
+    ci_high_ms: float | None = None
+    launches_per_sample: int = 1  # > 1: a CUDA graph of that many launches per sample (a short kernel)
+    spent_s: float = 0.0  # wall time this timing took, warm-up included
+    too_short: bool = False  # under a few microseconds even in a graph: not a figure to judge
+
+    @property
+    def interval_ms(self) -> tuple[float, float, float]:
+        """(median, low, high) in ms."""
+        low = self.median_ms if self.ci_low_ms is None else self.ci_low_ms
+        high = self.median_ms if self.ci_high_ms is None else self.ci_high_ms
+        return self.median_ms, low, high
 
     @property
     def throttled(self) -> bool:

@@ -7,23 +7,30 @@ Nothing else in the package imports CuPy.
 
 from __future__ import annotations
 
+import json
 import math
+import os
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from . import timing
 from .errors import GpuUnavailable, LaunchError
 from .facts import DriverView, GpuFacts, Timing
 
-# Sampling defaults, after NVBench (--min-samples 10, --max-noise 0.5 %, a per-benchmark time limit) and
-# triton.testing.do_bench (warm-up of ~25 ms, cold L2 by writing a buffer larger than the cache).
-MIN_SAMPLES = 10
-MAX_SAMPLES = 2000
-MAX_NOISE = 0.005
-TIME_LIMIT_S = 2.0
+# Warm-up after triton.testing.do_bench (~25 ms; cold L2 by writing a buffer larger than the cache). The
+# stopping rule and its defaults are in timing.py.
 WARMUP_S = 0.025
+# Kernels shorter than this are timed as CUDA graphs of launches (launch overhead and the events' ~0.5 us
+# resolution would be most of a single launch's figure), each graph lasting about GRAPH_SAMPLE_MS.
+SHORT_MS = 0.020
+GRAPH_SAMPLE_MS = 0.5
+GRAPH_WARMUP_S = 0.05
+# Below this even a graph's per-launch time is mostly the GPU's own launch latency: reported as too short to
+# time, never judged.
+TOO_SHORT_MS = 0.002
 
 
 class Device:
@@ -141,61 +148,97 @@ class Device:
         dynamic_smem: int = 0,
         *,
         flush_l2: bool = True,
-        max_noise: float = MAX_NOISE,
-        min_samples: int = MIN_SAMPLES,
-        time_limit_s: float = TIME_LIMIT_S,
+        time_limit_s: float = timing.TIME_LIMIT_S,
+        decided: Callable[[timing.Interval], bool] | None = None,
     ) -> Timing:
-        """Median kernel time over samples taken until their relative noise is under `max_noise` (after
-        `min_samples`) or `time_limit_s` has passed. Each sample is one launch between two CUDA events,
-        after an L2 flush unless `flush_l2=False`."""
+        """The kernel's median time and its interval (timing.py): samples are taken until the interval's
+        half-width is within timing.PRECISION of the median and, with `decided`, until the interval settles
+        the verdict it is wanted for (it does not straddle a ceiling), or until `time_limit_s`.
+
+        A sample is one launch between two CUDA events, after an L2 flush unless `flush_l2=False`. A kernel
+        shorter than SHORT_MS is timed as a CUDA graph of back-to-back launches, divided by their number (as
+        triton.testing.do_bench_cudagraph does): the launch overhead and the events' resolution would
+        otherwise be most of the figure. Graph samples run with a warm L2: a flush between the graph's
+        launches would cost more than the kernel. A kernel too short even for that is `too_short`."""
         cp = self.cupy
         self._opt_in(kernel, dynamic_smem)
+        started = time.perf_counter()
         stream = cp.cuda.get_current_stream()
-        # Warm-up: module load, first-launch costs and clock ramp stay out of the samples.
-        start_warm = time.perf_counter()
-        warm = 0
-        while warm < 3 or time.perf_counter() - start_warm < WARMUP_S:
-            self._launch(kernel, grid, block, args, dynamic_smem)
-            stream.synchronize()
-            warm += 1
         begin, end = cp.cuda.Event(), cp.cuda.Event()
-        samples: list[float] = []
-        deadline = time.perf_counter() + time_limit_s
-        while len(samples) < MAX_SAMPLES:
-            if flush_l2:
-                self._flush_l2()
+        # Warm-up: module load, first-launch costs and clock ramp stay out of the samples.
+        warm = 0
+        while warm < 3 or time.perf_counter() - started < WARMUP_S:
             begin.record(stream)
             self._launch(kernel, grid, block, args, dynamic_smem)
             end.record(stream)
             end.synchronize()
-            samples.append(float(cp.cuda.get_elapsed_time(begin, end)))
-            if len(samples) >= min_samples and (
-                _noise(samples) <= max_noise or time.perf_counter() > deadline
-            ):
-                break
+            warm += 1
+        single = float(cp.cuda.get_elapsed_time(begin, end))
+        graph, per_sample, sample_stream = None, 1, stream
+        if single < SHORT_MS:
+            per_sample = max(8, math.ceil(GRAPH_SAMPLE_MS / max(single, 1e-4)))
+            sample_stream = cp.cuda.Stream(non_blocking=True)  # capture fails on the legacy stream
+            with sample_stream:
+                sample_stream.begin_capture()
+                for _ in range(per_sample):
+                    self._launch(kernel, grid, block, args, dynamic_smem)
+                graph = sample_stream.end_capture()
+            # The graph's own warm-up: a few microseconds per launch leave the SM clock where the warm-up
+            # of single launches left it only if the GPU stays busy long enough to hold it there.
+            warm_until = time.perf_counter() + GRAPH_WARMUP_S
+            while time.perf_counter() < warm_until:
+                graph.launch(sample_stream)
+                sample_stream.synchronize()
+        sampler = timing.Sampler()
+        deadline = started + time_limit_s
+        while sampler.count < timing.MAX_SAMPLES:
+            if graph is None:
+                if flush_l2:
+                    self._flush_l2()
+                begin.record(stream)
+                self._launch(kernel, grid, block, args, dynamic_smem)
+                end.record(stream)
+            else:
+                begin.record(sample_stream)
+                graph.launch(sample_stream)
+                end.record(sample_stream)
+            end.synchronize()
+            check = sampler.add(float(cp.cuda.get_elapsed_time(begin, end)) / per_sample)
+            if check or time.perf_counter() > deadline:
+                if time.perf_counter() > deadline and sampler.count >= timing.MIN_SAMPLES:
+                    break
+                if check and sampler.precise() and (decided is None or decided(sampler.interval())):
+                    break
         sm, top, reasons = self.clocks()
-        import statistics  # timing only: a run without a GPU does not pay for importing it
-
+        found = sampler.interval()
+        record = os.environ.get("REGBUDGET_RECORD_SAMPLES")
+        if record:  # test data for the stopping rule (benchmarks/timing_power.py records real sample sets)
+            with open(record, "a", encoding="utf-8") as fh:
+                fh.write(json.dumps({"launches": per_sample, "arrivals": sampler.arrivals}) + "\n")
         return Timing(
-            median_ms=statistics.median(samples),
-            noise=_noise(samples),
-            samples=len(samples),
-            min_ms=min(samples),
+            median_ms=found.median,
+            noise=_noise(sampler.ordered),
+            samples=sampler.count,
+            min_ms=sampler.ordered[0],
             sm_clock_mhz=sm,
             max_sm_clock_mhz=top,
             throttle_reasons=reasons,
-            l2_flush=flush_l2,
+            l2_flush=flush_l2 and graph is None,
+            ci_low_ms=found.low,
+            ci_high_ms=found.high,
+            launches_per_sample=per_sample,
+            spent_s=time.perf_counter() - started,
+            too_short=found.median < TOO_SHORT_MS,
         )
 
 
-def _noise(samples: Sequence[float]) -> float:
-    """Relative standard deviation, NVBench's noise measure."""
-    if len(samples) < 2:
+def _noise(ordered: Sequence[float]) -> float:
+    """Relative standard deviation (NVBench's noise measure), once, of the final samples."""
+    if len(ordered) < 2:
         return math.inf
-    import statistics
-
-    mean = statistics.fmean(samples)
-    return statistics.stdev(samples) / mean if mean > 0 else math.inf
+    mean = math.fsum(ordered) / len(ordered)
+    var = math.fsum((x - mean) ** 2 for x in ordered) / (len(ordered) - 1)
+    return math.sqrt(var) / mean if mean > 0 else math.inf
 
 
 _DEVICE: Device | None = None

@@ -6,7 +6,7 @@ CuPy is imported only through gpu.py, and only when a check asks for the device.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
 from . import gpu
@@ -15,6 +15,7 @@ from .errors import GpuUnavailable, LaunchError, UnknownArchError
 from .facts import GpuFacts, KernelFacts, Timing
 from .limits import Limits
 from .occupancy import launch_failure
+from .timing import Interval
 
 GpuMode = Literal["auto", "off", "require"]
 
@@ -78,10 +79,12 @@ class GpuRunner:
         args: Sequence[Any],
         dynamic_smem: int,
         flush_l2: bool,
+        decided: Callable[[Interval], bool] | None = None,
     ) -> Timing:
         """Time a loaded kernel; a launch the driver refuses raises LaunchError with the arithmetic."""
         try:
-            return gpu.device().benchmark(loaded, grid, block, args, dynamic_smem, flush_l2=flush_l2)
+            dev = gpu.device()
+            return dev.benchmark(loaded, grid, block, args, dynamic_smem, flush_l2=flush_l2, decided=decided)
         except LaunchError as exc:
             raise LaunchError(_launch_failure_text(label, facts, block, dynamic_smem, str(exc))) from None
 

@@ -13,7 +13,7 @@ from typing import Any, cast, get_args
 import pytest
 
 from . import collect, scope, sources
-from .budget import KernelReport
+from .budget import KernelReport, TimeBasis
 from .cache import default_jobs
 from .compiler import DEFAULT_PTXAS_TIMEOUT, CompileOptions
 from .dirs import default_cache_dir
@@ -197,6 +197,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "registers of headroom `regbudget explain` adds to the budget it suggests, e.g. 'registers=8'",
         default="",
     )
+    parser.addini(
+        "regbudget_time_basis",
+        "time (default) or cycles: judge max_time_ratio on time x SM clock, for runners whose clock varies",
+        default="time",
+    )
     parser.addini("regbudget_strict", "true: as --regbudget-strict", type="bool", default=False)
     parser.addini("regbudget_jobs", "compile threads (default: cores / xdist workers)", default="")
     parser.addini("regbudget_gpu", "auto, off or require (see --regbudget-gpu)", default="auto")
@@ -291,9 +296,17 @@ def _settings(config: pytest.Config, manifest: Manifest | None = None) -> Settin
         html_path=_path_option(config, "regbudget_html"),
         html_all=bool(config.getoption("regbudget_html_all")),
         strict=bool(config.getoption("regbudget_strict") or config.getini("regbudget_strict")),
+        time_basis=_time_basis(config),
         toolkits=_toolkits(config),
         nvcc=config.getoption("regbudget_nvcc") or str(config.getini("regbudget_nvcc")).strip() or None,
     )
+
+
+def _time_basis(config: pytest.Config) -> TimeBasis:
+    value = str(config.getini("regbudget_time_basis")).strip() or "time"
+    if value not in ("time", "cycles"):
+        raise pytest.UsageError(f"regbudget_time_basis = {value!r} (ini): expected time or cycles")
+    return cast(TimeBasis, value)
 
 
 def _toolkits(config: pytest.Config) -> tuple[str, ...]:

@@ -73,6 +73,13 @@ class KernelRecord(TypedDict):
     driver_occupancy: float | None
     model_defects: list[str]
     time_ms: float | None
+    ci_low_ms: float | None  # the median's ~95 % interval (timing.py)
+    ci_high_ms: float | None
+    time_status: str | None  # pass, fail, ambiguous (noisy: decided on the median); None: not judged
+    timing_spent_s: float | None  # wall time spent timing this kernel
+    timing_launches: int | None  # launches per sample: > 1 for a short kernel timed as a CUDA graph
+    too_short: bool | None  # too short to time even as a graph: not judged
+    max_sm_clock_mhz: int | None
     noise: float | None
     samples: int | None
     sm_clock_mhz: int | None
@@ -163,6 +170,13 @@ def _gpu_fields(r: KernelReport) -> dict[str, Any]:
         "driver_occupancy": driver_occ,
         "model_defects": list(r.model_defects),
         "time_ms": t.median_ms if t else None,
+        "ci_low_ms": t.ci_low_ms if t else None,
+        "ci_high_ms": t.ci_high_ms if t else None,
+        "time_status": r.time_status,
+        "timing_spent_s": round(t.spent_s, 4) if t else None,
+        "timing_launches": t.launches_per_sample if t else None,
+        "too_short": t.too_short if t else None,
+        "max_sm_clock_mhz": t.max_sm_clock_mhz if t else None,
         "noise": t.noise if t else None,
         "samples": t.samples if t else None,
         "sm_clock_mhz": t.sm_clock_mhz if t else None,

@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 import os
 import warnings
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -22,14 +22,14 @@ import pytest
 from . import baseline as bl
 from . import sources, update
 from .arch import get_arch
-from .budget import BaselineRule, KernelReport, strict, timed, verdict
+from .budget import BaselineRule, KernelReport, TimeBasis, strict, timed, verdict
 from .builder import Builder, BuildSettings, ItemEnv
 from .cache import CacheStats, Spec
 from .compiler import DEFAULT_PTXAS_TIMEOUT, error_location
 from .errors import BaselineError, CompileError, MarkerError, ToolchainError, Unbuildable
 from .facts import KernelFacts, Timing
 from .gpu_runner import GpuMode, GpuRunner
-from .limits import Launch
+from .limits import Launch, Limits
 from .markers import Budget, parse_marker
 from .report import (
     KernelRecord,
@@ -44,6 +44,8 @@ from .report import (
 from .scope import ERROR, NOT_A_FILE, Rule, RunScope
 from .sources import KernelSource, SourceSpec
 from .text import safe_block
+from .timing import Interval, ratio_interval
+from .timing import decided as settles
 from .toolchain import oldest_arch
 
 if TYPE_CHECKING:
@@ -77,6 +79,7 @@ class Settings:
     jobs: int = 1  # compile threads
     compiler: str = "nvrtc"  # ini regbudget_compiler: a registered source name (sources.names())
     strict: bool = False  # --regbudget-strict: a kernel without an enforced entry of its release fails
+    time_basis: TimeBasis = "time"  # ini regbudget_time_basis: "cycles" judges time x SM clock
     # --regbudget-toolkit: every kernel is built and judged with each (toolchain.TOOLKIT_NAMES or paths);
     # () builds with the one toolkit discovery finds.
     toolkits: tuple[str, ...] = ()
@@ -172,8 +175,14 @@ class RegbudgetSession:
             return "GPU checks: off (--regbudget-gpu=off)"
         devices = sorted({r["gpu_device"] for r in self.records if r["gpu_device"]})
         if devices:
-            timed_count = sum(1 for r in self.records if r["time_ms"] is not None)
-            return f"GPU checks ran on {', '.join(devices)} ({timed_count} kernel(s) timed)"
+            spent = sorted(r["timing_spent_s"] for r in self.records if r["timing_spent_s"] is not None)
+            if not spent:
+                return f"GPU checks ran on {', '.join(devices)} (no kernel timed)"
+            median = spent[len(spent) // 2]
+            return (
+                f"GPU checks ran on {', '.join(devices)}: {len(spent)} kernel(s) timed in {sum(spent):.2f} s "
+                f"(median {median:.2f} s per kernel)"
+            )
         notes = sorted({r["gpu_note"] for r in self.records if r["gpu_note"]})
         return f"GPU checks: none ran ({notes[0] if notes else 'no kernel reached them'})"
 
@@ -483,8 +492,17 @@ class RegbudgetSession:
         if report is None:
             return None
         key = (report.kernel, report.arch)
+        limits = (state.budget or Budget()).limits(report.arch)
         timing = self.gpu.benchmark(
-            state.loaded[key], report.label, state.facts[key], grid, block, args, dynamic_smem, flush_l2
+            state.loaded[key],
+            report.label,
+            state.facts[key],
+            grid,
+            block,
+            args,
+            dynamic_smem,
+            flush_l2,
+            decided=self._decided(report, limits),
         )
         state.timings[key] = timing
         if timing.throttled:
@@ -498,6 +516,23 @@ class RegbudgetSession:
                 stacklevel=1,
             )
         return timing
+
+    def _decided(self, report: KernelReport, limits: Limits) -> Callable[[Interval], bool] | None:
+        """When an interval of this kernel's time settles its time budgets (none straddles its ceiling):
+        until then the sampler samples on, up to its time limit. None: precision alone stops it."""
+        device = report.gpu.device if report.gpu else None
+        base = report.baseline.gpu_time_interval(device) if report.baseline and device else None
+        ratio = None if self.settings.update or base is None else limits.max_time_ratio
+        ceiling = limits.max_time_ms
+        if ratio is None and ceiling is None:
+            return None
+
+        def decided(now: Interval) -> bool:
+            if ceiling is not None and not settles(now, ceiling):
+                return False
+            return ratio is None or base is None or settles(ratio_interval(now, base), ratio)
+
+        return decided
 
     def _gpu_report(self, state: ItemState, kernel: str | KernelReport) -> KernelReport | None:
         wanted = kernel.kernel if isinstance(kernel, KernelReport) else kernel
@@ -523,7 +558,13 @@ class RegbudgetSession:
         for r in state.reports:
             timing = state.timings.get((r.kernel, r.arch))
             if timing is not None:
-                r = timed(r, budget.limits(r.arch), timing, enforce=not self.settings.update)
+                r = timed(
+                    r,
+                    budget.limits(r.arch),
+                    timing,
+                    enforce=not self.settings.update,
+                    basis=self.settings.time_basis,
+                )
             if self.settings.strict and not self.settings.update:
                 r = strict(r)
             final.append(r)

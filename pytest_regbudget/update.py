@@ -37,6 +37,11 @@ def entry_of(rec: KernelRecord) -> bl.Entry:
             figures["driver_occupancy"] = round(round(rec["driver_occupancy"], 6), 4)
         if rec["sm_clock_mhz"] is not None:
             figures["sm_clock_mhz"] = rec["sm_clock_mhz"]
+        if rec["max_sm_clock_mhz"] is not None:
+            figures["max_sm_clock_mhz"] = rec["max_sm_clock_mhz"]
+        if rec["ci_low_ms"] is not None and rec["ci_high_ms"] is not None:
+            figures["ci_low_ms"] = float(f"{rec['ci_low_ms']:.4g}")
+            figures["ci_high_ms"] = float(f"{rec['ci_high_ms']:.4g}")
         gpu[rec["gpu_device"]] = figures
     assert rec["registers"] is not None  # only measured records write entries
     return bl.Entry(

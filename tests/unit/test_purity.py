@@ -35,6 +35,7 @@ CORE = (
     "sass",
     "scope",
     "text",
+    "timing",
     "update",
 )
 # Outside the package, the core may use the standard library and the baseline's TOML and lock libraries.
