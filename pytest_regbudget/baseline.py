@@ -86,10 +86,14 @@ class Entry:
     gpu: Mapping[str, Mapping[str, object]] = field(default_factory=dict)
     # Fields this version does not know (a newer plugin's) are kept, not dropped.
     extra: Mapping[str, object] = field(default_factory=dict)
+    # ptxas's messages for the kernel (a code, "C7508", or the text): a new one fails the ratchet.
+    messages: tuple[str, ...] = ()
 
     def to_toml(self) -> dict[str, object]:
         out: dict[str, object] = {n: getattr(self, n) for n in INT_FIELDS if getattr(self, n) is not None}
         out.update({name: getattr(self, name) for name in TEXT_FIELDS})
+        if self.messages:
+            out["ptxas_messages"] = sorted(self.messages)
         if self.tests:
             out["tests"] = sorted(self.tests)
         out.update(sorted(self.extra.items()))
@@ -116,6 +120,7 @@ class Entry:
             ptxas=report.ptxas_version,
             nvrtc=report.nvrtc_version,
             compiler=report.compiler,
+            messages=tuple(sorted({_message_key(m) for m in report.messages})),
             options_hash=report.options_hash,
             # Rounded so that the file does not churn on float noise.
             occupancy={} if occ is None or at is None else {at: round(round(occ.occupancy, 6), 4)},
@@ -151,6 +156,13 @@ class Entry:
     def gpu_clock_mhz(self, device: str) -> int | None:
         value = self.gpu.get(device, {}).get("sm_clock_mhz")
         return int(cast(float, value)) if _number(value) else None
+
+
+def _message_key(text: str) -> str:
+    from .ptxas import MESSAGE_CODE  # core to core; budget.message_key says the same
+
+    found = MESSAGE_CODE.search(text)
+    return found.group(1) if found else text
 
 
 def _number(value: object) -> bool:
@@ -194,7 +206,7 @@ def options_hash(*parts: object) -> str:
 def _entry(where: str, table: object) -> Entry:
     if not isinstance(table, dict):
         raise BaselineError(f"{where}: expected a table of numbers, found {table!r}")
-    known = {*INT_FIELDS, *TEXT_FIELDS, "occupancy", "occupancy_at", "gpu", "tests"}
+    known = {*INT_FIELDS, *TEXT_FIELDS, "occupancy", "occupancy_at", "gpu", "tests", "ptxas_messages"}
     gpu = table.get("gpu", {})
     if not isinstance(gpu, dict) or not all(isinstance(v, dict) for v in gpu.values()):
         raise BaselineError(f'{where}: gpu must hold one table per device, e.g. [...gpu."NVIDIA H200"]')
@@ -233,6 +245,7 @@ def _entry(where: str, table: object) -> Entry:
         occupancy=occupancy,
         tests=tuple(tests),
         gpu=gpu,
+        messages=_message_list(where, table.get("ptxas_messages", [])),
         extra={k: v for k, v in table.items() if k not in known},
     )
 
@@ -245,6 +258,12 @@ def _compiler_of(frontend: str) -> str:
         if head == compiler or head.startswith(f"{compiler}-"):  # "numba-cuda 0.30.4"
             return compiler
     return "binary" if head in ("prebuilt", "cuobjdump") else "nvrtc"
+
+
+def _message_list(where: str, value: object) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(m, str) for m in value):
+        raise BaselineError(f"{where}: ptxas_messages = {value!r}, expected a list of strings")
+    return tuple(value)
 
 
 def _fraction(value: object) -> bool:

@@ -5,6 +5,7 @@ Owns the wording of every budget verdict: which number, which limit, which arch,
 
 from __future__ import annotations
 
+import fnmatch
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -27,7 +28,7 @@ from .occupancy import (
     occupancy,
     register_cliff,
 )
-from .ptxas import KernelResources
+from .ptxas import MESSAGE_CODE, KernelResources
 from .text import one_line, safe_block
 from .timing import Interval, ratio_interval
 from .timing import Verdict as TimeStatus
@@ -137,6 +138,8 @@ class KernelReport:
     key: Key | None = None  # the baseline's (source, kernel, variant, arch, release)
     options_changed: bool = False  # built with other options than its baseline entry (still enforced)
     time_status: TimeStatus | None = None  # pass, fail, or ambiguous (noisy, decided on the median)
+    messages: tuple[str, ...] = ()  # ptxas's warnings and performance-loss notes for this kernel
+    setmaxnreg: tuple[tuple[str, int], ...] = ()  # its warpgroups' register targets, by direction
     other_releases: tuple[str, ...] = ()  # releases with an entry for this kernel, when its own has none
 
     @property
@@ -602,7 +605,55 @@ def verdict(
         gpu_note=gpu_note,
         key=key,
     )
+    report = replace(
+        report,
+        messages=facts.messages,
+        setmaxnreg=facts.setmaxnreg,
+        violations=[*report.violations, *_role_and_message_checks(facts, limits)],
+    )
     return report if baseline is None else ratchet(report, baseline)
+
+
+def message_key(text: str) -> str:
+    """What a ptxas message is kept as in the baseline: its code ("C7508"), else its text."""
+    found = MESSAGE_CODE.search(text)
+    return found.group(1) if found else text
+
+
+def _role_and_message_checks(facts: KernelFacts, limits: Limits) -> list[str]:
+    out = []
+    roles = facts.setmaxnreg
+    dropped = [m for m in facts.messages if "C7508" in m]
+    shown = ", ".join(f"{d} {n}" for d, n in roles) or "none"
+    if limits.setmaxnreg == "required" and (not roles or dropped):
+        why = f"ptxas dropped them: {dropped[0].rstrip('.')}" if dropped else "the kernel has no setmaxnreg"
+        out.append(
+            f"setmaxnreg required, but {why}. Fix: give the kernel __launch_bounds__ (ptxas needs the "
+            "register count at entry to honour setmaxnreg)"
+        )
+    elif isinstance(limits.setmaxnreg, tuple):
+        now = tuple(sorted(set(roles)))
+        if dropped:
+            wanted = dict(limits.setmaxnreg)
+            out.append(f"setmaxnreg {wanted} expected, but ptxas dropped them: {dropped[0].rstrip('.')}")
+        elif now != limits.setmaxnreg:
+            out.append(
+                f"setmaxnreg targets {shown}, expected {', '.join(f'{d} {n}' for d, n in limits.setmaxnreg)}"
+            )
+    allowed = limits.ptxas_warnings
+    if isinstance(allowed, int) and len(facts.messages) > allowed:
+        out.append(
+            f"{len(facts.messages)} ptxas message(s) > ptxas_warnings {allowed}: " + "; ".join(facts.messages)
+        )
+    elif isinstance(allowed, tuple):
+        bad = [
+            m
+            for m in facts.messages
+            if not any(message_key(m) == a or fnmatch.fnmatch(m, a) for a in allowed)
+        ]
+        if bad:
+            out.append(f"ptxas message not allowed by ptxas_warnings {list(allowed)}: " + "; ".join(bad))
+    return out
 
 
 def ratchet(report: KernelReport, rule: BaselineRule) -> KernelReport:
@@ -626,6 +677,12 @@ def ratchet(report: KernelReport, rule: BaselineRule) -> KernelReport:
             options_changed=old.options_hash != report.options_hash,
         )
     worse = []
+    new_messages = sorted({message_key(m) for m in report.messages} - set(old.messages))
+    if rule.enforce and new_messages:
+        worse.append(
+            f"new ptxas message(s) since the baseline: {', '.join(new_messages)}; if intended, accept them "
+            f"with {UPDATE_HINT} and commit {rule.name}"
+        )
     for d in deltas if rule.enforce else []:
         if d.verdict == "worse":
             allowed = f", tolerance {d.tolerance:g}" if d.tolerance else ""

@@ -65,7 +65,8 @@ if TYPE_CHECKING:
     from .frontends import FrontendPtx
 
 # 2: an entry keeps the PTX and cubin in a body file of its own, read only when needed (0.2).
-FORMAT = 2
+# 3: the outline keeps setmaxnreg instructions, and entries keep ptxas's messages per kernel.
+FORMAT = 3
 # A tree this large is probably not a kernel's source directory (a home directory, a virtualenv): say so
 # instead of hashing it on every run.
 MAX_TREE_FILES = 20_000
@@ -1048,6 +1049,7 @@ class CompileCache:
                 ptxas_log=ptxas_log,
                 body=Deferred(lambda: self._body(key, digest, ptx_bytes, outline, ptxas_log, rebuild)),
                 lowered={str(k): str(v) for k, v in lowered.items()},
+                messages=_messages(payload["messages"]),
             )
             return outputs, {str(k): str(v) for k, v in demangled.items()}
         except (ValueError, KeyError, TypeError):
@@ -1097,6 +1099,7 @@ class CompileCache:
             # As the demangler prints them now: a run that finds every build here demangles nothing.
             "names": {e: names.demangle(e) for e in outputs.entries if e.startswith("_Z")},
             "body": {"sha256": _digest(data), "ptx_bytes": len(ptx)},
+            "messages": {entry: list(texts) for entry, texts in outputs.messages.items()},
         }
         # The body first: an entry is only ever found with the body it names (or a damaged one, made again).
         with contextlib.suppress(OSError):
@@ -1155,6 +1158,13 @@ class CompileCache:
 
 # The start of an entry as _write makes it, up to its payload.
 _FAST_DOC = re.compile(rf'\{{"format": {FORMAT}, "sha256": "([0-9a-f]{{64}})", "payload": ')
+
+
+def _messages(value: object) -> dict[str, tuple[str, ...]]:
+    """An entry's "messages" table; TypeError when it is not {entry: [text, ...]}."""
+    if not isinstance(value, dict) or not all(isinstance(v, list) for v in value.values()):
+        raise TypeError("messages: expected a table of lists")
+    return {str(k): tuple(str(t) for t in v) for k, v in value.items()}
 
 
 def _report(ptxas_log: str, outline: str) -> object:

@@ -12,13 +12,14 @@ import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from .budget import message_key
 from .report import KernelRecord
 from .text import one_line
 
 Ident = tuple[str, str, str, str]  # (source, kernel, variant, arch)
 
 # What a reviewer of a toolkit upgrade wants to see change, in this order.
-METRICS = ("registers", "spill_stores", "spill_loads", "stack_frame", "occupancy", "launchable")
+METRICS = ("registers", "spill_stores", "spill_loads", "stack_frame", "occupancy", "launchable", "messages")
 # GPU time, compared where both measurements have one: a change within either's measured noise is none.
 _SHORT = {
     "registers": "registers",
@@ -27,6 +28,7 @@ _SHORT = {
     "stack_frame": "stack",
     "occupancy": "occupancy",
     "launchable": "launchable",
+    "messages": "ptxas messages",
     "time_ms": "time (ms)",
 }
 
@@ -119,6 +121,8 @@ def metrics(rec: KernelRecord) -> dict[str, object]:
         "stack_frame": rec["stack_frame"],
         "occupancy": None if occupancy is None else round(occupancy, 4),
         "launchable": launchable,
+        # ptxas's warnings by code (C7508) or text: a release that brings a new one shows it.
+        "messages": ", ".join(sorted({message_key(m) for m in rec.get("ptxas_messages") or []})) or None,
     }
 
 

@@ -29,8 +29,10 @@ from .ptxas import (
     combine,
     parse_ptx_directives,
     parse_ptx_entries,
+    parse_ptxas_messages,
     parse_ptxas_output,
     ptx_outline,
+    ptx_setmaxnreg,
 )
 from .toolchain import (
     VERSION_TIMEOUT,
@@ -405,10 +407,13 @@ class BuildOutputs(_MachineCode):
     nvrtc_log: str
     ptxas_log: str
     body: Body = field(repr=False, compare=False)
+    messages: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # as UnitOutputs'
 
     @classmethod
     def of(cls, entry: str, ptx: str, nvrtc_log: str, ptxas_log: str, cubin: bytes) -> BuildOutputs:
-        return cls(entry, ptx_outline(ptx), nvrtc_log, ptxas_log, Deferred.of((ptx, cubin)))
+        outline = ptx_outline(ptx)
+        messages = attribute_messages(outline, ptxas_log, None)
+        return cls(entry, outline, nvrtc_log, ptxas_log, Deferred.of((ptx, cubin)), messages)
 
 
 @dataclass(frozen=True)
@@ -423,13 +428,24 @@ class UnitOutputs(_MachineCode):
     ptxas_log: str
     body: Body = field(repr=False, compare=False)
     lowered: Mapping[str, str] = field(default_factory=dict)  # name expression -> mangled entry
+    # ptxas's warnings and performance-loss notes per entry (attribute_messages), module-level ones placed.
+    messages: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
     @classmethod
     def of(
-        cls, ptx: str, nvrtc_log: str, ptxas_log: str, cubin: bytes, lowered: Mapping[str, str] | None = None
+        cls,
+        ptx: str,
+        nvrtc_log: str,
+        ptxas_log: str,
+        cubin: bytes,
+        lowered: Mapping[str, str] | None = None,
+        messages: Mapping[str, tuple[str, ...]] | None = None,
     ) -> UnitOutputs:
         """A build's outputs, all in hand."""
-        return cls(ptx_outline(ptx), nvrtc_log, ptxas_log, Deferred.of((ptx, cubin)), dict(lowered or {}))
+        outline = ptx_outline(ptx)
+        placed = messages if messages is not None else attribute_messages(outline, ptxas_log, None)
+        body = Deferred.of((ptx, cubin))
+        return cls(outline, nvrtc_log, ptxas_log, body, dict(lowered or {}), dict(placed))
 
     @functools.cached_property
     def entries(self) -> list[str]:
@@ -447,7 +463,7 @@ class UnitOutputs(_MachineCode):
         entry = self.entry(kernel)
         if entry is None:
             raise _not_found(kernel, source, arch, self.outline, self.ptxas_log if nvcc else "", nvcc=nvcc)
-        return BuildOutputs(entry, self.outline, self.nvrtc_log, self.ptxas_log, self.body)
+        return BuildOutputs(entry, self.outline, self.nvrtc_log, self.ptxas_log, self.body, self.messages)
 
 
 def read_source(source: Path) -> str:
@@ -537,7 +553,40 @@ def build_unit(
     module = compile_ptx(source_text, str(source), arch, options, toolkit, name_expressions=name_expressions)
     label = label or f"{source.name} [{arch}]"
     ptxas_out, cubin = run_ptxas(module.ptx, arch, options.ptxas_options, toolkit, ptxas_timeout, label)
-    return UnitOutputs.of(module.ptx, module.log, ptxas_out, cubin, module.lowered_names)
+
+    def one_entry(entry: str) -> str:
+        # ptxas -e compiles that entry alone: a module-level message it prints again is that entry's.
+        log, _ = run_ptxas(
+            module.ptx, arch, (*options.ptxas_options, "-e", entry), toolkit, ptxas_timeout, label
+        )
+        return log
+
+    messages = attribute_messages(ptx_outline(module.ptx), ptxas_out, one_entry)
+    return UnitOutputs.of(module.ptx, module.log, ptxas_out, cubin, module.lowered_names, messages)
+
+
+def attribute_messages(
+    outline: str, ptxas_log: str, one_entry: Callable[[str], str] | None
+) -> dict[str, tuple[str, ...]]:
+    """ptxas's warnings and "Potential Performance Loss" notes of a module, per entry. A module-level one
+    (C7508, "'setmaxnreg' ignored", names no function) is the only entry's where the module has one; with
+    several, `one_entry(entry)` (ptxas -e) tells which of the entries that use setmaxnreg it is; without it
+    (nvcc's build) it goes to each entry that uses setmaxnreg, the only ones it can be about."""
+    entries = parse_ptx_entries(outline)
+    out: dict[str, list[str]] = {e: [] for e in entries}
+    roles = ptx_setmaxnreg(outline)
+    for entry, text in parse_ptxas_messages(ptxas_log):
+        if entry in out:
+            out[entry].append(text)
+            continue
+        if len(entries) == 1:
+            out[entries[0]].append(text)
+            continue
+        candidates = [e for e in entries if roles.get(e)] or entries
+        for e in candidates:
+            if one_entry is None or text in one_entry(e):
+                out[e].append(text)
+    return {e: tuple(texts) for e, texts in out.items() if texts}
 
 
 def nvrtc_name_sets(kernel: str, group: Sequence[str] | None = None) -> list[tuple[str, ...]]:
@@ -582,7 +631,9 @@ def pick_nvrtc(
             found = names.match(kernel, plain.entries)
             if found is None:
                 raise _not_found(kernel, source, arch, plain.outline, exc.log, reasons[0]) from None
-            return BuildOutputs(found, plain.outline, plain.nvrtc_log, plain.ptxas_log, plain.body)
+            return BuildOutputs(
+                found, plain.outline, plain.nvrtc_log, plain.ptxas_log, plain.body, plain.messages
+            )
         if last or outputs.entry(kernel) is not None:
             return outputs.pick(kernel, source, arch)
     raise AssertionError("unreachable: the last set returns or raises")
@@ -634,6 +685,8 @@ def interpret(
         ptxas_options=options.ptxas_options,
         ptxas_log=ptxas_out,
         code=Deferred(lambda: outputs.cubin),
+        messages=outputs.messages.get(outputs.entry, ()),
+        setmaxnreg=ptx_setmaxnreg(outputs.outline).get(outputs.entry, ()),
     )
     return CompiledKernel(facts=facts, options=options, nvrtc_log=outputs.nvrtc_log, body=outputs.body)
 

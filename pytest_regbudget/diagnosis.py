@@ -59,10 +59,19 @@ def diagnose(
         spilled = [a for a in sass.local if a.spill]
         in_loops = [a for a in spilled if a.loop is not None]
         if in_loops:
-            for loop in sorted({a.loop for a in in_loops if a.loop}, key=lambda lp: lp.start):
-                count = sum(1 for a in in_loops if a.loop == loop)
+            # One source loop may be several SASS loops (an unrolled body and its remainder): named once, by
+            # its own lines, innermost (deepest) nest first.
+            by_source: dict[str, list[LocalAccess]] = {}
+            depth: dict[str, int] = {}
+            for a in in_loops:
+                assert a.loop is not None
+                by_source.setdefault(a.loop.where(), []).append(a)
+                depth[a.loop.where()] = max(depth.get(a.loop.where(), 0), a.loop.depth)
+            for where in sorted(by_source, key=lambda w: (-depth[w], w)):
+                count = len(by_source[where])
+                nest = f" (nesting depth {depth[where]})" if depth[where] > 1 else ""
                 out.append(
-                    f"{count} spill/refill instruction(s) inside the loop at {loop.where()} run on every "
+                    f"{count} spill/refill instruction(s) inside the loop at {where}{nest} run on every "
                     f"iteration ({len(in_loops)} of {len(spilled)} spill instructions are in loops): this is "
                     "where the spills cost. Fix: fewer live values in that loop (less unrolling, smaller "
                     "per-thread arrays) or a looser __launch_bounds__/maxrregcount."

@@ -24,12 +24,13 @@ def find_nvdisasm(toolkit: Toolkit | None) -> Path | None:
 
 
 def disassemble(nvdisasm: Path, cubin: bytes, function: str, timeout: float = 120.0) -> SassReport:
-    """`nvdisasm -c -g` (code only, with line info) over `cubin`, parsed for `function`."""
+    """`nvdisasm -c -gi` (code only, with line info and inlining) over `cubin`, parsed for `function`."""
     with tempfile.TemporaryDirectory(prefix="regbudget-sass-") as tmp:
         path = Path(tmp) / "kernel.cubin"
         path.write_bytes(cubin)
         try:
-            returncode, output = run_tool([str(nvdisasm), "-c", "-g", str(path)], timeout)
+            # -gi: line info with each inlined helper's call site, so loops are named by the kernel's lines.
+            returncode, output = run_tool([str(nvdisasm), "-c", "-gi", str(path)], timeout)
         except subprocess.TimeoutExpired:
             raise SassError(f"nvdisasm did not finish within {timeout:g} s") from None
         except OSError as exc:

@@ -95,6 +95,10 @@ class KernelFacts:
     # memory its pipeline needs): assumed where the budget names no launch or dynamic_smem.
     block: int | None = None
     dynamic_smem: int = 0
+    # ptxas's warnings and performance-loss notes for this kernel ("(C7508) Potential Performance Loss: ...").
+    messages: tuple[str, ...] = ()
+    # Its warpgroups' register targets, by direction: (("inc", 232), ("dec", 40)); () for none.
+    setmaxnreg: tuple[tuple[str, int], ...] = ()
     # The cubin, read when first needed (empty when the machine code cannot be loaded).
     code: bytes | Deferred[bytes] = field(default=b"", repr=False, compare=False)
 

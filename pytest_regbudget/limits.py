@@ -40,3 +40,8 @@ class Limits:
     max_time_ratio: float | None = None  # GPU median / baseline median of the same device
     max_time_ms: float | None = None
     hot_spills: int | None = None  # spill instructions inside loops (needs the SASS)
+    # "required": the kernel must keep its setmaxnreg roles (ptxas may drop them, C7508); or the exact targets
+    # by direction, (("dec", 40), ("inc", 232)), sorted.
+    setmaxnreg: str | tuple[tuple[str, int], ...] | None = None
+    # ptxas warnings allowed: at most this many, or only these codes/patterns (fnmatch over the message).
+    ptxas_warnings: int | tuple[str, ...] | None = None

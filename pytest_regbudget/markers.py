@@ -44,6 +44,8 @@ BUDGET_KEYS = (
     "max_time_ratio",
     "max_time_ms",
     "hot_spills",
+    "setmaxnreg",
+    "ptxas_warnings",
 )
 OTHER_KEYS = ("archs", "level", "tolerance")
 # How much worse than the baseline a metric may get before the ratchet fails; "spills" covers both.
@@ -148,7 +150,38 @@ _SETTERS: Mapping[str, Callable[[Limits, object, str], Limits]] = {
     ),
     "max_time_ms": lambda lim, v, label: replace(lim, max_time_ms=_positive(v, label, 0.0, "2.5")),
     "hot_spills": lambda lim, v, label: replace(lim, hot_spills=_count(v, label)),
+    "setmaxnreg": lambda lim, v, label: replace(lim, setmaxnreg=_setmaxnreg(v, label)),
+    "ptxas_warnings": lambda lim, v, label: replace(lim, ptxas_warnings=_warnings(v, label)),
 }
+
+
+def _setmaxnreg(value: object, label: str) -> str | tuple[tuple[str, int], ...]:
+    if value == "required":
+        return "required"
+    if isinstance(value, Mapping) and value and set(value) <= {"inc", "dec"}:
+        targets = []
+        for direction, count in value.items():
+            if isinstance(count, bool) or not isinstance(count, int) or not 24 <= count <= 256 or count % 8:
+                raise MarkerError(
+                    f"{label}={value!r}: {direction} {count!r} is no setmaxnreg target "
+                    "(24..256, a multiple of 8)"
+                )
+            targets.append((str(direction), count))
+        return tuple(sorted(targets))
+    raise MarkerError(
+        f'{label}={value!r}: expected "required" or the targets by direction, e.g. {{"inc": 232, "dec": 40}}'
+    )
+
+
+def _warnings(value: object, label: str) -> int | tuple[str, ...]:
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    if isinstance(value, (list, tuple)) and all(isinstance(v, str) and v for v in value):
+        return tuple(value)
+    raise MarkerError(
+        f"{label}={value!r}: expected a count (0: none) or the codes/patterns allowed, "
+        'e.g. ["C7510", "*serialized*"]'
+    )
 
 
 def _limits(kwargs: Mapping[str, object]) -> tuple[Limits, dict[str, Limits]]:
@@ -160,7 +193,9 @@ def _limits(kwargs: Mapping[str, object]) -> tuple[Limits, dict[str, Limits]]:
         if key not in kwargs:
             continue
         value, put = kwargs[key], _SETTERS[key]
-        if isinstance(value, Mapping):
+        # {"inc": 232, "dec": 40} is setmaxnreg's value, not per-arch values.
+        own = key == "setmaxnreg" and isinstance(value, Mapping) and set(value) <= {"inc", "dec"}
+        if isinstance(value, Mapping) and not own:
             for a, v in value.items():
                 arch = _arch_name(key, a)
                 per_arch[arch] = put(per_arch.get(arch, default), v, f"{key}[{a!r}]")

@@ -34,9 +34,11 @@ __all__ = [
     "combine",
     "parse_ptx_directives",
     "parse_ptx_entries",
+    "parse_ptxas_messages",
     "parse_ptxas_output",
     "parse_ptxas_version",
     "ptx_outline",
+    "ptx_setmaxnreg",
 ]
 
 
@@ -283,9 +285,73 @@ def _entry_headers(ptx: str) -> list[tuple[str, str]]:
 
 def ptx_outline(ptx: str) -> str:
     """The part of a PTX module that the PTX parsers here read: each `.entry` with its parameters and
-    directives, bodies left out. parse_ptx_entries and parse_ptx_directives read it as they read the whole
-    module; a cache keeps it beside the report, so that a hit reads kilobytes, not the whole PTX."""
-    return "".join(f".entry {name}{header}{{\n}}\n" for name, header in _entry_headers(ptx))
+    directives, and of its body only its `setmaxnreg` instructions. parse_ptx_entries, parse_ptx_directives
+    and ptx_setmaxnreg read it as they read the whole module; a cache keeps it beside the report, so that a
+    hit reads kilobytes, not the whole PTX."""
+    code = _COMMENTS.sub("", ptx)
+    out = []
+    for name, header, body in _entries(code):
+        roles = "".join(f"{m.group(0)};\n" for m in _SETMAXNREG.finditer(body))
+        out.append(f".entry {name}{header}{{\n{roles}}}\n")
+    return "".join(out)
+
+
+# `setmaxnreg.inc.sync.aligned.u32 232`: a warpgroup's register count raised (inc) or lowered (dec).
+_SETMAXNREG = re.compile(r"setmaxnreg\.(inc|dec)\.sync\.aligned\.u32\s+(\d+)")
+
+
+def _entries(code: str) -> list[tuple[str, str, str]]:
+    """(name, header, body) per .entry of comment-free PTX; the body runs to its matching "}"."""
+    out = []
+    for name, header in _entry_headers(code):
+        at = re.search(rf"\.entry\s+{re.escape(name)}(?![\w$])", code)
+        open_at = code.find("{", at.end()) if at else -1
+        depth, end = 0, len(code)
+        for i in range(open_at, len(code)) if open_at != -1 else ():
+            if code[i] == "{":
+                depth += 1
+            elif code[i] == "}":
+                depth -= 1
+                if depth == 0:
+                    end = i
+                    break
+        out.append((name, header, code[open_at + 1 : end] if open_at != -1 else ""))
+    return out
+
+
+def ptx_setmaxnreg(ptx: str) -> dict[str, tuple[tuple[str, int], ...]]:
+    """Each entry's `setmaxnreg` targets, by direction ("inc", 232), in the order of the PTX, duplicates
+    dropped (a target set on several paths is one role). Reads a whole module or its outline."""
+    out = {}
+    for name, _, body in _entries(_COMMENTS.sub("", ptx)):
+        found = [(m.group(1), int(m.group(2))) for m in _SETMAXNREG.finditer(body)]
+        out[name] = tuple(dict.fromkeys(found))
+    return out
+
+
+# "ptxas warning : ..." and the info lines that are warnings in all but name ("Potential Performance Loss").
+_MESSAGE = re.compile(r"^\s*ptxas(?:-[\w.]+)?\s+(warning|info)\s*:\s*(.*?)\s*$")
+_FOR_ENTRY = re.compile(r"\bfor entry '?([\w$.]+)'?")
+MESSAGE_CODE = re.compile(r"\((C\d{4})\)")
+
+
+def parse_ptxas_messages(log: str) -> list[tuple[str | None, str]]:
+    """(entry, message) for each ptxas warning and "Potential Performance Loss" line of one run. The entry
+    is the one the message names ("for entry k"), else the one being compiled when it was printed; None for
+    a module-level line (C7508 names no function, and ptxas prints it before any entry)."""
+    out: list[tuple[str | None, str]] = []
+    current: str | None = None
+    for line in log.splitlines():
+        compiling = _COMPILING_ENTRY.match(line)
+        if compiling:
+            current = compiling.group(1)
+            continue
+        m = _MESSAGE.match(line)
+        if m is None or (m.group(1) == "info" and "Potential Performance Loss" not in m.group(2)):
+            continue
+        named = _FOR_ENTRY.search(m.group(2))
+        out.append((named.group(1) if named else current, m.group(2)))
+    return out
 
 
 def parse_ptx_entries(ptx: str) -> list[str]:

@@ -59,6 +59,8 @@ class KernelRecord(TypedDict):
     release: str  # the toolkit release of the numbers ("12.9"), which picks the baseline entry
     options_hash: str
     options_changed: bool  # built with other options than its baseline entry
+    ptxas_messages: list[str]  # ptxas's warnings and performance-loss notes for this kernel
+    setmaxnreg: list[list[object]]  # its warpgroups' register targets: [["inc", 232], ["dec", 40]]
     key: list[str] | None  # the baseline's [source, kernel, variant, arch, release]; None for a compile error
     line: int | None
     baseline_status: str  # none (no baseline file), new, new-release, compared, toolkit-mismatch
@@ -139,6 +141,8 @@ def to_record(r: KernelReport) -> KernelRecord:
             release=r.release,
             options_hash=r.options_hash,
             options_changed=r.options_changed,
+            ptxas_messages=list(r.messages),
+            setmaxnreg=[[d, n] for d, n in r.setmaxnreg],
             key=list(r.key) if r.key else None,
             line=r.line,
             baseline_status=r.baseline_status,
@@ -219,6 +223,22 @@ def _cell(value: object) -> str:
     return "-" if value is None else str(value)
 
 
+def _regs_cell(rec: KernelRecord) -> str:
+    """`168`, or with warpgroup roles `168 (inc 232, dec 40)`: the entry count, then each role's target."""
+    roles = rec.get("setmaxnreg") or []
+    if rec["registers"] is None or not roles:
+        return _cell(rec["registers"])
+    ignored = any("C7508" in m for m in rec.get("ptxas_messages") or [])
+    shown = ", ".join(f"{d} {n}" for d, n in roles)
+    # The PTX asks for the roles; after a C7508 the kernel runs at its entry count throughout.
+    return f"{rec['registers']} ({shown}: ignored by ptxas)" if ignored else f"{rec['registers']} ({shown})"
+
+
+def _messages_note(rec: KernelRecord) -> str:
+    count = len(rec.get("ptxas_messages") or [])
+    return f", {count} ptxas msg" if count else ""
+
+
 def enforced(rec: KernelRecord) -> bool:
     """Held to a baseline entry of its own release with every number comparable (as KernelReport's)."""
     return rec["baseline_status"] == "compared" and rec["spill_stores"] is not None
@@ -294,14 +314,14 @@ def summary_lines(records: Sequence[KernelRecord]) -> list[str]:
                 one_line(rec["nodeid"].split("::", 1)[-1]),
                 one_line(rec["kernel"]),
                 one_line(rec["arch"]),
-                _cell(rec["registers"]),
+                _regs_cell(rec),
                 spills,
                 _cell(rec["stack_frame"]),
                 _cell(rec["shared_mem"]),
                 occ,
                 _cliff_cell(rec),
                 baseline_cell(rec),
-                rec["outcome"].upper() if rec["outcome"] != "passed" else "ok",
+                (rec["outcome"].upper() if rec["outcome"] != "passed" else "ok") + _messages_note(rec),
             )
         )
     numeric = {"regs", "stack", "smem"}

@@ -20,7 +20,10 @@ class Loop:
     start: int  # address of the branch target (the loop head)
     end: int  # address of the backward branch
     file: str | None
-    lines: tuple[int, ...]  # source lines of the loop's instructions, sorted
+    # Source lines of the loop's instructions, sorted: for an inlined helper's instruction, the line of its
+    # call in the kernel (`nvdisasm -gi`), so that a loop is named by its own lines, not the helper's.
+    lines: tuple[int, ...]
+    depth: int = 1  # 1 for an outermost loop, 2 for a loop in it, and so on
 
     def where(self) -> str:
         return _where(self.file, self.lines)
@@ -72,6 +75,11 @@ _SECTION = re.compile(r"^\s*\.section\s+\.text\.(\S+?),")
 _LABEL = re.compile(r"^(\.L_x_\d+):")
 _INSTR = re.compile(r"^\s*/\*([0-9a-fA-F]+)\*/\s+(.*?)\s*;(.*)$")
 _LINE = re.compile(r'//## File "([^"]+)", line (\d+)')
+# `nvdisasm -gi` (and -g on newer nvdisasm): `line 2 inlined at "k.cu", line 8`, possibly a chain; the last
+# call site is the line in the kernel's own body.
+_INLINED_AT = re.compile(r'inlined at "([^"]+)", line (\d+)')
+# A loop around USETMAXREG is setmaxnreg's allocation retry, not a loop of the user's.
+_SETMAXREG = re.compile(r"\bUSETMAXREG\b")
 _BRANCH = re.compile(r"\b(?:BRA|BRX|JMP)\b[^`]*`\((\.L_x_\d+)\)")
 _LOCAL = re.compile(r"\b(?:STL|LDL)(?:\.\w+)*\b")
 
@@ -104,8 +112,11 @@ def parse_sass(text: str, function: str) -> SassReport:
         raise SassError(f"nvdisasm output has no function {function!r} (it has: {', '.join(sections)})")
     lines = sections[function]
 
-    # (address, text, spill mark, file, line) per instruction; labels resolve to the next instruction.
+    # (address, text, spill mark, file, line) per instruction; labels resolve to the next instruction. The
+    # kernel-level location of each (the call site of an inlined helper's line) is kept apart, for loops.
     instrs: list[tuple[int, str, bool, str | None, int | None]] = []
+    kernel_lines: list[tuple[str | None, int | None]] = []
+    current_outer: tuple[str | None, int | None] = (None, None)
     labels: dict[str, int] = {}
     pending: list[str] = []
     file: str | None = None
@@ -114,6 +125,8 @@ def parse_sass(text: str, function: str) -> SassReport:
         loc = _LINE.search(line)
         if loc:
             file, src_line = loc.group(1), int(loc.group(2))
+            calls = _INLINED_AT.findall(line)
+            current_outer = (calls[-1][0], int(calls[-1][1])) if calls else (file, src_line)
             continue
         label = _LABEL.match(line)
         if label:
@@ -125,18 +138,25 @@ def parse_sass(text: str, function: str) -> SassReport:
             labels.update(dict.fromkeys(pending, address))
             pending = []
             instrs.append((address, text_, "SpillRefill" in rest, file, src_line))
+            kernel_lines.append(current_outer)
 
-    loops = []
+    spans = []
     for address, text_, _, _, _ in instrs:
         branch = _BRANCH.search(text_)
         # A branch to an earlier instruction closes a loop (a branch to itself after EXIT is not one).
         if branch and labels.get(branch.group(1), address) < address:
             start = labels[branch.group(1)]
-            inside = [i for i in instrs if start <= i[0] <= address]
-            files = [i[3] for i in inside if i[3]]
-            main_file = max(set(files), key=files.count) if files else None
-            lines_in = tuple(sorted({i[4] for i in inside if i[4] and i[3] == main_file}))
-            loops.append(Loop(start, address, main_file, lines_in))
+            inside = [n for n, i in enumerate(instrs) if start <= i[0] <= address]
+            if any(_SETMAXREG.search(instrs[n][1]) for n in inside):
+                continue  # setmaxnreg's register-allocation retry
+            spans.append((start, address, inside))
+    loops = []
+    for start, end, inside in spans:
+        files = [kernel_lines[n][0] for n in inside if kernel_lines[n][0]]
+        main_file = max(set(files), key=files.count) if files else None
+        lines_in = tuple(sorted({ln for f, ln in (kernel_lines[n] for n in inside) if ln and f == main_file}))
+        depth = sum(1 for s, e, _ in spans if s <= start and end <= e)
+        loops.append(Loop(start, end, main_file, lines_in, depth))
     loops.sort(key=lambda lp: lp.end - lp.start)  # innermost (shortest) first
 
     marked = any(i[2] for i in instrs)

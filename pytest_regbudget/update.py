@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 from typing import cast
 
 from . import baseline as bl
+from .budget import message_key
 from .report import KernelRecord, key_text
 from .scope import Decision, Rule, decide
 
@@ -58,6 +59,7 @@ def entry_of(rec: KernelRecord) -> bl.Entry:
         occupancy=occupancy,
         tests=(rec["nodeid"],),
         gpu=gpu,
+        messages=tuple(sorted({message_key(m) for m in rec.get("ptxas_messages") or []})),
     )
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from conftest import ACC_KERNEL, run_json
 
+from pytest_regbudget.cache import FORMAT
 from pytest_regbudget.compiler import find_nvcc
 from pytest_regbudget.errors import CompileError
 
@@ -298,7 +299,7 @@ def test_corrupt_nvcc_manifest_is_rebuilt_not_trusted(
 ) -> None:
     project(pytester, NVCC_CASES["pre-include"], compiler="nvcc")
     _, (good,) = run_json(pytester, ARCH)
-    (manifest,) = (cache_dir / "v2" / "manifests").rglob("*.json")
+    (manifest,) = (cache_dir / f"v{FORMAT}" / "manifests").rglob("*.json")
     manifest.write_text(manifest.read_text().replace("params.h", "other.h"))  # the checksum no longer holds
     result, (rebuilt,) = run_json(pytester, ARCH)
     result.stdout.fnmatch_lines(["compile cache *: 0 hits, 1 misses, 1 corrupt entries rebuilt*"])

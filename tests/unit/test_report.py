@@ -87,6 +87,8 @@ def record(**overrides: Any) -> KernelRecord:
         "driver_occupancy": None,
         "model_defects": [],
         "time_ms": None,
+        "ptxas_messages": [],
+        "setmaxnreg": [],
         "ci_low_ms": None,
         "ci_high_ms": None,
         "time_status": None,

@@ -157,3 +157,25 @@ def test_cliff_sentence() -> None:
         "3 block(s) of 128 threads per SM: it can grow 0 register(s) before it drops to 2 block(s); "
         "40 register(s) above the 4-block step (shed 40 to reach 128)"
     )
+
+
+GI = Path(__file__).parent / "data" / "sass"
+
+
+def test_a_loop_is_named_by_its_own_lines_not_an_inlined_helpers() -> None:
+    """nvdisasm -gi prints an inlined helper's lines with their call site: the loop at lines 7-8 calls a
+    helper defined at line 2, and is named 7-8 (with -g alone, the range would start at the helper)."""
+    text = (GI / "inlined_helper_sm90_gi.txt").read_text()
+    assert 'line 2 inlined at "inlined_helper.cu", line 8' in text
+    report = parse_sass(text, "hot")
+    assert report.loops
+    assert {loop.where() for loop in report.loops} == {"inlined_helper.cu:7-8"}
+    assert all(loop.depth == 1 for loop in report.loops)
+
+
+def test_setmaxnregs_allocation_retry_is_not_a_loop() -> None:
+    text = (GI / "roles_sm90a_gi.txt").read_text()
+    assert "USETMAXREG.TRY_ALLOC.CTAPOOL" in text
+    report = parse_sass(text, "roles")
+    # Only the kernel's own loop (roles.cu line 10), never one at the kernel's first line around USETMAXREG.
+    assert {loop.where() for loop in report.loops} == {"roles.cu:10"}

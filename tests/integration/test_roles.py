@@ -1,0 +1,126 @@
+"""Hopper diagnostics on kernels of our own, with the real NVRTC and ptxas of the wheels: warpgroup roles
+(setmaxnreg) reported and budgeted, the C7508 drop attributed to its kernel (ptxas -e) and failed under
+`setmaxnreg="required"`, ptxas messages as budgets and in the baseline's ratchet."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_regbudget.compiler import CompileOptions, compile_kernel, compile_ptx, run_ptxas
+from pytest_regbudget.toolchain import discover
+
+KERNELS = Path(__file__).parent.parent / "kernels"
+
+TESTS = """
+import pytest
+
+@pytest.mark.regbudget(
+    source="roles.cu", kernel="roles", setmaxnreg={"inc": 232, "dec": 40}, ptxas_warnings=0
+)
+def test_roles():
+    pass
+
+@pytest.mark.regbudget(source="roles.cu", kernel="dropped", setmaxnreg="required")
+def test_dropped():
+    pass
+
+@pytest.mark.regbudget(
+    source="roles.cu", kernel="roles", setmaxnreg={"inc": 240, "dec": 40}, defines={"VARIANT": 1}
+)
+def test_wrong_targets():
+    pass
+
+@pytest.mark.regbudget(source="mincta.cu", kernel="tooMany", ptxas_warnings=0)
+def test_mincta():
+    pass
+
+@pytest.mark.regbudget(
+    source="mincta.cu",
+    kernel="tooMany",
+    ptxas_warnings=["*minnctapersm will be ignored*"],
+    defines={"VARIANT": 1},
+)
+def test_mincta_allowed():
+    pass
+"""
+
+
+def run(pytester: pytest.Pytester, *args: str) -> tuple[pytest.RunResult, dict[str, dict[str, Any]]]:
+    out = pytester.path / "r.json"
+    result = pytester.runpytest("-p", "no:cacheprovider", f"--regbudget-json={out}", *args)
+    records = {r["nodeid"].split("::")[-1]: r for r in json.loads(out.read_text())["kernels"]}
+    return result, records
+
+
+@pytest.fixture
+def project(pytester: pytest.Pytester) -> pytest.Pytester:
+    for name in ("roles.cu", "mincta.cu"):
+        shutil.copy(KERNELS / name, pytester.path / name)
+    pytester.makepyfile(test_k=TESTS)
+    return pytester
+
+
+def test_roles_drops_and_messages_on_sm_90a_and_sm_75(project: pytest.Pytester) -> None:
+    result, recs = run(project, "--regbudget-arch=sm_90a,sm_100a", "-k", "roles or dropped or wrong")
+    toolkit = discover()
+    entry = compile_kernel(project.path / "roles.cu", "roles", "sm_90a", CompileOptions(), toolkit)
+    roles = recs["test_roles[sm_90a]"]
+    # The entry count is ptxas's own (a separate build's), the roles are the PTX's targets, by direction.
+    assert roles["registers"] == entry.resources.registers
+    assert sorted(map(tuple, roles["setmaxnreg"])) == [("dec", 40), ("inc", 232)]
+    assert roles["ptxas_messages"] == []
+    assert roles["outcome"] == "passed"
+    # sm_100a's PTX sets the roles in the other order (dec 40 first): matched by direction, not by order.
+    blackwell = recs["test_roles[sm_100a]"]
+    assert [tuple(r) for r in blackwell["setmaxnreg"]] == [("dec", 40), ("inc", 232)]
+    assert blackwell["outcome"] == "passed"
+    assert recs["test_dropped[sm_100a]"]["outcome"] == "failed"
+    result.stdout.fnmatch_lines([f"*test_roles[[]sm_90a[]]*{roles['registers']} (inc 232, dec 40)*ok*"])
+    # The module-level C7508 belongs to `dropped` alone (ptxas -e tells): it has no __launch_bounds__.
+    module = compile_ptx(
+        (project.path / "roles.cu").read_text(), "roles.cu", "sm_90a", CompileOptions(), toolkit
+    )
+    log, _ = run_ptxas(module.ptx, "sm_90a", (), toolkit)
+    assert "(C7508)" in log
+    assert not re.search(r"C7508.*roles|roles.*C7508", log)
+    dropped = recs["test_dropped[sm_90a]"]
+    assert [m[:7] for m in dropped["ptxas_messages"]] == ["(C7508)"]
+    assert dropped["outcome"] == "failed"
+    assert any("setmaxnreg required, but ptxas dropped them: (C7508)" in v for v in dropped["violations"])
+    result.stdout.fnmatch_lines(["*(inc 232, dec 40: ignored by ptxas)*FAILED, 1 ptxas msg*"])
+    wrong = recs["test_wrong_targets[sm_90a]"]
+    assert any(
+        "setmaxnreg targets inc 232, dec 40, expected dec 40, inc 240" in v for v in wrong["violations"]
+    )
+
+    result, recs = run(project, "--regbudget-arch=sm_75", "-k", "mincta")
+    assert recs["test_mincta[sm_75]"]["outcome"] == "failed"
+    assert recs["test_mincta[sm_75]"]["ptxas_messages"] == [
+        "Value of threads per SM for entry tooMany is out of range. .minnctapersm will be ignored"
+    ]
+    assert recs["test_mincta_allowed[sm_75]"]["outcome"] == "passed"
+
+
+def test_a_new_ptxas_message_fails_the_ratchet(project: pytest.Pytester) -> None:
+    marker = '@pytest.mark.regbudget(source="mincta.cu", kernel="tooMany")'
+    project.makepyfile(test_k=f"import pytest\n\n{marker}\ndef test_m():\n    pass\n")
+    (project.path / "mincta.cu").write_text(
+        (KERNELS / "mincta.cu").read_text().replace("(1024, 2)", "(1024)")
+    )
+    run(project, "--regbudget-arch=sm_75", "--regbudget-update")
+    assert "ptxas_messages" not in (project.path / "regbudget-baseline.toml").read_text()
+    # A code change brings the message: the ratchet fails on it, and an update records it.
+    (project.path / "mincta.cu").write_text((KERNELS / "mincta.cu").read_text())
+    _result, recs = run(project, "--regbudget-arch=sm_75")
+    assert recs["test_m[sm_75]"]["outcome"] == "failed"
+    assert any("new ptxas message(s) since the baseline" in v for v in recs["test_m[sm_75]"]["violations"])
+    run(project, "--regbudget-arch=sm_75", "--regbudget-update")
+    assert "ptxas_messages = [" in (project.path / "regbudget-baseline.toml").read_text()
+    _, recs = run(project, "--regbudget-arch=sm_75")
+    assert recs["test_m[sm_75]"]["outcome"] == "passed"
