@@ -620,6 +620,41 @@ def message_key(text: str) -> str:
     return found.group(1) if found else text
 
 
+def _role_arithmetic(facts: KernelFacts, limits: Limits) -> list[str]:
+    """With setmaxnreg_threads: the block's registers at entry (the CTA pool setmaxnreg moves registers
+    within) must fit the register file, and the roles' counts x their threads must fit that pool."""
+    threads_by_role = dict(limits.setmaxnreg_threads or ())
+    targets = dict(facts.setmaxnreg)
+    if not threads_by_role or not targets:
+        return []
+    block = sum(threads_by_role.values())
+    most = get_arch(facts.arch).max_regs_per_block
+    entry = facts.resources.registers
+    pool = -(-entry // 8) * 8 * block  # allocated per thread in units of 8
+    out = []
+    if pool > most:
+        out.append(
+            f"setmaxnreg: {entry} registers at entry x {block} threads = {pool:,} > {most:,} registers per "
+            f"block on {facts.arch}: the block does not launch"
+        )
+    missing = sorted(set(threads_by_role) - set(targets))
+    if missing:
+        out.append(f"setmaxnreg_threads names {', '.join(missing)}, but the kernel sets no such role")
+        return out
+    need = sum(targets[d] * threads_by_role[d] for d in threads_by_role)
+    parts = " + ".join(f"{targets[d]} x {threads_by_role[d]} ({d})" for d in sorted(threads_by_role))
+    if need > pool:
+        inc_threads = threads_by_role.get("inc", 0)
+        room = pool - (need - targets.get("inc", 0) * inc_threads)
+        fix = f"lower the inc target to {room // inc_threads // 8 * 8} or " if inc_threads else ""
+        out.append(
+            f"setmaxnreg roles need {parts} = {need:,} registers, more than the block's {entry} x {block} = "
+            f"{pool:,} at entry: a warpgroup's setmaxnreg.inc would wait forever. Fix: {fix}raise the "
+            "registers at entry (__launch_bounds__)"
+        )
+    return out
+
+
 def _role_and_message_checks(facts: KernelFacts, limits: Limits) -> list[str]:
     out = []
     roles = facts.setmaxnreg
@@ -640,6 +675,7 @@ def _role_and_message_checks(facts: KernelFacts, limits: Limits) -> list[str]:
             out.append(
                 f"setmaxnreg targets {shown}, expected {', '.join(f'{d} {n}' for d, n in limits.setmaxnreg)}"
             )
+    out += _role_arithmetic(facts, limits)
     allowed = limits.ptxas_warnings
     if isinstance(allowed, int) and len(facts.messages) > allowed:
         out.append(

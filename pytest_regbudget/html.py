@@ -14,12 +14,14 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from html import escape
+from typing import cast
 
 from .arch import get_arch
 from .occupancy import occupancy
 from .report import (
     KernelRecord,
     baseline_cell,  # the terminal table's words for the same deltas
+    regs_cell,
 )
 
 # Chart geometry and colours (the screenshot test looks for STEP_COLOUR and KERNEL_COLOUR pixels).
@@ -187,7 +189,16 @@ def _kernel_section(rec: KernelRecord, anchor: str) -> str:
         keeps = f"+{grow} before losing one" if grown < 255 else "can grow to 255 without losing one"
         cliff = f"{rec['cliff_blocks']} blocks; {keeps}; {shed}"
     rows = [
-        _row("registers", rec["registers"], base.get("registers")),
+        _row(
+            "registers (setmaxnreg roles)" if rec.get("setmaxnreg") else "registers",
+            regs_cell(rec),
+            base.get("registers"),
+        ),
+        _row(
+            "ptxas messages",
+            "; ".join(rec.get("ptxas_messages") or []) or None,
+            ", ".join(str(m) for m in cast(list[object], base.get("ptxas_messages") or [])) or None,
+        ),
         _row(
             "spill stores / loads (bytes)",
             _pair(rec["spill_stores"], rec["spill_loads"]),

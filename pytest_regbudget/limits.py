@@ -43,5 +43,7 @@ class Limits:
     # "required": the kernel must keep its setmaxnreg roles (ptxas may drop them, C7508); or the exact targets
     # by direction, (("dec", 40), ("inc", 232)), sorted.
     setmaxnreg: str | tuple[tuple[str, int], ...] | None = None
+    # Threads in each role, (("dec", 128), ("inc", 256)): checks the register file's arithmetic.
+    setmaxnreg_threads: tuple[tuple[str, int], ...] | None = None
     # ptxas warnings allowed: at most this many, or only these codes/patterns (fnmatch over the message).
     ptxas_warnings: int | tuple[str, ...] | None = None

@@ -45,6 +45,7 @@ BUDGET_KEYS = (
     "max_time_ms",
     "hot_spills",
     "setmaxnreg",
+    "setmaxnreg_threads",
     "ptxas_warnings",
 )
 OTHER_KEYS = ("archs", "level", "tolerance")
@@ -152,6 +153,7 @@ _SETTERS: Mapping[str, Callable[[Limits, object, str], Limits]] = {
     "hot_spills": lambda lim, v, label: replace(lim, hot_spills=_count(v, label)),
     "setmaxnreg": lambda lim, v, label: replace(lim, setmaxnreg=_setmaxnreg(v, label)),
     "ptxas_warnings": lambda lim, v, label: replace(lim, ptxas_warnings=_warnings(v, label)),
+    "setmaxnreg_threads": lambda lim, v, label: replace(lim, setmaxnreg_threads=_role_threads(v, label)),
 }
 
 
@@ -170,6 +172,21 @@ def _setmaxnreg(value: object, label: str) -> str | tuple[tuple[str, int], ...]:
         return tuple(sorted(targets))
     raise MarkerError(
         f'{label}={value!r}: expected "required" or the targets by direction, e.g. {{"inc": 232, "dec": 40}}'
+    )
+
+
+def _role_threads(value: object, label: str) -> tuple[tuple[str, int], ...]:
+    if isinstance(value, Mapping) and value and set(value) <= {"inc", "dec"}:
+        out = []
+        for direction, threads in value.items():
+            if isinstance(threads, bool) or not isinstance(threads, int) or threads <= 0 or threads % 128:
+                raise MarkerError(
+                    f"{label}={value!r}: {direction} {threads!r} is not whole warpgroups (128 threads)"
+                )
+            out.append((str(direction), threads))
+        return tuple(sorted(out))
+    raise MarkerError(
+        f'{label}={value!r}: expected the threads of each role, e.g. {{"inc": 256, "dec": 128}}'
     )
 
 
@@ -194,7 +211,11 @@ def _limits(kwargs: Mapping[str, object]) -> tuple[Limits, dict[str, Limits]]:
             continue
         value, put = kwargs[key], _SETTERS[key]
         # {"inc": 232, "dec": 40} is setmaxnreg's value, not per-arch values.
-        own = key == "setmaxnreg" and isinstance(value, Mapping) and set(value) <= {"inc", "dec"}
+        own = (
+            key in ("setmaxnreg", "setmaxnreg_threads")
+            and isinstance(value, Mapping)
+            and set(value.keys()) <= {"inc", "dec"}
+        )
         if isinstance(value, Mapping) and not own:
             for a, v in value.items():
                 arch = _arch_name(key, a)

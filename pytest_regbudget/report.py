@@ -223,7 +223,7 @@ def _cell(value: object) -> str:
     return "-" if value is None else str(value)
 
 
-def _regs_cell(rec: KernelRecord) -> str:
+def regs_cell(rec: KernelRecord) -> str:
     """`168`, or with warpgroup roles `168 (inc 232, dec 40)`: the entry count, then each role's target."""
     roles = rec.get("setmaxnreg") or []
     if rec["registers"] is None or not roles:
@@ -314,7 +314,7 @@ def summary_lines(records: Sequence[KernelRecord]) -> list[str]:
                 one_line(rec["nodeid"].split("::", 1)[-1]),
                 one_line(rec["kernel"]),
                 one_line(rec["arch"]),
-                _regs_cell(rec),
+                regs_cell(rec),
                 spills,
                 _cell(rec["stack_frame"]),
                 _cell(rec["shared_mem"]),

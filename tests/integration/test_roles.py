@@ -36,6 +36,18 @@ def test_dropped():
 def test_wrong_targets():
     pass
 
+@pytest.mark.regbudget(
+    source="roles.cu", kernel="roles", setmaxnreg_threads={"inc": 256, "dec": 128}, defines={"VARIANT": 2}
+)
+def test_roles_fit():
+    pass
+
+@pytest.mark.regbudget(
+    source="roles.cu", kernel="roles", setmaxnreg_threads={"inc": 384, "dec": 128}, defines={"VARIANT": 3}
+)
+def test_roles_overflow():
+    pass
+
 @pytest.mark.regbudget(source="mincta.cu", kernel="tooMany", ptxas_warnings=0)
 def test_mincta():
     pass
@@ -67,7 +79,9 @@ def project(pytester: pytest.Pytester) -> pytest.Pytester:
 
 
 def test_roles_drops_and_messages_on_sm_90a_and_sm_75(project: pytest.Pytester) -> None:
-    result, recs = run(project, "--regbudget-arch=sm_90a,sm_100a", "-k", "roles or dropped or wrong")
+    result, recs = run(
+        project, "--regbudget-arch=sm_90a,sm_100a", "-k", "roles or dropped or wrong"
+    )  # roles_fit, roles_overflow too
     toolkit = discover()
     entry = compile_kernel(project.path / "roles.cu", "roles", "sm_90a", CompileOptions(), toolkit)
     roles = recs["test_roles[sm_90a]"]
@@ -94,6 +108,16 @@ def test_roles_drops_and_messages_on_sm_90a_and_sm_75(project: pytest.Pytester) 
     assert dropped["outcome"] == "failed"
     assert any("setmaxnreg required, but ptxas dropped them: (C7508)" in v for v in dropped["violations"])
     result.stdout.fnmatch_lines(["*(inc 232, dec 40: ignored by ptxas)*FAILED, 1 ptxas msg*"])
+    # 168 x 384 = 64,512 registers at entry hold 232 x 256 + 40 x 128 = 64,512 exactly (cutlass#1676's shape);
+    # with one more consumer warpgroup the block no longer launches and the roles no longer fit.
+    assert recs["test_roles_fit[sm_90a]"]["outcome"] == "passed"
+    overflow = recs["test_roles_overflow[sm_90a]"]["violations"]
+    assert any(
+        "168 registers at entry x 512 threads = 86,016 > 65,536 registers per block" in v for v in overflow
+    )
+    assert any(
+        "setmaxnreg roles need 40 x 128 (dec) + 232 x 384 (inc) = 94,208 registers" in v for v in overflow
+    )
     wrong = recs["test_wrong_targets[sm_90a]"]
     assert any(
         "setmaxnreg targets inc 232, dec 40, expected dec 40, inc 240" in v for v in wrong["violations"]
