@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from . import baseline as bl
 from .cache import FORMAT, CacheStats, CompileCache, Prefetcher, Spec, Unit
 from .compiler import CompiledKernel, CompileOptions, Nvcc, find_nvcc
-from .errors import SassError, ToolchainError
+from .errors import CompileError, SassError, ToolchainError
 from .toolchain import Toolkit, ToolMemo, discover, kill_running_tools
 
 if TYPE_CHECKING:
@@ -102,6 +102,19 @@ class Builder:
         """Plan the run's kernels (the units they share), and start building them when there is a pool."""
         with contextlib.suppress(ToolchainError):  # each test reports a missing toolkit itself
             self.pool().submit(specs)
+
+    def prefetch_listings(self, listings: Iterable[tuple[Path, str, CompileOptions, str]]) -> None:
+        """Start building the units whose kernel lists collection will ask `entries` for, all at once on the
+        pool (source, arch, options, compiler each); errors are left to `entries`, which reports them."""
+        units = []
+        for source, arch, options, compiler in listings:
+            try:
+                nvcc = self.nvcc() if compiler == "nvcc" else None
+            except (CompileError, ToolchainError):
+                continue
+            units.append(Unit(source, arch, options, nvcc))
+        with contextlib.suppress(ToolchainError):
+            self.pool().prefetch_units(units)
 
     def entries(self, source: Path, arch: str, options: CompileOptions, compiler: str) -> list[str]:
         """The entries of every kernel `source` holds for `arch`, built by `compiler` ("nvrtc": its plain

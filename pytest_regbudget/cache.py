@@ -1259,6 +1259,7 @@ class Prefetcher:
         self._planned: Counter[Spec] = Counter()  # planned requests not made yet
         self._wanted: Counter[Unit] = Counter()  # ... per unit they look in first
         self._recent: OrderedDict[Unit, None] = OrderedDict()
+        self._listings: set[Unit] = set()  # units prefetched for their listing, not read yet
         self._jobs = jobs
         self._pool: ThreadPoolExecutor | None = None  # started for the first build to make ahead
 
@@ -1336,7 +1337,35 @@ class Prefetcher:
 
     def entries(self, unit: Unit) -> list[str]:
         """The entries of every kernel in `unit` (shared with the builds of its kernels)."""
-        return list(self._outputs(unit, None).entries)
+        try:
+            return list(self._outputs(unit, None).entries)
+        finally:
+            with self._lock:
+                if unit in self._listings:
+                    self._listings.discard(unit)
+                    self._wanted[unit] -= 1
+                    if self._wanted[unit] <= 0:
+                        del self._wanted[unit]
+                        self._remember(unit)
+
+    def prefetch_units(self, units: Iterable[Unit]) -> None:
+        """Start building whole units ahead of whoever waits for them (a manifest's file listings, which
+        collection would otherwise build one after another); each stays wanted until `entries` reads it."""
+        units = [u for u in dict.fromkeys(units) if u not in self._listings]
+        with self._lock:
+            for unit in units:
+                self._listings.add(unit)
+                self._wanted[unit] += 1
+        if self._jobs <= 1:
+            return
+        for unit in units:
+            if self.cache.stored(unit, self.toolkit):
+                continue
+            if self._pool is None:
+                from concurrent.futures import ThreadPoolExecutor
+
+                self._pool = ThreadPoolExecutor(max_workers=self._jobs, thread_name_prefix="regbudget")
+            self._pool.submit(self._prefetch, unit)
 
     def _outputs(self, unit: Unit, kernel: str | None) -> UnitOutputs:
         """The unit's outputs: built here, or by the thread already at it."""

@@ -53,6 +53,7 @@ class ManifestCollection:
         self.item_key = item_key
         self._files = set(manifest.files())
         self._reached: set[Path] = set()  # files pytest's own walk (or a node id) reached
+        self._listings_started = False
 
     def pytest_collect_file(self, file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
         path = Path(file_path)
@@ -116,7 +117,30 @@ class ManifestCollection:
         return (*mine, *dropped)
 
     # -- what a file holds ---------------------------------------------------------------------------------
+    def _start_listings(self) -> None:
+        """Build every file's listing at once on the compile pool (collection then only waits), instead of
+        one file after another as collection reaches them."""
+        if self._listings_started:
+            return
+        self._listings_started = True
+        manifest, archs = self.manifest, self.session.settings.archs
+        wanted = []
+        for path in manifest.files():
+            if not manifest.lists(path):
+                continue
+            table = manifest.listing_table(path)
+            compiler = manifest.compiler_of(path, self.session.settings.compiler)
+            if table.binary or compiler not in LISTING_COMPILERS:
+                continue
+            try:
+                options = _listing_options(table.keys, manifest.rootdir)
+            except MarkerError:
+                continue  # the file's listing says so itself
+            wanted += [(path, arch, options, compiler) for arch in archs]
+        self.session.builder.prefetch_listings(wanted)
+
     def items(self, node: KernelFile) -> Iterator[pytest.Item]:
+        self._start_listings()
         path = Path(node.path)
         manifest = self.manifest
         entries = self._listing(path) if manifest.lists(path) else None

@@ -526,3 +526,24 @@ def test_binaries_under_build_are_collected_whatever_norecursedirs_says(
     result.stdout.fnmatch_lines(["*MatrixMulCUDA<16> [[]sm_90[]]: registers * > max_regs 1*"])
     mm = by_id(records)["build/lib/libsamples.so::MatrixMulCUDA<16>[sm_90]"]
     assert (mm["kernel"], mm["ptxas_version"]) == ("MatrixMulCUDA<16>", "prebuilt")
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_listings_are_built_once_per_file_and_arch_on_the_pool(pytester: pytest.Pytester, jobs: str) -> None:
+    """A manifest with no kernel named lists each file's kernels at collection: those builds start together on
+    the compile pool, and each (file, arch) is still built exactly once, shared with its kernels' items."""
+    (pytester.path / "kernels").mkdir()
+    for f in range(3):
+        body = "".join(
+            # The constant differs per parameter: the session shares one compile cache.
+            f'extern "C" __global__ void k{f}_{j}(float* y) '
+            f"{{ y[threadIdx.x] = {j}.{jobs}f * threadIdx.x; }}\n"
+            for j in range(4)
+        )
+        (pytester.path / "kernels" / f"k{f}.cu").write_text(body)
+    (pytester.path / "regbudget.toml").write_text('[[kernels]]\nsource = ["kernels/*.cu"]\nspills = 0\n')
+    result, records = run_json(pytester, "--regbudget-arch=sm_80,sm_90", f"--regbudget-jobs={jobs}")
+    result.assert_outcomes(passed=24)
+    result.stdout.fnmatch_lines(["compile cache *: 0 hits, 6 misses*"])
+    kernels = sorted(f"k{f}_{j}" for f in range(3) for j in range(4) for _ in ("sm_80", "sm_90"))
+    assert sorted(r["kernel"] for r in records) == kernels
