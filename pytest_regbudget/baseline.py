@@ -28,6 +28,7 @@ import tomli_w
 from .dirs import default_cache_dir
 from .errors import BaselineError
 from .facts import release_of
+from .scope import base_nodeid
 from .timing import Interval
 
 if TYPE_CHECKING:
@@ -124,7 +125,7 @@ class Entry:
             options_hash=report.options_hash,
             # Rounded so that the file does not churn on float noise.
             occupancy={} if occ is None or at is None else {at: round(round(occ.occupancy, 6), 4)},
-            tests=(report.nodeid,),
+            tests=(base_nodeid(report.nodeid),),
             gpu=_gpu_figures(report),
         )
 

@@ -55,7 +55,7 @@ def read_report(path: Path) -> Report:
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise CliError(f"{path}: no such file") from None
+        raise CliError(f"{path}: no such file. Fix: give a report of pytest --regbudget-json=PATH") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise CliError(f"{path}: cannot read it: {exc}") from None
     except json.JSONDecodeError as exc:
@@ -449,7 +449,8 @@ def _cmd_explain(args: argparse.Namespace) -> int:
         raise CliError(
             one_line(str(exc).strip().splitlines()[0]) if str(exc).strip() else type(exc).__name__
         ) from None
-    print(f"{source}::{kernel}")
+    defines = f" ({', '.join(args.defines)})" if args.defines else ""
+    print(f"{source}::{kernel}{defines}")
     print("\n".join(table(rows)))
     extra = headroom(Path.cwd())
     print(f"\nsuggested marker (today's numbers + {extra} registers of headroom, ini regbudget_headroom):")

@@ -249,7 +249,9 @@ def release_label(release: str) -> str:
     return f"CUDA {release}" if release[:1].isdigit() else release
 
 
-def enforced_line(records: Sequence[KernelRecord], *, updating: bool = False) -> str | None:
+def enforced_line(
+    records: Sequence[KernelRecord], *, updating: bool = False, strict: bool = False
+) -> str | None:
     """How many baseline entries this run measured were held to an entry of their release, and why the
     others were not: `52 of 52 baseline entries enforced (CUDA 12.9)`. Counted per entry (two tests of one
     kernel variant are one), a kernel without a key (a compile error) not at all. None when nothing was
@@ -282,7 +284,13 @@ def enforced_line(records: Sequence[KernelRecord], *, updating: bool = False) ->
     if why:
         line += "; not enforced: " + ", ".join(f"{n} {reason}" for reason, n in sorted(why.items()))
         # An update records them; elsewhere, say what would make this a failure.
-        line += " (this update records them)" if updating else " (--regbudget-strict fails them)"
+        line += (
+            " (this update records them)"
+            if updating
+            else " (--regbudget-strict fails them)"
+            if not strict
+            else ""
+        )
     return line
 
 

@@ -16,6 +16,7 @@ Under pytest-xdist each worker fills its own RunScope and ships `payload()`; the
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,6 +24,23 @@ from typing import Any
 
 Key = tuple[str, str, str, str, str]  # (source, kernel, variant, arch, release), as in baseline.Key
 LegacyKey = tuple[str, str, str]  # (test nodeid, kernel, arch), as in baseline.LegacyKey
+
+# An item id of a run with several toolkits ends in the release ("test_x[sm_90-13.5]"); a baseline entry,
+# which is the release's already, lists the test without it ("test_x[sm_90]"), so that switching between one
+# toolkit and several does not rewrite every entry's tests.
+_RELEASE_SUFFIX = re.compile(r"(\bsm_\d+[af]?)-\d+\.\d+\]$")
+
+
+def base_nodeid(nodeid: str) -> str:
+    """`nodeid` without the toolkit release that a run of several toolkits adds to its id."""
+    return _RELEASE_SUFFIX.sub(r"\1]", nodeid)
+
+
+def with_base(nodeids: Iterable[str]) -> set[str]:
+    """The ids and their base ids (base_nodeid), for the scope's sets: the stale rule looks up either."""
+    ids = set(nodeids)
+    return ids | {base_nodeid(n) for n in ids}
+
 
 # How a module's collection ended (pytest's CollectReport outcome, per file).
 COLLECTED = "collected"

@@ -41,7 +41,7 @@ from .report import (
     to_record,
     unknown_arch_lines,
 )
-from .scope import ERROR, NOT_A_FILE, Rule, RunScope
+from .scope import ERROR, NOT_A_FILE, Rule, RunScope, with_base
 from .sources import KernelSource, SourceSpec
 from .text import safe_block
 from .timing import Interval, ratio_interval
@@ -192,7 +192,7 @@ class RegbudgetSession:
         # finish_lines quote paths and OS errors: never let one read as a workflow command.
         from . import compare  # the toolkits' differences, where the run built with several
 
-        counted = enforced_line(records, updating=self.settings.update)
+        counted = enforced_line(records, updating=self.settings.update, strict=self.settings.strict)
         compared = compare.summary_lines(compare.across_releases(records))
         finish = [*compared, *([counted] if counted else []), *self.finish_lines]
         return [*summary_lines(records), *(safe_block(line) for line in finish), *annotations]
@@ -322,13 +322,13 @@ class RegbudgetSession:
             self.scope.note_file(nodeid, outcome, reason)
 
     def note_collected(self, nodeids: Iterable[str]) -> None:
-        self.scope.collected.update(nodeids)
+        self.scope.collected.update(with_base(nodeids))
 
     def note_deselected(self, nodeids: Iterable[str]) -> None:
-        self.scope.deselected.update(nodeids)
+        self.scope.deselected.update(with_base(nodeids))
 
     def note_skipped(self, nodeid: str) -> None:
-        self.scope.skipped.add(nodeid)
+        self.scope.skipped.update(with_base([nodeid]))
 
     def note_interrupted(self, reason: str) -> None:
         """The run stopped early: it removes no baseline entry (see scope.py)."""
@@ -552,7 +552,7 @@ class RegbudgetSession:
         """Record a finished test's kernels; the failure text, or None. Warn-level violations become
         warnings. Time budgets are judged here, on the timings the test took."""
         if completed:
-            self.scope.completed.add(nodeid)
+            self.scope.completed.update(with_base([nodeid]))
         budget = state.budget or Budget()
         final = []
         for r in state.reports:

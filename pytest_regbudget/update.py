@@ -17,7 +17,7 @@ from typing import cast
 from . import baseline as bl
 from .budget import message_key
 from .report import KernelRecord, key_text
-from .scope import Decision, Rule, decide
+from .scope import Decision, Rule, base_nodeid, decide
 
 
 def entry_of(rec: KernelRecord) -> bl.Entry:
@@ -57,7 +57,7 @@ def entry_of(rec: KernelRecord) -> bl.Entry:
         compiler=rec["compiler"],
         options_hash=rec["options_hash"],
         occupancy=occupancy,
-        tests=(rec["nodeid"],),
+        tests=(base_nodeid(rec["nodeid"]),),
         gpu=gpu,
         messages=tuple(sorted({message_key(m) for m in rec.get("ptxas_messages") or []})),
     )
@@ -88,7 +88,7 @@ def fresh_entries(records: Iterable[KernelRecord]) -> Fresh:
         entry = entry_of(rec)
         seen = out.entries.get(key)
         if seen is not None:
-            if _numbers(seen) != _numbers(entry) and rec["nodeid"] not in seen.tests:
+            if _numbers(seen) != _numbers(entry) and base_nodeid(rec["nodeid"]) not in seen.tests:
                 out.conflicts.append(
                     f"{key_text(key)}: measured differently by {', '.join(seen.tests)} and {rec['nodeid']}"
                 )

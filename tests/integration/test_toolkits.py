@@ -253,3 +253,20 @@ def test_one_kernel_variant_measured_by_nvrtc_and_nvcc_is_a_conflict(project: py
     assert result.ret == pytest.ExitCode.USAGE_ERROR or result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(["*baseline NOT updated: kernels measured differently by two tests*"])
     assert not (project.path / BASELINE).exists()
+
+
+def test_switching_between_one_toolkit_and_several_rewrites_no_entry(project: pytest.Pytester) -> None:
+    """Entries list their tests without the release a run of several toolkits adds to the item ids, so the
+    upgrade's diff is the new release's entries alone, and switching back rewrites nothing."""
+    project.makepyfile(test_k=module_of(POLY, JACOBI))
+    result, _ = run(project, "--regbudget-toolkit=cu12", "--regbudget-update")
+    result.stdout.fnmatch_lines(["*updated: 2 added, 0 updated, 0 unchanged*"])
+    result, _ = run(project, "--regbudget-toolkit=cu12,cu13", "--regbudget-update")
+    result.stdout.fnmatch_lines(["*updated: 2 added, 0 updated, 2 unchanged*"])
+    text = (project.path / BASELINE).read_text()
+    assert "test_poly[sm_90]" in text
+    assert "sm_90-12.9]" not in text
+    assert "sm_90-13.5]" not in text
+    result, _ = run(project, "--regbudget-toolkit=cu13", "--regbudget-update")
+    result.stdout.fnmatch_lines(["*updated: 0 added, 0 updated, 2 unchanged, 0 stale*"])
+    assert (project.path / BASELINE).read_text() == text
