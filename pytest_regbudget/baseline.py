@@ -28,6 +28,7 @@ import tomli_w
 from .dirs import default_cache_dir
 from .errors import BaselineError
 from .facts import release_of
+from .ptxas import message_key
 from .scope import base_nodeid
 from .timing import Interval
 
@@ -121,7 +122,7 @@ class Entry:
             ptxas=report.ptxas_version,
             nvrtc=report.nvrtc_version,
             compiler=report.compiler,
-            messages=tuple(sorted({_message_key(m) for m in report.messages})),
+            messages=tuple(sorted({message_key(m) for m in report.messages})),
             options_hash=report.options_hash,
             # Rounded so that the file does not churn on float noise.
             occupancy={} if occ is None or at is None else {at: round(round(occ.occupancy, 6), 4)},
@@ -157,13 +158,6 @@ class Entry:
     def gpu_clock_mhz(self, device: str) -> int | None:
         value = self.gpu.get(device, {}).get("sm_clock_mhz")
         return int(cast(float, value)) if _number(value) else None
-
-
-def _message_key(text: str) -> str:
-    from .ptxas import MESSAGE_CODE  # core to core; budget.message_key says the same
-
-    found = MESSAGE_CODE.search(text)
-    return found.group(1) if found else text
 
 
 def _number(value: object) -> bool:

@@ -28,7 +28,7 @@ from .occupancy import (
     occupancy,
     register_cliff,
 )
-from .ptxas import MESSAGE_CODE, KernelResources
+from .ptxas import KernelResources, message_key
 from .text import one_line, safe_block
 from .timing import Interval, ratio_interval
 from .timing import Verdict as TimeStatus
@@ -612,12 +612,6 @@ def verdict(
         violations=[*report.violations, *_role_and_message_checks(facts, limits)],
     )
     return report if baseline is None else ratchet(report, baseline)
-
-
-def message_key(text: str) -> str:
-    """What a ptxas message is kept as in the baseline: its code ("C7508"), else its text."""
-    found = MESSAGE_CODE.search(text)
-    return found.group(1) if found else text
 
 
 def _role_arithmetic(facts: KernelFacts, limits: Limits) -> list[str]:

@@ -12,7 +12,7 @@ import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .budget import message_key
+from .ptxas import message_key
 from .report import KernelRecord
 from .text import one_line
 

@@ -439,11 +439,11 @@ class UnitOutputs(_MachineCode):
         ptxas_log: str,
         cubin: bytes,
         lowered: Mapping[str, str] | None = None,
-        messages: Mapping[str, tuple[str, ...]] | None = None,
+        one_entry: Callable[[str], str] | None = None,
     ) -> UnitOutputs:
-        """A build's outputs, all in hand."""
+        """A build's outputs, all in hand; `one_entry` places module-level messages (attribute_messages)."""
         outline = ptx_outline(ptx)
-        placed = messages if messages is not None else attribute_messages(outline, ptxas_log, None)
+        placed = attribute_messages(outline, ptxas_log, one_entry)
         body = Deferred.of((ptx, cubin))
         return cls(outline, nvrtc_log, ptxas_log, body, dict(lowered or {}), dict(placed))
 
@@ -561,8 +561,7 @@ def build_unit(
         )
         return log
 
-    messages = attribute_messages(ptx_outline(module.ptx), ptxas_out, one_entry)
-    return UnitOutputs.of(module.ptx, module.log, ptxas_out, cubin, module.lowered_names, messages)
+    return UnitOutputs.of(module.ptx, module.log, ptxas_out, cubin, module.lowered_names, one_entry)
 
 
 def attribute_messages(
@@ -753,8 +752,7 @@ def find_nvcc(
     if pinned is not None:
         if not pinned.is_file():
             raise ToolchainError(f"--regbudget-nvcc={pinned}: no such file. Fix: give the path of an nvcc")
-        version = (memo or ToolMemo(None)).version(pinned, lambda: _nvcc_version(pinned))
-        return Nvcc(pinned, version, "--regbudget-nvcc", wheel_include_dirs(pinned, nvidia_roots()))
+        return _nvcc_at(pinned, "--regbudget-nvcc", memo)
     if only_toolkit is not None and toolkit is not None:
         own = toolkit.ptxas.parent / f"nvcc{'.exe' if os.name == 'nt' else ''}"
         if not own.is_file():
@@ -763,8 +761,7 @@ def find_nvcc(
                 f"nvcc beside its ptxas ({toolkit.ptxas.parent}; the CUDA 12 nvcc wheel holds only ptxas). "
                 "Compare nvcc builds with cu13 or a system toolkit, or pin one with --regbudget-nvcc"
             )
-        version = (memo or ToolMemo(None)).version(own, lambda: _nvcc_version(own))
-        return Nvcc(own, version, toolkit.origin, wheel_include_dirs(own, nvidia_roots()))
+        return _nvcc_at(own, toolkit.origin, memo)
     path = find_tool("nvcc", toolkit, "cuda_nvcc")
     if path is not None:
         if toolkit is not None and path.parent == toolkit.ptxas.parent:
@@ -773,14 +770,19 @@ def find_nvcc(
             origin = "pip wheels (nvidia-cuda-nvcc)"
         else:
             origin = "PATH"
-        version = (memo or ToolMemo(None)).version(path, lambda: _nvcc_version(path))
-        return Nvcc(path, version, origin, wheel_include_dirs(path, nvidia_roots()))
+        return _nvcc_at(path, origin, memo)
     searched = ", ".join(map(str, tool_candidates("nvcc", toolkit, "cuda_nvcc"))) + ", PATH"
     raise CompileError(
         f'compiler="nvcc" needs nvcc; none found (searched {searched}). Fix: pip install '
         '"pytest-regbudget[nvcc]" (the CUDA 13 wheels: nvcc, its runtime headers and CCCL), or put a CUDA '
         "toolkit on PATH."
     )
+
+
+def _nvcc_at(path: Path, origin: str, memo: ToolMemo | None) -> Nvcc:
+    """The nvcc at `path`; its version remembered in `memo` while its file is unchanged."""
+    version = (memo or ToolMemo(None)).version(path, lambda: _nvcc_version(path))
+    return Nvcc(path, version, origin, wheel_include_dirs(path, nvidia_roots()))
 
 
 def _nvcc_version(path: Path) -> str:

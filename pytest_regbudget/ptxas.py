@@ -32,6 +32,7 @@ __all__ = [
     "KernelResources",
     "PtxDirectives",
     "combine",
+    "message_key",
     "parse_ptx_directives",
     "parse_ptx_entries",
     "parse_ptxas_messages",
@@ -333,6 +334,12 @@ def ptx_setmaxnreg(ptx: str) -> dict[str, tuple[tuple[str, int], ...]]:
 _MESSAGE = re.compile(r"^\s*ptxas(?:-[\w.]+)?\s+(warning|info)\s*:\s*(.*?)\s*$")
 _FOR_ENTRY = re.compile(r"\bfor entry '?([\w$.]+)'?")
 MESSAGE_CODE = re.compile(r"\((C\d{4})\)")
+
+
+def message_key(text: str) -> str:
+    """What a ptxas message is kept as in the baseline: its code ("C7508"), else its text."""
+    found = MESSAGE_CODE.search(text)
+    return found.group(1) if found else text
 
 
 def parse_ptxas_messages(log: str) -> list[tuple[str | None, str]]:

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 from typing import cast
 
 from . import baseline as bl
-from .budget import message_key
+from .ptxas import message_key
 from .report import KernelRecord, key_text
 from .scope import Decision, Rule, base_nodeid, decide
 
