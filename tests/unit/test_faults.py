@@ -188,7 +188,9 @@ def test_an_interrupted_run_can_kill_the_tools_of_every_thread(tmp_path: Path) -
     worker = threading.Thread(target=lambda: results.append(toolchain.run_tool([str(wrapper)], 300)))
     worker.start()
     deadline = time.monotonic() + 10
-    while not pid_file.exists() or not pid_file.read_text().strip():
+    # Wait for the worker to register its process too: under load the wrapper can write its pid before the
+    # thread that started it has run again, and a kill before that finds nothing to kill.
+    while not pid_file.exists() or not pid_file.read_text().strip() or not toolchain._running:
         assert time.monotonic() < deadline, "the wrapper did not start"
         time.sleep(0.02)
     toolchain.kill_running_tools()
