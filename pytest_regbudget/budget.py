@@ -604,9 +604,6 @@ def verdict(
         line=facts.line,
         gpu_note=gpu_note,
         key=key,
-    )
-    report = replace(
-        report,
         messages=facts.messages,
         setmaxnreg=facts.setmaxnreg,
         violations=[*report.violations, *_role_and_message_checks(facts, limits)],

@@ -40,6 +40,7 @@ class Builder:
         self._toolkit_error: str | None = None
         self._nvcc: Nvcc | None = None
         self._prefetcher: Prefetcher | None = None
+        self._options_hashes: dict[CompileOptions, str] = {}
         # What discovery and `nvcc --version` found, remembered in the cache: a warm run starts no process.
         where = self.cache.directory
         self._memo = ToolMemo(None if where is None else where / f"v{FORMAT}" / "tools")
@@ -140,8 +141,12 @@ class Builder:
 
     def options_hash(self, options: CompileOptions) -> str:
         # Every field, from the list the cache key uses too; paths relative to the rootdir, so that the
-        # hash is the same on every checkout.
-        return bl.options_hash(*options.identity(relative_to=self.settings.rootdir))
+        # hash is the same on every checkout. Remembered: the kernels of a run share few option sets.
+        known = self._options_hashes.get(options)
+        if known is None:
+            known = bl.options_hash(*options.identity(relative_to=self.settings.rootdir))
+            self._options_hashes[options] = known
+        return known
 
     def cache_line(self, workers: CacheStats) -> str:
         if self.settings.cache_dir is None:

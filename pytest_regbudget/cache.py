@@ -230,6 +230,8 @@ class StatCache:
         self._lock = threading.Lock()
         self._trees: dict[tuple[str, frozenset[str]], tuple[tuple[int, ...], str]] = {}
         self._real: dict[str, str] = {}
+        # What the NVRTC keys of one file's units share (cache_key), per (source, text, options, toolkit).
+        self.unit_keys: dict[tuple[object, ...], tuple[str, str]] = {}
 
     def _load(self) -> None:
         self._loaded = True
@@ -577,30 +579,39 @@ def cache_key(
 ) -> str:
     """The key of an NVRTC + ptxas build of `source` with the name expressions `names` (a str is one):
     raises Uncacheable where an #include cannot be followed. Each tree is fingerprinted once per
-    `digests` (a run), unless `fresh`."""
+    `digests` (a run), unless `fresh`; so is what a file's units share (all but names and arch)."""
     names = (names,) if isinstance(names, str) else tuple(names)
     digests = digests or StatCache(None)
-    reach = _reach(source, text, options, toolkit.include_dirs, digests)
-    if reach.unresolved and not options.depends:
-        where, written = reach.unresolved[0]
-        raise Uncacheable(
-            _shown(where),
-            f"{written} goes through a macro, which the cache cannot follow; name the files it can reach "
-            "with depends=",
+    memo = (source, text, options, toolkit, cache_dir)
+    shared = None if fresh else digests.unit_keys.get(memo)
+    if shared is None:
+        reach = _reach(source, text, options, toolkit.include_dirs, digests)
+        if reach.unresolved and not options.depends:
+            where, written = reach.unresolved[0]
+            raise Uncacheable(
+                _shown(where),
+                f"{written} goes through a macro, which the cache cannot follow; name the files it can "
+                "reach with depends=",
+            )
+        skip = _skip_dirs(toolkit.include_dirs, cache_dir)
+        roots = _outermost(digests.realpath(r) for r in reach.roots)
+        trees = [[root, digests.tree(root, skip, fresh)] for root in roots]
+        # The JSON of the list the key is the digest of, cut around names and arch: made once per file.
+        head = json.dumps([FORMAT, digests.realpath(str(source)), _digest(text.encode()), "unit"])
+        tail = json.dumps(
+            [
+                list(options.identity()),
+                "nvrtc",
+                _toolkit_identity(toolkit),
+                sorted(reach.lookups.items()),
+                trees,
+                _depends_fingerprint(options.depends, digests, skip),
+            ],
+            sort_keys=True,
         )
-    skip = _skip_dirs(toolkit.include_dirs, cache_dir)
-    roots = _outermost(digests.realpath(r) for r in reach.roots)
-    trees = [[root, digests.tree(root, skip, fresh)] for root in roots]
-    return _json_digest(
-        [
-            *_identity(source, text, names, arch, options, digests),
-            "nvrtc",
-            _toolkit_identity(toolkit),
-            sorted(reach.lookups.items()),
-            trees,
-            _depends_fingerprint(options.depends, digests, skip),
-        ]
-    )
+        shared = digests.unit_keys[memo] = (head[:-1], tail[1:])
+    # The same text as _json_digest of [*_identity(...), "nvrtc", ...] (json.dumps joins with ", ").
+    return _digest(f"{shared[0]}, {json.dumps(list(names))}, {json.dumps(arch)}, {shared[1]}".encode())
 
 
 # -- nvcc: a manifest of the files each build opened ----------------------------------------------------
@@ -736,7 +747,8 @@ class CompileCache:
 
     def _path(self, key: str, kind: str = "", suffix: str = ".json") -> Path:
         assert self.directory is not None
-        return self.directory / f"v{FORMAT}" / kind / key[:2] / f"{key}{suffix}"
+        # One string join, not four Path joins: every kernel of a warm run asks.
+        return Path(os.path.join(self.directory, f"v{FORMAT}", kind, key[:2], f"{key}{suffix}"))
 
     def _count(self, what: str) -> None:
         with self._lock:
@@ -1209,6 +1221,7 @@ class Unit:
     options: CompileOptions
     nvcc: Nvcc | None = None
     names: tuple[str, ...] = ()
+    __hash__ = compiler.hash_once
 
     @classmethod
     def of(cls, spec: Spec) -> Unit:

@@ -7,8 +7,8 @@ NVRTC is loaded on first use only.
 
 from __future__ import annotations
 
-import ctypes
 import functools
+import operator
 import os
 import re
 import shutil
@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from . import names
 from .arch import compute_arch, get_arch
@@ -51,9 +51,30 @@ Backend = Literal["nvrtc", "nvcc"]
 Body = Deferred[tuple[str, bytes]]  # a build's PTX and cubin, read from a cache entry when first needed
 
 
+def hash_once(obj: Any) -> int:
+    """A frozen dataclass's hash, made from its fields once per object: a unit and its options are dict
+    keys that every kernel of a run looks up several times, and the generated __hash__ hashes every field
+    each time. Kept in the object (this process's string hashes: nothing here is pickled)."""
+    known: int | None = obj.__dict__.get("_hash")
+    if known is None:
+        cls = type(obj)
+        getter = _HASHED_FIELDS.get(cls)
+        if getter is None:
+            names = [f.name for f in fields(cls) if f.compare]
+            getter = _HASHED_FIELDS[cls] = operator.attrgetter(*names, names[0])  # always a tuple
+        known = hash(getter(obj))
+        object.__setattr__(obj, "_hash", known)
+    return known
+
+
+_HASHED_FIELDS: dict[type, Callable[[Any], tuple[object, ...]]] = {}
+
+
 @dataclass(frozen=True)
 class CompileOptions:
     """What the user controls. `None`/empty means the toolkit's default; flags are made in `flags`."""
+
+    __hash__ = hash_once
 
     defines: tuple[tuple[str, str | None], ...] = ()
     include_dirs: tuple[str, ...] = field(default=(), metadata={"paths": True})
@@ -214,6 +235,8 @@ class _Nvrtc:
     """The few NVRTC entry points we need, bound with ctypes (no cuda-python dependency)."""
 
     def __init__(self, path: Path) -> None:
+        import ctypes  # loaded with NVRTC only: a warm run loads neither
+
         self.path = path
         self.lib = ctypes.CDLL(str(path))
         self.lib.nvrtcGetErrorString.restype = ctypes.c_char_p
@@ -224,11 +247,15 @@ class _Nvrtc:
             raise CompileError(f"NVRTC {what} failed: {err}")
 
     def version(self) -> str:
+        import ctypes
+
         major, minor = ctypes.c_int(), ctypes.c_int()
         self.check(self.lib.nvrtcVersion(ctypes.byref(major), ctypes.byref(minor)), "nvrtcVersion")
         return f"{major.value}.{minor.value}"
 
     def supported_archs(self) -> list[int]:
+        import ctypes
+
         count = ctypes.c_int()
         if not hasattr(self.lib, "nvrtcGetNumSupportedArchs"):
             return []
@@ -240,6 +267,8 @@ class _Nvrtc:
     def compile(
         self, source: str, name: str, flags: Sequence[str], name_expressions: Sequence[str]
     ) -> tuple[int, str, str, dict[str, str]]:
+        import ctypes
+
         """(status, log, ptx, lowered names); status is NVRTC's, 0 on success."""
         prog = ctypes.c_void_p()
         lib = self.lib
@@ -471,15 +500,17 @@ def read_source(source: Path) -> str:
     it). Other encodings are refused with the place of the first bad byte: decoding them leniently would
     compile bytes other than the file's, and the cache key would not be the file's either."""
     try:
+        # A run reads each source several times (the cache key, the build, the kernel's line): the text
+        # is remembered by the file's stat, unless it changed too recently for its stat to tell (file
+        # systems stamp whole ticks; the cache's digests follow the same rule). A stat, not an open: most
+        # reads find it remembered.
+        st = os.stat(source)
+        known = _SOURCES.get((str(source), st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns))
+        if known is not None:
+            return known
         with open(source, "rb") as fh:
-            st = os.fstat(fh.fileno())
-            # A run reads each source several times (the cache key, the build, the kernel's line): the text
-            # is remembered by the file's stat, unless it changed too recently for its stat to tell
-            # (file systems stamp whole ticks; the cache's digests follow the same rule).
+            st = os.fstat(fh.fileno())  # the stat of what is read
             stamp = (str(source), st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
-            known = _SOURCES.get(stamp)
-            if known is not None:
-                return known
             data = fh.read()
     except OSError as exc:
         raise CompileError(f"cannot read CUDA source {source}: {exc.strerror}") from exc

@@ -510,6 +510,16 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, object]:
     return result
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item: pytest.Item) -> Generator[None, object, object]:
+    try:
+        return (yield)
+    finally:
+        state = item.stash.get(ITEM_KEY, None)
+        if state is not None:
+            state.clear()
+
+
 def _compile_marker_kernel(session: RegbudgetSession, state: ItemState, nodeid: str) -> None:
     source = state.source
     if source is None:

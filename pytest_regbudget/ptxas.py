@@ -23,7 +23,9 @@ sm_75/sm_80, never for sm_90 and newer. A missing count means zero (cumulative s
 
 from __future__ import annotations
 
+import functools
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
 from .errors import ParseError
@@ -302,27 +304,34 @@ _SETMAXNREG = re.compile(r"setmaxnreg\.(inc|dec)\.sync\.aligned\.u32\s+(\d+)")
 
 
 def _entries(code: str) -> list[tuple[str, str, str]]:
-    """(name, header, body) per .entry of comment-free PTX; the body runs to its matching "}"."""
+    """(name, header, body) per .entry of comment-free PTX; the body runs to its matching "}". One walk
+    from entry to entry: a module of thousands of kernels is read once, not once per kernel."""
     out = []
-    for name, header in _entry_headers(code):
-        at = re.search(rf"\.entry\s+{re.escape(name)}(?![\w$])", code)
-        open_at = code.find("{", at.end()) if at else -1
+    for m in _ENTRY.finditer(code):
+        brace, semi = code.find("{", m.end()), code.find(";", m.end())
+        ends = [p for p in (brace, semi) if p != -1]
+        header = code[m.end() : min(ends) if ends else len(code)]
+        if brace == -1 or (semi != -1 and semi < brace):  # a declaration without a body
+            out.append((m.group(1), header, ""))
+            continue
         depth, end = 0, len(code)
-        for i in range(open_at, len(code)) if open_at != -1 else ():
-            if code[i] == "{":
-                depth += 1
-            elif code[i] == "}":
-                depth -= 1
-                if depth == 0:
-                    end = i
-                    break
-        out.append((name, header, code[open_at + 1 : end] if open_at != -1 else ""))
+        for b in _BRACE.finditer(code, brace):
+            depth += 1 if b.group(0) == "{" else -1
+            if depth == 0:
+                end = b.start()
+                break
+        out.append((m.group(1), header, code[brace + 1 : end]))
     return out
 
 
-def ptx_setmaxnreg(ptx: str) -> dict[str, tuple[tuple[str, int], ...]]:
+_BRACE = re.compile(r"[{}]")
+
+
+@functools.lru_cache(maxsize=64)
+def ptx_setmaxnreg(ptx: str) -> Mapping[str, tuple[tuple[str, int], ...]]:
     """Each entry's `setmaxnreg` targets, by direction ("inc", 232), in the order of the PTX, duplicates
-    dropped (a target set on several paths is one role). Reads a whole module or its outline."""
+    dropped (a target set on several paths is one role). Reads a whole module or its outline. Remembered,
+    so read-only: every kernel of a unit asks, with the unit's one outline."""
     out = {}
     for name, _, body in _entries(_COMMENTS.sub("", ptx)):
         found = [(m.group(1), int(m.group(2))) for m in _SETMAXNREG.finditer(body)]

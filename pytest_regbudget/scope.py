@@ -33,6 +33,8 @@ _RELEASE_SUFFIX = re.compile(r"(\bsm_\d+[af]?)-\d+\.\d+\]$")
 
 def base_nodeid(nodeid: str) -> str:
     """`nodeid` without the toolkit release that a run of several toolkits adds to its id."""
+    if not nodeid.endswith("]") or "." not in nodeid[nodeid.rfind("-") :]:
+        return nodeid  # no release suffix: most ids, and the pattern would scan each
     return _RELEASE_SUFFIX.sub(r"\1]", nodeid)
 
 

@@ -113,6 +113,14 @@ class ItemState:
     loaded: dict[tuple[str, str], Any] = field(default_factory=dict)  # (kernel id, arch) -> CuPy kernel
     timings: dict[tuple[str, str], Timing] = field(default_factory=dict)
 
+    def clear(self) -> None:
+        """Forget this run of the test once it is torn down (its records are made): a rerun starts afresh,
+        and a finished test keeps no kernels (CuPy modules, cubins, reports) alive to the session's end."""
+        self.reports = []
+        self.facts = {}
+        self.loaded = {}
+        self.timings = {}
+
 
 class RegbudgetSession:
     def __init__(self, settings: Settings) -> None:
@@ -190,10 +198,12 @@ class RegbudgetSession:
         records = self.records
         annotations = github_annotations(records, self.settings.rootdir) if self.settings.annotate else []
         # finish_lines quote paths and OS errors: never let one read as a workflow command.
-        from . import compare  # the toolkits' differences, where the run built with several
-
         counted = enforced_line(records, updating=self.settings.update, strict=self.settings.strict)
-        compared = compare.summary_lines(compare.across_releases(records))
+        compared: list[str] = []
+        if len({r["release"] for r in records}) > 1:  # the toolkits' differences, where there are several
+            from . import compare
+
+            compared = compare.summary_lines(compare.across_releases(records))
         finish = [*compared, *([counted] if counted else []), *self.finish_lines]
         return [*summary_lines(records), *(safe_block(line) for line in finish), *annotations]
 
@@ -647,7 +657,9 @@ class RegbudgetSession:
         if s.baseline_path is not None:
             keys = [*self.baseline.entries, *self.baseline.legacy]
             self.finish_lines += unknown_arch_lines(keys, self._display(s.baseline_path))
-        from .writers import file_writers  # with the HTML renderer: needed at the end only
+        if not any((s.json_path, s.html_path, s.markdown_path, s.step_summary)):
+            return exit_code
+        from .writers import file_writers  # with the HTML renderer: needed only for a report
 
         writers = file_writers(
             json_path=s.json_path,

@@ -22,6 +22,7 @@ from pytest_regbudget.ptxas import (
     parse_ptxas_output,
     parse_ptxas_version,
     ptx_outline,
+    ptx_setmaxnreg,
 )
 
 DATA = Path(__file__).parent / "data" / "ptxas"
@@ -1265,7 +1266,26 @@ def test_ptx_outline_reads_as_the_whole_module(ptx_file: Path) -> None:
     outline = ptx_outline(ptx)
     assert parse_ptx_entries(outline) == parse_ptx_entries(ptx)
     assert parse_ptx_directives(outline) == parse_ptx_directives(ptx)
+    assert ptx_setmaxnreg(outline) == ptx_setmaxnreg(ptx)
     assert len(outline) <= len(ptx)
+
+
+def test_each_entry_gets_its_own_body_in_one_walk() -> None:
+    # Nested blocks, a declaration without a body, and an entry whose name prefixes another's: each
+    # entry's setmaxnreg is read from its own body only.
+    ptx = (
+        ".visible .entry k_decl(.param .u32 p);\n"
+        ".visible .entry k(.param .u32 k_param_0)\n.maxntid 256, 1, 1\n{\n"
+        "  { setmaxnreg.dec.sync.aligned.u32 40; }\n  setmaxnreg.inc.sync.aligned.u32 232;\n}\n"
+        ".visible .entry k2(.param .u32 k2_param_0)\n{\n  setmaxnreg.inc.sync.aligned.u32 240;\n"
+        "  // setmaxnreg.inc.sync.aligned.u32 8; in a comment\n}\n"
+    )
+    assert dict(ptx_setmaxnreg(ptx)) == {
+        "k_decl": (),
+        "k": (("dec", 40), ("inc", 232)),
+        "k2": (("inc", 240),),
+    }
+    assert dict(ptx_setmaxnreg(ptx_outline(ptx))) == dict(ptx_setmaxnreg(ptx))
 
 
 # Triton 3.9's bundled ptxas for sm_90+ names itself "ptxas-blackwell" (recorded with
