@@ -129,17 +129,21 @@ def _shown(path: str | Path) -> str:
 # space (so `#include /* c */ "x.h"` and a directive split with `\` read as written), skipping string and
 # character literals, whose contents are not comments.
 _SPLICE = re.compile(r"\\\r?\n")
+# The lookahead first: every alternative starts with one of these characters, and the engine then skips
+# the other positions at once instead of trying each alternative (and the look-behind) at every character.
 _LEXEME = re.compile(
-    r'(?<![\w])(?:u8|u|U|L)?R"(?P<delim>[^()\\\s"]{0,16})\((?s:.*?)\)(?P=delim)"'
+    r"(?=[uULR\"'/])"
+    r'(?:(?<![\w])(?:u8|u|U|L)?R"(?P<delim>[^()\\\s"]{0,16})\((?s:.*?)\)(?P=delim)"'
     r'|"(?:\\.|[^"\\\n])*"'
     r"|'(?:\\.|[^'\\\n])*'"
     r"|//[^\n]*"
-    r"|/\*(?s:.*?)\*/"
+    r"|/\*(?s:.*?)\*/)"
 )
 _DIRECTIVE = re.compile(
     r"^[ \t\f\v]*(?:#|%:)[ \t\f\v]*(?:include_next|include|import|embed)\b[ \t\f\v]*(.*)$", re.MULTILINE
 )
 _HAS_INCLUDE = re.compile(r"\b__has_(?:include_next|include|embed)\b\s*(\(\s*(?:\"[^\"\n]*\"|<[^>\n]*>))?")
+_DIRECTIVE_WORDS = ("include", "import", "embed")  # in every directive _DIRECTIVE and _HAS_INCLUDE find
 _OPERAND = re.compile(r'"([^"\n]*)"|<([^>\n]*)>')
 
 # (name, as written): name None where the operand is not a literal the cache can follow.
@@ -162,6 +166,9 @@ def _strip_comments(text: str) -> str:
 def directives(text: str) -> list[Directive]:
     """Every #include-like directive and __has_include of a source, in any #if branch (a superset of what
     is read costs a rebuild at worst, never a stale hit)."""
+    spliced = _SPLICE.sub("", text)
+    if not any(word in spliced for word in _DIRECTIVE_WORDS):
+        return []  # none can be there: comments only remove text (and a file without any is common)
     code = _strip_comments(text)
     found: list[Directive] = []
     for match in _DIRECTIVE.finditer(code):
@@ -509,7 +516,12 @@ def included_files(
 
 def _toolkit_identity(toolkit: Toolkit) -> list[object]:
     # A wheel upgrade rewrites the header directories, which changes their modification times.
-    dirs = [(str(d), d.stat().st_mtime_ns if d.exists() else 0) for d in toolkit.include_dirs]
+    dirs = []
+    for d in toolkit.include_dirs:
+        try:
+            dirs.append((str(d), os.stat(d).st_mtime_ns))
+        except OSError:
+            dirs.append((str(d), 0))
     return [toolkit.nvrtc_version, toolkit.ptxas_version, str(toolkit.ptxas), str(toolkit.nvrtc), dirs]
 
 

@@ -552,6 +552,7 @@ class RegbudgetFixture:
 
     @property
     def reports(self) -> list[KernelReport]:
+        """This test's kernels so far, judged; empty once the test is torn down (its records stay)."""
         return list(self._state.reports)
 
     @property

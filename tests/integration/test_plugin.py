@@ -321,6 +321,31 @@ def test_unmarked_fixture(regbudget):
     result.stdout.fnmatch_lines(["*poly_eval #2 [[]sm_80[]]: registers * > max_regs 100*"])
 
 
+def test_a_torn_down_test_keeps_no_kernels_and_its_records_stay(pytester: pytest.Pytester) -> None:
+    # A finished test's facts, reports and loaded kernels are dropped at teardown (a run of thousands of
+    # items would otherwise keep them all to its end); what the run reports was recorded before.
+    write_test(
+        pytester,
+        """
+@pytest.mark.regbudget(max_regs=100, source=HUNGRY, kernel="poly_eval", defines={"NACC": 8})
+def test_a(regbudget):
+    assert [r.kernel for r in regbudget.reports] == ["poly_eval"]
+    regbudget.compile(HUNGRY, "poly_eval", defines={"NACC": 4})
+    assert len(regbudget.reports) == 2
+
+def test_z_after(request):
+    from pytest_regbudget.plugin import ITEM_KEY
+
+    state = request.session.items[0].stash[ITEM_KEY]
+    assert (state.reports, state.facts, state.loaded, state.timings) == ([], {}, {}, {})
+""",
+    )
+    result = pytester.runpytest("--regbudget-arch=sm_90", f"--regbudget-json={pytester.path / 'r.json'}")
+    result.assert_outcomes(passed=2)
+    records = json.loads((pytester.path / "r.json").read_text())["kernels"]
+    assert sorted(r["kernel"] for r in records) == ["poly_eval", "poly_eval #2"]
+
+
 def test_fixture_compile_error_can_be_caught(pytester: pytest.Pytester) -> None:
     write_test(
         pytester,

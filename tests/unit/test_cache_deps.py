@@ -59,6 +59,11 @@ KERNEL = 'extern "C" __global__ void k(float* y) { y[0] = N; }\n'
         ("#if __has_include( <a.h> )\n#endif", [("a.h", "__has_include( <a.h>")]),
         ("#if __has_include(HDR)\n#endif", [(None, "__has_include")]),
         ("#define HAS __has_include\n", [(None, "__has_include")]),
+        ("#if __has_embed(<d.bin>)\n#endif", [("d.bin", "__has_embed(<d.bin>")]),
+        ("#embed <d.bin>", [("d.bin", "#include <d.bin>")]),
+        ("#import <a.h>", [("a.h", "#include <a.h>")]),
+        ('#pragma unroll\nint x; // no directive word here\nconst char* s = "#";', []),
+        ('const char* s = u8R"x(\n#include "no.h"\n)x";\n#include \\\n"a.h"', [("a.h", '#include "a.h"')]),
     ],
 )
 def test_directives(text: str, expected: list[tuple[str | None, str]]) -> None:
