@@ -1284,7 +1284,9 @@ class Prefetcher:
         self._planned: Counter[Spec] = Counter()  # planned requests not made yet
         self._wanted: Counter[Unit] = Counter()  # ... per unit they look in first
         self._recent: OrderedDict[Unit, None] = OrderedDict()
-        self._listings: set[Unit] = set()  # units prefetched for their listing, not read yet
+        # Units prefetched for a listing: held (wanted) until the run's plan (`submit`) wants them for their
+        # kernels, so that a manifest's units read at collection are still here when its items run.
+        self._listings: set[Unit] = set()
         self._jobs = jobs
         self._pool: ThreadPoolExecutor | None = None  # started for the first build to make ahead
 
@@ -1308,6 +1310,7 @@ class Prefetcher:
                 self._planned[spec] += 1
                 self._wanted[unit] += 1
                 first.append(unit)
+            self._release_listings()
         if self._jobs <= 1:
             return
         for unit in _worker_order(list(dict.fromkeys(first))):
@@ -1362,16 +1365,16 @@ class Prefetcher:
 
     def entries(self, unit: Unit) -> list[str]:
         """The entries of every kernel in `unit` (shared with the builds of its kernels)."""
-        try:
-            return list(self._outputs(unit, None).entries)
-        finally:
-            with self._lock:
-                if unit in self._listings:
-                    self._listings.discard(unit)
-                    self._wanted[unit] -= 1
-                    if self._wanted[unit] <= 0:
-                        del self._wanted[unit]
-                        self._remember(unit)
+        return list(self._outputs(unit, None).entries)
+
+    def _release_listings(self) -> None:
+        """Let go of the listings' holds (the plan holds what its kernels want). Under the lock."""
+        for unit in self._listings:
+            self._wanted[unit] -= 1
+            if self._wanted[unit] <= 0:
+                del self._wanted[unit]
+                self._remember(unit)
+        self._listings.clear()
 
     def prefetch_units(self, units: Iterable[Unit]) -> None:
         """Start building whole units ahead of whoever waits for them (a manifest's file listings, which

@@ -20,12 +20,14 @@ key. What "*" finds takes a build; that, and the pytest nodes, live in collect.p
 from __future__ import annotations
 
 import difflib
+import functools
 import glob
+import json
 import os
 import re
 import sys
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -107,8 +109,19 @@ class Kernel:
         if defines:
             keys["defines"] = [k if v is None else f"{k}={v}" for k, v in defines.items()]
         keys["binary" if self.tables[0].binary else "source"] = str(path)
-        keys["kernel"] = self.name
-        return parse_marker((), keys, rootdir)
+        # Parsed once per file and set of keys, not once per kernel: the kernels of a file mostly share
+        # their tables, and the name is only carried (a MarkerError is raised anew for each kernel).
+        try:
+            text = json.dumps(keys)
+        except (TypeError, ValueError):  # a TOML date, say: parse_marker says what is wrong with it
+            return parse_marker((), {**keys, "kernel": self.name}, rootdir)
+        return replace(_parsed(text, rootdir), kernel=self.name)
+
+
+@functools.lru_cache(maxsize=256)
+def _parsed(keys: str, rootdir: Path) -> Budget:
+    """parse_marker of a manifest table's merged keys (as JSON, in their order), for a kernel named later."""
+    return parse_marker((), {**json.loads(keys), "kernel": ""}, rootdir)
 
 
 @dataclass(frozen=True)

@@ -547,3 +547,21 @@ def test_listings_are_built_once_per_file_and_arch_on_the_pool(pytester: pytest.
     result.stdout.fnmatch_lines(["compile cache *: 0 hits, 6 misses*"])
     kernels = sorted(f"k{f}_{j}" for f in range(3) for j in range(4) for _ in ("sm_80", "sm_90"))
     assert sorted(r["kernel"] for r in records) == kernels
+
+
+def test_a_warm_manifest_run_reads_each_listing_once(pytester: pytest.Pytester) -> None:
+    """The units read at collection to list the files' kernels are held until the items that want them are
+    planned: more files than a run keeps around after use (cache._RECENT_UNITS) are each read once."""
+    (pytester.path / "kernels").mkdir()
+    files = 12  # x 2 archs: 24 units, more than the 16 kept after use
+    for f in range(files):
+        body = "".join(
+            f'extern "C" __global__ void k{f}_{j}(float* y) {{ y[threadIdx.x] = {j}.5f * threadIdx.x; }}\n'
+            for j in range(2)
+        )
+        (pytester.path / "kernels" / f"k{f}.cu").write_text(body)
+    (pytester.path / "regbudget.toml").write_text('[[kernels]]\nsource = ["kernels/*.cu"]\nspills = 0\n')
+    pytester.runpytest("--regbudget-arch=sm_80,sm_90").assert_outcomes(passed=files * 4)
+    result = pytester.runpytest("--regbudget-arch=sm_80,sm_90", "--regbudget-jobs=1")
+    result.assert_outcomes(passed=files * 4)
+    result.stdout.fnmatch_lines([f"compile cache *: {files * 2} hits, 0 misses*"])
