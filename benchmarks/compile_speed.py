@@ -18,6 +18,7 @@ Two measurements, each over generated projects ("cases"):
     python benchmarks/compile_speed.py                    # both, 20 variants x sm_80,sm_90
     python benchmarks/compile_speed.py -n 8 --archs sm_90
     python benchmarks/compile_speed.py --only overhead --repeat 9 --case small
+    git worktree add ../old HEAD~4 && python benchmarks/compile_speed.py --only overhead --against ../old
 
 A case is a function that writes a project with a given number of kernel items (kernels x archs), and an
 entry in CASES: add one there to time another layout (a manifest, one file of many kernels).
@@ -271,6 +272,41 @@ def overhead(case: Case, archs: Sequence[str], repeat: int, tmp: Path) -> Overhe
     return Overhead(case.title, case.sizes, fixed * 1000, per_item * 1000, pytest_per_item, pytest_fixed)
 
 
+def against(case: Case, archs: Sequence[str], repeat: int, tmp: Path, other: Path) -> list[str]:
+    """A warm run of `case` with this checkout's plugin and with `other`'s (another checkout, put first on
+    PYTHONPATH), taking turns on the same projects, each with its own cache and baseline: the runs at both
+    sizes and an empty pytest, best of `repeat` turns, as fixed + per item."""
+    trees = {"this": Path(__file__).resolve().parent.parent, str(other): other.resolve()}
+    pytest_cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
+    plugin_cmd = [*pytest_cmd, f"--regbudget-arch={','.join(archs)}"]
+    runs: list[tuple[list[str], Path, dict[str, str]]] = []
+    for n, tree in enumerate(trees.values()):
+        env = {**os.environ, "PYTHONPATH": str(tree), "REGBUDGET_CACHE_DIR": str(tmp / f"against-cache-{n}")}
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        nothing = tmp / f"against-{case.name}-{n}-empty"
+        nothing.mkdir()
+        runs.append(([*pytest_cmd, "-p", "no:regbudget"], nothing, env))
+        for items in case.sizes:
+            root = tmp / f"against-{case.name}-{n}-{items}"
+            root.mkdir()
+            case.write(root, items, archs)
+            timed_run([*plugin_cmd, "--regbudget-update"], root, env)  # the cache and a baseline
+            runs.append((plugin_cmd, root, env))
+    best = [float("inf")] * len(runs)
+    for _ in range(repeat):
+        for i, (cmd, cwd, env) in enumerate(runs):
+            best[i] = min(best[i], timed_run(cmd, cwd, env))
+    (small, large), lines = case.sizes, [f"{case.title}, this checkout and another, best of {repeat} turns"]
+    for n, name in enumerate(trees):
+        empty, a, b = best[3 * n : 3 * n + 3]
+        per = (b - a) / (large - small)
+        lines.append(
+            f"  {name}: fixed {(a - empty - small * per) * 1000:6.1f} ms   per item {per * 1000:5.2f} ms   "
+            f"(empty {empty:.3f} s, {small} items {a:.3f} s, {large} items {b:.3f} s)"
+        )
+    return lines
+
+
 # -- compile --------------------------------------------------------------------------------------------
 def raw_serial(kernels: list[tuple[Path, str]], archs: Sequence[str]) -> float:
     toolkit = discover()
@@ -317,6 +353,12 @@ def main() -> int:
     parser.add_argument("--only", choices=("compile", "overhead"), default=None)
     parser.add_argument("--repeat", type=int, default=7, help="turns per overhead figure (the best counts)")
     parser.add_argument("--case", action="append", default=None, help="overhead cases to run (by name)")
+    parser.add_argument(
+        "--against",
+        type=Path,
+        default=None,
+        help="another checkout (an older commit, say): time each overhead case with both, in turns",
+    )
     args = parser.parse_args()
     archs = args.archs.split(",")
     missed = 0
@@ -327,8 +369,11 @@ def main() -> int:
             for case in CASES:
                 if args.case and case.name not in args.case:
                     continue
+                if args.against is not None:
+                    print("\n".join(against(case, archs, args.repeat, Path(tmp), args.against)), flush=True)
+                    continue
                 result = overhead(case, archs, args.repeat, Path(tmp))
-                print("\n".join(result.lines()))
+                print("\n".join(result.lines()), flush=True)
                 missed += not result.met
     return 1 if missed else 0
 
