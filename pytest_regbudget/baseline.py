@@ -13,7 +13,6 @@ import codecs
 import contextlib
 import errno
 import hashlib
-import json
 import os
 import socket
 import stat
@@ -22,7 +21,7 @@ import tempfile
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import tomli_w
 
@@ -325,9 +324,9 @@ def _tables(
         yield from _tables(path, where, child, depth - 1, (*prefix, name))
 
 
-def parse(text: str, path: Path, memo: Path | None = None) -> Baseline:
-    """Validate a whole file; the first problem raises BaselineError naming the file and place. `memo`: a
-    directory where the TOML's reading is remembered (`_toml`)."""
+def parse(text: str, path: Path, memo: Memo | None = None) -> Baseline:
+    """Validate a whole file; the first problem raises BaselineError naming the file and place. `memo`:
+    where the TOML's reading is kept between runs (`_toml`)."""
     try:
         doc = _toml(text, path, memo)
     except tomllib.TOMLDecodeError as exc:
@@ -363,7 +362,7 @@ def _section(path: Path, name: str, node: object, depth: int) -> dict[Any, Entry
     return out
 
 
-def load(path: Path, memo: Path | None = None) -> Baseline:
+def load(path: Path, memo: Memo | None = None) -> Baseline:
     """The entries of `path`; a missing file is an empty baseline. `memo`: as for `parse`."""
     try:
         data = path.read_bytes()
@@ -374,32 +373,33 @@ def load(path: Path, memo: Path | None = None) -> Baseline:
     return parse(_decode(data, path), path, memo)
 
 
-# tomllib is pure Python: a baseline of 2,000 kernel entries (700 KB) takes it a third of a second on a CI
+class Memo(Protocol):
+    """Where a reading is kept between runs: the compile cache (CompileCache.recall and keep), which owns its
+    directory's layout, checksums and atomic writes."""
+
+    def recall(self, kind: str, key: str) -> object | None: ...
+
+    def keep(self, kind: str, key: str, payload: object) -> None: ...
+
+
+# tomllib is pure Python: a baseline of 2,000 kernel entries (700 KB) takes it a quarter of a second on a CI
 # runner's core, every run, where the json module's C reader takes a hundredth. So the reading of a baseline
-# is kept in the compile cache as JSON, under the digest of the file's exact text and of the TOML reader, and
-# checksummed like a cache entry. Everything after the reading (the validation, the messages) runs as ever;
-# a changed, damaged or unreadable file is read as TOML again, and an unreadable memo is only slower.
-def _toml(text: str, path: Path, memo: Path | None) -> dict[str, Any]:
+# is kept in the compile cache, one per baseline path, with the digest of the file's exact text and of the
+# TOML reader it is the reading of. Everything after the reading (the validation, the messages) runs as ever;
+# a changed file is read as TOML again, and a damaged or unwritable memo only costs the time.
+def _toml(text: str, path: Path, memo: Memo | None) -> dict[str, Any]:
     if memo is None:
         return dict(tomllib.loads(text))
     reader = f"{tomllib.__name__} {getattr(tomllib, '__version__', '')} {sys.version}"
     digest = hashlib.sha256(f"{reader}\0{text}".encode()).hexdigest()
-    # One memo per baseline path (its name starts with the path's digest): the older ones are removed.
-    owner = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:16]
-    remembered = memo / f"{owner}-{digest}.json"
-    with contextlib.suppress(OSError, ValueError):
-        check, _, body = remembered.read_text(encoding="utf-8").partition("\n")
-        if check == hashlib.sha256(body.encode()).hexdigest():
-            remembered_doc = json.loads(body)
-            if isinstance(remembered_doc, dict):
-                return remembered_doc
-    doc = dict(tomllib.loads(text))  # TOMLDecodeError: nothing is remembered
-    with contextlib.suppress(OSError, TypeError, ValueError):  # TypeError: a date, which JSON has not
-        body = json.dumps(doc)
-        atomic_write(remembered, f"{hashlib.sha256(body.encode()).hexdigest()}\n{body}")
-        for old in memo.glob(f"{owner}-*.json"):
-            if old != remembered:
-                old.unlink(missing_ok=True)
+    owner = hashlib.sha256(str(path.resolve()).encode()).hexdigest()
+    kept = memo.recall("baselines", owner)
+    toml = kept.get("toml") if isinstance(kept, dict) and kept.get("text") == digest else None
+    if isinstance(toml, dict):
+        return toml
+    doc = dict(tomllib.loads(text))  # TOMLDecodeError: nothing is kept
+    with contextlib.suppress(TypeError, ValueError):  # a date, which JSON has not: read as TOML each time
+        memo.keep("baselines", owner, {"text": digest, "toml": doc})
     return doc
 
 

@@ -1042,6 +1042,17 @@ class CompileCache:
                 self._count("corrupt")
             return None
 
+    def recall(self, kind: str, key: str) -> object | None:
+        """What `keep` stored under `key` (None: nothing, or a damaged document, which is not counted among
+        the damaged entries: it is only a memo, such as a baseline's reading)."""
+        return None if self.directory is None else self._read(self._path(key, kind), quiet=True)
+
+    def keep(self, kind: str, key: str, payload: object) -> None:
+        """Store a JSON payload under `key`, checksummed and atomically, as an entry is (TypeError: not
+        JSON)."""
+        if self.directory is not None:
+            self._write(self._path(key, kind), payload)
+
     def _write(self, path: Path, payload: object) -> None:
         body = json.dumps(payload)
         # json.dumps of {"format", "sha256", "payload"}, written by hand so that the payload's text is the

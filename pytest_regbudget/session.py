@@ -24,7 +24,7 @@ from . import sources, update
 from .arch import get_arch
 from .budget import BaselineRule, KernelReport, TimeBasis, strict, timed, verdict
 from .builder import Builder, BuildSettings, ItemEnv
-from .cache import FORMAT, CacheStats, Spec
+from .cache import CacheStats, Spec
 from .compiler import DEFAULT_PTXAS_TIMEOUT, error_location
 from .errors import BaselineError, CompileError, MarkerError, ToolchainError, Unbuildable
 from .facts import KernelFacts, Timing
@@ -138,8 +138,8 @@ class RegbudgetSession:
         self.worker_cache = CacheStats()  # the controller's sum over workers
         self._parsed: dict[int, tuple[pytest.Mark, Budget | None, str | None]] = {}
         # Raises BaselineError (a usage error) before any test runs, leaving the file untouched.
-        memo = settings.cache_dir / f"v{FORMAT}" / "baselines" if settings.cache_dir else None
-        self.baseline = bl.load(settings.baseline_path, memo) if settings.baseline_path else bl.Baseline()
+        path = settings.baseline_path
+        self.baseline = bl.load(path, self.builder.cache) if path else bl.Baseline()
 
     # -- what the run prints before and after ----------------------------------------------------------
     def header(self) -> str:

@@ -9,6 +9,7 @@ import pytest
 from conftest import SAMPLE_ENTRY
 
 from pytest_regbudget import baseline as bl
+from pytest_regbudget.cache import CompileCache
 from pytest_regbudget.errors import BaselineError
 
 ENTRY = replace(SAMPLE_ENTRY, occupancy={"256 threads": 0.5})
@@ -546,46 +547,50 @@ def _baseline(n: int) -> bl.Baseline:
     return bl.Baseline(entries)
 
 
+def _kept(memo: Path) -> list[Path]:
+    return sorted(memo.rglob("*.json"))
+
+
 def test_a_remembered_reading_is_the_files_and_skips_the_toml_reader(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     path, memo = tmp_path / "b.toml", tmp_path / "memo"
     path.write_text(bl.dumps(_baseline(30)))
-    assert bl.load(path, memo) == bl.load(path) == _baseline(30)
-    (remembered,) = memo.iterdir()
+    assert bl.load(path, CompileCache(memo)) == bl.load(path) == _baseline(30)
+    (remembered,) = _kept(memo)
 
     def no_toml(text: str) -> object:
         raise AssertionError("the TOML reader ran")
 
     monkeypatch.setattr("pytest_regbudget.baseline.tomllib.loads", no_toml)
-    assert bl.load(path, memo) == _baseline(30)
+    assert bl.load(path, CompileCache(memo)) == _baseline(30)
     # Damage it (a digit changed, the checksum left as it was): the file is read as TOML again.
     monkeypatch.undo()
     remembered.write_text(remembered.read_text().replace('"registers": 45', '"registers": 99'))
-    assert bl.load(path, memo) == _baseline(30)
+    assert bl.load(path, CompileCache(memo)) == _baseline(30)
     remembered.write_text("half a file")
-    assert bl.load(path, memo) == _baseline(30)
+    assert bl.load(path, CompileCache(memo)) == _baseline(30)
 
 
 def test_an_edited_baseline_is_read_afresh_and_its_old_reading_removed(tmp_path: Path) -> None:
     path, memo = tmp_path / "b.toml", tmp_path / "memo"
     path.write_text(bl.dumps(_baseline(3)))
-    bl.load(path, memo)
+    bl.load(path, CompileCache(memo))
     path.write_text(bl.dumps(_baseline(3)).replace("registers = 41", "registers = 77"))
-    assert bl.load(path, memo).entries[key(1)].registers == 77
-    assert len(list(memo.iterdir())) == 1  # the older reading is gone: one per baseline path
+    assert bl.load(path, CompileCache(memo)).entries[key(1)].registers == 77
+    assert len(_kept(memo)) == 1  # the older reading is gone: one per baseline path
     other = tmp_path / "other.toml"
     other.write_text(bl.dumps(_baseline(2)))
-    bl.load(other, memo)
-    assert len(list(memo.iterdir())) == 2
+    bl.load(other, CompileCache(memo))
+    assert len(_kept(memo)) == 2
 
 
 def test_a_broken_baseline_is_an_error_with_a_memo_too_and_nothing_is_remembered(tmp_path: Path) -> None:
     path, memo = tmp_path / "b.toml", tmp_path / "memo"
     path.write_text("version = 3\n[kernels\n")
     with pytest.raises(BaselineError, match="is not valid TOML"):
-        bl.load(path, memo)
-    assert not memo.exists() or not list(memo.iterdir())
+        bl.load(path, CompileCache(memo))
+    assert _kept(memo) == []
 
 
 def test_a_memo_that_cannot_be_written_only_costs_time(tmp_path: Path) -> None:
@@ -593,4 +598,4 @@ def test_a_memo_that_cannot_be_written_only_costs_time(tmp_path: Path) -> None:
     path.write_text(bl.dumps(_baseline(3)))
     blocker = tmp_path / "a-file"
     blocker.write_text("")
-    assert bl.load(path, blocker / "memo") == _baseline(3)
+    assert bl.load(path, CompileCache(blocker / "memo")) == _baseline(3)
