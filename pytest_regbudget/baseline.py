@@ -23,22 +23,17 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
-import tomli_w
-
 from .dirs import default_cache_dir
 from .errors import BaselineError
 from .facts import release_of
 from .ptxas import message_key
 from .scope import base_nodeid
-from .timing import Interval
 
 if TYPE_CHECKING:
-    from .budget import KernelReport
+    from types import ModuleType
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on Python 3.10 only
-    import tomli as tomllib
+    from .budget import KernelReport
+    from .timing import Interval
 
 FORMAT_VERSION = 3
 READ_VERSIONS = (1, 2, 3)
@@ -152,8 +147,8 @@ class Entry:
         figures = self.gpu.get(device, {})
         low, high = figures.get("ci_low_ms"), figures.get("ci_high_ms")
         if not (_number(low) and _number(high)):
-            return Interval(median, median, median)
-        return Interval(median, float(cast(float, low)), float(cast(float, high)))
+            return _interval(median, median, median)
+        return _interval(median, float(cast(float, low)), float(cast(float, high)))
 
     def gpu_clock_mhz(self, device: str) -> int | None:
         value = self.gpu.get(device, {}).get("sm_clock_mhz")
@@ -329,7 +324,7 @@ def parse(text: str, path: Path, memo: Memo | None = None) -> Baseline:
     where the TOML's reading is kept between runs (`_toml`)."""
     try:
         doc = _toml(text, path, memo)
-    except tomllib.TOMLDecodeError as exc:
+    except _tomllib().TOMLDecodeError as exc:
         raise BaselineError(f"{path} is not valid TOML: {exc}") from None
     version = doc.get("version", 1)
     if version not in READ_VERSIONS:
@@ -389,18 +384,36 @@ class Memo(Protocol):
 # a changed file is read as TOML again, and a damaged or unwritable memo only costs the time.
 def _toml(text: str, path: Path, memo: Memo | None) -> dict[str, Any]:
     if memo is None:
-        return dict(tomllib.loads(text))
-    reader = f"{tomllib.__name__} {getattr(tomllib, '__version__', '')} {sys.version}"
+        return dict(_tomllib().loads(text))
+    # Named without importing it: a run that finds the reading kept imports no TOML reader.
+    reader = f"tomllib {sys.version}" if sys.version_info >= (3, 11) else f"tomli {_tomllib().__version__}"
     digest = hashlib.sha256(f"{reader}\0{text}".encode()).hexdigest()
     owner = hashlib.sha256(str(path.resolve()).encode()).hexdigest()
     kept = memo.recall("baselines", owner)
     toml = kept.get("toml") if isinstance(kept, dict) and kept.get("text") == digest else None
     if isinstance(toml, dict):
         return toml
-    doc = dict(tomllib.loads(text))  # TOMLDecodeError: nothing is kept
+    doc = dict(_tomllib().loads(text))  # TOMLDecodeError: nothing is kept
     with contextlib.suppress(TypeError, ValueError):  # a date, which JSON has not: read as TOML each time
         memo.keep("baselines", owner, {"text": digest, "toml": doc})
     return doc
+
+
+def _interval(median: float, low: float, high: float) -> Interval:
+    from .timing import Interval  # GPU timing only
+
+    return Interval(median, low, high)
+
+
+def _tomllib() -> ModuleType:
+    """The TOML reader, imported when a baseline is read as TOML (most runs find its reading kept)."""
+    if sys.version_info >= (3, 11):
+        import tomllib
+
+        return tomllib
+    import tomli  # pragma: no cover - Python 3.10 only
+
+    return cast("ModuleType", tomli)  # pragma: no cover
 
 
 def _decode(data: bytes, path: Path) -> str:
@@ -448,6 +461,8 @@ def dumps(baseline: Baseline) -> str:
                 node = node.setdefault(part, {})
             node[key[-1]] = entry.to_toml()
         doc[name] = section
+    import tomli_w  # only a run that writes the baseline needs it
+
     return HEADER + "\n" + tomli_w.dumps(doc)
 
 
@@ -554,6 +569,7 @@ def update(
     remove_legacy: set[LegacyKey] | None = None,
     lock_dir: Path | None = None,
     lock_timeout: float | None = None,
+    memo: Memo | None = None,
 ) -> UpdateCounts:
     """Merge `fresh` into the file and drop `remove` (and the legacy entries in `remove_legacy`: stale, or
     migrated to a per-kernel entry by this run), re-reading it under the lock so that concurrent updates
@@ -562,7 +578,8 @@ def update(
     The lock lives in `lock_dir` (default: the compile cache directory, which is where it goes even under
     --regbudget-no-cache) and is waited for at most `lock_timeout` seconds (default LOCK_TIMEOUT). Raises
     BaselineError, leaving the file as it was, if it is corrupt, read-only, locked for too long, or cannot
-    be written (a directory that is not writable, a full disk).
+    be written (a directory that is not writable, a full disk). With `memo`, the reading of the file as
+    written is kept there, so that the next run does not read it as TOML (`_toml`).
     """
     if lock_dir is None:
         lock_dir = default_cache_dir()
@@ -597,6 +614,9 @@ def update(
                 atomic_write(path, text)
             except OSError as exc:
                 raise BaselineError(_write_failure(path, exc)) from None
+    if memo is not None:
+        with contextlib.suppress(ValueError):  # TOMLDecodeError: the next run says what is wrong
+            _toml(text, path, memo)
     return counts
 
 

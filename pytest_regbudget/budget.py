@@ -9,7 +9,7 @@ import fnmatch
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from .arch import get_arch
 from .baseline import Entry, Key
@@ -30,12 +30,11 @@ from .occupancy import (
 )
 from .ptxas import KernelResources, message_key
 from .text import one_line, safe_block
-from .timing import Interval, ratio_interval
-from .timing import Verdict as TimeStatus
-from .timing import verdict as timing_verdict
 
-if TYPE_CHECKING:  # SASS is read only where asked for: a run without it does not import the parser
-    from .sass import SassReport
+if TYPE_CHECKING:
+    from .sass import SassReport  # read only where asked for: a run without it does not import the parser
+    from .timing import Interval  # GPU timing only, imported where a kernel is timed
+    from .timing import Verdict as TimeStatus
 
 Outcome = Literal["passed", "failed", "warned", "error"]
 DeltaVerdict = Literal["worse", "better", "same", "tolerated"]
@@ -363,11 +362,13 @@ def check(
     gpu: GpuFacts | None = None,
     sass: SassReport | None = None,
     ptxas_options: Sequence[str] = (),
+    **found: Any,
 ) -> KernelReport:
     """Every budget of `limits` against ptxas's numbers; occupancy at the launch size when one is given.
 
     With `gpu` (the driver's view of this very cubin), the driver must agree with ptxas, and
-    `min_occupancy` is judged on the occupancy the driver grants.
+    `min_occupancy` is judged on the occupancy the driver grants. `found`: the report's other fields
+    (verdict's, so that one report is made rather than copied).
     """
     r = limits
     res = resources
@@ -455,6 +456,7 @@ def check(
         sass=sass,
         diagnosis=diagnose(res, arch, sass, ptxas_options, r.dynamic_smem),
         cliff=cliff,
+        **found,
     )
 
 
@@ -513,6 +515,9 @@ def time_verdict(
     too short to time is not judged."""
     if timing.too_short:
         return [], None
+    from .timing import Interval, ratio_interval
+    from .timing import verdict as timing_verdict
+
     now = Interval(*timing.interval_ms)
     measured = (
         f"median {timing.median_ms:.4g} ms [{now.low:.4g}, {now.high:.4g}], {timing.samples} samples"
@@ -582,6 +587,7 @@ def verdict(
 ) -> KernelReport:
     """Everything known at compile time (and, with `gpu`, at load time) judged at once: the budgets of
     `limits`, the driver's agreement, and the baseline. `kernel` is the id the baseline keys it by."""
+    provenance = facts.provenance
     report = check(
         nodeid,
         kernel,
@@ -593,21 +599,20 @@ def verdict(
         gpu=gpu,
         sass=sass,
         ptxas_options=facts.ptxas_options,
-    )
-    report = replace(
-        report,
-        ptxas_version=facts.provenance.ptxas,
-        nvrtc_version=facts.provenance.frontend,
-        compiler=facts.provenance.compiler,
-        release=facts.provenance.release,
+        ptxas_version=provenance.ptxas,
+        nvrtc_version=provenance.frontend,
+        compiler=provenance.compiler,
+        release=provenance.release,
         options_hash=facts.options_hash,
         line=facts.line,
         gpu_note=gpu_note,
         key=key,
         messages=facts.messages,
         setmaxnreg=facts.setmaxnreg,
-        violations=[*report.violations, *_role_and_message_checks(facts, limits)],
     )
+    more = _role_and_message_checks(facts, limits)
+    if more:
+        report = replace(report, violations=[*report.violations, *more])
     return report if baseline is None else ratchet(report, baseline)
 
 

@@ -757,10 +757,10 @@ class CompileCache:
         self.digests = StatCache(None if directory is None else directory / f"v{FORMAT}" / "stat-cache")
         self._keys: dict[tuple[Unit, str, Toolkit], str] = {}  # NVRTC keys made this run
 
-    def _path(self, key: str, kind: str = "", suffix: str = ".json") -> Path:
+    def _path(self, key: str, kind: str = "", suffix: str = ".json") -> str:
         assert self.directory is not None
-        # One string join, not four Path joins: every kernel of a warm run asks.
-        return Path(os.path.join(self.directory, f"v{FORMAT}", kind, key[:2], f"{key}{suffix}"))
+        # A string, from one join: every kernel of a warm run reads one, and a Path costs more than the read.
+        return os.path.join(self.directory, f"v{FORMAT}", kind, key[:2], f"{key}{suffix}")
 
     def _count(self, what: str) -> None:
         with self._lock:
@@ -839,8 +839,8 @@ class CompileCache:
         try:
             text = compiler.read_source(unit.source)
             if unit.nvcc is not None:
-                return self._path(self._manifest_key(unit, text, unit.nvcc), "manifests").exists()
-            return self._path(self._nvrtc_key(unit, text, toolkit)).exists()
+                return os.path.exists(self._path(self._manifest_key(unit, text, unit.nvcc), "manifests"))
+            return os.path.exists(self._path(self._nvrtc_key(unit, text, toolkit)))
         except (CompileError, Uncacheable, OSError):
             return False
 
@@ -1016,11 +1016,12 @@ class CompileCache:
                 return self._hit(seen.key(manifest_key), unit, rebuild, quiet=quiet), builds
         return None, builds
 
-    def _read(self, path: Path, *, quiet: bool = False) -> object | None:
+    def _read(self, path: str, *, quiet: bool = False) -> object | None:
         """The payload of a checksummed document; None if absent (corrupt ones are counted, unless
         `quiet`)."""
         try:
-            text = path.read_text(encoding="utf-8")
+            with open(path, encoding="utf-8") as fh:
+                text = fh.read()
             fast = _FAST_DOC.match(text)
             if fast is not None and text.endswith("}"):
                 # The layout _write makes: the checksum is of the payload's text as it stands in the file,
@@ -1053,14 +1054,14 @@ class CompileCache:
         if self.directory is not None:
             self._write(self._path(key, kind), payload)
 
-    def _write(self, path: Path, payload: object) -> None:
+    def _write(self, path: str, payload: object) -> None:
         body = json.dumps(payload)
         # json.dumps of {"format", "sha256", "payload"}, written by hand so that the payload's text is the
         # one its checksum is of (_FAST_DOC reads it back).
         text = f'{{"format": {FORMAT}, "sha256": "{_digest(body.encode())}", "payload": {body}}}'
         # A read-only or full cache directory slows the run down; it must not fail it.
         with contextlib.suppress(OSError):
-            atomic_write(path, text)
+            atomic_write(Path(path), text)
 
     def _load(
         self, key: str, rebuild: Callable[[], UnitOutputs], *, quiet: bool = False
@@ -1104,7 +1105,8 @@ class CompileCache:
         """An entry's PTX and cubin, from its body file. A body that is missing or damaged (its checksum is
         in the entry) is counted and made again by `rebuild`, which must report what the entry says."""
         try:
-            data = self._path(key, suffix=".body").read_bytes()
+            with open(self._path(key, suffix=".body"), "rb") as fh:
+                data = fh.read()
             if _digest(data) != digest or ptx_bytes > len(data):
                 raise ValueError("checksum mismatch")
             return data[:ptx_bytes].decode(), data[ptx_bytes:]
@@ -1138,7 +1140,7 @@ class CompileCache:
         }
         # The body first: an entry is only ever found with the body it names (or a damaged one, made again).
         with contextlib.suppress(OSError):
-            atomic_write(self._path(key, suffix=".body"), data)
+            atomic_write(Path(self._path(key, suffix=".body")), data)
             self._write(self._path(key), payload)
 
     def frontend(self, key: str | None, make: Callable[[], FrontendPtx]) -> FrontendPtx:

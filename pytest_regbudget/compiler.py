@@ -20,17 +20,14 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from . import names
+from . import names, ptxas
 from .arch import compute_arch, get_arch
 from .errors import CompileError, KernelNotFoundError, ToolchainError, Unbuildable
 from .facts import Deferred, KernelFacts, Provenance
 from .ptxas import (
     KernelResources,
-    combine,
-    parse_ptx_directives,
     parse_ptx_entries,
     parse_ptxas_messages,
-    parse_ptxas_output,
     ptx_outline,
     ptx_setmaxnreg,
 )
@@ -674,7 +671,7 @@ def read_report(ptxas_log: str, ptx: str) -> dict[str, KernelResources]:
     # `ptx` may be the whole module or its outline (ptx_outline): the parsers read the same from both.
     """Every kernel's resources in one ptxas report, with its PTX directives. Remembered: the kernels of
     one unit share one report (the strings are the unit's own, so a lookup hashes them once)."""
-    return combine(parse_ptxas_output(ptxas_log), parse_ptx_directives(ptx))
+    return ptxas.read(ptxas_log, ptx)
 
 
 def interpret(

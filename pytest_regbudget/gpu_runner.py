@@ -7,7 +7,7 @@ CuPy is imported only through gpu.py, and only when a check asks for the device.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from . import gpu
 from .arch import get_arch
@@ -15,7 +15,9 @@ from .errors import GpuUnavailable, LaunchError, UnknownArchError
 from .facts import GpuFacts, KernelFacts, Timing
 from .limits import Limits
 from .occupancy import launch_failure
-from .timing import Interval
+
+if TYPE_CHECKING:
+    from .timing import Interval
 
 GpuMode = Literal["auto", "off", "require"]
 

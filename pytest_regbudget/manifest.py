@@ -19,7 +19,6 @@ key. What "*" finds takes a build; that, and the pytest nodes, live in collect.p
 
 from __future__ import annotations
 
-import difflib
 import functools
 import glob
 import json
@@ -309,6 +308,8 @@ def parse(doc: Mapping[str, Any], path: Path, rootdir: Path, prefix: str = "") -
 
 
 def _hint(key: str, valid: Sequence[str]) -> str:
+    import difflib  # only a miss needs its suggestions
+
     close = difflib.get_close_matches(key, valid, n=1, cutoff=0.5)
     return f" (did you mean {close[0]!r}?)" if close else ""
 

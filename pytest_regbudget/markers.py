@@ -6,7 +6,6 @@ Every error names the key, the bad value and what would be valid.
 
 from __future__ import annotations
 
-import difflib
 import re
 import shlex
 from collections.abc import Callable, Mapping, Sequence
@@ -73,6 +72,8 @@ class Budget:
 
 
 def _suggest(key: str) -> str:
+    import difflib  # only a miss needs its suggestions
+
     close = difflib.get_close_matches(key, VALID_KEYS, n=1, cutoff=0.5)
     return f" (did you mean {close[0]!r}?)" if close else ""
 
@@ -374,6 +375,8 @@ def parse_tolerance(value: object, where: str) -> dict[str, float]:
     out: dict[str, float] = {}
     for name, amount in value.items():
         if name not in TOLERANCE_KEYS:
+            import difflib  # only a miss needs its suggestions
+
             close = difflib.get_close_matches(str(name), TOLERANCE_KEYS, n=1, cutoff=0.5)
             hint = f" (did you mean {close[0]!r}?)" if close else ""
             raise MarkerError(

@@ -8,11 +8,11 @@ import argparse
 import os
 from collections.abc import Generator, Sequence
 from pathlib import Path
-from typing import Any, cast, get_args
+from typing import TYPE_CHECKING, Any, cast, get_args
 
 import pytest
 
-from . import collect, scope, sources
+from . import scope, sources
 from .budget import KernelReport, TimeBasis
 from .cache import default_jobs
 from .compiler import DEFAULT_PTXAS_TIMEOUT, CompileOptions
@@ -31,8 +31,6 @@ from .facts import Timing
 from .gpu import Device
 from .gpu import device as gpu_device
 from .gpu_runner import GpuMode
-from .manifest import Manifest, arch_conflict
-from .manifest import load as load_manifest
 from .markers import (
     VALID_KEYS,
     Budget,
@@ -44,6 +42,9 @@ from .session import WORKEROUTPUT_KEY, ItemState, RegbudgetSession, Settings, pa
 from .sources import KernelSource, SourceSpec
 from .sources import make as make_source
 from .text import safe_block
+
+if TYPE_CHECKING:
+    from .manifest import Manifest
 
 SESSION_KEY = pytest.StashKey[RegbudgetSession]()
 ITEM_KEY = pytest.StashKey[ItemState]()
@@ -219,7 +220,7 @@ def pytest_configure(config: pytest.Config) -> None:
         f"register, spill, stack, shared-memory, launch and occupancy budgets. Keys: {', '.join(VALID_KEYS)}",
     )
     try:
-        manifest = load_manifest(config.rootpath)
+        manifest = _load_manifest(config.rootpath)
     except ManifestError as exc:
         raise pytest.UsageError(f"regbudget manifest: {exc}") from None
     try:
@@ -234,10 +235,28 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(str(exc)) from None
     config.pluginmanager.register(_ScopeWatcher(config), "regbudget-scope")
     if manifest is not None:
+        from . import collect
+
         kernels = collect.ManifestCollection(config, manifest, _session(config), ITEM_KEY)
         config.pluginmanager.register(kernels, collect.PLUGIN_NAME)
     if config.pluginmanager.hasplugin("xdist") and not hasattr(config, "workerinput"):
         config.pluginmanager.register(_XdistController(config), "regbudget-xdist-controller")
+
+
+def _load_manifest(rootdir: Path) -> Manifest | None:
+    """The rootdir's kernel manifest (manifest.load), None without one. The manifest's modules are imported
+    only where there may be one: most projects have none, and importing them would cost each of their runs."""
+    if not (rootdir / "regbudget.toml").is_file():
+        try:
+            if "regbudget" not in (rootdir / "pyproject.toml").read_text(encoding="utf-8"):
+                return None
+        except FileNotFoundError:
+            return None
+        except (OSError, UnicodeDecodeError):
+            pass  # manifest.load says what is wrong with it
+    from .manifest import load
+
+    return load(rootdir)
 
 
 def _path_option(config: pytest.Config, name: str) -> Path | None:
@@ -248,7 +267,11 @@ def _path_option(config: pytest.Config, name: str) -> Path | None:
 def _settings(config: pytest.Config, manifest: Manifest | None = None) -> Settings:
     cli: Sequence[str] | None = config.getoption("regbudget_arch")
     ini: list[str] = config.getini("regbudget_arch")
-    conflict = arch_conflict(manifest, ini) if manifest is not None and not cli else None
+    conflict = None
+    if manifest is not None and not cli:
+        from .manifest import arch_conflict
+
+        conflict = arch_conflict(manifest, ini)
     if conflict:
         raise pytest.UsageError(f"regbudget manifest: {conflict}")
     try:
@@ -760,9 +783,17 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int | pytest.ExitC
         return
     # --lf skips whole files at collection without reporting them as deselected.
     selection = "--lf" if config.getoption("lf", False) else None
-    exit_code = regbudget.finish(_arg_prefixes(config) + collect.full_prefixes(config), selection)
+    exit_code = regbudget.finish(_arg_prefixes(config) + _manifest_prefixes(config), selection)
     if exit_code is not None:
         session.exitstatus = exit_code
+
+
+def _manifest_prefixes(config: pytest.Config) -> tuple[str, ...]:
+    if not config.pluginmanager.has_plugin("regbudget-manifest"):  # collect.PLUGIN_NAME, not imported
+        return ()
+    from . import collect
+
+    return collect.full_prefixes(config)
 
 
 class _XdistController:

@@ -157,8 +157,19 @@ def parse_ptxas_output(text: str) -> dict[str, KernelResources]:
 
     Keys are entry names exactly as ptxas prints them (mangled unless `extern "C"`), in ptxas's
     order. Non-entry functions' "Function properties" are not kernels and are left out; PTX
-    directives are not in ptxas's output: merge them with `combine`.
+    directives are not in ptxas's output: merge them with `combine` (or read both with `read`).
     """
+    return _parse(text, None)
+
+
+def read(ptxas_output: str, ptx: str) -> dict[str, KernelResources]:
+    """`combine(parse_ptxas_output(ptxas_output), parse_ptx_directives(ptx))`, with each kernel's resources
+    made once (every kernel of a warm run is read this way)."""
+    return _parse(ptxas_output, parse_ptx_directives(ptx))
+
+
+def _parse(text: str, directives: Mapping[str, PtxDirectives] | None) -> dict[str, KernelResources]:
+    """parse_ptxas_output, and with `directives` (the PTX's), combine."""
     entries: dict[str, _Entry] = {}
     # ptxas prints "Function properties" for entries and device functions alike, and the device
     # functions' blocks may come before, between or after the entries (-c puts them first), so
@@ -171,9 +182,12 @@ def parse_ptxas_output(text: str) -> dict[str, KernelResources]:
         line = lines[i]
         lineno = i + 1
         i += 1
-        if _ERROR.match(line):
+        # Each pattern needs its literal words: looking for them first skips most lines for a few
+        # substring searches instead of four regular expressions.
+        low = line.lower()
+        if ("error" in low or "fatal" in low) and _ERROR.match(line):
             raise ParseError("ptxas reported an error, so there are no resources to read", line, lineno)
-        if m := _COMPILING_ENTRY.match(line):
+        if "Compiling entry function" in line and (m := _COMPILING_ENTRY.match(line)):
             name, arch = m.group(1), m.group(2)
             if name in entries:
                 raise ParseError(
@@ -183,7 +197,7 @@ def parse_ptxas_output(text: str) -> dict[str, KernelResources]:
                 )
             current = entries[name] = _Entry(name, arch, line, lineno)
             continue
-        if m := _PROPERTIES.match(line):
+        if "Function properties for" in line and (m := _PROPERTIES.match(line)):
             # The numbers are on the next non-blank line.
             while i < len(lines) and not lines[i].strip():
                 i += 1
@@ -203,7 +217,7 @@ def parse_ptxas_output(text: str) -> dict[str, KernelResources]:
             )
             i += 1
             continue
-        if m := _USED.match(line):
+        if "Used" in line and (m := _USED.match(line)):
             if current is None:
                 # Not inside an entry's block: nothing we report can own it.
                 continue
@@ -215,7 +229,6 @@ def parse_ptxas_output(text: str) -> dict[str, KernelResources]:
                 )
             barriers, smem, banks, cumulative = _parse_used_fields(line, lineno, m.group(3))
             current.used = (m.group(1).strip(), int(m.group(2)), barriers, smem, banks, cumulative)
-    result: dict[str, KernelResources] = {}
     for entry in entries.values():
         if entry.used is None:
             raise ParseError(
@@ -230,8 +243,14 @@ def parse_ptxas_output(text: str) -> dict[str, KernelResources]:
                 entry.line,
                 entry.lineno,
             )
+    if directives is not None:
+        _same_module(entries, directives)
+    result: dict[str, KernelResources] = {}
+    for entry in entries.values():
+        assert entry.used is not None  # checked above
         used_line, registers, barriers, smem, banks, cumulative = entry.used
         stack, spill_stores, spill_loads, properties_line = properties[entry.name]
+        d = PtxDirectives() if directives is None else directives[entry.name]
         result[entry.name] = KernelResources(
             name=entry.name,
             arch=entry.arch,
@@ -246,6 +265,11 @@ def parse_ptxas_output(text: str) -> dict[str, KernelResources]:
             ptxas_line=used_line,
             cumulative_stack=cumulative,
             properties_line=properties_line,
+            max_threads=d.max_threads,
+            maxntid=d.maxntid,
+            reqntid=d.reqntid,
+            min_blocks_per_sm=d.minnctapersm,
+            max_regs=d.maxnreg,
         )
     return result
 
@@ -412,12 +436,7 @@ def combine(
     Both must describe the same module: a kernel ptxas compiled that the PTX lacks means the two
     texts do not belong together, which is an error rather than a kernel without launch bounds.
     """
-    missing = [name for name in resources if name not in directives]
-    if missing:
-        raise ValueError(
-            f"ptxas reported {missing} but the PTX has no such .entry (PTX entries: {sorted(directives)}); "
-            "the ptxas output and the PTX come from different modules"
-        )
+    _same_module(resources, directives)
     return {
         name: replace(
             res,
@@ -429,6 +448,15 @@ def combine(
         )
         for name, res in resources.items()
     }
+
+
+def _same_module(resources: Mapping[str, object], directives: Mapping[str, PtxDirectives]) -> None:
+    missing = [name for name in resources if name not in directives]
+    if missing:
+        raise ValueError(
+            f"ptxas reported {missing} but the PTX has no such .entry (PTX entries: {sorted(directives)}); "
+            "the ptxas output and the PTX come from different modules"
+        )
 
 
 _VERSION = re.compile(r"\bV(\d+\.\d+\.\d+)\b")

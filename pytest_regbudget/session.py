@@ -44,11 +44,10 @@ from .report import (
 from .scope import ERROR, NOT_A_FILE, Rule, RunScope, with_base
 from .sources import KernelSource, SourceSpec
 from .text import safe_block
-from .timing import Interval, ratio_interval
-from .timing import decided as settles
 from .toolchain import oldest_arch
 
 if TYPE_CHECKING:
+    from .timing import Interval
     from .writers import FileWriter
 
 WORKEROUTPUT_KEY = "regbudget"
@@ -538,6 +537,9 @@ class RegbudgetSession:
         if ratio is None and ceiling is None:
             return None
 
+        from .timing import decided as settles
+        from .timing import ratio_interval
+
         def decided(now: Interval) -> bool:
             if ceiling is not None and not settles(now, ceiling):
                 return False
@@ -644,6 +646,7 @@ class RegbudgetSession:
                     planned.stale,
                     remove_legacy=planned.remove_legacy,
                     lock_dir=s.cache_dir,
+                    memo=self.builder.cache,
                 )
             except (BaselineError, OSError) as exc:
                 # OSError: a failure baseline.py did not foresee; the file is still as it was.
@@ -713,10 +716,16 @@ class RegbudgetSession:
 def _relative(source: Path, rootdir: Path) -> str:
     """`source` relative to the rootdir, as a baseline key names it (remembered: every kernel of a file,
     on every arch, asks)."""
-    try:
-        return source.resolve().relative_to(rootdir.resolve()).as_posix()
-    except ValueError:
-        return os.path.relpath(source, rootdir).replace(os.sep, "/")
+    # os.path on strings: Path.resolve and relative_to cost more than the rest of a warm item's key.
+    real, root = os.path.realpath(source), _real(rootdir)
+    if real == root or real.startswith(root.rstrip(os.sep) + os.sep):
+        return Path(os.path.relpath(real, root)).as_posix()
+    return os.path.relpath(source, rootdir).replace(os.sep, "/")
+
+
+@functools.lru_cache(maxsize=16)
+def _real(path: Path) -> str:
+    return os.path.realpath(path)
 
 
 def parse_archs(values: Sequence[str]) -> list[str]:

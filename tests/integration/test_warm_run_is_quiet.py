@@ -146,3 +146,53 @@ def test_a_fully_cached_run_loads_no_nvrtc_and_starts_no_process(
     warm.assert_outcomes(passed=expected)
     warm.stdout.fnmatch_lines(["compile cache *: * hits, 0 misses*"])
     assert not record.exists() or record.read_text() == "", record.read_text()
+
+
+MODULES_CONFTEST = """
+import os
+import sys
+
+def pytest_unconfigure(config):
+    with open(os.environ["REGBUDGET_MODULES_RECORD"], "w") as fh:
+        fh.write("\\n".join(sorted(sys.modules)))
+"""
+
+# What a warm run without a kernel manifest has no use for, and would pay to import on every run: the
+# manifest's reader and collection, a TOML reader or writer (the baseline's reading is kept in the compile
+# cache, and the update that wrote it kept it there), the SASS and binary readers. (difflib, for the
+# suggestions of a misspelt key, is not among them: pytest imports it itself.)
+NOT_IMPORTED = (
+    "pytest_regbudget.manifest",
+    "pytest_regbudget.collect",
+    "tomllib",
+    "tomli",
+    "tomli_w",
+    "pytest_regbudget.sass",
+    "pytest_regbudget.binary",
+)
+
+
+def test_a_warm_run_imports_nothing_it_does_not_use(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("REGBUDGET_CACHE_DIR", str(pytester.path / "cache"))
+    record = pytester.path / "modules.txt"
+    monkeypatch.setenv("REGBUDGET_MODULES_RECORD", str(record))
+    pytester.makeconftest(MODULES_CONFTEST)
+    (pytester.path / "kernels").mkdir()
+    (pytester.path / "kernels" / "kernels.cu").write_text(KERNELS)
+    pytester.makepyfile(test_k=TESTS)
+    # pytest.ini, not pyproject.toml: pytest reads a pyproject.toml with tomllib itself.
+    pytester.makeini("[pytest]\nregbudget_baseline = budgets.toml\n")
+    args = ["-p", "no:cacheprovider", "--regbudget-arch=sm_90", "--regbudget-gpu=off"]
+    # The cold run writes the baseline (so the warm one reads it) and imports the TOML writer: the record
+    # shows what it imports.
+    pytester.runpytest_subprocess(*args, "--regbudget-update").assert_outcomes(passed=4)
+    assert "tomli_w" in record.read_text().split()
+    assert (pytester.path / "budgets.toml").is_file()
+
+    warm = pytester.runpytest_subprocess(*args)
+    warm.assert_outcomes(passed=4)
+    loaded = set(record.read_text().split())
+    assert {"pytest_regbudget.plugin", "pytest_regbudget.baseline"} <= loaded
+    assert loaded.isdisjoint(NOT_IMPORTED), sorted(loaded & set(NOT_IMPORTED))

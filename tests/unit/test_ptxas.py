@@ -24,6 +24,7 @@ from pytest_regbudget.ptxas import (
     ptx_outline,
     ptx_setmaxnreg,
 )
+from pytest_regbudget.ptxas import read as read_report
 
 DATA = Path(__file__).parent / "data" / "ptxas"
 VERSIONS = {
@@ -1066,6 +1067,26 @@ def test_combine_attaches_directives(stem: str) -> None:
     assert (simple.max_threads, simple.maxntid, simple.min_blocks_per_sm, simple.max_regs) == (None,) * 4
     # The ptxas numbers pass through untouched.
     assert as_golden(kernels["spill_heavy"]) == GOLDEN[stem]["spill_heavy"]
+
+
+@pytest.mark.parametrize("stem", ptx_files())
+def test_read_is_parse_and_combine_in_one_step(stem: str) -> None:
+    # read() is what a warm run uses: every field of every kernel as combine's, on every recorded toolkit.
+    log, ptx = read(stem), read(stem, ".ptx")
+    combined = combine(parse_ptxas_output(log), parse_ptx_directives(ptx))
+    assert read_report(log, ptx) == combined
+    assert read_report(log, ptx_outline(ptx)) == combined
+
+
+def test_read_reports_a_truncated_log_before_a_foreign_ptx() -> None:
+    # As parse then combine: the log's own defect is the one named.
+    log = read("12.9_sm_90")
+    truncated = log[: log.rindex("Used")]
+    directives_of_another = ".entry other()\n{\n}\n"
+    with pytest.raises(ParseError, match="no 'Used N registers' line"):
+        read_report(truncated, directives_of_another)
+    with pytest.raises(ValueError, match="different modules"):
+        read_report(log, directives_of_another)
 
 
 def test_combine_rejects_ptx_from_another_module() -> None:
