@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any, cast
 
 import pytest
 
 from pytest_regbudget.baseline import Entry
-from pytest_regbudget.budget import BaselineRule, Delta, KernelReport, check, compare, ratchet, strict
+from pytest_regbudget.budget import BaselineRule, Delta, KernelReport, check, compare, ratchet, strict, timed
 from pytest_regbudget.limits import Launch, Limits
 from pytest_regbudget.ptxas import parse_ptxas_output
 
@@ -297,3 +298,54 @@ def test_strict_fails_every_built_kernel_not_held_to_an_entry_of_its_release() -
     # A kernel that did not build has its error already; strict adds nothing.
     broken = replace(measured(), resources=None, error="boom")
     assert strict(broken) == broken
+
+
+def test_time_budgets_are_judged_from_a_timing_and_the_entrys_interval() -> None:
+    # What a GPU run does after timing a kernel (budget.timed), with the figures given: the interval code
+    # is imported only here, so a run without a GPU never loads it.
+    from pytest_regbudget.facts import DriverView, GpuFacts, Timing
+
+    gpu = GpuFacts(device="NVIDIA H200", arch="sm_90", view=DriverView(167, 56, 4096, 384), driver_blocks=1)
+    old = replace(
+        entry(),
+        gpu={"NVIDIA H200": {"time_ms": 1.0, "ci_low_ms": 0.98, "ci_high_ms": 1.02, "sm_clock_mhz": 1980}},
+    )
+    report = replace(ratchet(measured(), BaselineRule(old, recorded=True)), gpu=gpu)
+    assert report.baseline is old
+    interval = old.gpu_time_interval("NVIDIA H200")
+    assert interval is not None
+    assert (interval.median, interval.low, interval.high) == (1.0, 0.98, 1.02)
+    timing = Timing(1.5, 0.01, 30, 1.45, 1980, 1980, 0, True, ci_low_ms=1.48, ci_high_ms=1.52)
+    limits = Limits(max_time_ms=1.2, max_time_ratio=1.1)
+    slow = timed(report, limits, timing, enforce=True)
+    assert slow.time_status == "fail"
+    assert slow.violations[-2].startswith("time 1.5 ms > max_time_ms 1.2 on NVIDIA H200 (median 1.5 ms [1.48")
+    assert slow.violations[-1].startswith(
+        "time 1 -> 1.5 ms (x1.500, interval [1.451, 1.551]) > max_time_ratio"
+    )
+    fast = timed(
+        report, limits, replace(timing, median_ms=1.0, ci_low_ms=0.99, ci_high_ms=1.01), enforce=True
+    )
+    assert fast.time_status == "pass"
+    assert fast.baseline_time_ms == 1.0
+
+
+def test_the_sampler_stops_once_the_interval_settles_both_ceilings() -> None:
+    # RegbudgetSession._decided, which reads only whether the run is an update: the stopping rule a GPU run
+    # hands the sampler (timing.py), from the same entry as above.
+    from types import SimpleNamespace
+
+    from pytest_regbudget.facts import DriverView, GpuFacts
+    from pytest_regbudget.session import RegbudgetSession
+    from pytest_regbudget.timing import Interval
+
+    gpu = GpuFacts(device="NVIDIA H200", arch="sm_90", view=DriverView(167, 56, 4096, 384), driver_blocks=1)
+    old = replace(entry(), gpu={"NVIDIA H200": {"time_ms": 1.0, "ci_low_ms": 0.99, "ci_high_ms": 1.01}})
+    report = replace(ratchet(measured(), BaselineRule(old, recorded=True)), gpu=gpu)
+    run = cast(Any, SimpleNamespace(settings=SimpleNamespace(update=False)))
+    decided = RegbudgetSession._decided(run, report, Limits(max_time_ms=1.2, max_time_ratio=1.1))
+    assert decided is not None
+    assert decided(Interval(1.05, 1.04, 1.06))  # under both ceilings, whatever the noise
+    assert decided(Interval(1.5, 1.48, 1.52))  # over both
+    assert not decided(Interval(1.1, 1.0, 1.2))  # straddles the ratio's ceiling: sample on
+    assert RegbudgetSession._decided(run, report, Limits()) is None
