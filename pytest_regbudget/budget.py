@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from .arch import get_arch
 from .baseline import Entry, Key
 from .diagnosis import diagnose
-from .facts import GpuFacts, KernelFacts, Timing, release_of
+from .facts import KernelFacts, release_of
 from .limits import Launch, Level, Limits
 from .occupancy import (
     BARRIERS,
@@ -32,6 +32,7 @@ from .ptxas import KernelResources, message_key
 from .text import one_line, safe_block
 
 if TYPE_CHECKING:
+    from .gpu_facts import GpuFacts, Timing  # made on a GPU only (gpu.py)
     from .sass import SassReport  # read only where asked for: a run without it does not import the parser
     from .timing import Interval  # GPU timing only, imported where a kernel is timed
     from .timing import Verdict as TimeStatus

@@ -50,7 +50,7 @@ from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from . import compiler, names
 from .baseline import atomic_write
@@ -427,14 +427,16 @@ def _inside(path: str, roots: Iterable[str]) -> bool:
 
 
 # -- what a build may read ------------------------------------------------------------------------------
-@dataclass
 class _Reach:
     """What NVRTC could read for one build, found by following #include names through the include path."""
 
-    lookups: dict[str, str] = field(default_factory=dict)  # every candidate path -> _file_state
-    roots: set[str] = field(default_factory=set)  # trees whose every file counts
-    found: dict[str, str] = field(default_factory=dict)  # real path -> digest of user headers read
-    unresolved: list[tuple[str, str]] = field(default_factory=list)  # (file, directive as written)
+    __slots__ = ("found", "lookups", "roots", "unresolved")
+
+    def __init__(self, roots: set[str]) -> None:
+        self.lookups: dict[str, str] = {}  # every candidate path -> _file_state
+        self.roots = roots  # trees whose every file counts
+        self.found: dict[str, str] = {}  # real path -> digest of user headers read
+        self.unresolved: list[tuple[str, str]] = []  # (file, directive as written)
 
 
 def _reach(
@@ -642,8 +644,7 @@ def parse_depfile(text: str, cwd: str) -> list[str]:
     return list(dict.fromkeys(deps))
 
 
-@dataclass(frozen=True)
-class _Build:
+class _Build(NamedTuple):
     """One build in a manifest: the files nvcc opened and the directories it searched, as they were."""
 
     files: tuple[tuple[str, str], ...]  # (path, _file_state)

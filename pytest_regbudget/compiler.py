@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from . import names, ptxas
 from .arch import compute_arch, get_arch
@@ -161,8 +161,9 @@ class CompileOptions:
         return [f"-arch={arch}", *defines, *(f"-I{d}" for d in dirs), *self.options, *ptxas]
 
 
-@dataclass(frozen=True)
-class PtxModule:
+class PtxModule(NamedTuple):
+    """What NVRTC made of a source: the PTX, its log, and the entry each name expression lowered to."""
+
     ptx: str
     log: str
     lowered_names: Mapping[str, str]  # name expression -> mangled entry name
@@ -558,7 +559,7 @@ def build(
         found = names.match(kernel, parse_ptx_entries(module.ptx))
         if found is None:
             raise _not_found(kernel, source, arch, module.ptx, exc.log, reasons[0]) from None
-        module = replace(module, lowered_names={kernel: found})
+        module = module._replace(lowered_names={kernel: found})
     entry = module.lowered_names.get(kernel, kernel)
     if entry not in parse_ptx_entries(module.ptx):
         raise _not_found(kernel, source, arch, module.ptx, "")
@@ -739,9 +740,10 @@ def nvrtc_provenance(toolkit: Toolkit) -> Provenance:
     )
 
 
-@dataclass(frozen=True)
-class Nvcc:
-    """An nvcc, with the toolkit it belongs to (its ptxas does the measuring)."""
+class Nvcc(NamedTuple):
+    """An nvcc, with the toolkit it belongs to (its ptxas does the measuring). A named tuple, as PtxModule:
+    only a run that builds with nvcc makes one, and a frozen dataclass costs every run about a millisecond of
+    import to define."""
 
     path: Path
     version: str

@@ -14,11 +14,16 @@ import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from . import timing
 from .errors import GpuUnavailable, LaunchError
-from .facts import DriverView, GpuFacts, Timing
+
+if TYPE_CHECKING:
+    from .gpu_facts import DriverView, GpuFacts, Timing
+    from .timing import Interval
+
+# The timer (timing.py) and the GPU data classes (gpu_facts.py) are imported where a device uses them: a run
+# without a GPU imports this module only to learn why there is none.
 
 # Warm-up after triton.testing.do_bench (~25 ms; cold L2 by writing a buffer larger than the cache). The
 # stopping rule and its defaults are in timing.py.
@@ -84,6 +89,8 @@ class Device:
 
     @staticmethod
     def view(kernel: Any) -> DriverView:
+        from .gpu_facts import DriverView
+
         attrs = kernel.attributes
         return DriverView(
             registers=int(attrs["num_regs"]),
@@ -148,18 +155,22 @@ class Device:
         dynamic_smem: int = 0,
         *,
         flush_l2: bool = True,
-        time_limit_s: float = timing.TIME_LIMIT_S,
-        decided: Callable[[timing.Interval], bool] | None = None,
+        time_limit_s: float | None = None,
+        decided: Callable[[Interval], bool] | None = None,
     ) -> Timing:
         """The kernel's median time and its interval (timing.py): samples are taken until the interval's
         half-width is within timing.PRECISION of the median and, with `decided`, until the interval settles
-        the verdict it is wanted for (it does not straddle a ceiling), or until `time_limit_s`.
+        the verdict it is wanted for (it does not straddle a ceiling), or until `time_limit_s` (default
+        timing.TIME_LIMIT_S).
 
         A sample is one launch between two CUDA events, after an L2 flush unless `flush_l2=False`. A kernel
         shorter than SHORT_MS is timed as a CUDA graph of back-to-back launches, divided by their number (as
         triton.testing.do_bench_cudagraph does): the launch overhead and the events' resolution would
         otherwise be most of the figure. Graph samples run with a warm L2: a flush between the graph's
         launches would cost more than the kernel. A kernel too short even for that is `too_short`."""
+        from . import timing
+        from .gpu_facts import Timing
+
         cp = self.cupy
         self._opt_in(kernel, dynamic_smem)
         started = time.perf_counter()
@@ -190,7 +201,7 @@ class Device:
                 graph.launch(sample_stream)
                 sample_stream.synchronize()
         sampler = timing.Sampler()
-        deadline = started + time_limit_s
+        deadline = started + (timing.TIME_LIMIT_S if time_limit_s is None else time_limit_s)
         while sampler.count < timing.MAX_SAMPLES:
             if graph is None:
                 if flush_l2:
@@ -259,5 +270,7 @@ def device() -> Device:
 
 
 def probe(dev: Device, kernel: Any, threads: int | None, dynamic_smem: int) -> GpuFacts:
+    from .gpu_facts import GpuFacts
+
     blocks = None if threads is None else dev.occupancy(kernel, threads, dynamic_smem)
     return GpuFacts(device=dev.name, arch=dev.arch, view=dev.view(kernel), driver_blocks=blocks)

@@ -1,7 +1,9 @@
 """The GPU runner: which instance of a test runs the GPU checks, loading its cubins, probing the driver and
 timing kernels. It holds no test state: the session passes what it needs and keeps what comes back.
 
-CuPy is imported only through gpu.py, and only when a check asks for the device.
+CuPy is imported only through gpu.py, and only when a check asks for the device; gpu.py itself (with the timer
+and the GPU data classes) is imported the first time the device is asked for, which a run without a GPU does
+once, to say why its GPU checks are skipped.
 """
 
 from __future__ import annotations
@@ -9,14 +11,15 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
-from . import gpu
 from .arch import get_arch
 from .errors import GpuUnavailable, LaunchError, UnknownArchError
-from .facts import GpuFacts, KernelFacts, Timing
+from .facts import KernelFacts
 from .limits import Limits
 from .occupancy import launch_failure
 
 if TYPE_CHECKING:
+    from . import gpu
+    from .gpu_facts import GpuFacts, Timing
     from .timing import Interval
 
 GpuMode = Literal["auto", "off", "require"]
@@ -30,6 +33,8 @@ class GpuRunner:
         """The device when GPU checks are on and one is usable, else None (`reason()` says why)."""
         if self.mode == "off":
             return None
+        from . import gpu
+
         try:
             return gpu.device()
         except GpuUnavailable:
@@ -39,6 +44,8 @@ class GpuRunner:
         """Why `device()` is None."""
         if self.mode == "off":
             return "--regbudget-gpu=off"
+        from . import gpu
+
         try:
             gpu.device()
         except GpuUnavailable as exc:
@@ -66,6 +73,8 @@ class GpuRunner:
 
     def load_and_probe(self, facts: KernelFacts, limits: Limits, key: str) -> tuple[Any, GpuFacts]:
         """Load exactly the measured cubin and ask the driver about it (at the launch size, if any)."""
+        from . import gpu
+
         dev = gpu.device()
         loaded = dev.load(facts.cubin, facts.entry, key)
         threads = limits.launch.threads if limits.launch else None
@@ -84,6 +93,8 @@ class GpuRunner:
         decided: Callable[[Interval], bool] | None = None,
     ) -> Timing:
         """Time a loaded kernel; a launch the driver refuses raises LaunchError with the arithmetic."""
+        from . import gpu
+
         try:
             dev = gpu.device()
             return dev.benchmark(loaded, grid, block, args, dynamic_smem, flush_l2=flush_l2, decided=decided)

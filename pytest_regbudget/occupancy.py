@@ -22,6 +22,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from pytest_regbudget.arch import ArchLimits, get_arch
 
@@ -347,8 +348,10 @@ def launch_failure(
     ).failure
 
 
-@dataclass(frozen=True)
-class _Inputs:
+class _Inputs(NamedTuple):
+    """One question to the calculator (a named tuple: private, immutable, and much cheaper to define than a
+    frozen dataclass, a cost every run pays at import)."""
+
     limits: ArchLimits
     registers: int
     block_size: int
@@ -537,9 +540,9 @@ def _first(lo: int, hi: int, pred: Callable[[int], bool]) -> int | None:
     return lo
 
 
-@dataclass(frozen=True)
-class Cliff:
-    """Where the kernel stands on the register staircase at one launch size."""
+class Cliff(NamedTuple):
+    """Where the kernel stands on the register staircase at one launch size (a named tuple: one is made per
+    kernel report, and defining a frozen dataclass would cost every run's import about a millisecond)."""
 
     registers: int
     blocks: int  # resident blocks per SM now

@@ -27,9 +27,6 @@ from .errors import (
     Unbuildable,
     UnknownArchError,
 )
-from .facts import Timing
-from .gpu import Device
-from .gpu import device as gpu_device
 from .gpu_runner import GpuMode
 from .markers import (
     VALID_KEYS,
@@ -44,6 +41,8 @@ from .sources import make as make_source
 from .text import safe_block
 
 if TYPE_CHECKING:
+    from .gpu import Device
+    from .gpu_facts import Timing
     from .manifest import Manifest
 
 SESSION_KEY = pytest.StashKey[RegbudgetSession]()
@@ -586,7 +585,9 @@ class RegbudgetFixture:
         """
         if self._session.gpu_arch(self._state) is None:
             return None
-        return gpu_device()
+        from .gpu import device  # CuPy's side: imported once a test asks for the device
+
+        return device()
 
     def compile(
         self,

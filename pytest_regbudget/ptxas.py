@@ -118,13 +118,15 @@ _FIELD_CUMULATIVE_STACK = re.compile(r"^(\d+)\s+bytes\s+cumulative\s+stack\s+siz
 _KNOWN_WORDS = re.compile(r"\b(?:barriers?|smem|cmem|stack|registers?|lmem|spill)\b")
 
 
-@dataclass
 class _Entry:
-    name: str
-    arch: str
-    line: str
-    lineno: int
-    used: tuple[str, int, int, int, tuple[tuple[int, int], ...], int | None] | None = None
+    """One kernel's lines of a report while it is read (a plain class: a private record that the parser fills
+    in needs none of a dataclass's methods, whose making is most of a module's import time)."""
+
+    __slots__ = ("arch", "line", "lineno", "name", "used")
+
+    def __init__(self, name: str, arch: str, line: str, lineno: int) -> None:
+        self.name, self.arch, self.line, self.lineno = name, arch, line, lineno
+        self.used: tuple[str, int, int, int, tuple[tuple[int, int], ...], int | None] | None = None
 
 
 def _parse_used_fields(

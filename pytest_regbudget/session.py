@@ -27,7 +27,7 @@ from .builder import Builder, BuildSettings, ItemEnv
 from .cache import CacheStats, Spec
 from .compiler import DEFAULT_PTXAS_TIMEOUT, error_location
 from .errors import BaselineError, CompileError, MarkerError, ToolchainError, Unbuildable
-from .facts import KernelFacts, Timing
+from .facts import KernelFacts
 from .gpu_runner import GpuMode, GpuRunner
 from .limits import Launch, Limits
 from .markers import Budget, parse_marker
@@ -47,6 +47,7 @@ from .text import safe_block
 from .toolchain import oldest_arch
 
 if TYPE_CHECKING:
+    from .gpu_facts import Timing
     from .timing import Interval
     from .writers import FileWriter
 

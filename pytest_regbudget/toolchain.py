@@ -22,9 +22,9 @@ import sys
 import tempfile
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from .errors import ToolchainError
 
@@ -54,11 +54,11 @@ class Toolkit:
         return f"{self.origin}: NVRTC {self.nvrtc_version}, ptxas {self.ptxas_version}"
 
 
-@dataclass
 class _Search:
     """The trail of places looked at, so the final error can list them."""
 
-    tried: list[str] = field(default_factory=list)
+    def __init__(self) -> None:
+        self.tried: list[str] = []
 
     def note(self, where: str, why: str) -> None:
         self.tried.append(f"{where}: {why}")
@@ -248,8 +248,7 @@ def _dist_version(name: str) -> str | None:
         return None
 
 
-@dataclass(frozen=True)
-class _Wheels:
+class _Wheels(NamedTuple):
     """One CUDA release's pip wheels: their distribution names, and where their parts lie under each
     directory of the `nvidia` namespace package."""
 

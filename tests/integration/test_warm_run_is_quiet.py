@@ -160,7 +160,8 @@ def pytest_unconfigure(config):
 # What a warm run without a kernel manifest has no use for, and would pay to import on every run: the
 # manifest's reader and collection, a TOML reader or writer (the baseline's reading is kept in the compile
 # cache, and the update that wrote it kept it there), the SASS and binary readers. (difflib, for the
-# suggestions of a misspelt key, is not among them: pytest imports it itself.)
+# suggestions of a misspelt key, is not among them: pytest imports it itself.) With --regbudget-gpu=off, nor
+# the GPU side: its device probe, timer and data classes.
 NOT_IMPORTED = (
     "pytest_regbudget.manifest",
     "pytest_regbudget.collect",
@@ -169,6 +170,9 @@ NOT_IMPORTED = (
     "tomli_w",
     "pytest_regbudget.sass",
     "pytest_regbudget.binary",
+    "pytest_regbudget.gpu",
+    "pytest_regbudget.gpu_facts",
+    "pytest_regbudget.timing",
 )
 
 

@@ -303,7 +303,7 @@ def test_strict_fails_every_built_kernel_not_held_to_an_entry_of_its_release() -
 def test_time_budgets_are_judged_from_a_timing_and_the_entrys_interval() -> None:
     # What a GPU run does after timing a kernel (budget.timed), with the figures given: the interval code
     # is imported only here, so a run without a GPU never loads it.
-    from pytest_regbudget.facts import DriverView, GpuFacts, Timing
+    from pytest_regbudget.gpu_facts import DriverView, GpuFacts, Timing
 
     gpu = GpuFacts(device="NVIDIA H200", arch="sm_90", view=DriverView(167, 56, 4096, 384), driver_blocks=1)
     old = replace(
@@ -335,7 +335,7 @@ def test_the_sampler_stops_once_the_interval_settles_both_ceilings() -> None:
     # hands the sampler (timing.py), from the same entry as above.
     from types import SimpleNamespace
 
-    from pytest_regbudget.facts import DriverView, GpuFacts
+    from pytest_regbudget.gpu_facts import DriverView, GpuFacts
     from pytest_regbudget.session import RegbudgetSession
     from pytest_regbudget.timing import Interval
 

@@ -27,6 +27,7 @@ CORE = (
     "dirs",
     "errors",
     "facts",
+    "gpu_facts",
     "html",
     "limits",
     "occupancy",
