@@ -6,9 +6,8 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from . import baseline as bl
 from .cache import FORMAT, CacheStats, CompileCache, Prefetcher, Spec, Unit
@@ -20,8 +19,8 @@ if TYPE_CHECKING:
     from .frontends import FrontendPtx
 
 
-@dataclass(frozen=True)
-class BuildSettings:
+# A named tuple rather than a frozen dataclass: every run defines it at import (docs/speed.md, "Records").
+class BuildSettings(NamedTuple):
     rootdir: Path
     cuda_home: str | None
     ptxas_timeout: float

@@ -644,6 +644,7 @@ def parse_depfile(text: str, cwd: str) -> list[str]:
     return list(dict.fromkeys(deps))
 
 
+# A named tuple rather than a frozen dataclass: every run defines it at import (docs/speed.md, "Records").
 class _Build(NamedTuple):
     """One build in a manifest: the files nvcc opened and the directories it searched, as they were."""
 

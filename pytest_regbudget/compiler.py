@@ -161,6 +161,7 @@ class CompileOptions:
         return [f"-arch={arch}", *defines, *(f"-I{d}" for d in dirs), *self.options, *ptxas]
 
 
+# A named tuple rather than a frozen dataclass: every run defines it at import (docs/speed.md, "Records").
 class PtxModule(NamedTuple):
     """What NVRTC made of a source: the PTX, its log, and the entry each name expression lowered to."""
 
@@ -740,10 +741,9 @@ def nvrtc_provenance(toolkit: Toolkit) -> Provenance:
     )
 
 
+# A named tuple rather than a frozen dataclass: every run defines it at import (docs/speed.md, "Records").
 class Nvcc(NamedTuple):
-    """An nvcc, with the toolkit it belongs to (its ptxas does the measuring). A named tuple, as PtxModule:
-    only a run that builds with nvcc makes one, and a frozen dataclass costs every run about a millisecond of
-    import to define."""
+    """An nvcc, with the toolkit it belongs to (its ptxas does the measuring)."""
 
     path: Path
     version: str

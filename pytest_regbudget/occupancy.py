@@ -348,9 +348,9 @@ def launch_failure(
     ).failure
 
 
+# A named tuple rather than a frozen dataclass: every run defines it at import (docs/speed.md, "Records").
 class _Inputs(NamedTuple):
-    """One question to the calculator (a named tuple: private, immutable, and much cheaper to define than a
-    frozen dataclass, a cost every run pays at import)."""
+    """One question to the calculator."""
 
     limits: ArchLimits
     registers: int
@@ -540,9 +540,9 @@ def _first(lo: int, hi: int, pred: Callable[[int], bool]) -> int | None:
     return lo
 
 
+# A named tuple rather than a frozen dataclass: every run defines it at import (docs/speed.md, "Records").
 class Cliff(NamedTuple):
-    """Where the kernel stands on the register staircase at one launch size (a named tuple: one is made per
-    kernel report, and defining a frozen dataclass would cost every run's import about a millisecond)."""
+    """Where the kernel stands on the register staircase at one launch size."""
 
     registers: int
     blocks: int  # resident blocks per SM now

@@ -27,6 +27,7 @@ import functools
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from typing import NamedTuple
 
 from .errors import ParseError
 
@@ -73,8 +74,8 @@ class KernelResources:
     spills_known: bool = True
 
 
-@dataclass(frozen=True)
-class PtxDirectives:
+# A named tuple rather than a frozen dataclass: every run defines it at import (docs/speed.md, "Records").
+class PtxDirectives(NamedTuple):
     """The performance-tuning directives between a PTX `.entry` header and its body."""
 
     # (x, y, z): PTX may omit trailing dimensions (NVRTC 13.0 writes ".maxntid 256" for sm_100+,
@@ -119,8 +120,7 @@ _KNOWN_WORDS = re.compile(r"\b(?:barriers?|smem|cmem|stack|registers?|lmem|spill
 
 
 class _Entry:
-    """One kernel's lines of a report while it is read (a plain class: a private record that the parser fills
-    in needs none of a dataclass's methods, whose making is most of a module's import time)."""
+    """One kernel's lines of a report while it is read (a plain class: see docs/speed.md, "Records")."""
 
     __slots__ = ("arch", "line", "lineno", "name", "used")
 

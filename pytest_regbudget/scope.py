@@ -20,7 +20,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 Key = tuple[str, str, str, str, str]  # (source, kernel, variant, arch, release), as in baseline.Key
 LegacyKey = tuple[str, str, str]  # (test nodeid, kernel, arch), as in baseline.LegacyKey
@@ -111,8 +111,8 @@ def merge_shards(payloads: Iterable[Mapping[str, Any]]) -> RunScope:
     return merged
 
 
-@dataclass(frozen=True)
-class Decision:
+# A named tuple rather than a frozen dataclass: every run defines it at import (docs/speed.md, "Records").
+class Decision(NamedTuple):
     """Stale keys (to remove on update), and kept keys grouped by the reason they were not judged."""
 
     stale: frozenset[tuple[str, ...]]  # kernel keys, and version-1 (test) keys
@@ -147,8 +147,8 @@ def covered(file: str, prefixes: Sequence[str]) -> bool:
     return any(p == "" or (p.endswith("/") and file.startswith(p)) or p == file for p in prefixes)
 
 
-@dataclass(frozen=True)
-class Rule:
+# A named tuple rather than a frozen dataclass: every run defines it at import (docs/speed.md, "Records").
+class Rule(NamedTuple):
     """The stale rule for one run: what it built, which paths it was given, and what it saw."""
 
     scope: RunScope

@@ -248,6 +248,7 @@ def _dist_version(name: str) -> str | None:
         return None
 
 
+# A named tuple rather than a frozen dataclass: every run defines it at import (docs/speed.md, "Records").
 class _Wheels(NamedTuple):
     """One CUDA release's pip wheels: their distribution names, and where their parts lie under each
     directory of the `nvidia` namespace package."""

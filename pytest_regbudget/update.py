@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import cast
+from typing import NamedTuple, cast
 
 from . import baseline as bl
 from .ptxas import message_key
@@ -97,8 +97,8 @@ def fresh_entries(records: Iterable[KernelRecord]) -> Fresh:
     return out
 
 
-@dataclass(frozen=True)
-class Plan:
+# A named tuple rather than a frozen dataclass: every run defines it at import (docs/speed.md, "Records").
+class Plan(NamedTuple):
     """What baseline.update is given: the entries to write, and what it removes."""
 
     write: Mapping[bl.Key, bl.Entry]
