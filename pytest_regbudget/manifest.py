@@ -30,7 +30,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from . import names
+from . import manifest_files, names
 from .arch import get_arch
 from .compiler import CompileOptions
 from .errors import ManifestError, MarkerError, UnknownArchError
@@ -41,8 +41,6 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - exercised on Python 3.10 only
     import tomli as tomllib
 
-PYPROJECT = "pyproject.toml"
-STANDALONE = "regbudget.toml"
 TOP_KEYS = ("arch", "kernels")
 # Where a table's kernels are, which of them, and their variants; the rest are the marker's keys.
 SELECT_KEYS = ("source", "binary", "kernels", "variants")
@@ -242,26 +240,28 @@ def variant_id(defines: Sequence[tuple[str, str | None]]) -> str:
 
 
 # -- reading and checking --------------------------------------------------------------------------------
-def load(rootdir: Path) -> Manifest | None:
-    """The rootdir's manifest, checked; None when it has none. Raises ManifestError."""
-    standalone = rootdir / STANDALONE
-    pyproject = rootdir / PYPROJECT
-    tool = _tool_table(pyproject)
-    if standalone.is_file():
+def load(rootdir: Path, found: manifest_files.Found | None = None) -> Manifest | None:
+    """The rootdir's manifest, checked; None when it has none. Raises ManifestError. `found`: what
+    manifest_files.find found there already (the plugin asks it first, to import this module only where
+    there may be a manifest)."""
+    found = manifest_files.find(rootdir) if found is None else found
+    if found is None:
+        return None
+    pyproject = found.pyproject
+    tool = None if pyproject is None else _tool_table(pyproject, found.pyproject_text)
+    if found.standalone is not None:
         if tool is not None:
             raise ManifestError(
-                f"{pyproject} has [tool.regbudget] and {standalone} exists too: keep the manifest in one of "
-                "them"
+                f"{pyproject} has [tool.regbudget] and {found.standalone} exists too: keep the manifest in "
+                "one of them"
             )
-        return parse(_toml(standalone), standalone, rootdir)
-    return None if tool is None else parse(tool, pyproject, rootdir, "tool.regbudget")
+        return parse(_toml(found.standalone), found.standalone, rootdir)
+    return None if tool is None or pyproject is None else parse(tool, pyproject, rootdir, "tool.regbudget")
 
 
-def _tool_table(pyproject: Path) -> dict[str, Any] | None:
-    """pyproject.toml's [tool.regbudget], if it has one (the file is parsed only if it mentions it)."""
-    if not pyproject.is_file() or "regbudget" not in _read(pyproject):
-        return None
-    tool = _toml(pyproject).get("tool")
+def _tool_table(pyproject: Path, text: str | None) -> dict[str, Any] | None:
+    """pyproject.toml's [tool.regbudget], if it has one (`text`: the file's, None to read it)."""
+    tool = _toml(pyproject, text).get("tool")
     table: object = tool.get("regbudget") if isinstance(tool, dict) else None
     if table is None or isinstance(table, dict):
         return table
@@ -275,9 +275,9 @@ def _read(path: Path) -> str:
         raise ManifestError(f"cannot read {path}: {exc}") from None
 
 
-def _toml(path: Path) -> dict[str, Any]:
+def _toml(path: Path, text: str | None = None) -> dict[str, Any]:
     try:
-        doc: dict[str, Any] = tomllib.loads(_read(path))
+        doc: dict[str, Any] = tomllib.loads(_read(path) if text is None else text)
     except tomllib.TOMLDecodeError as exc:
         raise ManifestError(f"{path}: not valid TOML: {exc}") from None
     return doc

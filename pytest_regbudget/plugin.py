@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, cast, get_args
 
 import pytest
 
-from . import scope, sources
+from . import manifest_files, scope, sources
 from .budget import KernelReport, TimeBasis
 from .cache import default_jobs
 from .compiler import DEFAULT_PTXAS_TIMEOUT, CompileOptions
@@ -245,17 +245,12 @@ def pytest_configure(config: pytest.Config) -> None:
 def _load_manifest(rootdir: Path) -> Manifest | None:
     """The rootdir's kernel manifest (manifest.load), None without one. The manifest's modules are imported
     only where there may be one: most projects have none, and importing them would cost each of their runs."""
-    if not (rootdir / "regbudget.toml").is_file():
-        try:
-            if "regbudget" not in (rootdir / "pyproject.toml").read_text(encoding="utf-8"):
-                return None
-        except FileNotFoundError:
-            return None
-        except (OSError, UnicodeDecodeError):
-            pass  # manifest.load says what is wrong with it
+    found = manifest_files.find(rootdir)
+    if found is None:
+        return None
     from .manifest import load
 
-    return load(rootdir)
+    return load(rootdir, found)
 
 
 def _path_option(config: pytest.Config, name: str) -> Path | None:

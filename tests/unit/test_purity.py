@@ -30,6 +30,7 @@ CORE = (
     "gpu_facts",
     "html",
     "limits",
+    "manifest_files",
     "occupancy",
     "ptxas",
     "report",
