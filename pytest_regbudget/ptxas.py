@@ -27,7 +27,7 @@ import functools
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from .errors import ParseError
 
@@ -95,6 +95,17 @@ class PtxDirectives(NamedTuple):
         for d in dims:
             product *= d
         return product
+
+    def resource_fields(self) -> dict[str, Any]:
+        """The `KernelResources` fields these directives give: the one mapping of one to the other, for the
+        report read with its PTX (`read`) and for a report and PTX read apart (`combine`)."""
+        return {
+            "max_threads": self.max_threads,
+            "maxntid": self.maxntid,
+            "reqntid": self.reqntid,
+            "min_blocks_per_sm": self.minnctapersm,
+            "max_regs": self.maxnreg,
+        }
 
 
 # The "ptxas info    :" prefix (its padding varies) is optional so that a log whose prefixes were
@@ -267,11 +278,7 @@ def _parse(text: str, directives: Mapping[str, PtxDirectives] | None) -> dict[st
             ptxas_line=used_line,
             cumulative_stack=cumulative,
             properties_line=properties_line,
-            max_threads=d.max_threads,
-            maxntid=d.maxntid,
-            reqntid=d.reqntid,
-            min_blocks_per_sm=d.minnctapersm,
-            max_regs=d.maxnreg,
+            **d.resource_fields(),
         )
     return result
 
@@ -439,17 +446,7 @@ def combine(
     texts do not belong together, which is an error rather than a kernel without launch bounds.
     """
     _same_module(resources, directives)
-    return {
-        name: replace(
-            res,
-            max_threads=directives[name].max_threads,
-            maxntid=directives[name].maxntid,
-            reqntid=directives[name].reqntid,
-            min_blocks_per_sm=directives[name].minnctapersm,
-            max_regs=directives[name].maxnreg,
-        )
-        for name, res in resources.items()
-    }
+    return {name: replace(res, **directives[name].resource_fields()) for name, res in resources.items()}
 
 
 def _same_module(resources: Mapping[str, object], directives: Mapping[str, PtxDirectives]) -> None:
