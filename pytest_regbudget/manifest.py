@@ -34,7 +34,7 @@ from . import manifest_files, names
 from .arch import get_arch
 from .compiler import CompileOptions
 from .errors import ManifestError, MarkerError, UnknownArchError
-from .markers import VALID_KEYS, Budget, parse_marker
+from .markers import VALID_KEYS, Budget, close_key_hint, parse_marker
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -290,7 +290,7 @@ def parse(doc: Mapping[str, Any], path: Path, rootdir: Path, prefix: str = "") -
     for key in doc:
         if key not in TOP_KEYS:
             raise ManifestError(
-                f"{where}: unknown key {key!r}{_hint(key, TOP_KEYS)}; valid keys: arch, kernels"
+                f"{where}: unknown key {key!r}{close_key_hint(key, TOP_KEYS)}; valid keys: arch, kernels"
             )
     archs = _archs(doc.get("arch"), f"{where}: arch")
     raw = doc.get("kernels", [])
@@ -305,13 +305,6 @@ def parse(doc: Mapping[str, Any], path: Path, rootdir: Path, prefix: str = "") -
     manifest = Manifest(path, rootdir, archs, tables, where)
     _check_compilers(manifest)
     return manifest
-
-
-def _hint(key: str, valid: Sequence[str]) -> str:
-    import difflib  # only a miss needs its suggestions
-
-    close = difflib.get_close_matches(key, valid, n=1, cutoff=0.5)
-    return f" (did you mean {close[0]!r}?)" if close else ""
 
 
 def _archs(value: object, where: str) -> tuple[str, ...]:
@@ -340,7 +333,8 @@ def _table(index: int, raw: Mapping[str, Any], label: str, rootdir: Path) -> Tab
 
     for key in raw:
         if key not in TABLE_KEYS:
-            raise error(key, f"unknown key{_hint(key, TABLE_KEYS)}; valid keys: {', '.join(TABLE_KEYS)}")
+            hint = close_key_hint(key, TABLE_KEYS)
+            raise error(key, f"unknown key{hint}; valid keys: {', '.join(TABLE_KEYS)}")
     if ("source" in raw) == ("binary" in raw):
         both = "give one of them, not both" if "source" in raw else "a table needs one of them"
         raise ManifestError(

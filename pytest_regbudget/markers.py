@@ -71,10 +71,12 @@ class Budget:
         return self.per_arch.get(arch, self.default)
 
 
-def _suggest(key: str) -> str:
+def close_key_hint(key: str, valid: Sequence[str]) -> str:
+    """` (did you mean 'max_regs'?)` for a misspelt key of `valid`, else nothing (markers, tolerances and
+    the manifest's tables say it alike)."""
     import difflib  # only a miss needs its suggestions
 
-    close = difflib.get_close_matches(key, VALID_KEYS, n=1, cutoff=0.5)
+    close = difflib.get_close_matches(key, valid, n=1, cutoff=0.5)
     return f" (did you mean {close[0]!r}?)" if close else ""
 
 
@@ -375,10 +377,7 @@ def parse_tolerance(value: object, where: str) -> dict[str, float]:
     out: dict[str, float] = {}
     for name, amount in value.items():
         if name not in TOLERANCE_KEYS:
-            import difflib  # only a miss needs its suggestions
-
-            close = difflib.get_close_matches(str(name), TOLERANCE_KEYS, n=1, cutoff=0.5)
-            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            hint = close_key_hint(str(name), TOLERANCE_KEYS)
             raise MarkerError(
                 f"{where}: unknown metric {name!r}{hint}; valid metrics: {', '.join(TOLERANCE_KEYS)}"
             )
@@ -419,9 +418,8 @@ def parse_marker(args: Sequence[object], kwargs: Mapping[str, object], base_dir:
     unknown = [k for k in kwargs if k not in VALID_KEYS]
     if unknown:
         key = unknown[0]
-        raise MarkerError(
-            f"unknown regbudget key {key!r}{_suggest(key)}; valid keys: {', '.join(VALID_KEYS)}"
-        )
+        hint = close_key_hint(key, VALID_KEYS)
+        raise MarkerError(f"unknown regbudget key {key!r}{hint}; valid keys: {', '.join(VALID_KEYS)}")
     source = kwargs.get("source")
     kernel = kwargs.get("kernel")
     if source is not None and not isinstance(source, (str, Path)):
