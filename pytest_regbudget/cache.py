@@ -1385,10 +1385,7 @@ class Prefetcher:
     def _release_listings(self) -> None:
         """Let go of the listings' holds (the plan holds what its kernels want). Under the lock."""
         for unit in self._listings:
-            self._wanted[unit] -= 1
-            if self._wanted[unit] <= 0:
-                del self._wanted[unit]
-                self._remember(unit)
+            self._unwant(unit)
         self._listings.clear()
 
     def prefetch_units(self, units: Iterable[Unit]) -> None:
@@ -1457,10 +1454,14 @@ class Prefetcher:
             self._planned[spec] -= 1
             if self._planned[spec] <= 0:
                 del self._planned[spec]
-            self._wanted[unit] -= 1
-            if self._wanted[unit] <= 0:
-                del self._wanted[unit]
-                self._remember(unit)
+            self._unwant(unit)
+
+    def _unwant(self, unit: Unit) -> None:
+        """One hold on `unit` fewer; without any, it is among the recent units. Under the lock."""
+        self._wanted[unit] -= 1
+        if self._wanted[unit] <= 0:
+            del self._wanted[unit]
+            self._remember(unit)
 
     def _remember(self, unit: Unit) -> None:
         """Keep `unit` among the recent ones, forgetting the oldest built one that no plan wants."""

@@ -25,6 +25,7 @@ from typing import Any
 
 import pytest
 
+from . import manifest_files
 from .compiler import CompileOptions
 from .errors import CompileError, MarkerError, ToolchainError
 from .manifest import LISTING_COMPILERS, Kernel, Manifest, kernel_id, variant_id
@@ -32,7 +33,7 @@ from .markers import compile_options
 from .scope import COLLECTED
 from .session import ItemState, RegbudgetSession, RegbudgetWarning
 
-PLUGIN_NAME = "regbudget-manifest"
+PLUGIN_NAME = manifest_files.PLUGIN_NAME
 # Files an argument may name that the manifest is expected to hold: naming one it does not is an error.
 CUDA_SUFFIXES = frozenset({".cu", ".cuh", ".cubin", ".fatbin", ".so", ".o", ".a"})
 

@@ -12,6 +12,8 @@ from typing import NamedTuple
 
 PYPROJECT = "pyproject.toml"
 STANDALONE = "regbudget.toml"
+# The manifest's pytest plugin (collect.py): the plugin asks for it by name without importing collect.py.
+PLUGIN_NAME = "regbudget-manifest"
 
 
 # A named tuple rather than a frozen dataclass: every run defines it at import (docs/speed.md, "Records").

@@ -785,7 +785,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int | pytest.ExitC
 
 
 def _manifest_prefixes(config: pytest.Config) -> tuple[str, ...]:
-    if not config.pluginmanager.has_plugin("regbudget-manifest"):  # collect.PLUGIN_NAME, not imported
+    if not config.pluginmanager.has_plugin(manifest_files.PLUGIN_NAME):
         return ()
     from . import collect
 
