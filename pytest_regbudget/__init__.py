@@ -21,6 +21,8 @@ if TYPE_CHECKING:
     from .plugin import RegbudgetFixture
     from .toolchain import Toolkit, discover
 
+# The one place the version is written: pyproject.toml reads it (tool.setuptools.dynamic),
+# `regbudget --version` prints it, and the release workflow refuses a tag that differs from it.
 __version__ = "0.1.0"
 
 # Public names whose modules are imported on first use: name -> module.

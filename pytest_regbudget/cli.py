@@ -26,12 +26,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, cast
 
+from . import __version__, compare, update
 from . import baseline as bl
-from . import compare, update
 from .errors import BaselineError, RegbudgetError
 from .report import KernelRecord, json_text
 from .scope import Rule, merge_shards
-from .text import one_line
+from .text import close_key_hint, one_line
 
 OK, FAILED, BAD_INPUT = 0, 1, 2
 
@@ -94,7 +94,8 @@ def parse_fail_on(text: str) -> dict[str, float]:
     for part in filter(None, (p.strip() for p in text.split(","))):
         name, _, tol = part.partition(":")
         if name not in _FAIL_METRICS:
-            raise CliError(f"--fail-on {part!r}: unknown metric; use {', '.join(_FAIL_METRICS)}")
+            hint = close_key_hint(name, list(_FAIL_METRICS))
+            raise CliError(f"--fail-on {part!r}: unknown metric{hint}; use {', '.join(_FAIL_METRICS)}")
         try:
             amount = float(tol) if tol else 0.0
         except ValueError:
@@ -122,8 +123,8 @@ def compare_reports(a: Report, b: Report) -> compare.Comparison:
 
 
 def _cmd_compare(args: argparse.Namespace) -> int:
+    fail_on = parse_fail_on(args.fail_on) if args.fail_on else {}  # a misspelt metric before any file is read
     a, b = read_report(Path(args.a)), read_report(Path(args.b))
-    fail_on = parse_fail_on(args.fail_on) if args.fail_on else {}
     result = compare_reports(a, b)
     if args.markdown:
         print(compare.markdown([result]), end="")
@@ -465,7 +466,9 @@ def parser() -> argparse.ArgumentParser:
         description="CUDA kernel register budgets outside pytest. Exit status: 0 ok, 1 a check failed, "
         "2 bad input.",
     )
-    sub = main.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    main.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    # Not required: a bare `regbudget` prints this help and exits 0 (main), as git and pip do.
+    sub = main.add_subparsers(dest="command", metavar="COMMAND")
 
     p = sub.add_parser(
         "explain", help="the launch-bounds table of one kernel, and a marker line to start from"
@@ -519,7 +522,11 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = parser().parse_args(argv)
+    command_line = parser()
+    args = command_line.parse_args(argv)
+    if args.command is None:
+        command_line.print_help()
+        return OK
     try:
         return int(args.run(args))
     except CliError as exc:

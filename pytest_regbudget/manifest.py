@@ -34,7 +34,8 @@ from . import manifest_files, names
 from .arch import get_arch
 from .compiler import CompileOptions
 from .errors import ManifestError, MarkerError, UnknownArchError
-from .markers import VALID_KEYS, Budget, close_key_hint, parse_marker
+from .markers import VALID_KEYS, Budget, parse_marker
+from .text import close_key_hint
 
 if sys.version_info >= (3, 11):
     import tomllib

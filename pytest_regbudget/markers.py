@@ -17,6 +17,7 @@ from .arch import get_arch
 from .compiler import CompileOptions
 from .errors import MarkerError, UnknownArchError
 from .limits import LEVELS, Launch, Level, Limits
+from .text import close_key_hint
 
 COMPILE_KEYS = (
     "source",
@@ -69,15 +70,6 @@ class Budget:
 
     def limits(self, arch: str) -> Limits:
         return self.per_arch.get(arch, self.default)
-
-
-def close_key_hint(key: str, valid: Sequence[str]) -> str:
-    """` (did you mean 'max_regs'?)` for a misspelt key of `valid`, else nothing (markers, tolerances and
-    the manifest's tables say it alike)."""
-    import difflib  # only a miss needs its suggestions
-
-    close = difflib.get_close_matches(key, valid, n=1, cutoff=0.5)
-    return f" (did you mean {close[0]!r}?)" if close else ""
 
 
 _NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")

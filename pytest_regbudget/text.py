@@ -4,13 +4,17 @@ Owns two rules. A name is printed on one line: every character that is not print
 an escape sequence, a Unicode line separator) is shown escaped, as `repr` shows it. A multi-line log keeps
 its lines, but no line may read as a GitHub workflow command: the runner strips leading whitespace and obeys
 any line that then starts with `::` (actions/runner, ActionCommand.TryParseV2), so indenting is not enough.
+
+It also owns the "did you mean" hint for a misspelt key, which markers, the manifest and the command line
+share.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
-__all__ = ["COMMAND_GUARD", "one_line", "safe_block"]
+__all__ = ["COMMAND_GUARD", "close_key_hint", "one_line", "safe_block"]
 
 # What a log line that would start a workflow command is shown with, in place of its last two spaces of
 # indentation (NVRTC indents the source line it quotes by two, so its caret line stays aligned).
@@ -54,3 +58,12 @@ def safe_block(text: str) -> str:
         escaped = "".join(c if c.isprintable() or c == "\t" else _escaped(c) for c in line)
         lines.append(_guard(escaped))
     return "\n".join(lines)
+
+
+def close_key_hint(key: str, valid: Sequence[str]) -> str:
+    """` (did you mean 'max_regs'?)` for a misspelt key of `valid`, else nothing (markers, tolerances,
+    the manifest's tables and the command line say it alike)."""
+    import difflib  # only a miss needs its suggestions
+
+    close = difflib.get_close_matches(key, valid, n=1, cutoff=0.5)
+    return f" (did you mean {close[0]!r}?)" if close else ""

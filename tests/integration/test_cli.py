@@ -14,6 +14,11 @@ from typing import Any
 
 import pytest
 
+if sys.version_info >= (3, 11):
+    import tomllib
+else:
+    import tomli as tomllib
+
 from pytest_regbudget.compiler import CompileOptions, compile_kernel
 from pytest_regbudget.toolchain import discover
 
@@ -37,6 +42,23 @@ def bad_input(done: subprocess.CompletedProcess[str], pattern: str) -> None:
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1, done.stderr
     assert re.search(pattern, lines[0]), lines[0]
+
+
+# --- the command itself ------------------------------------------------------------------------------------
+def test_bare_command_prints_help_and_version_is_pyprojects() -> None:
+    bare = regbudget()
+    assert bare.returncode == 0, bare.stderr
+    assert bare.stdout.startswith("usage: regbudget")
+    for command in ("explain", "compare", "merge", "baseline"):
+        assert f"    {command} " in bare.stdout
+    pyproject = tomllib.loads((Path(__file__).parents[2] / "pyproject.toml").read_text())
+    assert pyproject["tool"]["setuptools"]["dynamic"]["version"] == {"attr": "pytest_regbudget.__version__"}
+    from pytest_regbudget import __version__
+
+    assert re.fullmatch(r"\d+\.\d+\.\d+", __version__)
+    version = regbudget("--version")
+    assert version.returncode == 0
+    assert version.stdout == f"regbudget {__version__}\n"
 
 
 # --- explain ----------------------------------------------------------------------------------------------
@@ -136,7 +158,12 @@ def test_compare_lists_changed_kernels_and_fails_on_request(pytester: pytest.Pyt
     old = pytester.path / "old.json"
     old.write_text(json.dumps({"kernels": []}))
     bad_input(regbudget("compare", str(a), str(old)), r"old\.json: report version 1 .*reads version 2")
-    bad_input(regbudget("compare", str(a), str(b), "--fail-on", "regs"), r"--fail-on 'regs': unknown metric")
+    bad_input(
+        regbudget("compare", str(a), str(b), "--fail-on", "regs"),
+        r"--fail-on 'regs': unknown metric \(did you mean 'registers'\?\); use registers, spills",
+    )
+    # The metric is checked before any file is read: a misspelling is named even when a report is missing.
+    bad_input(regbudget("compare", "gone.json", str(b), "--fail-on", "spils"), r"did you mean 'spills'")
 
 
 def test_sharded_update_merged_equals_a_serial_update_byte_for_byte(pytester: pytest.Pytester) -> None:
