@@ -65,7 +65,7 @@ def read_report(path: Path) -> Report:
     if not isinstance(doc, dict) or not isinstance(doc.get("kernels"), list):
         raise CliError(f'{path}: not a pytest-regbudget report (no "kernels" list)')
     if doc.get("format") != JSON_FORMAT or doc.get("version") != JSON_VERSION:
-        found = doc.get("version", "1 (no version: pytest-regbudget 0.1)")
+        found = doc.get("version", "1 (no version: a development version before 0.1.0)")
         raise CliError(
             f"{path}: report version {found}; this regbudget reads version {JSON_VERSION}. Fix: rerun pytest "
             "--regbudget-json with this pytest-regbudget"

@@ -55,3 +55,22 @@ def test_every_option_and_ini_key_in_pytest_help_is_documented(pytester: pytest.
 def test_every_marker_key_has_a_reference_entry() -> None:
     reference = (DOCS / "reference" / "markers.md").read_text()
     assert sorted(k for k in VALID_KEYS if f"`{k}`" not in reference) == []
+
+
+def test_release_files_name_the_packages_version() -> None:
+    """The pre-commit snippets pin the tag the release workflow makes (v + the version), and CHANGELOG.md has
+    that version's section; LICENSE is the Apache-2.0 text that pyproject declares."""
+    from pytest_regbudget import __version__
+
+    tag = f"v{__version__}"
+    for path in (DOCS / "cli.md", ROOT / ".pre-commit-hooks.yaml"):
+        revs = re.findall(r"rev: (\S+)", path.read_text())
+        assert revs == [tag], path
+    assert 'tags: ["v*"]' in (ROOT / ".github" / "workflows" / "release.yml").read_text()
+    changelog = (ROOT / "CHANGELOG.md").read_text()
+    assert re.search(rf"^## \[{re.escape(__version__)}\] - \d{{4}}-\d\d-\d\d$", changelog, re.M)
+    license_text = (ROOT / "LICENSE").read_text()
+    assert "Apache License\n                           Version 2.0, January 2004" in license_text
+    assert 'license = "Apache-2.0"' in (ROOT / "pyproject.toml").read_text()
+    assert "docs/contributing.md" in (ROOT / "CONTRIBUTING.md").read_text()
+    assert "## Releasing" in (DOCS / "contributing.md").read_text()

