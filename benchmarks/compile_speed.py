@@ -37,8 +37,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from pytest_regbudget.compiler import CompileOptions, compile_ptx, run_ptxas
-from pytest_regbudget.toolchain import discover
+from pytest_regbudget.build.compiler import CompileOptions, compile_ptx, run_ptxas
+from pytest_regbudget.build.toolchain import discover
 
 KERNEL = """
 // Variant {i}: {nacc} live accumulators per thread, unrolled {unroll} times.

@@ -2,7 +2,7 @@
 
 The public API is re-exported here; the pytest hooks live in `pytest_regbudget.plugin`. What needs pytest
 (the fixture) or a toolkit (the compiler, discovery) is imported on first use, so that the pure core
-(`import pytest_regbudget.ptxas`, `.budget`, `.occupancy`, `.report`) loads neither pytest nor CUDA.
+(`import pytest_regbudget.core.ptxas`, `.budget`, `.occupancy`, `.report`) loads neither pytest nor CUDA.
 """
 
 from __future__ import annotations
@@ -10,29 +10,27 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
-from .arch import SUPPORTED_ARCHS, ArchLimits, get_arch
-from .budget import KernelReport
-from .errors import CompileError, KernelNotFoundError, ToolchainError, UnknownArchError
-from .occupancy import Occupancy, launch_failure, occupancy
-from .ptxas import KernelResources, parse_ptxas_output
+from ._version import __version__
+from .core.arch import SUPPORTED_ARCHS, ArchLimits, get_arch
+from .core.errors import CompileError, KernelNotFoundError, RegbudgetWarning, ToolchainError, UnknownArchError
+from .core.occupancy import Occupancy, launch_failure, occupancy
+from .core.ptxas import KernelResources, parse_ptxas_output
+from .core.verdict import KernelReport
 
 if TYPE_CHECKING:
-    from .compiler import CompiledKernel, CompileOptions, compile_kernel
+    from .build.compiler import CompiledKernel, CompileOptions, compile_kernel
+    from .build.toolchain import Toolkit, discover
     from .plugin import RegbudgetFixture
-    from .toolchain import Toolkit, discover
 
-# The one place the version is written: pyproject.toml reads it (tool.setuptools.dynamic),
-# `regbudget --version` prints it, and the release workflow refuses a tag that differs from it.
-__version__ = "0.1.0"
 
 # Public names whose modules are imported on first use: name -> module.
 _LAZY = {
-    "CompileOptions": "compiler",
-    "CompiledKernel": "compiler",
-    "compile_kernel": "compiler",
+    "CompileOptions": "build.compiler",
+    "CompiledKernel": "build.compiler",
+    "compile_kernel": "build.compiler",
     "RegbudgetFixture": "plugin",
-    "Toolkit": "toolchain",
-    "discover": "toolchain",
+    "Toolkit": "build.toolchain",
+    "discover": "build.toolchain",
 }
 
 
@@ -60,6 +58,7 @@ __all__ = [
     "KernelResources",
     "Occupancy",
     "RegbudgetFixture",
+    "RegbudgetWarning",
     "ToolchainError",
     "Toolkit",
     "UnknownArchError",

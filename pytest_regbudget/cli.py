@@ -26,12 +26,14 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, cast
 
-from . import __version__, compare, update
-from . import baseline as bl
-from .errors import BaselineError, RegbudgetError
-from .report import KernelRecord, json_text
-from .scope import Rule, merge_shards
-from .text import close_key_hint, one_line
+from ._version import __version__
+from .core import baseline as bl
+from .core.errors import BaselineError, RegbudgetError
+from .core.text import close_key_hint, one_line
+from .report import compare
+from .report.record import KernelRecord, json_text
+from .update import plan as update
+from .update.scope import Rule, merge_shards
 
 OK, FAILED, BAD_INPUT = 0, 1, 2
 
@@ -50,7 +52,7 @@ class Report:
 
 def read_report(path: Path) -> Report:
     """A --regbudget-json report of this plugin's version; CliError naming the file otherwise."""
-    from .writers import JSON_FORMAT, JSON_VERSION
+    from .report.writers import JSON_FORMAT, JSON_VERSION
 
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
@@ -171,7 +173,7 @@ def _cmd_merge(args: argparse.Namespace) -> int:
         "merged": [s.path.name for s in shards],
     }
     if args.output:
-        from .writers import JSON_FORMAT, JSON_VERSION
+        from .report.writers import JSON_FORMAT, JSON_VERSION
 
         head = {"format": JSON_FORMAT, "version": JSON_VERSION, "scope": scope_doc}
         comparisons = [c.to_json() for c in compare.across_releases(records)]
@@ -202,8 +204,8 @@ def check_baseline(path: Path) -> list[str]:
     """Problems of a baseline file that loads: entries for archs this plugin does not know, and kernel
     names that differ only in their spelling (two entries for one kernel). The file's own errors (TOML,
     schema) raise CliError."""
-    from .names import normalize
-    from .report import key_text, unknown_arch_lines
+    from .core.names import normalize
+    from .report.record import key_text, unknown_arch_lines
 
     try:
         loaded = bl.load(path)
@@ -305,11 +307,11 @@ def explain(
 ) -> list[Row]:
     """Build `kernel` per (bounds, arch), as `__launch_bounds__` placed in its source would, and read each
     build as the plugin does."""
-    from .arch import get_arch
-    from .budget import max_block
-    from .compiler import CompileOptions, compile_kernel, find_nvcc, place_launch_bounds, read_source
-    from .occupancy import occupancy, register_cliff
-    from .toolchain import discover
+    from .build.compiler import CompileOptions, compile_kernel, find_nvcc, place_launch_bounds, read_source
+    from .build.toolchain import discover
+    from .core.arch import get_arch
+    from .core.occupancy import occupancy, register_cliff
+    from .core.verdict import max_block
 
     options = CompileOptions.make(defines=list(defines))
     toolkit = discover(named=toolkit_name)
@@ -354,7 +356,7 @@ def explain(
 
 def _nvcc_resources(source: Path, text: str, kernel: str, arch: str, options: Any, nvcc: Any) -> Any:
     """nvcc's build of `text` (a variant of `source`), compiled beside a copy so that its includes resolve."""
-    from .compiler import build_nvcc_unit, interpret
+    from .build.compiler import build_nvcc_unit, interpret
 
     with tempfile.TemporaryDirectory(prefix="regbudget-explain-") as tmp:
         copy = Path(tmp) / source.name
@@ -438,7 +440,7 @@ def suggested_marker(
 
 
 def _cmd_explain(args: argparse.Namespace) -> int:
-    from .errors import CompileError, ToolchainError
+    from .core.errors import CompileError, ToolchainError
 
     source, kernel = split_target(args.target)
     archs = [a.strip() for a in args.arch.split(",") if a.strip()]

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from pytest_regbudget import baseline as bl
-from pytest_regbudget.errors import GpuUnavailable
-from pytest_regbudget.gpu import Device, device
+from pytest_regbudget.core import baseline as bl
+from pytest_regbudget.core.errors import GpuUnavailable
+from pytest_regbudget.gpu.device import Device, device
 
 KERNELS = Path(__file__).parent / "kernels"
 # A kernel whose register count follows the macro N (which the including test defines somewhere).

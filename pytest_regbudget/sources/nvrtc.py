@@ -8,10 +8,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
 
-from ..cache import Spec
-from ..compiler import CompiledKernel, CompileOptions
-from ..facts import KernelFacts
-from . import BuildEnv
+from ..build.cache import Spec
+from ..build.compiler import CompiledKernel, CompileOptions
+from ..core.facts import KernelFacts
+from .protocol import BuildEnv
 
 
 def facts_of(

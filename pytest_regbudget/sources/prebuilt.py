@@ -5,13 +5,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import binary, names
-from ..cache import Spec
-from ..compiler import CompileOptions
-from ..errors import CompileError, KernelNotFoundError
-from ..facts import KernelFacts, Provenance
-from ..ptxas import KernelResources
-from . import BuildEnv
+from ..build import binary
+from ..build.cache import Spec
+from ..build.compiler import CompileOptions
+from ..core import names
+from ..core.errors import CompileError, KernelNotFoundError
+from ..core.facts import KernelFacts, Provenance
+from ..core.ptxas import KernelResources
+from .protocol import BuildEnv
 
 
 @dataclass(frozen=True)

@@ -13,12 +13,12 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from ..cache import Spec
-from ..compiler import BuildOutputs, CompileOptions, interpret, run_ptxas
-from ..facts import KernelFacts, Provenance
-from ..frontends import FrontendPtx, TritonJob, numba_ptx
-from ..toolchain import Toolkit, discover
-from . import BuildEnv
+from ..build.cache import Spec
+from ..build.compiler import BuildOutputs, CompileOptions, interpret, run_ptxas
+from ..build.frontends import FrontendPtx, TritonJob, numba_ptx
+from ..build.toolchain import Toolkit, discover
+from ..core.facts import KernelFacts, Provenance
+from .protocol import BuildEnv
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from conftest import run_json
 
-from pytest_regbudget.gpu import Device
+from pytest_regbudget.gpu.device import Device
 
 pytestmark = [pytest.mark.gpu, pytest.mark.usefixtures("gpu_device")]
 

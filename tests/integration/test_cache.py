@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 from conftest import ACC_KERNEL, run_json
 
-from pytest_regbudget.cache import FORMAT, CompileCache, cache_key, default_jobs, included_files
-from pytest_regbudget.compiler import CompileOptions
-from pytest_regbudget.dirs import default_cache_dir
-from pytest_regbudget.toolchain import discover
+from pytest_regbudget.build.cache import FORMAT, CompileCache, cache_key, default_jobs, included_files
+from pytest_regbudget.build.compiler import CompileOptions
+from pytest_regbudget.build.toolchain import discover
+from pytest_regbudget.core.dirs import default_cache_dir
 
 KERNELS = Path(__file__).parent.parent / "kernels"
 HUNGRY = KERNELS / "hungry.cu"

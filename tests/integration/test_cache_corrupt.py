@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from pytest_regbudget.cache import FORMAT, CompileCache
-from pytest_regbudget.compiler import CompileOptions
-from pytest_regbudget.errors import CompileError
-from pytest_regbudget.toolchain import discover
+from pytest_regbudget.build.cache import FORMAT, CompileCache
+from pytest_regbudget.build.compiler import CompileOptions
+from pytest_regbudget.build.toolchain import discover
+from pytest_regbudget.core.errors import CompileError
 
 HUNGRY = Path(__file__).parent.parent / "kernels" / "hungry.cu"
 OPTIONS = CompileOptions.make(defines={"NACC": 6})

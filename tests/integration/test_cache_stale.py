@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from conftest import ACC_KERNEL, run_json
 
-from pytest_regbudget.cache import FORMAT
-from pytest_regbudget.compiler import find_nvcc
-from pytest_regbudget.errors import CompileError
+from pytest_regbudget.build.cache import FORMAT
+from pytest_regbudget.build.compiler import find_nvcc
+from pytest_regbudget.core.errors import CompileError
 
 # The size N comes from wherever a case puts it; N=2 and N=9 give different register counts, and the same
 # header size, so that an edit within one timestamp tick cannot hide behind an unchanged size.

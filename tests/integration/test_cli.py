@@ -19,8 +19,8 @@ if sys.version_info >= (3, 11):
 else:
     import tomli as tomllib
 
-from pytest_regbudget.compiler import CompileOptions, compile_kernel
-from pytest_regbudget.toolchain import discover
+from pytest_regbudget.build.compiler import CompileOptions, compile_kernel
+from pytest_regbudget.build.toolchain import discover
 
 KERNELS = Path(__file__).parent.parent / "kernels"
 BASELINE = "regbudget-baseline.toml"
@@ -52,7 +52,9 @@ def test_bare_command_prints_help_and_version_is_pyprojects() -> None:
     for command in ("explain", "compare", "merge", "baseline"):
         assert f"    {command} " in bare.stdout
     pyproject = tomllib.loads((Path(__file__).parents[2] / "pyproject.toml").read_text())
-    assert pyproject["tool"]["setuptools"]["dynamic"]["version"] == {"attr": "pytest_regbudget.__version__"}
+    assert pyproject["tool"]["setuptools"]["dynamic"]["version"] == {
+        "attr": "pytest_regbudget._version.__version__"
+    }
     from pytest_regbudget import __version__
 
     assert re.fullmatch(r"\d+\.\d+\.\d+", __version__)

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_regbudget.compiler import CompileOptions, compile_kernel, compile_ptx
-from pytest_regbudget.errors import CompileError, KernelNotFoundError
-from pytest_regbudget.toolchain import Toolkit, discover
+from pytest_regbudget.build.compiler import CompileOptions, compile_kernel, compile_ptx
+from pytest_regbudget.build.toolchain import Toolkit, discover
+from pytest_regbudget.core.errors import CompileError, KernelNotFoundError
 
 
 @pytest.fixture(scope="module")

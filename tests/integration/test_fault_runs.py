@@ -15,11 +15,11 @@ from pathlib import Path
 import pytest
 from conftest import run_json
 
-from pytest_regbudget import baseline as bl
-from pytest_regbudget import toolchain
-from pytest_regbudget.compiler import find_nvcc
-from pytest_regbudget.dirs import default_cache_dir
-from pytest_regbudget.errors import CompileError
+from pytest_regbudget.build import toolchain
+from pytest_regbudget.build.compiler import find_nvcc
+from pytest_regbudget.core import baseline as bl
+from pytest_regbudget.core.dirs import default_cache_dir
+from pytest_regbudget.core.errors import CompileError
 
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="the fake tools are shell scripts")
 
@@ -256,7 +256,7 @@ def test_update_gives_up_on_a_held_lock_naming_the_holder(
 ) -> None:
     before = updated.read_bytes()
     code = (
-        "import sys, time; from pathlib import Path; from pytest_regbudget import baseline as bl\n"
+        "import sys, time; from pathlib import Path; from pytest_regbudget.core import baseline as bl\n"
         "with bl._locked(Path(sys.argv[1]), Path(sys.argv[2]), 10):\n"
         "    print('held', flush=True); time.sleep(60)\n"
     )

@@ -14,7 +14,7 @@ import pytest
 from conftest import run_json
 from PIL import Image
 
-from pytest_regbudget.html import KERNEL_COLOUR, STEP_COLOUR
+from pytest_regbudget.report.html import KERNEL_COLOUR, STEP_COLOUR
 
 KERNELS = Path(__file__).parent.parent / "kernels"
 

@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 from conftest import run_json
 
-from pytest_regbudget import baseline as bl
-from pytest_regbudget import compiler, toolchain
-from pytest_regbudget.compiler import find_nvcc
-from pytest_regbudget.ptxas import parse_ptxas_output
+from pytest_regbudget.build import compiler, toolchain
+from pytest_regbudget.build.compiler import find_nvcc
+from pytest_regbudget.core import baseline as bl
+from pytest_regbudget.core.ptxas import parse_ptxas_output
 
 HUNGRY = (Path(__file__).parent.parent / "kernels" / "hungry.cu").read_text()
 # Two extern "C" kernels (a listing finds them), a template and a namespaced template (named by name

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from conftest import run_json
 
-from pytest_regbudget import names
-from pytest_regbudget.compiler import CompileOptions, compile_kernel, compile_ptx, find_nvcc
-from pytest_regbudget.ptxas import parse_ptxas_output
-from pytest_regbudget.toolchain import Toolkit, discover, nvidia_roots
+from pytest_regbudget.build.compiler import CompileOptions, compile_kernel, compile_ptx, find_nvcc
+from pytest_regbudget.build.toolchain import Toolkit, discover, nvidia_roots
+from pytest_regbudget.core import names
+from pytest_regbudget.core.ptxas import parse_ptxas_output
 
 KERNELS = Path(__file__).parent.parent / "kernels"
 TEMPLATES = KERNELS / "templates.cu"

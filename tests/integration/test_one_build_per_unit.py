@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from conftest import run_json
 
-from pytest_regbudget.compiler import find_nvcc
-from pytest_regbudget.toolchain import discover
+from pytest_regbudget.build.compiler import find_nvcc
+from pytest_regbudget.build.toolchain import discover
 
 ARCHS = ("sm_80", "sm_90")
 

@@ -269,6 +269,10 @@ def test_poly():
     result.assert_outcomes(passed=1, warnings=1)
     result.stdout.fnmatch_lines(["*RegbudgetWarning: poly_eval [[]sm_90[]]: registers * > max_regs 64*"])
     result.stdout.fnmatch_lines(["*poly_eval*sm_90*WARNED*"])
+    # The warning's class is public: pytest's -W names it, and here turns it into an error.
+    strict = pytester.runpytest("-W", "error::pytest_regbudget.RegbudgetWarning")
+    strict.assert_outcomes(failed=1)
+    strict.stdout.fnmatch_lines(["*RegbudgetWarning: poly_eval [[]sm_90[]]: registers * > max_regs 64*"])
 
 
 def test_per_arch_budget_and_arch_restriction(pytester: pytest.Pytester) -> None:
@@ -334,7 +338,7 @@ def test_a(regbudget):
     assert len(regbudget.reports) == 2
 
 def test_z_after(request):
-    from pytest_regbudget.plugin import ITEM_KEY
+    from pytest_regbudget.plugin.hooks import ITEM_KEY
 
     state = request.session.items[0].stash[ITEM_KEY]
     assert (state.reports, state.facts, state.loaded, state.timings) == ([], {}, {}, {})

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from pytest_regbudget.compiler import CompileOptions, compile_kernel, compile_ptx, run_ptxas
-from pytest_regbudget.toolchain import discover
+from pytest_regbudget.build.compiler import CompileOptions, compile_kernel, compile_ptx, run_ptxas
+from pytest_regbudget.build.toolchain import discover
 
 KERNELS = Path(__file__).parent.parent / "kernels"
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from conftest import run_json
 
-from pytest_regbudget import disasm
+from pytest_regbudget.build import disasm
 
 KERNELS = Path(__file__).parent.parent / "kernels"
 SPILLS = KERNELS / "spills.cu"
@@ -105,7 +105,7 @@ def test_x():
 """,
     )
     result, (rec,) = run_json(pytester, "--regbudget-gpu=off")
-    from pytest_regbudget.occupancy import occupancy
+    from pytest_regbudget.core.occupancy import occupancy
 
     def blocks(r: int) -> int:
         return occupancy("sm_90", r, 128).active_blocks

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from pytest_regbudget import baseline as bl
-from pytest_regbudget.compiler import CompileOptions, compile_kernel
-from pytest_regbudget.toolchain import Toolkit, discover
+from pytest_regbudget.build.compiler import CompileOptions, compile_kernel
+from pytest_regbudget.build.toolchain import Toolkit, discover
+from pytest_regbudget.core import baseline as bl
 
 if sys.version_info >= (3, 11):
     import tomllib

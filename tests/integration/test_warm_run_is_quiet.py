@@ -12,8 +12,8 @@ import sys
 
 import pytest
 
-from pytest_regbudget.compiler import find_nvcc
-from pytest_regbudget.toolchain import discover
+from pytest_regbudget.build.compiler import find_nvcc
+from pytest_regbudget.build.toolchain import discover
 
 CONFTEST = """
 import ctypes
@@ -163,16 +163,16 @@ def pytest_unconfigure(config):
 # suggestions of a misspelt key, is not among them: pytest imports it itself.) With --regbudget-gpu=off, nor
 # the GPU side: its device probe, timer and data classes.
 NOT_IMPORTED = (
-    "pytest_regbudget.manifest",
-    "pytest_regbudget.collect",
+    "pytest_regbudget.plugin.manifest",
+    "pytest_regbudget.plugin.collect",
     "tomllib",
     "tomli",
     "tomli_w",
-    "pytest_regbudget.sass",
-    "pytest_regbudget.binary",
-    "pytest_regbudget.gpu",
-    "pytest_regbudget.gpu_facts",
-    "pytest_regbudget.timing",
+    "pytest_regbudget.core.sass",
+    "pytest_regbudget.build.binary",
+    "pytest_regbudget.gpu.device",
+    "pytest_regbudget.core.gpu_facts",
+    "pytest_regbudget.core.timing",
 )
 
 
@@ -198,5 +198,5 @@ def test_a_warm_run_imports_nothing_it_does_not_use(
     warm = pytester.runpytest_subprocess(*args)
     warm.assert_outcomes(passed=4)
     loaded = set(record.read_text().split())
-    assert {"pytest_regbudget.plugin", "pytest_regbudget.baseline"} <= loaded
+    assert {"pytest_regbudget.plugin", "pytest_regbudget.core.baseline"} <= loaded
     assert loaded.isdisjoint(NOT_IMPORTED), sorted(loaded & set(NOT_IMPORTED))

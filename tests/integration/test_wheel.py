@@ -77,9 +77,17 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     run([sys.executable, "-m", "build", "--outdir", dist, ROOT], cwd=ROOT)
     (sdist,) = dist.glob("pytest_regbudget-*.tar.gz")
     (built,) = dist.glob("pytest_regbudget-*.whl")
-    # The sdist is complete: a wheel built straight from the checkout holds the same files, byte for byte.
+    # The sdist is complete: a wheel built straight from the checkout's files holds the same files, byte for
+    # byte. Built from a copy of what git tracks (and would track): setuptools' build/ of an earlier build in
+    # the checkout would otherwise add modules that no longer exist.
+    checkout = tmp_path_factory.mktemp("checkout")
+    listed = run(["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"], cwd=ROOT)
+    for name in filter(None, listed.split("\0")):
+        if (ROOT / name).is_file():
+            (checkout / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / name, checkout / name)
     direct = tmp_path_factory.mktemp("direct")
-    run([sys.executable, "-m", "build", "--wheel", "--outdir", direct, ROOT], cwd=ROOT)
+    run([sys.executable, "-m", "build", "--wheel", "--outdir", direct, checkout], cwd=checkout)
     assert wheel_files(built) == wheel_files(next(direct.glob("*.whl")))
     assert sdist.name.removesuffix(".tar.gz") in built.name
     return built

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from conftest import SAMPLE_ENTRY as ENTRY
 
-from pytest_regbudget import baseline as bl
+from pytest_regbudget.core import baseline as bl
 
 # Rewrites the baseline forever, alternating between two versions of 2,000 entries (about 700 KB), so a
 # kill lands mid-write often.
@@ -22,7 +22,7 @@ WRITER = """
 import sys
 from dataclasses import replace
 from pathlib import Path
-from pytest_regbudget import baseline as bl
+from pytest_regbudget.core import baseline as bl
 from test_baseline_durability import entries
 path, lock_dir = Path(sys.argv[1]), Path(sys.argv[2])
 print("ready", flush=True)

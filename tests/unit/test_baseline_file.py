@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from conftest import SAMPLE_ENTRY
 
-from pytest_regbudget import baseline as bl
-from pytest_regbudget.cache import CompileCache
-from pytest_regbudget.errors import BaselineError
+from pytest_regbudget.build.cache import CompileCache
+from pytest_regbudget.core import baseline as bl
+from pytest_regbudget.core.errors import BaselineError
 
 ENTRY = replace(SAMPLE_ENTRY, occupancy={"256 threads": 0.5})
 K: bl.Key = ("kernels/poly.cu", "k", bl.NO_VARIANT, "sm_90", "12.9")

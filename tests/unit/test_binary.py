@@ -21,9 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_regbudget import binary
-from pytest_regbudget.arch import get_arch
-from pytest_regbudget.binary import (
+from pytest_regbudget.build import binary
+from pytest_regbudget.build.binary import (
     BinaryKernel,
     combine_listings,
     find_cuobjdump,
@@ -31,10 +30,11 @@ from pytest_regbudget.binary import (
     parse_resource_usage,
     read_binary,
 )
-from pytest_regbudget.compiler import CompileOptions, compile_kernel
-from pytest_regbudget.errors import BinaryError, ParseError
-from pytest_regbudget.ptxas import KernelResources, parse_ptxas_output
-from pytest_regbudget.toolchain import Toolkit, discover, nvidia_roots
+from pytest_regbudget.build.compiler import CompileOptions, compile_kernel
+from pytest_regbudget.build.toolchain import Toolkit, discover, nvidia_roots
+from pytest_regbudget.core.arch import get_arch
+from pytest_regbudget.core.errors import BinaryError, ParseError
+from pytest_regbudget.core.ptxas import KernelResources, parse_ptxas_output
 
 DATA = Path(__file__).parent / "data" / "binary"
 SOURCE = DATA / "kernels.cu"

@@ -7,10 +7,20 @@ from typing import Any, cast
 
 import pytest
 
-from pytest_regbudget.baseline import Entry
-from pytest_regbudget.budget import BaselineRule, Delta, KernelReport, check, compare, ratchet, strict, timed
-from pytest_regbudget.limits import Launch, Limits
-from pytest_regbudget.ptxas import parse_ptxas_output
+from pytest_regbudget.core.baseline import Entry
+from pytest_regbudget.core.limits import Launch, Limits
+from pytest_regbudget.core.ptxas import parse_ptxas_output
+from pytest_regbudget.core.verdict import (
+    BaselineRule,
+    Delta,
+    KernelReport,
+    check,
+    compare,
+    entry_of_report,
+    ratchet,
+    strict,
+    timed,
+)
 
 PTXAS = """\
 ptxas info    : 0 bytes gmem
@@ -193,12 +203,12 @@ def test_occupancy_is_recorded_per_launch_with_the_test_that_measured_it() -> No
     smem = check("t.py::test", "k", "sm_90", "k.cu", small, Limits(launch=Launch(256), dynamic_smem=4096))
     assert (plain.occupancy_at, smem.occupancy_at) == ("256 threads", "256 threads, 4096 B dynamic smem")
     assert smem.occupancy is not None
-    recorded = Entry.from_report(smem)
+    recorded = entry_of_report(smem)
     assert recorded.occupancy == {"256 threads, 4096 B dynamic smem": round(smem.occupancy.occupancy, 4)}
     assert recorded.tests == ("t.py::test",)
     no_launch = check("t.py::test", "k", "sm_90", "k.cu", small, Limits())
     assert no_launch.occupancy_at is None
-    assert Entry.from_report(no_launch).occupancy == {}
+    assert entry_of_report(no_launch).occupancy == {}
 
 
 def test_ratchet_flags_changed_options_and_adds_a_conflict() -> None:
@@ -210,7 +220,7 @@ def test_ratchet_flags_changed_options_and_adds_a_conflict() -> None:
         release="12.9",
         options_hash="new",
     )
-    old = Entry.from_report(replace(report, options_hash="old"))
+    old = entry_of_report(replace(report, options_hash="old"))
     same = ratchet(report, BaselineRule(replace(old, options_hash="new"), recorded=True))
     assert (same.baseline_status, same.options_changed, same.violations) == ("compared", False, [])
     changed = ratchet(report, BaselineRule(old, recorded=True))
@@ -237,11 +247,11 @@ def measured(ptxas: str = "12.9.86") -> KernelReport:
 
 def test_ratchet_enforces_an_entry_of_another_patch_version_of_the_same_release() -> None:
     # 12.9.41 and 12.9.86 are one release: its entry, keyed "12.9", holds both.
-    old = replace(Entry.from_report(measured("12.9.41")), registers=160)
+    old = replace(entry_of_report(measured("12.9.41")), registers=160)
     worse = ratchet(measured("12.9.86"), BaselineRule(old, recorded=True))
     assert (worse.baseline_status, worse.outcome, worse.enforced) == ("compared", "failed", True)
     assert worse.violations[0].startswith("registers 160 -> 167 (+7) is worse than the baseline")
-    same = ratchet(measured("12.9.86"), BaselineRule(Entry.from_report(measured("12.9.41")), recorded=True))
+    same = ratchet(measured("12.9.86"), BaselineRule(entry_of_report(measured("12.9.41")), recorded=True))
     assert (same.baseline_status, same.outcome, same.deltas, same.enforced) == (
         "compared",
         "passed",
@@ -268,7 +278,7 @@ def test_a_kernel_with_entries_of_other_releases_only_is_new_for_its_release() -
 
 def test_a_version_1_entry_of_another_release_is_shown_but_not_enforced() -> None:
     # A version-1 entry is keyed by test, not release: one recorded by 12.8 is compared, never enforced.
-    old = replace(Entry.from_report(measured("12.8.93")), registers=160)
+    old = replace(entry_of_report(measured("12.8.93")), registers=160)
     report = ratchet(measured("12.9.86"), BaselineRule(old, recorded=True))
     assert (report.baseline_status, report.outcome, report.enforced) == ("toolkit-mismatch", "passed", False)
     assert [d.text() for d in report.deltas] == ["registers 160 -> 167 (+7)"]
@@ -276,7 +286,7 @@ def test_a_version_1_entry_of_another_release_is_shown_but_not_enforced() -> Non
 
 
 def test_strict_fails_every_built_kernel_not_held_to_an_entry_of_its_release() -> None:
-    compared = ratchet(measured(), BaselineRule(Entry.from_report(measured()), recorded=True))
+    compared = ratchet(measured(), BaselineRule(entry_of_report(measured()), recorded=True))
     assert strict(compared) == compared
     upgraded = ratchet(measured(), BaselineRule(None, recorded=True, releases=("12.8",)))
     failed = strict(upgraded)
@@ -292,7 +302,7 @@ def test_strict_fails_every_built_kernel_not_held_to_an_entry_of_its_release() -
     assert strict(measured()).violations[0].startswith("strict: not enforced, no baseline file;")
     # A binary's entry cannot hold its spills: not enforced either.
     unknown = replace(measured(), resources=replace(POLY, spills_known=False))
-    binary = ratchet(unknown, BaselineRule(Entry.from_report(unknown), recorded=True))
+    binary = ratchet(unknown, BaselineRule(entry_of_report(unknown), recorded=True))
     assert (binary.baseline_status, binary.enforced) == ("compared", False)
     assert strict(binary).violations[0].startswith("strict: not enforced, its spills are unknown")
     # A kernel that did not build has its error already; strict adds nothing.
@@ -303,7 +313,7 @@ def test_strict_fails_every_built_kernel_not_held_to_an_entry_of_its_release() -
 def test_time_budgets_are_judged_from_a_timing_and_the_entrys_interval() -> None:
     # What a GPU run does after timing a kernel (budget.timed), with the figures given: the interval code
     # is imported only here, so a run without a GPU never loads it.
-    from pytest_regbudget.gpu_facts import DriverView, GpuFacts, Timing
+    from pytest_regbudget.core.gpu_facts import DriverView, GpuFacts, Timing
 
     gpu = GpuFacts(device="NVIDIA H200", arch="sm_90", view=DriverView(167, 56, 4096, 384), driver_blocks=1)
     old = replace(
@@ -335,9 +345,9 @@ def test_the_sampler_stops_once_the_interval_settles_both_ceilings() -> None:
     # hands the sampler (timing.py), from the same entry as above.
     from types import SimpleNamespace
 
-    from pytest_regbudget.gpu_facts import DriverView, GpuFacts
-    from pytest_regbudget.session import RegbudgetSession
-    from pytest_regbudget.timing import Interval
+    from pytest_regbudget.core.gpu_facts import DriverView, GpuFacts
+    from pytest_regbudget.core.timing import Interval
+    from pytest_regbudget.plugin.session import RegbudgetSession
 
     gpu = GpuFacts(device="NVIDIA H200", arch="sm_90", view=DriverView(167, 56, 4096, 384), driver_blocks=1)
     old = replace(entry(), gpu={"NVIDIA H200": {"time_ms": 1.0, "ci_low_ms": 0.99, "ci_high_ms": 1.01}})

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_regbudget.arch import ARCHS
-from pytest_regbudget.occupancy import Cliff, occupancy, register_cliff
+from pytest_regbudget.core.arch import ARCHS
+from pytest_regbudget.core.occupancy import Cliff, occupancy, register_cliff
 
 
 def scanned(arch: str, registers: int, block: int, smem: int, bound: int | None, barriers: int) -> Cliff:

@@ -8,11 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from pytest_regbudget import html
-from pytest_regbudget.budget import KernelReport, check
-from pytest_regbudget.limits import Launch, Limits
-from pytest_regbudget.ptxas import parse_ptxas_output
-from pytest_regbudget.report import (
+from pytest_regbudget.core.limits import Launch, Limits
+from pytest_regbudget.core.ptxas import parse_ptxas_output
+from pytest_regbudget.core.text import one_line, safe_block
+from pytest_regbudget.core.verdict import KernelReport, check
+from pytest_regbudget.report import html
+from pytest_regbudget.report.record import (
     KernelRecord,
     baseline_lines,
     github_annotations,
@@ -20,7 +21,6 @@ from pytest_regbudget.report import (
     summary_lines,
     to_record,
 )
-from pytest_regbudget.text import one_line, safe_block
 
 PTXAS = """\
 ptxas info    : Compiling entry function 'k' for 'sm_90'
@@ -209,7 +209,7 @@ def test_safe_block_fast_path_equals_the_character_by_character_rule() -> None:
     every text built from the characters that matter, the result is the same as the full rule's."""
     import random
 
-    from pytest_regbudget import text as text_module
+    from pytest_regbudget.core import text as text_module
 
     def full_rule(text: str) -> str:
         lines = []

@@ -20,10 +20,10 @@ from typing import Any
 import pytest
 from conftest import SAMPLE_ENTRY as ENTRY
 
-from pytest_regbudget import baseline as bl
-from pytest_regbudget import compiler, toolchain
-from pytest_regbudget.errors import BaselineError, CompileError, ToolchainError
-from pytest_regbudget.toolchain import Toolkit
+from pytest_regbudget.build import compiler, toolchain
+from pytest_regbudget.build.toolchain import Toolkit
+from pytest_regbudget.core import baseline as bl
+from pytest_regbudget.core.errors import BaselineError, CompileError, ToolchainError
 
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="the fake tools are shell scripts")
 
@@ -210,7 +210,7 @@ def held_lock(tmp_path: Path) -> Iterator[tuple[Path, Path, int]]:
     path.parent.mkdir()
     bl.atomic_write(path, bl.dumps(bl.Baseline({KEY: ENTRY})))
     code = (
-        "import sys, time; from pathlib import Path; from pytest_regbudget import baseline as bl\n"
+        "import sys, time; from pathlib import Path; from pytest_regbudget.core import baseline as bl\n"
         "with bl._locked(Path(sys.argv[1]), Path(sys.argv[2]), 10):\n"
         "    print('held', flush=True); time.sleep(60)\n"
     )
@@ -377,8 +377,8 @@ def test_file_size_limit_keeps_the_file(tmp_path: Path) -> None:
         f"""
         import resource, signal, sys
         from pathlib import Path
-        from pytest_regbudget import baseline as bl
-        from pytest_regbudget.errors import BaselineError
+        from pytest_regbudget.core import baseline as bl
+        from pytest_regbudget.core.errors import BaselineError
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
         resource.setrlimit(resource.RLIMIT_FSIZE, ({len(before)}, {len(before)}))
         entry = bl.load(Path(sys.argv[1])).entries[{KEY!r}]

@@ -14,9 +14,8 @@ from typing import Any
 
 import pytest
 
-from pytest_regbudget.compiler import run_ptxas
-from pytest_regbudget.errors import CompileError, FrontendError
-from pytest_regbudget.frontends import (
+from pytest_regbudget.build.compiler import run_ptxas
+from pytest_regbudget.build.frontends import (
     FrontendPtx,
     _require,
     max_ptx_version,
@@ -25,8 +24,9 @@ from pytest_regbudget.frontends import (
     toolkit_nvvm,
     triton_ptx,
 )
-from pytest_regbudget.ptxas import KernelResources, parse_ptx_entries, parse_ptxas_output
-from pytest_regbudget.toolchain import Toolkit, discover
+from pytest_regbudget.build.toolchain import Toolkit, discover
+from pytest_regbudget.core.errors import CompileError, FrontendError
+from pytest_regbudget.core.ptxas import KernelResources, parse_ptx_entries, parse_ptxas_output
 
 triton: Any
 tl: Any

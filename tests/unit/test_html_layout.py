@@ -10,12 +10,11 @@ from html.parser import HTMLParser
 
 import pytest
 
-from pytest_regbudget import html
-from pytest_regbudget.baseline import Entry
-from pytest_regbudget.budget import BaselineRule, KernelReport, check, ratchet
-from pytest_regbudget.limits import Launch, Limits
-from pytest_regbudget.ptxas import parse_ptxas_output
-from pytest_regbudget.report import KernelRecord, to_record
+from pytest_regbudget.core.limits import Launch, Limits
+from pytest_regbudget.core.ptxas import parse_ptxas_output
+from pytest_regbudget.core.verdict import BaselineRule, KernelReport, check, entry_of_report, ratchet
+from pytest_regbudget.report import html
+from pytest_regbudget.report.record import KernelRecord, to_record
 
 PTXAS = """\
 ptxas info    : Compiling entry function 'k' for 'sm_90'
@@ -50,7 +49,7 @@ def measured(
     report = replace(report, release="12.9", ptxas_version="12.9.86")
     if baseline_regs is None:
         return to_record(ratchet(report, BaselineRule(entry=None, recorded=True)))
-    entry = Entry.from_report(report)
+    entry = entry_of_report(report)
     if baseline_regs:
         entry = replace(entry, registers=baseline_regs)
     return to_record(ratchet(report, BaselineRule(entry=entry, recorded=True)))

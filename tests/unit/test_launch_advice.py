@@ -7,11 +7,19 @@ from dataclasses import replace
 
 import pytest
 
-from pytest_regbudget.arch import get_arch
-from pytest_regbudget.budget import check
-from pytest_regbudget.limits import Launch, Limits
-from pytest_regbudget.occupancy import BARRIERS, BLOCKS, LAUNCH, REGISTERS, SHARED_MEMORY, WARPS, occupancy
-from pytest_regbudget.ptxas import KernelResources, parse_ptxas_output
+from pytest_regbudget.core.arch import get_arch
+from pytest_regbudget.core.limits import Launch, Limits
+from pytest_regbudget.core.occupancy import (
+    BARRIERS,
+    BLOCKS,
+    LAUNCH,
+    REGISTERS,
+    SHARED_MEMORY,
+    WARPS,
+    occupancy,
+)
+from pytest_regbudget.core.ptxas import KernelResources, parse_ptxas_output
+from pytest_regbudget.core.verdict import check
 
 PTXAS = """\
 ptxas info    : Compiling entry function 'k' for 'sm_90'

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_regbudget import manifest as mf
-from pytest_regbudget import manifest_files
-from pytest_regbudget.errors import ManifestError, MarkerError
+from pytest_regbudget.core.errors import ManifestError, MarkerError
+from pytest_regbudget.plugin import manifest as mf
+from pytest_regbudget.plugin import manifest_files
 
 MANGLED_32 = "_Z13MatrixMulCUDAILi32EEvPfS0_S0_ii"
 MANGLED_16 = "_Z13MatrixMulCUDAILi16EEvPfS0_S0_ii"

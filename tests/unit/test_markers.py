@@ -4,9 +4,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_regbudget.errors import MarkerError
-from pytest_regbudget.limits import Launch, Limits
-from pytest_regbudget.markers import parse_marker
+from pytest_regbudget.core.errors import MarkerError
+from pytest_regbudget.core.limits import Launch, Limits
+from pytest_regbudget.plugin.markers import parse_marker
 
 BASE = Path("/proj/tests")
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_regbudget import names
-from pytest_regbudget.compiler import kernel_line, missing_header_hint, wheel_include_dirs
+from pytest_regbudget.build.compiler import kernel_line, missing_header_hint, wheel_include_dirs
+from pytest_regbudget.core import names
 
 MATMUL16 = "_Z13MatrixMulCUDAILi16EEvPfS0_S0_ii"
 MATMUL32 = "_Z13MatrixMulCUDAILi32EEvPfS0_S0_ii"
@@ -243,7 +243,7 @@ def test_nvrtc_kernels_lists_the_plain_compile() -> None:
 def test_names_is_pure_and_demangles_lazily() -> None:
     """Importing names loads no pytest, CuPy or NVRTC; cxxfilt (and libstdc++) only for a mangled name."""
     code = (
-        "import sys; from pytest_regbudget import names; "
+        "import sys; from pytest_regbudget.core import names; "
         "assert 'pytest' not in sys.modules and 'cupy' not in sys.modules and 'cxxfilt' not in sys.modules; "
         "assert names.readable('scale') == 'scale' and 'cxxfilt' not in sys.modules; "
         f"assert names.readable('{MATMUL32}') == 'MatrixMulCUDA<32>' and 'cxxfilt' in sys.modules"

@@ -1,4 +1,4 @@
-"""Tests for pytest_regbudget.occupancy and .arch: the header as oracle, then the sentences and names.
+"""Tests for pytest_regbudget.core.occupancy and .arch: the header as oracle, then the sentences and names.
 
 The oracle test compiles occupancy_oracle.c against the cuda_occupancy.h of the installed
 nvidia-cuda-runtime-cu12 wheel and compares it with `occupancy()` on random configurations for every
@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_regbudget.arch import (
+from pytest_regbudget.core.arch import (
     ARCHS,
     SUPPORTED_ARCHS,
     SUPPORTED_VARIANTS,
@@ -27,8 +27,8 @@ from pytest_regbudget.arch import (
     compute_arch,
     get_arch,
 )
-from pytest_regbudget.errors import UnknownArchError
-from pytest_regbudget.occupancy import Occupancy, launch_failure, occupancy
+from pytest_regbudget.core.errors import UnknownArchError
+from pytest_regbudget.core.occupancy import Occupancy, launch_failure, occupancy
 
 HARNESS = Path(__file__).with_name("occupancy_oracle.c")
 CONFIGS_PER_ARCH = 10_000

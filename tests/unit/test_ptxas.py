@@ -1,4 +1,4 @@
-"""Golden tests of pytest_regbudget.ptxas over real `ptxas -v` outputs of CUDA 11.8 to 13.0.
+"""Golden tests of pytest_regbudget.core.ptxas over real `ptxas -v` outputs of CUDA 11.8 to 13.0.
 
 The recordings (tests/unit/data/ptxas, made by record.py there from kernels.cu) are ptxas's own
 words; GOLDEN below holds the numbers read off those texts, so a pass means the parser reproduces
@@ -12,8 +12,8 @@ from typing import NamedTuple
 
 import pytest
 
-from pytest_regbudget.errors import ParseError
-from pytest_regbudget.ptxas import (
+from pytest_regbudget.core.errors import ParseError
+from pytest_regbudget.core.ptxas import (
     KernelResources,
     PtxDirectives,
     combine,
@@ -24,7 +24,7 @@ from pytest_regbudget.ptxas import (
     ptx_outline,
     ptx_setmaxnreg,
 )
-from pytest_regbudget.ptxas import read as read_report
+from pytest_regbudget.core.ptxas import read as read_report
 
 DATA = Path(__file__).parent / "data" / "ptxas"
 VERSIONS = {

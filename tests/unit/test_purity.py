@@ -1,9 +1,9 @@
-"""The pure core imports no pytest, no CuPy, no NVRTC and none of the modules that run tools.
+"""The floor plan holds: each folder of the package imports only the folders below it, only plugin/ imports
+pytest, only gpu/ imports CuPy, the pure core runs no tool, and no module imports itself through others.
 
-The core (parsers, calculator, limits, verdict, baseline, report) is tested without a GPU or a toolkit,
-and a CLI outside pytest can use it, only as long as it imports nothing but itself, the standard library
-and the baseline's file libraries. Checked on the source (every import, also those inside functions or
-under TYPE_CHECKING) and by importing it in a fresh interpreter.
+Checked on the source, counting every import (module level, inside functions and under TYPE_CHECKING), so a
+new module is held to its folder's rule without being listed here; and by importing the core in a fresh
+interpreter.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import subprocess
 import sys
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -18,107 +19,191 @@ import pytest
 import pytest_regbudget
 
 PACKAGE = Path(pytest_regbudget.__file__).parent
-CORE = (
-    "arch",
-    "baseline",
-    "budget",
-    "compare",
-    "diagnosis",
-    "dirs",
-    "errors",
-    "facts",
-    "gpu_facts",
-    "html",
-    "limits",
-    "manifest_files",
-    "occupancy",
-    "ptxas",
-    "report",
-    "sass",
-    "scope",
-    "text",
-    "timing",
-    "update",
-)
-# Outside the package, the core may use the standard library and the baseline's TOML and lock libraries.
-THIRD_PARTY = {"filelock", "tomli", "tomli_w"}
+NAME = "pytest_regbudget"
+
+# What each folder (or top-level module) may import from the package: the floor plan of
+# docs/contributing.md. `plugin` is the pytest adapter and may use everything but the command line.
+ALLOWED: dict[str, set[str]] = {
+    "core": {"core"},
+    "build": {"core", "build"},
+    "sources": {"core", "build", "sources"},
+    "gpu": {"core", "gpu"},
+    "report": {"core", "report"},
+    "update": {"core", "report", "update"},
+    "plugin": {"__init__", "core", "build", "sources", "gpu", "report", "update", "plugin"},
+    "cli": {"_version", "core", "build", "sources", "report", "update"},
+    "__main__": {"cli"},
+    "__init__": {"_version", "core", "build", "plugin"},
+    "_version": set(),
+}
+# Third-party modules by folder; the standard library is free, but for the tool-running parts of it.
+THIRD_PARTY: dict[str, set[str]] = {
+    "core": {"filelock", "tomli", "tomli_w", "cxxfilt"},
+    "build": {"filelock", "triton", "numba", "cuda"},
+    "sources": set(),
+    "gpu": {"cupy", "pynvml"},
+    "report": set(),
+    "update": set(),
+    "plugin": {"pytest", "_pytest", "xdist", "tomli"},
+    "cli": {"tomli"},
+    "__main__": set(),
+    "__init__": set(),
+    "_version": set(),
+}
+TOOL_RUNNING = {"subprocess", "ctypes"}
+# Folders that neither run a tool nor load a library: their code is tested on recorded data alone.
+PURE = {"core", "report", "update"}
+# The longest chain of imports between modules (a module that imports none of ours is level 1). 12 at
+# 76ac63a, with two circles; the floor plan's goal (issue 25) is 7: lower this as the layers flatten.
+MAX_LEVELS = 15
 
 
-def _imports(module: str) -> tuple[set[str], set[str]]:
-    """(modules of this package, other top-level modules) that `module` imports anywhere."""
-    return _imported((PACKAGE / f"{module}.py").read_text())
+def modules() -> dict[str, Path]:
+    """Every module of the package by dotted name (without the package's own name)."""
+    out = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = path.relative_to(PACKAGE).with_suffix("").parts
+        out[".".join(parts).removesuffix(".__init__") or "__init__"] = path
+    return out
 
 
-def _imported(source: str) -> tuple[set[str], set[str]]:
-    tree = ast.parse(source)
+def folder(module: str) -> str:
+    return module.partition(".")[0]
+
+
+def imported(source: str, module: str, is_package: bool) -> tuple[set[str], set[str]]:
+    """(modules of this package, other top-level modules) that a module's source imports anywhere."""
+    known = modules()
+    here = module.split(".") if is_package else module.split(".")[:-1]
+    if module == "__init__":
+        here = []
     ours: set[str] = set()
     others: set[str] = set()
-    for node in ast.walk(tree):
+
+    def ours_add(dotted: str) -> None:
+        while dotted and dotted not in known:
+            dotted = dotted.rpartition(".")[0]
+        ours.add(dotted or "__init__")
+
+    for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Import):
             for alias in node.names:
                 top, _, rest = alias.name.partition(".")
-                if top != "pytest_regbudget":
+                if top == NAME:
+                    ours_add(rest)
+                else:
                     others.add(top)
-                elif rest:
-                    ours.add(rest.partition(".")[0])
         elif isinstance(node, ast.ImportFrom):
-            name = node.module or ""
-            if node.level == 0 and not name.startswith("pytest_regbudget"):
-                others.add(name.partition(".")[0])
-                continue
-            inside = name.removeprefix("pytest_regbudget").lstrip(".")
-            # `from . import x` names modules; `from .x import y` names one.
-            ours |= {inside.partition(".")[0]} if inside else {alias.name for alias in node.names}
+            if node.level == 0:
+                top, _, rest = (node.module or "").partition(".")
+                if top != NAME:
+                    others.add(top)
+                    continue
+                base = rest
+            else:
+                parent = here[: len(here) - node.level + 1]
+                base = ".".join([*parent, *([node.module] if node.module else [])])
+            for alias in node.names:  # `from . import x` names modules, `from .x import y` one module
+                candidate = f"{base}.{alias.name}".lstrip(".")
+                ours_add(candidate if candidate in known else base)
+    ours.discard(module)
     return ours, others
 
 
-@pytest.mark.parametrize("module", CORE)
-def test_core_module_imports_only_the_core(module: str) -> None:
-    ours, others = _imports(module)
-    assert ours <= set(CORE), f"{module}.py imports {sorted(ours - set(CORE))}, outside the core"
-    outside = {name for name in others if name not in sys.stdlib_module_names and name not in THIRD_PARTY}
-    assert not outside, f"{module}.py imports {sorted(outside)}"
-    assert not others & {"ctypes", "subprocess"}, f"{module}.py loads libraries or runs tools"
+@cache
+def graph() -> dict[str, tuple[set[str], set[str]]]:
+    return {
+        name: imported(path.read_text(), name, path.name == "__init__.py") for name, path in modules().items()
+    }
 
 
-def test_the_ptxas_parser_needs_nothing_but_pure_stdlib_modules() -> None:
-    # The parser is tested against recordings of every toolkit only as long as it runs nothing
-    # (functools: a remembered result; collections.abc: a type; typing: NamedTuple).
-    ours, others = _imports("ptxas")
-    assert ours <= {"errors"}
-    assert others <= {"__future__", "re", "dataclasses", "functools", "collections", "typing"}
+@pytest.mark.parametrize("module", sorted(modules()))
+def test_module_imports_only_the_layers_below(module: str) -> None:
+    ours, others = graph()[module]
+    where = folder(module)
+    outside = {m for m in ours if folder(m) not in ALLOWED[where]}
+    assert not outside, f"{module} ({where}/) imports {sorted(outside)}: {where}/ may import {ALLOWED[where]}"
+    foreign = {m for m in others if m not in sys.stdlib_module_names and m != "__future__"}
+    assert foreign <= THIRD_PARTY[where], f"{module} imports {sorted(foreign - THIRD_PARTY[where])}"
+    if where in PURE:
+        assert not others & TOOL_RUNNING, f"{module} runs tools or loads libraries: {others & TOOL_RUNNING}"
 
 
-def test_the_import_check_sees_every_form_of_import() -> None:
+def test_only_plugin_imports_pytest_and_only_gpu_imports_cupy() -> None:
+    pytest_users = {m for m, (_, others) in graph().items() if others & {"pytest", "_pytest"}}
+    cupy_users = {m for m, (_, others) in graph().items() if "cupy" in others}
+    assert {folder(m) for m in pytest_users} == {"plugin"}
+    assert {folder(m) for m in cupy_users} == {"gpu"}
+
+
+def levels() -> dict[str, int]:
+    """Each module's height: 1 for one that imports no module of the package, else 1 + its highest import.
+    Raises on a circle, naming it."""
+    height: dict[str, int] = {}
+    visiting: list[str] = []
+
+    def visit(module: str) -> int:
+        if module in height:
+            return height[module]
+        if module in visiting:
+            circle = [*visiting[visiting.index(module) :], module]
+            raise AssertionError(f"import circle: {' -> '.join(circle)}")
+        visiting.append(module)
+        height[module] = 1 + max((visit(m) for m in graph()[module][0]), default=0)
+        visiting.pop()
+        return height[module]
+
+    for module in graph():
+        visit(module)
+    return height
+
+
+def test_no_import_circle_and_a_bounded_height() -> None:
+    height = levels()
+    assert max(height.values()) <= MAX_LEVELS, sorted(height.items(), key=lambda kv: -kv[1])[:5]
+    assert height["core.errors"] == 1
+
+
+def test_the_checks_see_every_form_of_import_and_a_circle() -> None:
     source = (
         "from __future__ import annotations\n"
         "import os.path\n"
-        "from . import gpu, ptxas\n"
-        "from .compiler import CompileOptions\n"
-        "from .sources.nvrtc import CodeString\n"
-        "import pytest_regbudget.session\n"
-        "from pytest_regbudget.arch import get_arch\n"
+        "from .. import build\n"
+        "from ..build import compiler\n"
+        "from ..sources.nvrtc import CodeString\n"
+        "import pytest_regbudget.plugin.session\n"
+        "from pytest_regbudget.core.arch import get_arch\n"
+        "from . import ptxas\n"
         "def late():\n"
         "    import pytest\n"
         "    from cupy import cuda\n"
     )
-    ours, others = _imported(source)
-    assert ours == {"gpu", "ptxas", "compiler", "sources", "session", "arch"}
+    ours, others = imported(source, "core.verdict", is_package=False)
+    assert ours == {"build", "build.compiler", "sources.nvrtc", "plugin.session", "core.arch", "core.ptxas"}
     assert others == {"__future__", "os", "pytest", "cupy"}
+    graph()  # filled
+    saved = graph()["core.arch"]
+    graph()["core.arch"] = ({"core.verdict"}, set())
+    try:
+        with pytest.raises(AssertionError, match=r"import circle: core\.\w+ -> .*core\.arch"):
+            levels()
+    finally:
+        graph()["core.arch"] = saved
 
 
 def test_the_core_imports_without_pytest_cupy_or_nvrtc() -> None:
     code = (
-        "import sys, pytest_regbudget.budget, pytest_regbudget.ptxas, pytest_regbudget.occupancy, "
-        "pytest_regbudget.report; assert 'pytest' not in sys.modules and 'cupy' not in sys.modules; "
+        "import sys, pytest_regbudget.core.verdict, pytest_regbudget.core.ptxas, "
+        "pytest_regbudget.core.occupancy, pytest_regbudget.report.record; "
+        "assert 'pytest' not in sys.modules and 'cupy' not in sys.modules; "
         "assert 'ctypes' not in sys.modules, 'ctypes (for NVRTC) is loaded'; "
-        "print(' '.join(m.split('.')[1] for m in sys.modules if m.startswith('pytest_regbudget.')))"
+        "print(' '.join(m for m in sys.modules if m.startswith('pytest_regbudget.')))"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr
-    loaded = set(done.stdout.split())
-    assert {"budget", "ptxas", "occupancy", "report"} <= loaded
-    assert loaded <= set(CORE), f"importing the core loads {sorted(loaded - set(CORE))}"
+    loaded = {m.removeprefix("pytest_regbudget.") for m in done.stdout.split()}
+    assert {"core.verdict", "core.ptxas", "report.record"} <= loaded
+    assert {folder(m) for m in loaded} <= {"_version", "core", "report"}, loaded
 
 
 def test_the_public_api_loads_the_plugin_on_first_use() -> None:

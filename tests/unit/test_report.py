@@ -14,12 +14,11 @@ from typing import Any, cast
 
 import pytest
 
-from pytest_regbudget import html
-from pytest_regbudget.baseline import Entry
-from pytest_regbudget.budget import BaselineRule, KernelReport, check, ratchet
-from pytest_regbudget.limits import Launch, Level, Limits
-from pytest_regbudget.ptxas import parse_ptxas_output
-from pytest_regbudget.report import (
+from pytest_regbudget.core.limits import Launch, Level, Limits
+from pytest_regbudget.core.ptxas import parse_ptxas_output
+from pytest_regbudget.core.verdict import BaselineRule, KernelReport, check, entry_of_report, ratchet
+from pytest_regbudget.report import html
+from pytest_regbudget.report.record import (
     MARKDOWN_LIMIT,
     NEW_ROWS,
     STALE_SHOWN,
@@ -666,7 +665,7 @@ def judged(
         key = ("k.cu", kernel, "-", "sm_90", "12.9")
         return replace(report, ptxas_version="12.9.86", compiler="nvrtc", release="12.9", key=key)
 
-    old = None if was is None else Entry.from_report(build(*was))
+    old = None if was is None else entry_of_report(build(*was))
     rule = BaselineRule(old, recorded=recorded, name="regbudget-baseline.toml")
     return to_record(ratchet(build(regs, spills), rule))
 

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from pytest_regbudget.diagnosis import diagnose
-from pytest_regbudget.errors import SassError
-from pytest_regbudget.occupancy import occupancy, register_cliff
-from pytest_regbudget.ptxas import parse_ptxas_output
-from pytest_regbudget.sass import instruction, local_opcode, parse_sass
+from pytest_regbudget.core.diagnosis import diagnose
+from pytest_regbudget.core.errors import SassError
+from pytest_regbudget.core.occupancy import occupancy, register_cliff
+from pytest_regbudget.core.ptxas import parse_ptxas_output
+from pytest_regbudget.core.sass import instruction, local_opcode, parse_sass
 
 DATA = Path(__file__).parent / "data" / "sass"
 # nvdisasm 13.5 (-c -g) over cubins that ptxas 12.9 built for sm_90 with -lineinfo (see README.md there).

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_regbudget.scope import (
+from pytest_regbudget.update.scope import (
     COLLECTED,
     ERROR,
     SKIPPED,

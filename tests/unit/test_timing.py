@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_regbudget import timing
-from pytest_regbudget.timing import Interval, Sampler, median_interval, ratio_interval, verdict
+from pytest_regbudget.core import timing
+from pytest_regbudget.core.timing import Interval, Sampler, median_interval, ratio_interval, verdict
 
 DATA = Path(__file__).parent / "data" / "timing" / "h200_samples.jsonl"
 NAMES = ("k5us", "k20us", "copy70us", "k170us", "k20ms")

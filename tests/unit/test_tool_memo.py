@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_regbudget import compiler, toolchain
-from pytest_regbudget.errors import CompileError, ToolchainError
-from pytest_regbudget.toolchain import Toolkit, ToolMemo, discover
+from pytest_regbudget.build import compiler, toolchain
+from pytest_regbudget.build.toolchain import Toolkit, ToolMemo, discover
+from pytest_regbudget.core.errors import CompileError, ToolchainError
 
 
 @pytest.fixture(autouse=True)

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_regbudget import toolchain
-from pytest_regbudget.errors import ToolchainError
-from pytest_regbudget.toolchain import Toolkit, discover
+from pytest_regbudget.build import toolchain
+from pytest_regbudget.build.toolchain import Toolkit, discover
+from pytest_regbudget.core.errors import ToolchainError
 
 
 @pytest.fixture(scope="module")

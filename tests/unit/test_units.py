@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from pytest_regbudget.cache import CompileCache, Prefetcher, Spec, Unit, _worker_order
-from pytest_regbudget.compiler import CompileOptions, UnitOutputs, nvrtc_name_sets
-from pytest_regbudget.errors import CompileError
-from pytest_regbudget.toolchain import Toolkit
+from pytest_regbudget.build.cache import CompileCache, Prefetcher, Spec, Unit, _worker_order
+from pytest_regbudget.build.compiler import CompileOptions, UnitOutputs, nvrtc_name_sets
+from pytest_regbudget.build.toolchain import Toolkit
+from pytest_regbudget.core.errors import CompileError
 
 DATA = Path(__file__).parent / "data" / "ptxas"
 TOOLKIT = Toolkit(

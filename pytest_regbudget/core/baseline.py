@@ -14,6 +14,7 @@ import contextlib
 import errno
 import hashlib
 import os
+import re
 import socket
 import stat
 import sys
@@ -26,14 +27,24 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 from .dirs import default_cache_dir
 from .errors import BaselineError
 from .facts import release_of
-from .ptxas import message_key
-from .scope import base_nodeid
 
 if TYPE_CHECKING:
     from types import ModuleType
 
-    from .budget import KernelReport
     from .timing import Interval
+
+# An item id of a run with several toolkits ends in the release ("test_x[sm_90-13.5]"); a baseline entry,
+# which is the release's already, lists the test without it ("test_x[sm_90]"), so that switching between one
+# toolkit and several does not rewrite every entry's tests.
+_RELEASE_SUFFIX = re.compile(r"(\bsm_\d+[af]?)-\d+\.\d+\]$")
+
+
+def base_nodeid(nodeid: str) -> str:
+    """`nodeid` without the toolkit release that a run of several toolkits adds to its id."""
+    if not nodeid.endswith("]") or "." not in nodeid[nodeid.rfind("-") :]:
+        return nodeid  # no release suffix: most ids, and the pattern would scan each
+    return _RELEASE_SUFFIX.sub(r"\1]", nodeid)
+
 
 FORMAT_VERSION = 3
 READ_VERSIONS = (1, 2, 3)
@@ -100,31 +111,6 @@ class Entry:
             out["gpu"] = {name: dict(sorted(fig.items())) for name, fig in sorted(self.gpu.items())}
         return out
 
-    @classmethod
-    def from_report(cls, report: KernelReport) -> Entry:
-        """The entry a measured kernel writes (its report must have resources)."""
-        res, occ = report.resources, report.occupancy
-        if res is None:
-            raise ValueError(f"{report.label} has no numbers to record: {report.error}")
-        at = report.occupancy_at
-        return cls(
-            registers=res.registers,
-            spill_stores=res.spill_stores if res.spills_known else None,
-            spill_loads=res.spill_loads if res.spills_known else None,
-            stack=res.stack_frame,
-            smem=res.shared_mem,
-            const_mem=res.const_mem,
-            ptxas=report.ptxas_version,
-            nvrtc=report.nvrtc_version,
-            compiler=report.compiler,
-            messages=tuple(sorted({message_key(m) for m in report.messages})),
-            options_hash=report.options_hash,
-            # Rounded so that the file does not churn on float noise.
-            occupancy={} if occ is None or at is None else {at: round(round(occ.occupancy, 6), 4)},
-            tests=(base_nodeid(report.nodeid),),
-            gpu=_gpu_figures(report),
-        )
-
     def merged(self, old: Entry) -> Entry:
         """This measurement, keeping what it did not measure of `old`: other launches' occupancy, other
         GPUs' figures (all of them, on a CPU runner), fields this version does not know."""
@@ -157,30 +143,6 @@ class Entry:
 
 def _number(value: object) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
-def _gpu_figures(report: KernelReport) -> dict[str, dict[str, object]]:
-    """Per-device figures for the baseline; only a timed kernel has any."""
-    g, t = report.gpu, report.timing
-    if g is None or t is None:
-        return {}
-    figures: dict[str, object] = {
-        "time_ms": float(f"{t.median_ms:.4g}"),
-        "noise": round(t.noise or 0.0, 4),
-        "samples": t.samples,
-        "driver_registers": g.view.registers,
-    }
-    driver = report.driver_occupancy
-    if driver is not None:
-        figures["driver_occupancy"] = round(round(driver, 6), 4)
-    if t.sm_clock_mhz is not None:
-        figures["sm_clock_mhz"] = t.sm_clock_mhz
-    if t.max_sm_clock_mhz is not None:
-        figures["max_sm_clock_mhz"] = t.max_sm_clock_mhz
-    if t.ci_low_ms is not None and t.ci_high_ms is not None:
-        figures["ci_low_ms"] = float(f"{t.ci_low_ms:.4g}")
-        figures["ci_high_ms"] = float(f"{t.ci_high_ms:.4g}")
-    return {g.device: figures}
 
 
 def entry_from_table(table: object, where: str = "entry") -> Entry:

@@ -10,9 +10,9 @@ from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
+from ..core.baseline import atomic_write
 from . import compare, html
-from .baseline import atomic_write
-from .report import KernelRecord, json_text, markdown_report
+from .record import KernelRecord, json_text, markdown_report
 
 Render = Callable[[Sequence[KernelRecord]], str]
 

@@ -16,26 +16,15 @@ Under pytest-xdist each worker fills its own RunScope and ships `payload()`; the
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from ..core.baseline import base_nodeid
+
 Key = tuple[str, str, str, str, str]  # (source, kernel, variant, arch, release), as in baseline.Key
 LegacyKey = tuple[str, str, str]  # (test nodeid, kernel, arch), as in baseline.LegacyKey
-
-# An item id of a run with several toolkits ends in the release ("test_x[sm_90-13.5]"); a baseline entry,
-# which is the release's already, lists the test without it ("test_x[sm_90]"), so that switching between one
-# toolkit and several does not rewrite every entry's tests.
-_RELEASE_SUFFIX = re.compile(r"(\bsm_\d+[af]?)-\d+\.\d+\]$")
-
-
-def base_nodeid(nodeid: str) -> str:
-    """`nodeid` without the toolkit release that a run of several toolkits adds to its id."""
-    if not nodeid.endswith("]") or "." not in nodeid[nodeid.rfind("-") :]:
-        return nodeid  # no release suffix: most ids, and the pattern would scan each
-    return _RELEASE_SUFFIX.sub(r"\1]", nodeid)
 
 
 def with_base(nodeids: Iterable[str]) -> set[str]:

@@ -12,12 +12,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from . import sources
-from .arch import get_arch
-from .compiler import CompileOptions
-from .errors import MarkerError, UnknownArchError
-from .limits import LEVELS, Launch, Level, Limits
-from .text import close_key_hint
+from .. import sources
+from ..build.compiler import CompileOptions
+from ..core.arch import get_arch
+from ..core.errors import MarkerError, UnknownArchError
+from ..core.limits import LEVELS, Launch, Level, Limits
+from ..core.text import close_key_hint
 
 COMPILE_KEYS = (
     "source",

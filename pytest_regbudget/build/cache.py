@@ -52,11 +52,12 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
-from . import compiler, names
-from .baseline import atomic_write
+from ..core import names
+from ..core.baseline import atomic_write
+from ..core.errors import CompileError
+from ..core.facts import Deferred, Provenance
+from . import compiler
 from .compiler import BuildOutputs, CompiledKernel, CompileOptions, Nvcc, UnitOutputs
-from .errors import CompileError
-from .facts import Deferred, Provenance
 from .toolchain import Toolkit
 
 if TYPE_CHECKING:

@@ -25,13 +25,13 @@ from typing import Any
 
 import pytest
 
+from ..build.compiler import CompileOptions
+from ..core.errors import CompileError, MarkerError, RegbudgetWarning, ToolchainError
+from ..update.scope import COLLECTED
 from . import manifest_files
-from .compiler import CompileOptions
-from .errors import CompileError, MarkerError, ToolchainError
 from .manifest import LISTING_COMPILERS, Kernel, Manifest, kernel_id, variant_id
 from .markers import compile_options
-from .scope import COLLECTED
-from .session import ItemState, RegbudgetSession, RegbudgetWarning
+from .session import ItemState, RegbudgetSession
 
 PLUGIN_NAME = manifest_files.PLUGIN_NAME
 # Files an argument may name that the manifest is expected to hold: naming one it does not is an error.
@@ -194,7 +194,9 @@ class ManifestCollection:
         found: list[str] = []
         try:
             if table.binary:
-                from .binary import read_binary  # cuobjdump's reader: loaded when a table names a binary
+                from ..build.binary import (
+                    read_binary,  # cuobjdump's reader: loaded when a table names a binary
+                )
 
                 held = read_binary(path, self.session.builder.toolkit_or_none())
                 found = [k.name for k in held if k.arch in archs]

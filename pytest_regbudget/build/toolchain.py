@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from .errors import ToolchainError
+from ..core.errors import ToolchainError
 
 PIP_FIX = (
     'pip install "nvidia-cuda-nvcc-cu12" "nvidia-cuda-nvrtc-cu12" "nvidia-cuda-runtime-cu12" '

@@ -30,12 +30,13 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from . import manifest_files, names
-from .arch import get_arch
-from .compiler import CompileOptions
-from .errors import ManifestError, MarkerError, UnknownArchError
+from ..build.compiler import CompileOptions
+from ..core import names
+from ..core.arch import get_arch
+from ..core.errors import ManifestError, MarkerError, UnknownArchError
+from ..core.text import close_key_hint
+from . import manifest_files
 from .markers import VALID_KEYS, Budget, parse_marker
-from .text import close_key_hint
 
 if sys.version_info >= (3, 11):
     import tomllib

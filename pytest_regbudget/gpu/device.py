@@ -16,11 +16,11 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .errors import GpuUnavailable, LaunchError
+from ..core.errors import GpuUnavailable, LaunchError
 
 if TYPE_CHECKING:
-    from .gpu_facts import DriverView, GpuFacts, Timing
-    from .timing import Interval
+    from ..core.gpu_facts import DriverView, GpuFacts, Timing
+    from ..core.timing import Interval
 
 # The timer (timing.py) and the GPU data classes (gpu_facts.py) are imported where a device uses them: a run
 # without a GPU imports this module only to learn why there is none.
@@ -89,7 +89,7 @@ class Device:
 
     @staticmethod
     def view(kernel: Any) -> DriverView:
-        from .gpu_facts import DriverView
+        from ..core.gpu_facts import DriverView
 
         attrs = kernel.attributes
         return DriverView(
@@ -168,8 +168,8 @@ class Device:
         triton.testing.do_bench_cudagraph does): the launch overhead and the events' resolution would
         otherwise be most of the figure. Graph samples run with a warm L2: a flush between the graph's
         launches would cost more than the kernel. A kernel too short even for that is `too_short`."""
-        from . import timing
-        from .gpu_facts import Timing
+        from ..core import timing
+        from ..core.gpu_facts import Timing
 
         cp = self.cupy
         self._opt_in(kernel, dynamic_smem)
@@ -270,7 +270,7 @@ def device() -> Device:
 
 
 def probe(dev: Device, kernel: Any, threads: int | None, dynamic_smem: int) -> GpuFacts:
-    from .gpu_facts import GpuFacts
+    from ..core.gpu_facts import GpuFacts
 
     blocks = None if threads is None else dev.occupancy(kernel, threads, dynamic_smem)
     return GpuFacts(device=dev.name, arch=dev.arch, view=dev.view(kernel), driver_blocks=blocks)

@@ -19,19 +19,27 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from . import baseline as bl
-from . import sources, update
-from .arch import get_arch
-from .budget import BaselineRule, KernelReport, TimeBasis, strict, timed, verdict
-from .builder import Builder, BuildSettings, ItemEnv
-from .cache import CacheStats, Spec
-from .compiler import DEFAULT_PTXAS_TIMEOUT, error_location
-from .errors import BaselineError, CompileError, MarkerError, ToolchainError, Unbuildable
-from .facts import KernelFacts
-from .gpu_runner import GpuMode, GpuRunner
-from .limits import Launch, Limits
-from .markers import Budget, parse_marker
-from .report import (
+from .. import sources
+from ..build.builder import Builder, BuildSettings, ItemEnv
+from ..build.cache import CacheStats, Spec
+from ..build.compiler import DEFAULT_PTXAS_TIMEOUT, error_location
+from ..build.toolchain import oldest_arch
+from ..core import baseline as bl
+from ..core.arch import get_arch
+from ..core.errors import (
+    BaselineError,
+    CompileError,
+    MarkerError,
+    RegbudgetWarning,
+    ToolchainError,
+    Unbuildable,
+)
+from ..core.facts import KernelFacts
+from ..core.limits import Launch, Limits
+from ..core.text import safe_block
+from ..core.verdict import BaselineRule, KernelReport, TimeBasis, strict, timed, verdict
+from ..gpu.runner import GpuMode, GpuRunner
+from ..report.record import (
     KernelRecord,
     baseline_lines,
     enforced_line,
@@ -41,21 +49,17 @@ from .report import (
     to_record,
     unknown_arch_lines,
 )
-from .scope import ERROR, NOT_A_FILE, Rule, RunScope, with_base
-from .sources import KernelSource, SourceSpec
-from .text import safe_block
-from .toolchain import oldest_arch
+from ..sources import KernelSource, SourceSpec
+from ..update import plan as update
+from ..update.scope import ERROR, NOT_A_FILE, Rule, RunScope, with_base
+from .markers import Budget, parse_marker
 
 if TYPE_CHECKING:
-    from .gpu_facts import Timing
-    from .timing import Interval
-    from .writers import FileWriter
+    from ..core.gpu_facts import Timing
+    from ..core.timing import Interval
+    from ..report.writers import FileWriter
 
 WORKEROUTPUT_KEY = "regbudget"
-
-
-class RegbudgetWarning(UserWarning):
-    """A budget exceeded by a kernel whose marker says level="warn", or a baseline that cannot be compared."""
 
 
 @dataclass(frozen=True)
@@ -202,7 +206,7 @@ class RegbudgetSession:
         counted = enforced_line(records, updating=self.settings.update, strict=self.settings.strict)
         compared: list[str] = []
         if len({r["release"] for r in records}) > 1:  # the toolkits' differences, where there are several
-            from . import compare
+            from ..report import compare
 
             compared = compare.summary_lines(compare.across_releases(records))
         finish = [*compared, *([counted] if counted else []), *self.finish_lines]
@@ -243,7 +247,7 @@ class RegbudgetSession:
         if budget is None or budget.kernel is None:
             return None
         if budget.binary is not None:
-            from .sources.prebuilt import Binary  # read by cuobjdump: loaded only when a test names one
+            from ..sources.prebuilt import Binary  # read by cuobjdump: loaded only when a test names one
 
             return Binary(budget.binary, budget.kernel)
         if budget.source is None:
@@ -383,7 +387,7 @@ class RegbudgetSession:
             limits = replace(limits, dynamic_smem=facts.dynamic_smem)
         sass_report = None
         if self._reads_sass(budget, arch) and facts.cubin:
-            from . import disasm  # only a run that reads SASS needs it
+            from ..build import disasm  # only a run that reads SASS needs it
 
             sass_report = disasm.disassemble(self.builder.nvdisasm(), facts.cubin, facts.entry)
         gpu_facts = None
@@ -538,8 +542,8 @@ class RegbudgetSession:
         if ratio is None and ceiling is None:
             return None
 
-        from .timing import decided as settles
-        from .timing import ratio_interval
+        from ..core.timing import decided as settles
+        from ..core.timing import ratio_interval
 
         def decided(now: Interval) -> bool:
             if ceiling is not None and not settles(now, ceiling):
@@ -664,7 +668,7 @@ class RegbudgetSession:
             self.finish_lines += unknown_arch_lines(keys, self._display(s.baseline_path))
         if not any((s.json_path, s.html_path, s.markdown_path, s.step_summary)):
             return exit_code
-        from .writers import file_writers  # with the HTML renderer: needed only for a report
+        from ..report.writers import file_writers  # with the HTML renderer: needed only for a report
 
         writers = file_writers(
             json_path=s.json_path,

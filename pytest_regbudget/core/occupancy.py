@@ -1,7 +1,7 @@
 """Occupancy: how many blocks of a kernel stay resident on one SM, and the arithmetic behind it.
 
 Owns a pure-Python port of `cudaOccMaxActiveBlocksPerMultiprocessor` from cuda_occupancy.h (CUDA 12.9)
-that gives the same block counts for every arch in `pytest_regbudget.arch` (tests/unit/test_occupancy.py
+that gives the same block counts for every arch in `pytest_regbudget.core.arch` (tests/unit/test_occupancy.py
 checks this against the compiled header), plus the sentences that explain a result. It needs no GPU and
 no toolkit; every per-arch number comes from `ArchLimits`.
 
@@ -24,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from pytest_regbudget.arch import ArchLimits, get_arch
+from .arch import ArchLimits, get_arch
 
 __all__ = [
     "BARRIERS",

@@ -13,11 +13,11 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypedDict, cast
 
-from .arch import get_arch
-from .baseline import NO_VARIANT
-from .budget import Delta, KernelReport, delta_text
-from .errors import UnknownArchError
-from .text import one_line, safe_block
+from ..core.arch import get_arch
+from ..core.baseline import NO_VARIANT
+from ..core.errors import UnknownArchError
+from ..core.text import one_line, safe_block
+from ..core.verdict import Delta, KernelReport, delta_text
 
 
 class DeltaRecord(TypedDict):

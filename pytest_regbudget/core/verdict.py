@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
 
 from .arch import get_arch
-from .baseline import Entry, Key
+from .baseline import Entry, Key, base_nodeid
 from .diagnosis import diagnose
 from .facts import KernelFacts, release_of
 from .limits import Launch, Level, Limits
@@ -689,6 +689,56 @@ def _role_and_message_checks(facts: KernelFacts, limits: Limits) -> list[str]:
     return out
 
 
+def entry_of_report(report: KernelReport) -> Entry:
+    """The baseline entry a measured kernel's numbers make (its report must have resources), to compare
+    with the entry on file."""
+    res, occ = report.resources, report.occupancy
+    if res is None:
+        raise ValueError(f"{report.label} has no numbers to record: {report.error}")
+    at = report.occupancy_at
+    return Entry(
+        registers=res.registers,
+        spill_stores=res.spill_stores if res.spills_known else None,
+        spill_loads=res.spill_loads if res.spills_known else None,
+        stack=res.stack_frame,
+        smem=res.shared_mem,
+        const_mem=res.const_mem,
+        ptxas=report.ptxas_version,
+        nvrtc=report.nvrtc_version,
+        compiler=report.compiler,
+        messages=tuple(sorted({message_key(m) for m in report.messages})),
+        options_hash=report.options_hash,
+        # Rounded so that the file does not churn on float noise.
+        occupancy={} if occ is None or at is None else {at: round(round(occ.occupancy, 6), 4)},
+        tests=(base_nodeid(report.nodeid),),
+        gpu=_gpu_figures(report),
+    )
+
+
+def _gpu_figures(report: KernelReport) -> dict[str, dict[str, object]]:
+    """Per-device figures for the baseline; only a timed kernel has any."""
+    g, t = report.gpu, report.timing
+    if g is None or t is None:
+        return {}
+    figures: dict[str, object] = {
+        "time_ms": float(f"{t.median_ms:.4g}"),
+        "noise": round(t.noise or 0.0, 4),
+        "samples": t.samples,
+        "driver_registers": g.view.registers,
+    }
+    driver = report.driver_occupancy
+    if driver is not None:
+        figures["driver_occupancy"] = round(round(driver, 6), 4)
+    if t.sm_clock_mhz is not None:
+        figures["sm_clock_mhz"] = t.sm_clock_mhz
+    if t.max_sm_clock_mhz is not None:
+        figures["max_sm_clock_mhz"] = t.max_sm_clock_mhz
+    if t.ci_low_ms is not None and t.ci_high_ms is not None:
+        figures["ci_low_ms"] = float(f"{t.ci_low_ms:.4g}")
+        figures["ci_high_ms"] = float(f"{t.ci_high_ms:.4g}")
+    return {g.device: figures}
+
+
 def ratchet(report: KernelReport, rule: BaselineRule) -> KernelReport:
     """The report held to its baseline entry: deltas always, violations where enforced and comparable."""
     if rule.conflict is not None:
@@ -698,7 +748,7 @@ def ratchet(report: KernelReport, rule: BaselineRule) -> KernelReport:
         if rule.releases:
             return replace(report, baseline_status="new-release", other_releases=rule.releases)
         return replace(report, baseline_status="new" if rule.recorded else "none")
-    deltas = compare(old, Entry.from_report(report), rule.tolerance)
+    deltas = compare(old, entry_of_report(report), rule.tolerance)
     # An entry is its release's (the key says so); only a version-1 entry, keyed by test, can be another's.
     # Patch versions of one release (12.9.41, 12.9.86) share entries.
     if release_of(old.ptxas) != report.release:

@@ -16,13 +16,9 @@ from collections.abc import Mapping, Sequence
 from html import escape
 from typing import cast
 
-from .arch import get_arch
-from .occupancy import occupancy
-from .report import (
-    KernelRecord,
-    baseline_cell,  # the terminal table's words for the same deltas
-    regs_cell,
-)
+from ..core.arch import get_arch
+from ..core.occupancy import occupancy
+from .record import KernelRecord, baseline_cell, regs_cell
 
 # Chart geometry and colours (the screenshot test looks for STEP_COLOUR and KERNEL_COLOUR pixels).
 WIDTH, HEIGHT, LEFT, RIGHT, TOP, BOTTOM = 640, 260, 48, 56, 16, 36

@@ -9,8 +9,8 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from .errors import SassError
-from .sass import SassReport, parse_sass
+from ..core.errors import SassError
+from ..core.sass import SassReport, parse_sass
 from .toolchain import Toolkit, find_tool, run_tool, start_failure
 
 SASS_FIX = "pip install 'pytest-regbudget[sass]' (the nvidia-cuda-nvdisasm wheel)"

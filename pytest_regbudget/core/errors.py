@@ -96,3 +96,8 @@ class GpuUnavailable(RegbudgetError, RuntimeError):
 
 class LaunchError(RegbudgetError, RuntimeError):
     """The driver refused to launch the kernel."""
+
+
+class RegbudgetWarning(UserWarning):
+    """A budget exceeded by a kernel whose marker says level="warn", or a baseline that cannot be compared.
+    Public (`pytest_regbudget.RegbudgetWarning`), so that `-W` and `filterwarnings` can name it."""

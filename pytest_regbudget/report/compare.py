@@ -12,9 +12,9 @@ import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .ptxas import message_key
-from .report import KernelRecord
-from .text import one_line
+from ..core.ptxas import message_key
+from ..core.text import one_line
+from .record import KernelRecord
 
 Ident = tuple[str, str, str, str]  # (source, kernel, variant, arch)
 

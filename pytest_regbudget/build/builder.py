@@ -9,10 +9,10 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
-from . import baseline as bl
+from ..core import baseline as bl
+from ..core.errors import CompileError, SassError, ToolchainError
 from .cache import FORMAT, CacheStats, CompileCache, Prefetcher, Spec, Unit
 from .compiler import CompiledKernel, CompileOptions, Nvcc, find_nvcc
-from .errors import CompileError, SassError, ToolchainError
 from .toolchain import Toolkit, ToolMemo, discover, kill_running_tools
 
 if TYPE_CHECKING:

@@ -12,12 +12,11 @@ from typing import TYPE_CHECKING, Any, cast, get_args
 
 import pytest
 
-from . import manifest_files, scope, sources
-from .budget import KernelReport, TimeBasis
-from .cache import default_jobs
-from .compiler import DEFAULT_PTXAS_TIMEOUT, CompileOptions
-from .dirs import default_cache_dir
-from .errors import (
+from .. import sources
+from ..build.cache import default_jobs
+from ..build.compiler import DEFAULT_PTXAS_TIMEOUT, CompileOptions
+from ..core.dirs import default_cache_dir
+from ..core.errors import (
     BaselineError,
     CompileError,
     LaunchError,
@@ -27,22 +26,19 @@ from .errors import (
     Unbuildable,
     UnknownArchError,
 )
-from .gpu_runner import GpuMode
-from .markers import (
-    VALID_KEYS,
-    Budget,
-    compile_options,
-    duplicate_markers,
-    parse_tolerance,
-)
+from ..core.text import safe_block
+from ..core.verdict import KernelReport, TimeBasis
+from ..gpu.runner import GpuMode
+from ..sources import KernelSource, SourceSpec
+from ..sources import make as make_source
+from ..update import scope
+from . import manifest_files
+from .markers import VALID_KEYS, Budget, compile_options, duplicate_markers, parse_tolerance
 from .session import WORKEROUTPUT_KEY, ItemState, RegbudgetSession, Settings, parse_archs
-from .sources import KernelSource, SourceSpec
-from .sources import make as make_source
-from .text import safe_block
 
 if TYPE_CHECKING:
-    from .gpu import Device
-    from .gpu_facts import Timing
+    from ..core.gpu_facts import Timing
+    from ..gpu.device import Device
     from .manifest import Manifest
 
 SESSION_KEY = pytest.StashKey[RegbudgetSession]()
@@ -580,7 +576,7 @@ class RegbudgetFixture:
         """
         if self._session.gpu_arch(self._state) is None:
             return None
-        from .gpu import device  # CuPy's side: imported once a test asks for the device
+        from ..gpu.device import device  # CuPy's side: imported once a test asks for the device
 
         return device()
 
@@ -622,7 +618,7 @@ class RegbudgetFixture:
         """Compile `kernel` from a code string, as CuPy's RawKernel would. `name` is what errors (and the
         reports) call the code; `#include "x.h"` resolves against the test file's directory."""
         __tracebackhide__ = True
-        from .sources.nvrtc import CodeString  # the sources a fixture method needs load on first use
+        from ..sources.nvrtc import CodeString  # the sources a fixture method needs load on first use
 
         opts = self._options(defines, include_dirs, options, ptxas_options, depends)
         return self._measure_one(CodeString(self._test_dir / name, code, kernel, opts))
@@ -632,7 +628,7 @@ class RegbudgetFixture:
         them, or `kernel` only), judged by the marker's budgets. Spills are reported only where the binary
         records them."""
         __tracebackhide__ = True
-        from .sources.prebuilt import Binary
+        from ..sources.prebuilt import Binary
 
         return self.measure(Binary(self._test_dir / path, kernel))
 
@@ -649,7 +645,7 @@ class RegbudgetFixture:
         with this run's ptxas: true spill figures, not Triton's n_spills (which counts all local memory).
         Its block is num_warps * 32 threads: give the marker launch=(num_warps * 32,) to check occupancy."""
         __tracebackhide__ = True
-        from .sources.python import triton_kernel
+        from ..sources.python import triton_kernel
 
         source = triton_kernel(
             fn,
@@ -665,7 +661,7 @@ class RegbudgetFixture:
         """Compile a Python function with Numba for `self.arch`, no GPU needed: numba-cuda lowers it to NVVM
         IR, which the libNVVM of this run's toolkit turns into PTX for this run's ptxas to measure."""
         __tracebackhide__ = True
-        from .sources.python import numba_kernel
+        from ..sources.python import numba_kernel
 
         return self._measure_one(numba_kernel(fn, signature, self._test_dir))
 

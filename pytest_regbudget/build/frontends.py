@@ -34,10 +34,10 @@ from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
-from .arch import ArchLimits, compute_arch, get_arch
+from ..core.arch import ArchLimits, compute_arch, get_arch
+from ..core.errors import CompileError, FrontendError, UnknownArchError
+from ..core.ptxas import parse_ptx_entries
 from .compiler import run_ptxas
-from .errors import CompileError, FrontendError, UnknownArchError
-from .ptxas import parse_ptx_entries
 from .toolchain import Toolkit, discover, ptxas_version
 
 __all__ = [

@@ -60,9 +60,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .arch import get_arch
-from .errors import BinaryError, ParseError, UnknownArchError
-from .sass import instruction, local_opcode
+from ..core.arch import get_arch
+from ..core.errors import BinaryError, ParseError, UnknownArchError
+from ..core.sass import instruction, local_opcode
 from .toolchain import Toolkit, find_tool
 
 __all__ = [

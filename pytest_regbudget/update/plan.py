@@ -14,14 +14,15 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import NamedTuple, cast
 
-from . import baseline as bl
-from .ptxas import message_key
-from .report import KernelRecord, key_text
-from .scope import Decision, Rule, base_nodeid, decide
+from ..core import baseline as bl
+from ..core.baseline import base_nodeid
+from ..core.ptxas import message_key
+from ..report.record import KernelRecord, key_text
+from .scope import Decision, Rule, decide
 
 
 def entry_of(rec: KernelRecord) -> bl.Entry:
-    """The baseline entry a measured record writes, as Entry.from_report writes it from the report."""
+    """The baseline entry a measured record writes, as verdict.entry_of_report makes it from a report."""
     occupancy: dict[str, float] = {}
     if rec["occupancy"] is not None and rec["launch"]:
         dynamic = f", {rec['dynamic_smem']} B dynamic smem" if rec["dynamic_smem"] else ""

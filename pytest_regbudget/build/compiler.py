@@ -20,17 +20,11 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
-from . import names, ptxas
-from .arch import compute_arch, get_arch
-from .errors import CompileError, KernelNotFoundError, ToolchainError, Unbuildable
-from .facts import Deferred, KernelFacts, Provenance
-from .ptxas import (
-    KernelResources,
-    parse_ptx_entries,
-    parse_ptxas_messages,
-    ptx_outline,
-    ptx_setmaxnreg,
-)
+from ..core import names, ptxas
+from ..core.arch import compute_arch, get_arch
+from ..core.errors import CompileError, KernelNotFoundError, ToolchainError, Unbuildable
+from ..core.facts import Deferred, KernelFacts, Provenance
+from ..core.ptxas import KernelResources, parse_ptx_entries, parse_ptxas_messages, ptx_outline, ptx_setmaxnreg
 from .toolchain import (
     VERSION_TIMEOUT,
     Toolkit,

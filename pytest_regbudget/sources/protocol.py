@@ -1,0 +1,93 @@
+"""What a kernel source is (`KernelSource`), what it may build with (`BuildEnv`), and what a marker or a
+fixture call names (`SourceSpec`). The registry of sources by name is sources/__init__.py; each kind of
+source is a module beside this one, and imports these types from here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+from ..core.facts import KernelFacts
+
+if TYPE_CHECKING:
+    from ..build.cache import Spec
+    from ..build.compiler import CompiledKernel, CompileOptions, Nvcc
+    from ..build.frontends import FrontendPtx
+    from ..build.toolchain import Toolkit
+
+
+class BuildEnv(Protocol):
+    """What a source may use to build: the run's toolkit, nvcc, the compile cache and its settings.
+
+    The session gives each test its own (line info follows that test's budgets).
+    """
+
+    ptxas_timeout: float
+
+    def toolkit(self) -> Toolkit: ...
+
+    def toolkit_or_none(self) -> Toolkit | None: ...
+
+    def nvcc(self) -> Nvcc: ...
+
+    def line_info(self, arch: str) -> bool:
+        """Whether this arch's SASS will be read: build with -lineinfo (code generation is unchanged)."""
+        ...
+
+    def compile(self, spec: Spec, source_text: str | None = None) -> CompiledKernel:
+        """NVRTC or nvcc through the compile cache (and the prefetch pool, for files)."""
+        ...
+
+    def options_hash(self, options: CompileOptions) -> str:
+        """The baseline's digest of `options` (paths relative to the rootdir)."""
+        ...
+
+    def frontend(self, key: str | None, make: Callable[[], FrontendPtx]) -> FrontendPtx:
+        """A Python front end's build through the compile cache, by the front end's own key (None: not
+        cached)."""
+        ...
+
+
+class KernelSource(Protocol):
+    """One way to get kernels: build (or read) them for an arch and say what was measured."""
+
+    @property
+    def where(self) -> Path:
+        """The file errors and annotations name (a code string's name, a Python function's file)."""
+        ...
+
+    @property
+    def kernel(self) -> str | None:
+        """The kernel asked for, as the user wrote it; None for every kernel the source holds."""
+        ...
+
+    @property
+    def reads_file(self) -> bool:
+        """Whether `where` is read: when it is gone, the baseline entries of its kernels are stale."""
+        ...
+
+    @property
+    def loadable(self) -> bool:
+        """Whether its cubins can be loaded on a GPU for the driver checks and timing."""
+        ...
+
+    def plan(self, arch: str, env: BuildEnv) -> Spec | None:
+        """What the compile cache keys this build on, to start it ahead of the test; None when the source
+        is not cached (it is built when the test runs)."""
+        ...
+
+    def build(self, arch: str, env: BuildEnv) -> list[KernelFacts]:
+        """The kernels for `arch`; raises CompileError (or a subclass) with the tool's log."""
+        ...
+
+
+@dataclass(frozen=True)
+class SourceSpec:
+    """What a marker or a fixture call names: a file, a kernel and how to compile it."""
+
+    path: Path
+    kernel: str | None
+    options: CompileOptions | None = None
