@@ -190,7 +190,7 @@ def _cmd_merge(args: argparse.Namespace) -> int:
         rule = Rule(merged_scope, archs, prefixes, rootdir, selection, built)
         planned = update.plan(old, records, fresh.entries, rule)
         try:
-            counts = bl.update(path, planned.write, planned.stale, remove_legacy=planned.remove_legacy)
+            counts = bl.update(path, planned.write, planned.stale)
         except BaselineError as exc:
             raise CliError(f"baseline NOT updated: {exc}") from None
         print(f"baseline {path} updated: {counts}")
@@ -213,7 +213,7 @@ def check_baseline(path: Path) -> list[str]:
         raise CliError(str(exc)) from None
     if not path.exists():
         raise CliError(f"{path}: no such file")
-    problems = list(unknown_arch_lines([*loaded.entries, *loaded.legacy], str(path)))
+    problems = list(unknown_arch_lines(list(loaded.entries), str(path)))
     seen: dict[tuple[str, ...], bl.Key] = {}
     for key in sorted(loaded.entries):
         source, kernel, variant, arch, release = key

@@ -1,10 +1,11 @@
 """The baseline snapshot file: load, validate, merge and write `regbudget-baseline.toml`.
 
 Owns the file format (version 3: one TOML table per kernel (source, name, variant, arch) and toolkit release,
-keys in a fixed order so a register change is a one-line diff; version 2, the same without the release, is
-read with each entry's release taken from its ptxas; version 1, keyed by test, is read as legacy entries until
-an update migrates them), the atomic write under a cross-process lock, and the update arithmetic (added,
-updated, unchanged, stale, migrated). It knows nothing of pytest.
+keys in a fixed order so a register change is a one-line diff), the atomic write under a cross-process lock,
+and the update arithmetic (added, updated, unchanged, stale). It knows nothing of pytest.
+
+Versions 1 and 2 were written only by development versions before 0.1.0, within days of each other, and are
+not read: such a file is one clear error that says how to record it anew.
 """
 
 from __future__ import annotations
@@ -26,7 +27,6 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from .dirs import default_cache_dir
 from .errors import BaselineError
-from .facts import release_of
 
 if TYPE_CHECKING:
     from types import ModuleType
@@ -47,7 +47,6 @@ def base_nodeid(nodeid: str) -> str:
 
 
 FORMAT_VERSION = 3
-READ_VERSIONS = (1, 2, 3)
 # How long an update waits for another process's update of the same baseline before it gives up.
 LOCK_TIMEOUT = 60.0
 HEADER = """\
@@ -64,7 +63,6 @@ HEADER = """\
 # entries of its own, and a build is judged against its release's: a CUDA upgrade is a reviewed diff.
 Key = tuple[str, str, str, str, str]
 ARCH, RELEASE = 3, 4  # positions in a Key
-LegacyKey = tuple[str, str, str]  # a version-1 entry's (test nodeid, kernel, arch), until migrated
 NO_VARIANT = "-"  # the variant of a kernel built without defines
 
 # Stored integer metrics, in file order; "occupancy" (a fraction) and the provenance fields follow.
@@ -158,7 +156,7 @@ def options_hash(*parts: object) -> str:
 def _entry(where: str, table: object) -> Entry:
     if not isinstance(table, dict):
         raise BaselineError(f"{where}: expected a table of numbers, found {table!r}")
-    known = {*INT_FIELDS, *TEXT_FIELDS, "occupancy", "occupancy_at", "gpu", "tests", "ptxas_messages"}
+    known = {*INT_FIELDS, *TEXT_FIELDS, "occupancy", "gpu", "tests", "ptxas_messages"}
     gpu = table.get("gpu", {})
     if not isinstance(gpu, dict) or not all(isinstance(v, dict) for v in gpu.values()):
         raise BaselineError(f'{where}: gpu must hold one table per device, e.g. [...gpu."NVIDIA H200"]')
@@ -174,8 +172,6 @@ def _entry(where: str, table: object) -> Entry:
             continue
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
             raise BaselineError(f"{where}: {name} = {value!r}, expected a whole number >= 0")
-    if "compiler" not in table and isinstance(table.get("nvrtc"), str):
-        table = {**table, "compiler": _compiler_of(table["nvrtc"])}  # version 1 and 2 did not record it
     for name in TEXT_FIELDS:
         if not isinstance(table.get(name), str):
             raise BaselineError(f"{where}: {name} = {table.get(name)!r}, expected a string")
@@ -202,16 +198,6 @@ def _entry(where: str, table: object) -> Entry:
     )
 
 
-def _compiler_of(frontend: str) -> str:
-    """The compiler of a version-1 or 2 entry, from what wrote its PTX ("nvcc 13.0.88", "triton 3.5.0",
-    "prebuilt", NVRTC's bare version)."""
-    head = frontend.split(" ", 1)[0].lower()
-    for compiler in COMPILERS:
-        if head == compiler or head.startswith(f"{compiler}-"):  # "numba-cuda 0.30.4"
-            return compiler
-    return "binary" if head in ("prebuilt", "cuobjdump") else "nvrtc"
-
-
 def _message_list(where: str, value: object) -> tuple[str, ...]:
     if not isinstance(value, list) or not all(isinstance(m, str) for m in value):
         raise BaselineError(f"{where}: ptxas_messages = {value!r}, expected a list of strings")
@@ -223,23 +209,13 @@ def _fraction(value: object) -> bool:
 
 
 def _occupancy(where: str, table: dict[str, object]) -> dict[str, float]:
-    """Version 2: a table of launch -> fraction. Version 1: one fraction, and the launch in occupancy_at."""
-    occ = table.get("occupancy")
-    at = table.get("occupancy_at")
-    if occ is None:
-        return {}
-    if isinstance(occ, dict):
-        if not all(isinstance(k, str) and _fraction(v) for k, v in occ.items()):
-            raise BaselineError(
-                f"{where}: occupancy = {occ!r}, expected fractions in [0, 1] per launch, "
-                'e.g. "256 threads" = 0.5'
-            )
-        return {k: float(v) for k, v in occ.items()}
-    if not _fraction(occ):
-        raise BaselineError(f"{where}: occupancy = {occ!r}, expected a fraction in [0, 1]")
-    if at is not None and not isinstance(at, str):
-        raise BaselineError(f"{where}: occupancy_at = {at!r}, expected a string like '256 threads'")
-    return {at: float(occ)} if isinstance(at, str) and isinstance(occ, (int, float)) else {}
+    """A table of launch -> fraction."""
+    occ = table.get("occupancy", {})
+    if not isinstance(occ, dict) or not all(isinstance(k, str) and _fraction(v) for k, v in occ.items()):
+        raise BaselineError(
+            f'{where}: occupancy = {occ!r}, expected fractions in [0, 1] per launch, e.g. "256 threads" = 0.5'
+        )
+    return {k: float(v) for k, v in occ.items()}
 
 
 def _launch_order(at: str) -> tuple[int, str]:
@@ -250,17 +226,15 @@ def _launch_order(at: str) -> tuple[int, str]:
 
 @dataclass(frozen=True)
 class Baseline:
-    """A baseline file's entries: per kernel, and version-1 entries per test until an update migrates them."""
+    """A baseline file's entries, per kernel variant, arch and release."""
 
     entries: Mapping[Key, Entry] = field(default_factory=dict)
-    legacy: Mapping[LegacyKey, Entry] = field(default_factory=dict)
-    version: int = FORMAT_VERSION  # the version the file was read in (an update writes FORMAT_VERSION)
 
     def __len__(self) -> int:
-        return len(self.entries) + len(self.legacy)
+        return len(self.entries)
 
     def archs(self) -> set[str]:
-        return {k[ARCH] for k in self.entries} | {k[-1] for k in self.legacy}
+        return {k[ARCH] for k in self.entries}
 
     def releases(self, key: Key) -> list[str]:
         """The releases with an entry for `key`'s kernel variant and arch, whatever `key`'s own release."""
@@ -288,27 +262,24 @@ def parse(text: str, path: Path, memo: Memo | None = None) -> Baseline:
         doc = _toml(text, path, memo)
     except _tomllib().TOMLDecodeError as exc:
         raise BaselineError(f"{path} is not valid TOML: {exc}") from None
-    version = doc.get("version", 1)
-    if version not in READ_VERSIONS:
+    if not doc:
+        return Baseline()  # an empty file: nothing recorded yet
+    version = doc.get("version", 1)  # version 1 wrote none
+    if version in (1, 2):
         raise BaselineError(
-            f"{path}: version = {version!r}; this pytest-regbudget reads versions 1 to {FORMAT_VERSION}. "
+            f"{path}: baseline format version {version}, written by a development version of "
+            f"pytest-regbudget before 0.1.0; this one reads version {FORMAT_VERSION} only. "
+            "Fix: delete the file and record it anew with pytest --regbudget-update"
+        )
+    if version != FORMAT_VERSION:
+        raise BaselineError(
+            f"{path}: version = {version!r}; this pytest-regbudget reads version {FORMAT_VERSION}. "
             "Fix: upgrade pytest-regbudget (a newer one wrote it), or correct the version"
         )
-    allowed = {"version", "kernels"} | ({"legacy"} if version > 1 else set())
-    unknown = sorted(set(doc) - allowed)
+    unknown = sorted(set(doc) - {"version", "kernels"})
     if unknown:
-        raise BaselineError(
-            f"{path}: unknown top-level key {unknown[0]!r} (expected {', '.join(map(repr, sorted(allowed)))})"
-        )
-    if version == 1:
-        # Keyed by test: read as legacy entries, which the next update rewrites per kernel.
-        return Baseline(legacy=_section(path, "kernels", doc.get("kernels", {}), 3), version=1)
-    legacy = _section(path, "legacy", doc.get("legacy", {}), 3)
-    if version == 2:
-        # Keyed without the release: each entry is its ptxas's release's (the next update writes version 3).
-        entries = _section(path, "kernels", doc.get("kernels", {}), 4)
-        return Baseline({(*k, release_of(e.ptxas)): e for k, e in entries.items()}, legacy, version=2)
-    return Baseline(_section(path, "kernels", doc.get("kernels", {}), 5), legacy)
+        raise BaselineError(f"{path}: unknown top-level key {unknown[0]!r} (expected 'kernels', 'version')")
+    return Baseline(_section(path, "kernels", doc.get("kernels", {}), 5))
 
 
 def _section(path: Path, name: str, node: object, depth: int) -> dict[Any, Entry]:
@@ -412,17 +383,13 @@ def _decode(data: bytes, path: Path) -> str:
 
 def dumps(baseline: Baseline) -> str:
     """Sorted by source, kernel, variant, arch, release, with a fixed key order inside each entry."""
-    doc: dict[str, object] = {"version": FORMAT_VERSION}
-    for name, entries in (("kernels", baseline.entries), ("legacy", baseline.legacy)):
-        if not entries and name == "legacy":
-            continue
-        section: dict[str, Any] = {}
-        for key, entry in sorted(entries.items()):
-            node = section
-            for part in key[:-1]:
-                node = node.setdefault(part, {})
-            node[key[-1]] = entry.to_toml()
-        doc[name] = section
+    section: dict[str, Any] = {}
+    for key, entry in sorted(baseline.entries.items()):
+        node = section
+        for part in key[:-1]:
+            node = node.setdefault(part, {})
+        node[key[-1]] = entry.to_toml()
+    doc: dict[str, object] = {"version": FORMAT_VERSION, "kernels": section}
     import tomli_w  # only a run that writes the baseline needs it
 
     return HEADER + "\n" + tomli_w.dumps(doc)
@@ -507,20 +474,10 @@ class UpdateCounts:
     unchanged: int = 0
     stale: int = 0
     stale_removed: bool = False
-    migrated: int = 0  # version-1 entries dropped: rewritten per kernel, or stale
-    from_version: int = FORMAT_VERSION  # the file's version before the update
 
     def __str__(self) -> str:
         stale = f"{self.stale} stale" + (" (removed)" if self.stale and self.stale_removed else "")
-        entries = "entry" if self.migrated == 1 else "entries"
-        legacy = f", {self.migrated} version-1 {entries} migrated or removed" if self.migrated else ""
-        rewritten = (
-            f"; file rewritten from version {self.from_version} to {FORMAT_VERSION}"
-            if self.from_version != FORMAT_VERSION
-            else ""
-        )
-        counts = f"{self.added} added, {self.updated} updated, {self.unchanged} unchanged, {stale}"
-        return counts + legacy + rewritten
+        return f"{self.added} added, {self.updated} updated, {self.unchanged} unchanged, {stale}"
 
 
 def update(
@@ -528,14 +485,12 @@ def update(
     fresh: Mapping[Key, Entry],
     remove: set[Key],
     *,
-    remove_legacy: set[LegacyKey] | None = None,
     lock_dir: Path | None = None,
     lock_timeout: float | None = None,
     memo: Memo | None = None,
 ) -> UpdateCounts:
-    """Merge `fresh` into the file and drop `remove` (and the legacy entries in `remove_legacy`: stale, or
-    migrated to a per-kernel entry by this run), re-reading it under the lock so that concurrent updates
-    by other processes are kept. The file is written in the current version.
+    """Merge `fresh` into the file and drop `remove`, re-reading it under the lock so that concurrent updates
+    by other processes are kept.
 
     The lock lives in `lock_dir` (default: the compile cache directory, which is where it goes even under
     --regbudget-no-cache) and is waited for at most `lock_timeout` seconds (default LOCK_TIMEOUT). Raises
@@ -548,11 +503,7 @@ def update(
     timeout = LOCK_TIMEOUT if lock_timeout is None else lock_timeout
     with _locked(path, lock_dir, timeout):
         current = load(path)
-        counts = UpdateCounts(
-            stale=len(remove & current.entries.keys()),
-            stale_removed=True,
-            from_version=current.version if path.exists() else FORMAT_VERSION,
-        )
+        counts = UpdateCounts(stale=len(remove & current.entries.keys()), stale_removed=True)
         merged = dict(current.entries)
         for key, entry in fresh.items():
             old = current.entries.get(key)
@@ -567,9 +518,7 @@ def update(
             merged[key] = entry
         for key in remove:
             merged.pop(key, None)
-        legacy = {k: v for k, v in current.legacy.items() if k not in (remove_legacy or set())}
-        counts.migrated = len(current.legacy) - len(legacy)
-        text = dumps(Baseline(merged, legacy))
+        text = dumps(Baseline(merged))
         if not path.exists() or path.read_bytes() != text.encode():
             _check_writable(path)
             try:

@@ -40,7 +40,8 @@ if TYPE_CHECKING:
 Outcome = Literal["passed", "failed", "warned", "error"]
 DeltaVerdict = Literal["worse", "better", "same", "tolerated"]
 # none: no baseline file; new: no entry; new-release: entries for other toolkit releases only (a CUDA
-# upgrade); compared: judged against its entry; toolkit-mismatch: a version-1 entry of another release.
+# upgrade); compared: judged against its entry; toolkit-mismatch: an entry whose ptxas is of another release
+# than its key says (a hand-edited file).
 BaselineStatus = Literal["none", "new", "new-release", "compared", "toolkit-mismatch"]
 
 # Metrics the ratchet compares: for all but occupancy, more is worse.
@@ -749,7 +750,7 @@ def ratchet(report: KernelReport, rule: BaselineRule) -> KernelReport:
             return replace(report, baseline_status="new-release", other_releases=rule.releases)
         return replace(report, baseline_status="new" if rule.recorded else "none")
     deltas = compare(old, entry_of_report(report), rule.tolerance)
-    # An entry is its release's (the key says so); only a version-1 entry, keyed by test, can be another's.
+    # An entry is its release's (the key says so); only a hand-edited one can hold another release's ptxas.
     # Patch versions of one release (12.9.41, 12.9.86) share entries.
     if release_of(old.ptxas) != report.release:
         return replace(

@@ -403,7 +403,7 @@ class RegbudgetSession:
             budget.level,
             gpu=gpu_facts,
             sass=sass_report,
-            baseline=self._rule(key, (nodeid, kernel_id, arch), facts, nodeid, budget),
+            baseline=self._rule(key, facts, nodeid, budget),
             gpu_note=note if arch == state.arch else None,
             key=key,
         )
@@ -421,11 +421,9 @@ class RegbudgetSession:
             source = f"{NOT_A_FILE}{facts.provenance.compiler}>{source}"
         return (source, facts.kernel, facts.variant, facts.arch, facts.provenance.release)
 
-    def _rule(
-        self, key: bl.Key, legacy: bl.LegacyKey, facts: KernelFacts, nodeid: str, budget: Budget
-    ) -> BaselineRule:
+    def _rule(self, key: bl.Key, facts: KernelFacts, nodeid: str, budget: Budget) -> BaselineRule:
         s = self.settings
-        entry = self.baseline.entries.get(key) or self.baseline.legacy.get(legacy)
+        entry = self.baseline.entries.get(key)
         return BaselineRule(
             entry=entry,
             releases=tuple(self.baseline.releases(key)) if entry is None else (),
@@ -649,7 +647,6 @@ class RegbudgetSession:
                     s.baseline_path,
                     planned.write,
                     planned.stale,
-                    remove_legacy=planned.remove_legacy,
                     lock_dir=s.cache_dir,
                     memo=self.builder.cache,
                 )
@@ -664,7 +661,7 @@ class RegbudgetSession:
             kept.insert(0, f"run interrupted ({self.scope.interrupted}): no baseline entry was removed")
         self.finish_lines[:0] = baseline_lines(self.records, sorted(stale), updating=s.update, kept=kept)
         if s.baseline_path is not None:
-            keys = [*self.baseline.entries, *self.baseline.legacy]
+            keys = list(self.baseline.entries)
             self.finish_lines += unknown_arch_lines(keys, self._display(s.baseline_path))
         if not any((s.json_path, s.html_path, s.markdown_path, s.step_summary)):
             return exit_code

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, TypedDict, cast
 
 from ..core.arch import get_arch
-from ..core.baseline import NO_VARIANT
+from ..core.baseline import NO_VARIANT, Key
 from ..core.errors import UnknownArchError
 from ..core.text import one_line, safe_block
 from ..core.verdict import Delta, KernelReport, delta_text
@@ -407,7 +407,7 @@ STALE_SHOWN = 10
 
 def baseline_lines(
     records: Sequence[KernelRecord],
-    stale: Sequence[tuple[str, ...]],
+    stale: Sequence[Key],
     *,
     updating: bool,
     kept: Sequence[str] = (),
@@ -440,21 +440,18 @@ def baseline_lines(
 
 
 def key_text(key: Sequence[str]) -> str:
-    """`kernels/poly.cu poly_eval (NACC=8) [sm_90]` for a kernel's entry; `test_id kernel [sm_90]` for a
-    version-1 entry (keyed by test)."""
-    if len(key) == 5:
-        source, kernel, variant, arch, release = key
-        shown = "" if variant == NO_VARIANT else f" ({variant})"
-        return f"{source} {kernel}{shown} [{arch}, {release_label(release)}]"
-    return f"{' '.join(key[:-1])} [{key[-1]}]"
+    """`kernels/poly.cu poly_eval (NACC=8) [sm_90, CUDA 12.9]` for a kernel's entry."""
+    source, kernel, variant, arch, release = key
+    shown = "" if variant == NO_VARIANT else f" ({variant})"
+    return f"{source} {kernel}{shown} [{arch}, {release_label(release)}]"
 
 
-def unknown_arch_lines(keys: Iterable[tuple[str, ...]], baseline: str) -> list[str]:
+def unknown_arch_lines(keys: Iterable[Key], baseline: str) -> list[str]:
     """A line per arch of the baseline that this plugin does not know (a typo or a hand edit): no run can
     build for it, so its entries are never checked, and no update removes them."""
-    by_arch: dict[str, list[tuple[str, ...]]] = {}
+    by_arch: dict[str, list[Key]] = {}
     for key in keys:
-        by_arch.setdefault(key[3] if len(key) == 5 else key[-1], []).append(key)
+        by_arch.setdefault(key[3], []).append(key)
     lines = []
     for arch, found in sorted(by_arch.items()):
         try:

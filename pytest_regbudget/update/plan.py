@@ -1,5 +1,5 @@
-"""What an update writes, from the run's records alone: the entries it measured, the entries it removes and
-the version-1 entries it migrates. One implementation for a pytest run (`session.finish`) and for a merge of
+"""What an update writes, from the run's records alone: the entries it measured and the entries it removes.
+One implementation for a pytest run (`session.finish`) and for a merge of
 CI shards' JSON reports (`regbudget merge`), so that a sharded update writes the same file, byte for byte, as
 a serial one.
 
@@ -104,7 +104,6 @@ class Plan(NamedTuple):
 
     write: Mapping[bl.Key, bl.Entry]
     stale: set[bl.Key]
-    remove_legacy: set[bl.LegacyKey]
     decision: Decision
 
 
@@ -114,22 +113,17 @@ def plan(
     """The update of `old` by a run whose records and fresh entries these are, under the stale `rule`.
 
     Each written entry lists the tests that measured it now and the old tests that still may (those this
-    run could not see); a version-1 entry is replaced by the per-kernel entry of the test that measured it.
+    run could not see).
     """
     decision = decide(
         rule,
         {key: entry.tests for key, entry in old.entries.items()},
-        old.legacy,
         {key: entry.compiler for key, entry in old.entries.items()},
         measured={cast(bl.Key, tuple(r["key"])) for r in records if r["key"]},
-        measured_legacy={(r["nodeid"], r["kernel"], r["arch"]) for r in records},
     )
     write = {}
     for key, entry in fresh.items():
         before = old.entries.get(key)
         still = rule.still_measuring(before.tests, key[bl.ARCH]) if before else []
         write[key] = replace(entry, tests=tuple(sorted({*entry.tests, *still})))
-    migrated = {(r["nodeid"], r["kernel"], r["arch"]) for r in records if r["key"]}
-    return Plan(
-        write, decision.stale_entries(), decision.stale_legacy() | (migrated & old.legacy.keys()), decision
-    )
+    return Plan(write, decision.stale_entries(), decision)

@@ -8,8 +8,7 @@ arch) and lists the tests that measured it. It is stale only when this run could
   "seen" when its file was collected without error, in full (a directory or the file itself was among the
   run's arguments, not a node id; the module neither skipped at import nor failed to import), and the test
   was neither deselected nor skipped; a test file that no longer exists is gone whatever the run's scope.
-A version-1 entry (keyed by test) follows the same test rule until an update rewrites it per kernel. Every
-entry this run did not measure and does not remove is "kept", with a reason the summary prints.
+Every entry this run did not measure and does not remove is "kept", with a reason the summary prints.
 
 Under pytest-xdist each worker fills its own RunScope and ships `payload()`; the controller merges them.
 """
@@ -24,7 +23,6 @@ from typing import Any, NamedTuple
 from ..core.baseline import base_nodeid
 
 Key = tuple[str, str, str, str, str]  # (source, kernel, variant, arch, release), as in baseline.Key
-LegacyKey = tuple[str, str, str]  # (test nodeid, kernel, arch), as in baseline.LegacyKey
 
 
 def with_base(nodeids: Iterable[str]) -> set[str]:
@@ -104,14 +102,11 @@ def merge_shards(payloads: Iterable[Mapping[str, Any]]) -> RunScope:
 class Decision(NamedTuple):
     """Stale keys (to remove on update), and kept keys grouped by the reason they were not judged."""
 
-    stale: frozenset[tuple[str, ...]]  # kernel keys, and version-1 (test) keys
-    kept: Mapping[str, tuple[tuple[str, ...], ...]]
+    stale: frozenset[Key]
+    kept: Mapping[str, tuple[Key, ...]]
 
     def stale_entries(self) -> set[Key]:
-        return {k for k in self.stale if len(k) == 5}
-
-    def stale_legacy(self) -> set[LegacyKey]:
-        return {k for k in self.stale if len(k) == 3}
+        return set(self.stale)
 
     def kept_lines(self, limit: int = 8) -> list[str]:
         """`10 entries kept: tests/test_b.py was not collected (error)`, largest group first."""
@@ -216,20 +211,17 @@ NOT_A_FILE = "<"
 def decide(
     rule: Rule,
     entries: Mapping[Key, Sequence[str]],
-    legacy: Iterable[LegacyKey],
     compilers: Mapping[Key, str] | None = None,
     *,
     measured: set[Key],
-    measured_legacy: set[LegacyKey],
 ) -> Decision:
     """Split the baseline's entries that this run did not measure into stale and kept.
 
-    `entries`: each kernel entry's tests; `compilers`: each one's compiler; `legacy`: version-1 entries
-    (keyed by test); `measured`: kernel
-    keys with a record this run; `measured_legacy`: the (test, kernel, arch) of every record, built or not.
+    `entries`: each kernel entry's tests; `compilers`: each one's compiler; `measured`: kernel keys with a
+    record this run.
     """
-    stale: set[tuple[str, ...]] = set()
-    kept: dict[str, list[tuple[str, ...]]] = {}
+    stale: set[Key] = set()
+    kept: dict[str, list[Key]] = {}
     for key, tests in sorted(entries.items()):
         if key in measured:
             continue
@@ -238,12 +230,4 @@ def decide(
             stale.add(key)
         else:
             kept.setdefault(reason, []).append(key)
-    for old in sorted(legacy):
-        if old in measured_legacy:
-            continue
-        reason = rule.test(old[0], old[2])
-        if reason is None:
-            stale.add(old)
-        else:
-            kept.setdefault(reason, []).append(old)
     return Decision(frozenset(stale), {r: tuple(k) for r, k in kept.items()})

@@ -394,88 +394,28 @@ def test_a_cuda_upgrade_is_new_for_its_release_and_gets_an_entry_beside_the_old(
     result.stdout.fnmatch_lines([f"1 of 1 baseline entries enforced (CUDA {RELEASE})"])
 
 
-def test_a_version_2_file_is_read_per_release_then_rewritten_as_version_3(pytester: pytest.Pytester) -> None:
-    write_tests(pytester, {"a": 8, "b": 8})
-    run_json(pytester, "--regbudget-update")
-    # The same file as version 2 wrote it: no release level, no compiler; test_b's entry from CUDA 11.8.
-    v3 = baseline_text(pytester)
-    v2 = (
-        v3.replace("version = 3", "version = 2")
-        .replace(f'."{RELEASE}"', "")
-        .replace('compiler = "nvrtc"\n', "")
-    )
-    b_entry = v2.index('[kernels."k_b.cu"')
-    v2 = v2[:b_entry] + v2[b_entry:].replace(f'ptxas = "{ptxas_of(v3)}"', 'ptxas = "11.8.89"', 1)
-    assert f'."{RELEASE}"' not in v2
-    assert "compiler" not in v2
-    path = pytester.path / BASELINE
-    path.write_text(v2)
-    write_tests(pytester, {"a": 16, "b": 16})
-    result, records = run_json(pytester)
-    # test_a's entry is its release's (from its ptxas), enforced; test_b's is 11.8's, so b is new for 12.9.
-    result.assert_outcomes(passed=1, failed=1, warnings=0)
-    a = next(r for r in records if "test_a" in r["nodeid"])
-    assert a["baseline_status"] == "compared"
-    b = next(r for r in records if "test_b" in r["nodeid"])
-    assert (b["baseline_status"], b["other_releases"]) == ("new-release", ["11.8"])
-    result.stdout.fnmatch_lines(
-        [
-            "poly_eval [[]sm_90[]]: registers * -> * (+*) is worse than the baseline*",
-            f"1 of 2 baseline entries enforced (CUDA {RELEASE}); not enforced: 1 no entry for CUDA {RELEASE} "
-            "yet*",
-        ]
-    )
-    result.stdout.fnmatch_lines(["FAILED test_k.py::test_a[[]sm_90[]]*"])
-    assert path.read_text() == v2  # a plain run writes nothing
-    # An update writes version 3: test_a's entry updated, test_b's added beside its 11.8 one, which is kept.
-    result, _ = run_json(pytester, "--regbudget-update")
-    result.stdout.fnmatch_lines(
-        [
-            f"1 entry kept: nvrtc 11.8 was not built (this run built: nvrtc {RELEASE})",
-            "*updated: 1 added, 1 updated, 0 unchanged, 0 stale; file rewritten from version 2 to 3",
-        ]
-    )
-    text = baseline_text(pytester)
-    assert "\nversion = 3\n" in text
-    assert '[kernels."k_b.cu".poly_eval.-.sm_90."11.8"]' in text
-    assert f'[kernels."k_b.cu".poly_eval.-.sm_90."{RELEASE}"]' in text
-    assert f'[kernels."k_a.cu".poly_eval.-.sm_90."{RELEASE}"]' in text
-    assert text.count('compiler = "nvrtc"') == 3
-    result, _ = run_json(pytester)
-    result.assert_outcomes(passed=2)
-    result.stdout.fnmatch_lines([f"2 of 2 baseline entries enforced (CUDA {RELEASE})"])
-
-
-def test_a_version_1_entry_of_another_ptxas_is_shown_but_not_enforced(pytester: pytest.Pytester) -> None:
-    # A version-1 entry is keyed by test, not by release: one from another ptxas can only be shown.
+@pytest.mark.parametrize("version", [1, 2])
+def test_a_development_format_baseline_is_a_usage_error_and_left_untouched(
+    pytester: pytest.Pytester, version: int
+) -> None:
+    """Versions 1 and 2 were written before any release: one line says so and how to record the file anew;
+    neither a plain run nor an update touches it."""
     write_tests(pytester, {"a": 8})
-    _, (rec,) = run_json(pytester)
-    (pytester.path / BASELINE).write_text(
-        f"""version = 1
-
-[kernels."test_k.py::test_a[sm_90]".poly_eval.sm_90]
-registers = {rec["registers"] - 4}
-spill_stores = 0
-spill_loads = 0
-stack = 0
-smem = 0
-const_mem = 0
-ptxas = "11.8.89"
-nvrtc = "11.8.89"
-options_hash = "{rec["options_hash"]}"
-"""
-    )
-    result, (new,) = run_json(pytester)
-    result.assert_outcomes(passed=1, warnings=0)
-    assert new["baseline_status"] == "toolkit-mismatch"
-    result.stdout.fnmatch_lines(
-        [
-            "*regs +4 (ptxas 11.8.89, not enforced)*",
-            f"0 of 1 baseline entries enforced (CUDA {RELEASE}); not enforced: 1 recorded with another "
-            "ptxas*",
-        ]
-    )
-    run_json(pytester, "--regbudget-strict")[0].assert_outcomes(failed=1)
+    run_json(pytester, "--regbudget-update")
+    path = pytester.path / BASELINE
+    old = baseline_text(pytester).replace("version = 3", f"version = {version}").replace(f'."{RELEASE}"', "")
+    path.write_text(old)
+    for args in ((), ("--regbudget-update",)):
+        result = pytester.runpytest(*args)
+        assert result.ret == pytest.ExitCode.USAGE_ERROR
+        result.stderr.fnmatch_lines(
+            [
+                f"*{path}: baseline format version {version}, written by a development version of "
+                "pytest-regbudget before 0.1.0; this one reads version 3 only. Fix: delete the file and "
+                "record it anew with pytest --regbudget-update"
+            ]
+        )
+        assert path.read_text() == old
 
 
 def test_baseline_path_from_option_and_ini(pytester: pytest.Pytester) -> None:
@@ -600,45 +540,3 @@ def test_two():
         ]
     )
     assert baseline_text(pytester) == text
-
-
-def test_version_1_file_is_read_then_migrated_by_an_update(pytester: pytest.Pytester) -> None:
-    write_tests(pytester, {"a": 8, "b": 8})
-    _, records = run_json(pytester)
-    a = next(r for r in records if "test_a" in r["nodeid"])
-    v1 = "".join(
-        f"""
-[kernels."test_k.py::test_{name}[sm_90]".poly_eval.sm_90]
-registers = {registers}
-spill_stores = 0
-spill_loads = 0
-stack = 0
-smem = 0
-const_mem = 0
-occupancy = 1.0
-occupancy_at = "128 threads"
-ptxas = "{a["ptxas_version"]}"
-nvrtc = "{a["nvrtc_version"]}"
-options_hash = "{a["options_hash"]}"
-"""
-        for name, registers in (("a", a["registers"] - 4), ("gone", 99))
-    )
-    (pytester.path / BASELINE).write_text("version = 1\n" + v1)
-    # Read and enforced as it is: test_a got worse than its version-1 entry.
-    result, _ = run_json(pytester)
-    result.assert_outcomes(passed=1, failed=1)
-    result.stdout.fnmatch_lines(["*registers * -> * (+4) is worse than the baseline*"])
-    result.stdout.fnmatch_lines(
-        ["1 stale baseline entry*", "  test_k.py::test_gone[[]sm_90[]] poly_eval [[]sm_90[]]"]
-    )
-    result, _ = run_json(pytester, "--regbudget-update")
-    result.stdout.fnmatch_lines(
-        [
-            "*2 added, 0 updated, 0 unchanged, 0 stale, 2 version-1 entries migrated or removed; "
-            "file rewritten from version 1 to 3"
-        ]
-    )
-    text = baseline_text(pytester)
-    assert "\nversion = 3\n" in text
-    assert "legacy" not in text
-    assert text.count("[kernels.") == 4  # two kernels, each with its occupancy table

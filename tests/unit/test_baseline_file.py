@@ -1,4 +1,4 @@
-"""baseline.py on its own: format, validation, merge arithmetic, and reading version-1 and version-2 files."""
+"""core/baseline.py on its own: format, validation, merge arithmetic, and refusing the development formats."""
 
 from __future__ import annotations
 
@@ -15,7 +15,6 @@ from pytest_regbudget.core.errors import BaselineError
 ENTRY = replace(SAMPLE_ENTRY, occupancy={"256 threads": 0.5})
 K: bl.Key = ("kernels/poly.cu", "k", bl.NO_VARIANT, "sm_90", "12.9")
 K8: bl.Key = ("kernels/poly.cu", "k", "NACC=8", "sm_90", "12.9")
-L: bl.LegacyKey = ("t.py::a[sm_90]", "k", "sm_90")
 
 
 def key(n: int) -> bl.Key:
@@ -23,148 +22,7 @@ def key(n: int) -> bl.Key:
 
 
 def load_entries(path: Path) -> dict[bl.Key, bl.Entry]:
-    """The per-kernel entries of a file that must have no version-1 ones left."""
-    baseline = bl.load(path)
-    assert baseline.legacy == {}
-    return dict(baseline.entries)
-
-
-# A version-1 file as 0.1 wrote it: keyed by test, one occupancy and the launch it is for.
-VERSION_1 = """\
-version = 1
-
-[kernels."t.py::a[sm_90]".k.sm_90]
-registers = 72
-spill_stores = 0
-spill_loads = 0
-stack = 16
-smem = 4096
-const_mem = 380
-occupancy = 0.5
-occupancy_at = "256 threads"
-ptxas = "12.9.86"
-nvrtc = "12.9.86"
-options_hash = "abc"
-
-[kernels."t.py::a[sm_80]".k.sm_80]
-registers = 64
-spill_stores = 0
-spill_loads = 0
-stack = 16
-smem = 4096
-const_mem = 380
-ptxas = "12.9.86"
-nvrtc = "12.9.86"
-options_hash = "abc"
-
-[kernels."t.py::b[sm_90]"."gemm<128, 64>".sm_90]
-registers = 72
-spill_stores = 0
-spill_loads = 0
-stack = 16
-smem = 4096
-const_mem = 380
-occupancy = 0.25
-occupancy_at = "512 threads, 4096 B dynamic smem"
-ptxas = "12.9.86"
-nvrtc = "12.9.86"
-options_hash = "abc"
-gpu_ms = 0.89
-"""
-V1_ENTRY = replace(SAMPLE_ENTRY, tests=())  # version 1 recorded no tests: the key was the test
-V1_LEGACY: dict[bl.LegacyKey, bl.Entry] = {
-    L: replace(V1_ENTRY, occupancy={"256 threads": 0.5}),
-    ("t.py::a[sm_80]", "k", "sm_80"): replace(V1_ENTRY, registers=64),
-    ("t.py::b[sm_90]", "gemm<128, 64>", "sm_90"): replace(
-        V1_ENTRY, occupancy={"512 threads, 4096 B dynamic smem": 0.25}, extra={"gpu_ms": 0.89}
-    ),
-}
-
-# A version-2 file as 0.2 wrote it: keyed per kernel without the release, no compiler field. Each entry's
-# release is its ptxas's major.minor, its compiler what wrote its PTX.
-VERSION_2 = """\
-version = 2
-
-[kernels."kernels/poly.cu".k.-.sm_90]
-registers = 72
-spill_stores = 0
-spill_loads = 0
-stack = 16
-smem = 4096
-const_mem = 380
-ptxas = "12.9.86"
-nvrtc = "12.9.86"
-options_hash = "abc"
-tests = [
-    "tests/test_kernels.py::test_k[sm_90]",
-]
-
-[kernels."kernels/poly.cu".k.-.sm_90.occupancy]
-"256 threads" = 0.5
-
-[kernels."kernels/poly.cu".k."NACC=8".sm_90]
-registers = 96
-spill_stores = 0
-spill_loads = 0
-stack = 16
-smem = 4096
-const_mem = 380
-ptxas = "13.5.37"
-nvrtc = "nvcc 13.5.37"
-options_hash = "abc"
-
-[kernels."kernels/poly.cu".k."NACC=8".sm_80]
-registers = 80
-spill_stores = 0
-spill_loads = 0
-stack = 16
-smem = 4096
-const_mem = 380
-ptxas = "12.8.93"
-nvrtc = "12.8.93"
-options_hash = "abc"
-
-[kernels."kernels/app.bin".k.-.sm_90]
-registers = 40
-stack = 0
-smem = 0
-const_mem = 360
-ptxas = "prebuilt"
-nvrtc = "prebuilt"
-options_hash = "def"
-
-[legacy."t.py::a[sm_90]".k.sm_90]
-registers = 72
-spill_stores = 0
-spill_loads = 0
-stack = 16
-smem = 4096
-const_mem = 380
-ptxas = "12.9.86"
-nvrtc = "12.9.86"
-options_hash = "abc"
-"""
-V2_ENTRIES: dict[bl.Key, bl.Entry] = {
-    K: ENTRY,
-    ("kernels/poly.cu", "k", "NACC=8", "sm_90", "13.5"): replace(
-        V1_ENTRY, registers=96, ptxas="13.5.37", nvrtc="nvcc 13.5.37", compiler="nvcc"
-    ),
-    ("kernels/poly.cu", "k", "NACC=8", "sm_80", "12.8"): replace(
-        V1_ENTRY, registers=80, ptxas="12.8.93", nvrtc="12.8.93"
-    ),
-    ("kernels/app.bin", "k", bl.NO_VARIANT, "sm_90", "prebuilt"): bl.Entry(
-        registers=40,
-        spill_stores=None,
-        spill_loads=None,
-        stack=0,
-        smem=0,
-        const_mem=360,
-        ptxas="prebuilt",
-        nvrtc="prebuilt",
-        compiler="binary",
-        options_hash="def",
-    ),
-}
+    return dict(bl.load(path).entries)
 
 
 # --- the format -------------------------------------------------------------------------------------------
@@ -191,7 +49,6 @@ def test_round_trip_is_exact_and_sorted(tmp_path: Path) -> None:
         '[kernels."kernels/poly.cu".k."NACC=8".sm_90."12.9".occupancy]',
     ]
     assert bl.dumps(bl.Baseline(dict(reversed(list(entries.items()))))) == text
-    assert "[legacy" not in text  # no version-1 entries, no section
 
 
 def test_entry_keys_in_fixed_order() -> None:
@@ -236,121 +93,21 @@ def test_missing_file_is_empty(tmp_path: Path) -> None:
     assert len(baseline) == 0
 
 
-def test_both_sections_dump_deterministically_and_round_trip(tmp_path: Path) -> None:
-    baseline = bl.Baseline(
-        entries={K8: ENTRY, K: replace(ENTRY, registers=80), key(2): ENTRY},
-        legacy={
-            ("t.py::b[sm_90]", "k", "sm_90"): V1_ENTRY,
-            L: replace(V1_ENTRY, occupancy={"256 threads": 0.5}),
-            ("t.py::a[sm_80]", "k", "sm_80"): V1_ENTRY,
-        },
-    )
-    text = bl.dumps(baseline)
-    assert bl.parse(text, tmp_path / "b.toml") == baseline
-    assert bl.dumps(bl.parse(text, tmp_path / "b.toml")) == text
-    shuffled = bl.Baseline(
-        dict(reversed(list(baseline.entries.items()))), dict(reversed(list(baseline.legacy.items())))
-    )
-    assert bl.dumps(shuffled) == text
-    headers = [line for line in text.splitlines() if line.startswith("[") and "occupancy" not in line]
-    assert headers == [
-        '[kernels."kernels/k2.cu".k.-.sm_90."12.9"]',
-        '[kernels."kernels/poly.cu".k.-.sm_90."12.9"]',
-        '[kernels."kernels/poly.cu".k."NACC=8".sm_90."12.9"]',
-        '[legacy."t.py::a[sm_80]".k.sm_80]',
-        '[legacy."t.py::a[sm_90]".k.sm_90]',
-        '[legacy."t.py::b[sm_90]".k.sm_90]',
-    ]
-    assert "\nversion = 3\n" in text
-    assert len(baseline) == 6
-    assert baseline.archs() == {"sm_80", "sm_90"}
-
-
-# --- version 1 --------------------------------------------------------------------------------------------
-
-
-def test_a_version_1_file_is_read_as_legacy_entries(tmp_path: Path) -> None:
-    baseline = bl.parse(VERSION_1, tmp_path / "b.toml")
-    assert baseline.version == 1
-    assert baseline.entries == {}
-    assert baseline.legacy == V1_LEGACY
-    # No version line means version 1 too.
-    assert bl.parse(VERSION_1.replace("version = 1\n", ""), tmp_path / "b.toml") == baseline
-
-
-def test_a_version_1_occupancy_without_its_launch_is_dropped(tmp_path: Path) -> None:
-    text = VERSION_1.replace('occupancy_at = "256 threads"\n', "")
-    assert bl.parse(text, tmp_path / "b.toml").legacy[L].occupancy == {}
-
-
-# --- version 2 --------------------------------------------------------------------------------------------
-
-
-def test_a_version_2_file_is_read_with_each_entry_release_from_its_ptxas(tmp_path: Path) -> None:
-    baseline = bl.parse(VERSION_2, tmp_path / "b.toml")
-    assert baseline.version == 2
-    assert baseline.entries == V2_ENTRIES
-    assert baseline.legacy == {L: V1_ENTRY}
-    assert baseline.archs() == {"sm_80", "sm_90"}
-    # The releases with an entry for a kernel variant and arch, whatever the release asked about.
-    assert baseline.releases(("kernels/poly.cu", "k", "NACC=8", "sm_90", "12.9")) == ["13.5"]
-    assert baseline.releases(("kernels/poly.cu", "k", "NACC=8", "sm_80", "13.5")) == ["12.8"]
-    assert baseline.releases(("kernels/poly.cu", "k", "NACC=4", "sm_90", "12.9")) == []
-
-
-def test_an_update_rewrites_a_version_2_file_as_version_3(tmp_path: Path) -> None:
-    path = tmp_path / "b.toml"
-    path.write_text(VERSION_2)
-    # An update that measured nothing still writes the current version, every entry kept under its release.
-    counts = bl.update(path, {}, set())
-    assert str(counts) == "0 added, 0 updated, 0 unchanged, 0 stale; file rewritten from version 2 to 3"
-    text = path.read_text()
-    assert text.startswith(bl.HEADER)
-    assert "\nversion = 3\n" in text
-    assert bl.load(path) == replace(bl.parse(VERSION_2, path), version=3)
-    headers = [line for line in text.splitlines() if line.startswith("[") and "occupancy" not in line]
-    assert headers == [
-        '[kernels."kernels/app.bin".k.-.sm_90.prebuilt]',
-        '[kernels."kernels/poly.cu".k.-.sm_90."12.9"]',
-        '[kernels."kernels/poly.cu".k."NACC=8".sm_80."12.8"]',
-        '[kernels."kernels/poly.cu".k."NACC=8".sm_90."13.5"]',
-        '[legacy."t.py::a[sm_90]".k.sm_90]',
-    ]
-    assert 'compiler = "nvcc"' in text
-    assert 'compiler = "binary"' in text
-    # A measurement of another release is an entry beside the old one, not a change of it.
-    k13: bl.Key = ("kernels/poly.cu", "k", bl.NO_VARIANT, "sm_90", "13.5")
-    new = replace(ENTRY, registers=80, ptxas="13.5.37", nvrtc="13.5.37")
-    counts = bl.update(path, {k13: new, K: ENTRY}, set())
-    assert str(counts) == "1 added, 0 updated, 1 unchanged, 0 stale"  # already version 3
-    after = bl.load(path)
-    assert after.entries == {**V2_ENTRIES, k13: new}
-    assert after.releases(K) == ["12.9", "13.5"]
-
-
 @pytest.mark.parametrize(
     ("text", "needle"),
     [
         ("registers = ", "is not valid TOML"),
         (
             "version = 4\n",
-            "version = 4; this pytest-regbudget reads versions 1 to 3. Fix: upgrade pytest-regbudget",
+            "version = 4; this pytest-regbudget reads version 3. Fix: upgrade pytest-regbudget",
         ),
-        ("kernels = 3\n", "[kernels] must hold tables"),
-        ("version = 3\nlegacy = 3\n", "[legacy] must hold tables"),
-        ("version = 2\nlegacy = 3\n", "[legacy] must hold tables"),
-        ("extra = 1\n", "unknown top-level key 'extra' (expected 'kernels', 'version')"),
-        ("version = 1\nlegacy = {}\n", "unknown top-level key 'legacy'"),
-        (
-            "version = 3\nextra = 1\n",
-            "unknown top-level key 'extra' (expected 'kernels', 'legacy', 'version')",
-        ),
-        (
-            "version = 2\nextra = 1\n",
-            "unknown top-level key 'extra' (expected 'kernels', 'legacy', 'version')",
-        ),
-        # Version 3 nests five levels (source, kernel, variant, arch, release); version 2 four (no release);
-        # version 1 three (test, kernel, arch).
+        ("version = 3\nkernels = 3\n", "[kernels] must hold tables"),
+        ("version = 3\nextra = 1\n", "unknown top-level key 'extra' (expected 'kernels', 'version')"),
+        ("version = 3\nlegacy = {}\n", "unknown top-level key 'legacy'"),
+        # Versions 1 and 2, written before any release (a file with no version line is version 1).
+        ("version = 2\nkernels = {}\n", "baseline format version 2, written by a development version"),
+        ("kernels = {}\n", "baseline format version 1, written by a development version"),
+        # Five levels (source, kernel, variant, arch, release), then an entry.
         ('version = 3\n[kernels."s"]\nk = 3\n', '[kernels."s"."k"] must hold tables'),
         ('version = 3\n[kernels."s".k."-"]\nsm_90 = 3\n', '[kernels."s"."k"."-"."sm_90"] must hold tables'),
         (
@@ -361,15 +118,6 @@ def test_an_update_rewrites_a_version_2_file_as_version_3(tmp_path: Path) -> Non
             'version = 3\n[kernels."s".k."-".sm_90."12.9"]\nregisters = -1\n',
             '[kernels."s"."k"."-"."sm_90"."12.9"]: registers = -1',
         ),
-        ('version = 2\n[kernels."s".k."-"]\nsm_90 = 3\n', '[kernels."s"."k"."-"."sm_90"]: expected a table'),
-        (
-            'version = 2\n[kernels."s".k."-".sm_90]\nregisters = -1\n',
-            '[kernels."s"."k"."-"."sm_90"]: registers = -1',
-        ),
-        ('version = 3\n[legacy."n".k.sm_90]\nregisters = -1\n', '[legacy."n"."k"."sm_90"]: registers = -1'),
-        ('version = 2\n[legacy."n".k.sm_90]\nregisters = -1\n', '[legacy."n"."k"."sm_90"]: registers = -1'),
-        ('[kernels."n".k.sm_90]\nregisters = -1\n', '[kernels."n"."k"."sm_90"]: registers = -1'),
-        ('[kernels."n".k]\nsm_90 = 3\n', '[kernels."n"."k"."sm_90"]: expected a table of numbers'),
     ],
 )
 def test_bad_files_name_file_and_place(tmp_path: Path, text: str, needle: str) -> None:
@@ -383,8 +131,7 @@ def test_bad_files_name_file_and_place(tmp_path: Path, text: str, needle: str) -
 @pytest.mark.parametrize(
     ("fields", "needle"),
     [
-        ('occupancy = 1.5\noccupancy_at = "256 threads"', "occupancy = 1.5, expected a fraction in [0, 1]"),
-        ("occupancy = 0.5\noccupancy_at = 256", "occupancy_at = 256, expected a string like '256 threads'"),
+        ("occupancy = 1.5", "occupancy = 1.5, expected fractions in [0, 1] per launch"),
         (
             'occupancy = {"256 threads" = 2}',
             "occupancy = {'256 threads': 2}, expected fractions in [0, 1] per",
@@ -467,41 +214,6 @@ def test_update_keeps_what_it_does_not_measure(tmp_path: Path) -> None:
     assert after.extra == {"gpu_ms": 1.5}
     # Measuring one of its launches again, with the same figure, changes nothing.
     assert bl.update(path, {K: replace(ENTRY, occupancy={"512 threads": 0.25})}, set()).unchanged == 1
-
-
-def test_update_migrates_a_version_1_file(tmp_path: Path) -> None:
-    path = tmp_path / "b.toml"
-    path.write_text(VERSION_1)
-    b90: bl.LegacyKey = ("t.py::b[sm_90]", "gemm<128, 64>", "sm_90")
-    a80: bl.LegacyKey = ("t.py::a[sm_80]", "k", "sm_80")
-    # L and b90 were measured again per kernel (or found stale); a80's arch was not built: kept.
-    counts = bl.update(path, {K: ENTRY}, set(), remove_legacy={L, b90, ("t.py::never", "k", "sm_90")})
-    assert counts.migrated == 2
-    assert str(counts) == (
-        "1 added, 0 updated, 0 unchanged, 0 stale, 2 version-1 entries migrated or removed; "
-        "file rewritten from version 1 to 3"
-    )
-    after = bl.load(path)
-    assert after == bl.Baseline({K: ENTRY}, {a80: V1_LEGACY[a80]})
-    text = path.read_text()
-    assert text.startswith(bl.HEADER)
-    assert "\nversion = 3\n" in text
-    assert '[legacy."t.py::a[sm_80]".k.sm_80]' in text
-    # The last one goes: no legacy section is left.
-    assert bl.update(path, {}, set(), remove_legacy={a80}).migrated == 1
-    assert bl.load(path) == bl.Baseline({K: ENTRY})
-    assert "[legacy" not in path.read_text()
-
-
-def test_update_without_remove_legacy_keeps_version_1_entries(tmp_path: Path) -> None:
-    path = tmp_path / "b.toml"
-    path.write_text(VERSION_1)
-    counts = bl.update(path, {K: ENTRY}, {K8})  # K8 is not in the file: nothing stale
-    assert (counts.added, counts.stale, counts.migrated) == (1, 0, 0)
-    assert "migrated" not in str(counts)
-    # Written in the current version, the version-1 entries with their occupancy per launch.
-    assert bl.load(path) == bl.Baseline({K: ENTRY}, V1_LEGACY)
-    assert "occupancy_at" not in path.read_text()
 
 
 def test_update_of_corrupt_file_raises_and_leaves_it(tmp_path: Path) -> None:

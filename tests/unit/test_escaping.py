@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from pytest_regbudget.core.baseline import Key
 from pytest_regbudget.core.limits import Launch, Limits
 from pytest_regbudget.core.ptxas import parse_ptxas_output
 from pytest_regbudget.core.text import one_line, safe_block
@@ -179,18 +180,18 @@ def test_annotations_escape_data_and_properties(monkeypatch: pytest.MonkeyPatch)
 
 
 def test_baseline_lines_escape_and_summarise_stale_entries() -> None:
-    stale = [(f"t.py::test_{i:05d}[sm_90]", "k", "sm_90") for i in range(10_000)]
-    stale[0] = ("t.py::x\n::error::forged", "k", "sm_90")
+    stale: list[Key] = [(f"k{i:05d}.cu", "k", "-", "sm_90", "12.9") for i in range(10_000)]
+    stale[0] = ("k.cu\n::error::forged", "k", "-", "sm_90", "12.9")
     lines = baseline_lines([], stale, updating=False)
     assert lines[0] == "10000 stale baseline entries (test or kernel gone):"
-    assert lines[1] == "  t.py::x\\n::error::forged k [sm_90]"
+    assert lines[1] == "  k.cu\\n::error::forged k [sm_90, CUDA 12.9]"
     assert len(lines) == 1 + 10 + 2
     assert lines[-2] == "  ... and 9990 more"
     assert commands(lines) == []
 
 
 def test_baseline_lines_show_all_of_a_few_stale_entries() -> None:
-    stale = [(f"t.py::test_{i}", "k", "sm_90") for i in range(10)]
+    stale: list[Key] = [(f"k{i}.cu", "k", "-", "sm_90", "12.9") for i in range(10)]
     lines = baseline_lines([], stale, updating=False)
     assert len(lines) == 1 + 10 + 1
     assert "more" not in "\n".join(lines)

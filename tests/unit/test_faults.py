@@ -110,7 +110,7 @@ def test_wide_baseline_is_refused_and_kept(tmp_path: Path, encoding: str, name: 
 
 def test_latin1_baseline_names_line_and_byte(tmp_path: Path) -> None:
     path = tmp_path / "b.toml"
-    path.write_bytes(b"# caf\xe9\nversion = 1\n")
+    path.write_bytes(b"# caf\xe9\nversion = 3\n")
     with pytest.raises(BaselineError, match=r"b\.toml, line 1: byte 0xE9 .* is not UTF-8"):
         bl.load(path)
 
@@ -274,33 +274,34 @@ def test_read_only_baseline_is_refused_and_kept(tmp_path: Path) -> None:
     assert bl.update(path, {KEY: ENTRY}, set(), lock_dir=tmp_path / "cache").unchanged == 1
 
 
-def test_read_only_version_1_baseline_is_not_migrated(tmp_path: Path) -> None:
-    """A migration rewrites the whole file: refused like any write, the version-1 file stays readable."""
+@pytest.mark.parametrize("version", [1, 2])
+def test_a_development_format_is_refused_in_one_line_and_never_rewritten(
+    tmp_path: Path, version: int
+) -> None:
+    """Versions 1 and 2 were written before any release: not read, and an update leaves the file alone."""
     path = tmp_path / "b.toml"
-    legacy: bl.LegacyKey = ("t.py::a[sm_90]", "k", "sm_90")
-    table = bl.dumps(bl.Baseline({}, {legacy: ENTRY})).split("[legacy.", 1)[1]
-    path.write_text("version = 1\n\n[kernels." + table)
-    path.chmod(0o444)
-    before = path.read_bytes()
-    with pytest.raises(BaselineError, match=r"is read-only \(mode 444\)"):
-        bl.update(path, {KEY: ENTRY}, set(), remove_legacy={legacy}, lock_dir=tmp_path / "cache")
-    assert path.read_bytes() == before
-    assert bl.load(path) == bl.Baseline({}, {legacy: ENTRY}, version=1)
-
-
-def test_read_only_version_2_baseline_is_not_rewritten(tmp_path: Path) -> None:
-    """Rewriting a version-2 file as version 3 is a write like any other: refused, the file still read."""
-    path = tmp_path / "b.toml"
-    # A version-2 file: the version-3 layout without the release level.
-    text = bl.dumps(bl.Baseline({KEY: ENTRY})).replace("version = 3", "version = 2").replace('."12.9"]', "]")
+    text = bl.dumps(bl.Baseline({KEY: ENTRY})).replace("version = 3", f"version = {version}")
+    if version == 1:  # version 1 wrote no version line
+        text = text.replace("version = 1\n", "")
     path.write_text(text)
-    assert bl.load(path) == bl.Baseline({KEY: ENTRY}, version=2)  # the release from its ptxas, 12.9.86
-    path.chmod(0o444)
-    before = path.read_bytes()
-    with pytest.raises(BaselineError, match=r"is read-only \(mode 444\)"):
+    message = (
+        rf"b\.toml: baseline format version {version}, written by a development version of pytest-regbudget "
+        r"before 0\.1\.0; this one reads version 3 only\. Fix: delete the file and record it anew with "
+        r"pytest --regbudget-update"
+    )
+    with pytest.raises(BaselineError, match=message):
+        bl.load(path)
+    with pytest.raises(BaselineError, match=message):
         bl.update(path, {KEY: ENTRY}, set(), lock_dir=tmp_path / "cache")
-    assert path.read_bytes() == before
-    assert bl.load(path) == bl.Baseline({KEY: ENTRY}, version=2)
+    assert path.read_text() == text
+
+
+def test_an_empty_file_is_an_empty_baseline(tmp_path: Path) -> None:
+    path = tmp_path / "b.toml"
+    path.write_text("")
+    assert bl.load(path) == bl.Baseline()
+    assert bl.update(path, {KEY: ENTRY}, set(), lock_dir=tmp_path / "cache").added == 1
+    assert bl.load(path) == bl.Baseline({KEY: ENTRY})
 
 
 def _leftovers(directory: Path) -> list[str]:

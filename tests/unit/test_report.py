@@ -14,6 +14,7 @@ from typing import Any, cast
 
 import pytest
 
+from pytest_regbudget.core.baseline import Key
 from pytest_regbudget.core.limits import Launch, Level, Limits
 from pytest_regbudget.core.ptxas import parse_ptxas_output
 from pytest_regbudget.core.verdict import BaselineRule, KernelReport, check, entry_of_report, ratchet
@@ -480,13 +481,11 @@ def test_stale_lines_name_the_variant_and_version_1_entries_their_test() -> None
     stale = [
         ("kernels/poly.cu", "poly_eval", "NACC=8", "sm_90", "12.9"),
         ("<string acc>", "acc", "-", "sm_80", "13.5"),
-        ("tests/test_gone.py::test_01[sm_90]", "k", "sm_90"),
     ]
-    # A kernel's entry names its arch and CUDA release; a version-1 entry has no release.
+    # An entry names its arch and CUDA release.
     assert baseline_lines([], stale, updating=False)[1:-1] == [
         "  kernels/poly.cu poly_eval (NACC=8) [sm_90, CUDA 12.9]",
         "  <string acc> acc [sm_80, CUDA 13.5]",
-        "  tests/test_gone.py::test_01[sm_90] k [sm_90]",
     ]
     assert key_text(("kernels/poly.cu", "poly_eval", "NACC=8,N=4", "sm_90", "12.9")) == (
         "kernels/poly.cu poly_eval (NACC=8,N=4) [sm_90, CUDA 12.9]"
@@ -528,13 +527,13 @@ def test_an_update_shows_neither_improvements_nor_stale_entries_only_what_it_kep
 
 
 def test_baseline_lines_cannot_forge_a_workflow_command() -> None:
-    stale = [
-        ("t.py::t\n::error::forged", "k", "sm_90"),
+    stale: list[Key] = [
+        ("t.cu\n::error::forged", "k", "-", "sm_90", "12.9"),
         ("k.cu", "k\n::error::forged", "N=\n::x::", "sm_90", "12.9"),
     ]
     lines = baseline_lines([], stale, updating=False, kept=["::warning::kept"])
     assert lines[1:3] == [
-        "  t.py::t\\n::error::forged k [sm_90]",
+        "  t.cu\\n::error::forged k [sm_90, CUDA 12.9]",
         "  k.cu k\\n::error::forged (N=\\n::x::) [sm_90, CUDA 12.9]",
     ]
     assert lines[-1] == "> ::warning::kept"
@@ -572,7 +571,7 @@ def test_the_enforced_line_counts_what_was_not_enforced_and_why() -> None:
         keyed("fresh", baseline_status="new"),
         # A binary's entry cannot hold spills it does not record.
         keyed("bin", baseline_status="compared", spill_stores=None, spill_loads=None, baseline=entry()),
-        # A version-1 entry of another ptxas is shown, not enforced.
+        # An entry of another release than its key (a hand edit) is shown, not enforced.
         keyed("v1", baseline_status="toolkit-mismatch", baseline=entry(ptxas="12.4.131")),
     ]
     assert enforced_line(records) == (
@@ -599,7 +598,7 @@ def test_known_archs_and_variants_give_no_line() -> None:
     keys = [
         ("a.cu", "k", "-", "sm_90", "12.9"),
         ("b.cu", "k", "N=1", "sm_90a", "12.9"),
-        ("t.py::c", "k", "sm_100f"),
+        ("c.cu", "k", "-", "sm_100f", "13.5"),
     ]
     assert unknown_arch_lines(keys, "regbudget-baseline.toml") == []
 
@@ -608,9 +607,9 @@ def test_an_unknown_arch_gets_one_line_with_a_count_an_example_and_the_fix() -> 
     keys = [
         ("kernels/b.cu", "k2", "-", "sm_999", "12.9"),
         ("kernels/a.cu", "k1", "NACC=8", "sm_999", "12.9"),
-        ("tests/test_b.py::t", "k3", "sm_999"),  # a version-1 entry counts the same
+        ("kernels/c.cu", "k3", "-", "sm_999", "13.5"),
         ("kernels/a.cu", "k", "-", "sm_90", "12.9"),
-        ("tests/test_c.py::t", "k", "sm_9O"),
+        ("kernels/c.cu", "k", "-", "sm_9O", "12.9"),
     ]
     lines = unknown_arch_lines(keys, "regbudget-baseline.toml")
     assert len(lines) == 2
@@ -621,8 +620,8 @@ def test_an_unknown_arch_gets_one_line_with_a_count_an_example_and_the_fix() -> 
         "unknown arch 'sm_999' (supported: sm_70, "
     )
     assert lines[1].startswith(
-        "baseline regbudget-baseline.toml: 1 entry for arch 'sm_9O' (e.g. tests/test_c.py::t k [sm_9O]) are "
-        "never checked and never removed: correct the arch or delete them; unknown arch 'sm_9O'"
+        "baseline regbudget-baseline.toml: 1 entry for arch 'sm_9O' (e.g. kernels/c.cu k [sm_9O, CUDA 12.9]) "
+        "are never checked and never removed: correct the arch or delete them; unknown arch 'sm_9O'"
     )
 
 

@@ -12,7 +12,6 @@ from pytest_regbudget.update.scope import (
     ERROR,
     SKIPPED,
     Key,
-    LegacyKey,
     Rule,
     RunScope,
     covered,
@@ -40,11 +39,6 @@ K8: Key = ("kernels/k.cu", "k", "NACC=8", "sm_90", "12.9")
 K_80: Key = ("kernels/k.cu", "k", "-", "sm_80", "12.9")
 K_GONE: Key = ("kernels/gone.cu", "k", "-", "sm_90", "12.9")  # its source file does not exist
 K_STRING: Key = ("<string k>", "k", "-", "sm_90", "12.9")  # a code string: no file to look for
-
-L_A1: LegacyKey = (T_A1, "k", "sm_90")
-L_A2: LegacyKey = (T_A2, "k", "sm_90")
-L_A1_80: LegacyKey = ("tests/test_a.py::test_1[sm_80]", "k", "sm_80")
-L_GONE: LegacyKey = (T_GONE, "k", "sm_90")
 
 
 def full_scope() -> RunScope:
@@ -147,10 +141,9 @@ def test_a_kernel_entry_is_stale_when_every_test_it_lists_was_seen_without_measu
         ("kernels/k.cu", "k", "NACC=16", "sm_90", "12.9"): [T_A2, T_B1],  # T_B1 may still measure it
         K_80: [T_A1],
     }
-    decision = decide(rule(tree, scope), entries, [], measured={K}, measured_legacy=set())
+    decision = decide(rule(tree, scope), entries, measured={K})
     assert decision.stale == {K8}
     assert decision.stale_entries() == {K8}
-    assert decision.stale_legacy() == set()
     assert dict(decision.kept) == {
         "deselected (-k, -m or --deselect)": (("kernels/k.cu", "k", "NACC=16", "sm_90", "12.9"),),
         "sm_80 was not built (this run's archs: sm_90)": (K_80,),
@@ -166,7 +159,7 @@ def test_a_kernel_whose_source_file_is_gone_is_stale_whatever_its_tests(tree: Pa
     assert r.kernel(("kernels/gone.cu", "k", "-", "sm_80", "12.9"), [T_B1]) is None
     assert r.kernel(K_GONE, []) is None
     assert r.kernel(K, [T_B1]) == "--lf collects only part of the suite"
-    decision = decide(r, {K_GONE: [T_B1], K: [T_B1]}, [], measured=set(), measured_legacy=set())
+    decision = decide(r, {K_GONE: [T_B1], K: [T_B1]}, measured=set())
     assert decision.stale_entries() == {K_GONE}
 
 
@@ -180,7 +173,7 @@ def test_a_code_strings_entry_has_no_file_and_is_judged_by_its_tests(tree: Path)
 
 
 def test_a_kernel_entry_without_tests_is_kept(tree: Path) -> None:
-    decision = decide(rule(tree), {K: []}, [], measured=set(), measured_legacy=set())
+    decision = decide(rule(tree), {K: []}, measured=set())
     assert decision.stale == frozenset()
     assert dict(decision.kept) == {"no test is recorded for it": (K,)}
 
@@ -198,12 +191,10 @@ def test_an_interrupted_run_keeps_everything_even_a_deleted_file(tree: Path) -> 
     decision = decide(
         rule(tree, scope),
         {K: [T_A1], K8: [T_A2], K_GONE: [T_GONE]},
-        [L_A2, L_GONE],
         measured={K},
-        measured_legacy=set(),
     )
     assert decision.stale == frozenset()
-    assert decision.kept_lines() == ["4 entries kept: the run was interrupted (KeyboardInterrupt)"]
+    assert decision.kept_lines() == ["2 entries kept: the run was interrupted (KeyboardInterrupt)"]
 
 
 def test_files_outside_the_runs_paths_are_kept(tree: Path) -> None:
@@ -213,9 +204,7 @@ def test_files_outside_the_runs_paths_are_kept(tree: Path) -> None:
     decision = decide(
         rule(tree, scope, prefixes=("tests/test_b.py",)),
         {K: [T_A2], K8: [T_B1]},
-        [],
         measured=set(),
-        measured_legacy=set(),
     )
     assert decision.stale == {K8}
     assert list(decision.kept) == ["not in this run's paths (or only some of its tests were named)"]
@@ -242,10 +231,8 @@ def test_an_entry_of_a_release_or_compiler_not_built_is_kept(tree: Path) -> None
     decision = decide(
         r,
         {K_129: [T_A2], K_128: [T_A2], K_NVCC: [T_A2]},
-        [],
         {K_129: "nvrtc", K_128: "nvrtc", K_NVCC: "nvcc"},
         measured=set(),
-        measured_legacy=set(),
     )
     assert decision.stale_entries() == {K_129}
     assert dict(decision.kept) == {
@@ -258,58 +245,18 @@ def test_a_run_that_built_several_toolchains_judges_each_ones_entries(tree: Path
     built = frozenset({("nvrtc", "12.9"), ("nvcc", "13.5")})
     compilers = {K_129: "nvrtc", K_128: "nvrtc", K_NVCC: "nvcc"}
     entries: dict[Key, Sequence[str]] = {K_129: [T_A2], K_128: [T_A2], K_NVCC: [T_A2]}
-    decision = decide(rule(tree, built=built), entries, [], compilers, measured=set(), measured_legacy=set())
+    decision = decide(rule(tree, built=built), entries, compilers, measured=set())
     assert decision.stale_entries() == {K_129, K_NVCC}
     assert decision.kept_lines() == [
         "1 entry kept: nvrtc 12.8 was not built (this run built: nvcc 13.5, nvrtc 12.9)"
     ]
     # A run that built nothing keeps every entry of a source it could have built; one that does not say
     # what it built (built=None) judges every entry by its tests.
-    nothing = decide(
-        rule(tree, built=frozenset()), entries, [], compilers, measured=set(), measured_legacy=set()
-    )
+    nothing = decide(rule(tree, built=frozenset()), entries, compilers, measured=set())
     assert nothing.stale == frozenset()
     assert "nvrtc 12.9 was not built (this run built: none)" in dict(nothing.kept)
-    unknown = decide(rule(tree), entries, [], measured=set(), measured_legacy=set())
+    unknown = decide(rule(tree), entries, measured=set())
     assert unknown.stale_entries() == set(entries)
-
-
-# --- version-1 entries (keyed by test) ---------------------------------------------------------------------
-
-
-def test_legacy_entries_follow_the_per_test_rule(tree: Path) -> None:
-    scope = full_scope()
-    scope.skipped.add(T_B1)
-    l_b1: LegacyKey = (T_B1, "k", "sm_90")
-    decision = decide(
-        rule(tree, scope),
-        {K8: [T_A2]},
-        [L_A1, L_A2, L_A1_80, L_GONE, l_b1, (T_A1, "other", "sm_90")],
-        measured=set(),
-        # Every record of the run, built or not: L_A1 was measured (by its test, for kernel k).
-        measured_legacy={L_A1},
-    )
-    # T_A1 ran without measuring kernel "other": that entry is stale like a gone test's.
-    assert decision.stale_legacy() == {L_A2, L_GONE, (T_A1, "other", "sm_90")}
-    assert decision.stale_entries() == {K8}
-    assert decision.stale == {K8, L_A2, L_GONE, (T_A1, "other", "sm_90")}
-    assert dict(decision.kept) == {
-        "sm_80 was not built (this run's archs: sm_90)": (L_A1_80,),
-        "test skipped": (l_b1,),
-    }
-
-
-def test_kernel_and_legacy_entries_kept_for_one_reason_are_counted_together(tree: Path) -> None:
-    decision = decide(
-        rule(tree, archs=("sm_80",)),
-        {K: [T_A1]},
-        [L_A1],
-        measured=set(),
-        measured_legacy=set(),
-    )
-    assert decision.stale == frozenset()
-    assert dict(decision.kept) == {"sm_90 was not built (this run's archs: sm_80)": (K, L_A1)}
-    assert decision.kept_lines() == ["2 entries kept: sm_90 was not built (this run's archs: sm_80)"]
 
 
 # --- helpers ------------------------------------------------------------------------------------------------
@@ -339,7 +286,7 @@ def test_many_reasons_are_summarized(tmp_path: Path) -> None:
     for i in range(12):
         (tmp_path / f"t{i}.py").write_text("")
         entries[(f"<string {i}>", "k", "-", "sm_90", "12.9")] = [f"t{i}.py::x"]
-    decision = decide(rule(tmp_path, RunScope()), entries, [], measured=set(), measured_legacy=set())
+    decision = decide(rule(tmp_path, RunScope()), entries, measured=set())
     lines = decision.kept_lines(limit=8)
     assert len(lines) == 9
     assert lines[:2] == ["1 entry kept: t0.py was not collected", "1 entry kept: t1.py was not collected"]
