@@ -11,9 +11,12 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from ..core import baseline as bl
 from ..core.errors import CompileError, SassError, ToolchainError
-from .cache import FORMAT, CacheStats, CompileCache, Prefetcher, Spec, Unit
+from .cache import CacheStats, CompileCache
 from .compiler import CompiledKernel, CompileOptions, Nvcc, find_nvcc
+from .fingerprint import FORMAT
+from .pool import Prefetcher
 from .toolchain import Toolkit, ToolMemo, discover, kill_running_tools
+from .units import Spec, Unit
 
 if TYPE_CHECKING:
     from .frontends import FrontendPtx

@@ -870,22 +870,6 @@ def _host_compiler() -> str | None:
     return shutil.which("g++") or shutil.which("c++") or shutil.which("clang++") or shutil.which("cl")
 
 
-def build_nvcc(
-    source: Path,
-    source_text: str,
-    kernel: str,
-    arch: str,
-    options: CompileOptions,
-    nvcc: Nvcc,
-    ptxas_timeout: float = DEFAULT_PTXAS_TIMEOUT,
-    depfile: Path | None = None,
-) -> BuildOutputs:
-    """`nvcc -cubin -arch=sm_XX -Xptxas -v` over a whole translation unit (`build_nvcc_unit`), and `kernel`
-    picked from it."""
-    unit = build_nvcc_unit(source, arch, options, nvcc, ptxas_timeout, depfile, f"{kernel} [{arch}]")
-    return unit.pick(kernel, source, arch, nvcc)
-
-
 def build_nvcc_unit(
     source: Path,
     arch: str,

@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any, cast, get_args
 import pytest
 
 from .. import sources
-from ..build.cache import default_jobs
 from ..build.compiler import DEFAULT_PTXAS_TIMEOUT, CompileOptions
+from ..build.pool import default_jobs
 from ..core.dirs import default_cache_dir
 from ..core.errors import (
     BaselineError,

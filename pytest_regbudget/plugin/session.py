@@ -21,9 +21,10 @@ import pytest
 
 from .. import sources
 from ..build.builder import Builder, BuildSettings, ItemEnv
-from ..build.cache import CacheStats, Spec
+from ..build.cache import CacheStats
 from ..build.compiler import DEFAULT_PTXAS_TIMEOUT, error_location
 from ..build.toolchain import oldest_arch
+from ..build.units import Spec
 from ..core import baseline as bl
 from ..core.arch import get_arch
 from ..core.errors import (

@@ -8,8 +8,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
 
-from ..build.cache import Spec
 from ..build.compiler import CompiledKernel, CompileOptions
+from ..build.units import Spec
 from ..core.facts import KernelFacts
 from .protocol import BuildEnv
 
@@ -36,7 +36,6 @@ class CompiledFile:
     kernel: str
     options: CompileOptions | None = None
     compiler: Literal["nvrtc", "nvcc"] = "nvrtc"
-    reads_file = True
     loadable = True
 
     @property
@@ -66,7 +65,6 @@ class CodeString:
     text: str
     kernel: str
     options: CompileOptions | None = None
-    reads_file = False
     loadable = True
 
     @property

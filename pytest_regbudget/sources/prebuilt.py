@@ -6,8 +6,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..build import binary
-from ..build.cache import Spec
 from ..build.compiler import CompileOptions
+from ..build.units import Spec
 from ..core import names
 from ..core.errors import CompileError, KernelNotFoundError
 from ..core.facts import KernelFacts, Provenance
@@ -24,7 +24,6 @@ class Binary:
 
     path: Path
     kernel: str | None = None
-    reads_file = True
     loadable = False  # cuobjdump gives numbers, not a loadable cubin of one kernel
 
     @property

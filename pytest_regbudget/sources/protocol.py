@@ -13,10 +13,10 @@ from typing import TYPE_CHECKING, Protocol
 from ..core.facts import KernelFacts
 
 if TYPE_CHECKING:
-    from ..build.cache import Spec
     from ..build.compiler import CompiledKernel, CompileOptions, Nvcc
     from ..build.frontends import FrontendPtx
     from ..build.toolchain import Toolkit
+    from ..build.units import Spec
 
 
 class BuildEnv(Protocol):
@@ -62,11 +62,6 @@ class KernelSource(Protocol):
     @property
     def kernel(self) -> str | None:
         """The kernel asked for, as the user wrote it; None for every kernel the source holds."""
-        ...
-
-    @property
-    def reads_file(self) -> bool:
-        """Whether `where` is read: when it is gone, the baseline entries of its kernels are stale."""
         ...
 
     @property

@@ -13,10 +13,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from ..build.cache import Spec
 from ..build.compiler import BuildOutputs, CompileOptions, interpret, run_ptxas
 from ..build.frontends import FrontendPtx, TritonJob, numba_ptx
 from ..build.toolchain import Toolkit, discover
+from ..build.units import Spec
 from ..core.facts import KernelFacts, Provenance
 from .protocol import BuildEnv
 
@@ -34,7 +34,6 @@ class FrontendKernel:
     native: bool = False  # the front end assembles with its own ptxas (Triton): no toolkit is needed
     # The front end's own cache key of a build for an arch (Triton's): cached by it; None: built every time.
     cache_key: Callable[[str], str | None] = field(default=lambda arch: None, repr=False)
-    reads_file = False
     loadable = True
 
     @property

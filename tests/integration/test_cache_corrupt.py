@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_regbudget.build.cache import FORMAT, CompileCache
+from pytest_regbudget.build.cache import CompileCache
 from pytest_regbudget.build.compiler import CompileOptions
+from pytest_regbudget.build.fingerprint import FORMAT
 from pytest_regbudget.build.toolchain import discover
 from pytest_regbudget.core.errors import CompileError
 
@@ -60,7 +61,7 @@ DAMAGE: dict[str, Callable[[Path], object]] = {
 
 
 def _entry(cache_dir: Path) -> Path:
-    (entry,) = [p for p in (cache_dir / f"v{FORMAT}").rglob("*.json") if "manifests" not in p.parts]
+    (entry,) = [p for p in (cache_dir / f"v{FORMAT}").rglob("*.json") if "records" not in p.parts]
     return entry
 
 

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from conftest import ACC_KERNEL, run_json
 
-from pytest_regbudget.build.cache import FORMAT
 from pytest_regbudget.build.compiler import find_nvcc
+from pytest_regbudget.build.fingerprint import FORMAT
 from pytest_regbudget.core.errors import CompileError
 
 # The size N comes from wherever a case puts it; N=2 and N=9 give different register counts, and the same
@@ -228,7 +228,7 @@ def test_nvcc_edit_is_never_a_stale_hit(
     project(pytester, case, compiler="nvcc")
     result = edit_and_compare(pytester, case)
     result.stdout.fnmatch_lines(["compile cache *: 0 hits, 1 misses*"])
-    # The manifest now lists both dependency sets: going back to the old header is a hit again.
+    # The dependency record now lists both builds: going back to the old header is a hit again.
     write(pytester.path, case.files)
     for name in case.edit.keys() - case.files.keys():
         (pytester.path / name).unlink()
@@ -294,13 +294,13 @@ def test_cache_dir_that_is_a_file_is_one_note(
     assert not_a_dir.read_text() == "I am a file\n"
 
 
-def test_corrupt_nvcc_manifest_is_rebuilt_not_trusted(
+def test_corrupt_nvcc_dependency_record_is_rebuilt_not_trusted(
     pytester: pytest.Pytester, cache_dir: Path, nvcc_available: None
 ) -> None:
     project(pytester, NVCC_CASES["pre-include"], compiler="nvcc")
     _, (good,) = run_json(pytester, ARCH)
-    (manifest,) = (cache_dir / f"v{FORMAT}" / "manifests").rglob("*.json")
-    manifest.write_text(manifest.read_text().replace("params.h", "other.h"))  # the checksum no longer holds
+    (record,) = (cache_dir / f"v{FORMAT}" / "records").rglob("*.json")
+    record.write_text(record.read_text().replace("params.h", "other.h"))  # the checksum no longer holds
     result, (rebuilt,) = run_json(pytester, ARCH)
     result.stdout.fnmatch_lines(["compile cache *: 0 hits, 1 misses, 1 corrupt entries rebuilt*"])
     assert rebuilt == good

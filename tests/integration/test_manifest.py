@@ -551,7 +551,7 @@ def test_listings_are_built_once_per_file_and_arch_on_the_pool(pytester: pytest.
 
 def test_a_warm_manifest_run_reads_each_listing_once(pytester: pytest.Pytester) -> None:
     """The units read at collection to list the files' kernels are held until the items that want them are
-    planned: more files than a run keeps around after use (cache._RECENT_UNITS) are each read once."""
+    planned: more files than a run keeps around after use (pool._RECENT_UNITS) are each read once."""
     (pytester.path / "kernels").mkdir()
     files = 12  # x 2 archs: 24 units, more than the 16 kept after use
     for f in range(files):

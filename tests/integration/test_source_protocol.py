@@ -26,7 +26,6 @@ from pytest_regbudget.sources.nvrtc import facts_of
 class EmbeddedCuda:
     """CUDA source in a Python module's CUDA_SOURCE constant, compiled by NVRTC + ptxas."""
 
-    reads_file = True
     loadable = True
 
     def __init__(self, spec: SourceSpec) -> None:

@@ -12,18 +12,17 @@ from typing import Any
 import pytest
 
 from pytest_regbudget.build.builder import Builder
-from pytest_regbudget.build.cache import (
+from pytest_regbudget.build.cache import CacheStats, CompileCache
+from pytest_regbudget.build.compiler import CompileOptions
+from pytest_regbudget.build.fingerprint import (
     NOT_FINGERPRINTED,
-    CacheStats,
-    CompileCache,
     StatCache,
     Uncacheable,
     cache_key,
-    directives,
     parse_depfile,
     walk_tree,
 )
-from pytest_regbudget.build.compiler import CompileOptions
+from pytest_regbudget.build.includes import directives
 from pytest_regbudget.build.toolchain import Toolkit
 from pytest_regbudget.core import baseline as bl
 from pytest_regbudget.plugin.session import Settings
@@ -138,7 +137,8 @@ def test_stat_cache_remembers_still_files_only(tmp_path: Path) -> None:
 def test_stat_cache_skips_reading_an_unchanged_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     header = tmp_path / "a.h"
     header.write_text("A")
-    monkeypatch.setattr("pytest_regbudget.build.cache._RACY_NS", -(10**18))  # every file counts as still
+    # Every file counts as settled, however recently it changed.
+    monkeypatch.setattr("pytest_regbudget.build.fingerprint._RACY_NS", -(10**18))
     digests = StatCache(tmp_path / "stat-cache")
     value = digests.digest(str(header), os.stat(header))
     digests.save()
@@ -147,7 +147,7 @@ def test_stat_cache_skips_reading_an_unchanged_file(tmp_path: Path, monkeypatch:
     def no_reading(*args: object) -> None:
         raise AssertionError("read a file whose stat had not changed")
 
-    monkeypatch.setattr("pytest_regbudget.build.cache.open", no_reading, raising=False)
+    monkeypatch.setattr("pytest_regbudget.build.fingerprint.open", no_reading, raising=False)
     assert reloaded.digest(str(header), os.stat(header)) == value
     monkeypatch.undo()
     header.write_text("B")

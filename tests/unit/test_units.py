@@ -9,9 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from pytest_regbudget.build.cache import CompileCache, Prefetcher, Spec, Unit, _worker_order
+from pytest_regbudget.build.cache import CompileCache
 from pytest_regbudget.build.compiler import CompileOptions, UnitOutputs, nvrtc_name_sets
+from pytest_regbudget.build.pool import Prefetcher, _worker_order
 from pytest_regbudget.build.toolchain import Toolkit
+from pytest_regbudget.build.units import Spec, Unit
 from pytest_regbudget.core.errors import CompileError
 
 DATA = Path(__file__).parent / "data" / "ptxas"

@@ -1,0 +1,557 @@
+"""What a build may read, and whether it is still as it was: the fingerprints that key the compile cache.
+
+- File digests (`StatCache`): SHA-256 remembered by (size, mtime, ctime, inode, device), so that an unchanged
+  tree is stat()ed, not read.
+- NVRTC has no dependency output: `cache_key` fingerprints every file NVRTC could reach (the source's and the
+  include directories' trees, every place an `#include`, `__has_include` or pre-include could be found,
+  present or absent), the toolkit and the `depends=` files.
+- nvcc lists what it opened (`-MD -MF`): a *dependency record* (`_Build`) keeps, for each build seen, the
+  files nvcc opened with their digests and the listings of the directories it searched; a lookup re-checks
+  them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import glob
+import hashlib
+import json
+import os
+import re
+import stat
+import threading
+import time
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, NamedTuple
+
+from ..core.baseline import atomic_write
+from . import compiler
+from .compiler import CompileOptions
+from .includes import (
+    _DIR_OPTIONS,
+    _PRE_INCLUDE_OPTIONS,
+    Directive,
+    _directives_of,
+    _option_values,
+    _scanned,
+    _text_directives,
+)
+from .toolchain import Toolkit
+
+if TYPE_CHECKING:
+    pass
+
+
+# The format of the cache's documents (the keys, the stat cache, the entries, the dependency records).
+# 2: an entry keeps the PTX and cubin in a body file of its own, read only when needed (0.2).
+# 3: the outline keeps setmaxnreg instructions, and entries keep ptxas's messages per kernel.
+FORMAT = 3
+# A tree this large is probably not a kernel's source directory (a home directory, a virtualenv): say so
+# instead of hashing it on every run.
+MAX_TREE_FILES = 20_000
+# A file changed less than this long ago may change again within the same timestamp tick (some file
+# systems count whole seconds): its digest is not remembered by its stat.
+_RACY_NS = 2_000_000_000
+# A file written while a compiler ran can carry a timestamp up to one clock tick before our clock read at
+# its start: Linux stamps files from a coarse clock, one tick of 1 to 10 ms (HZ 1000 to 100).
+_CLOCK_SLACK_NS = 10_000_000
+_STAT_CACHE_LIMIT = 200_000
+# Files of these kinds in a source tree are left out of the tree fingerprint, because a run writes them
+# (reports, the baseline) or they are the tests: each run would otherwise miss. They still count where an
+# #include names them (NVRTC) or the compiler reports reading them (nvcc).
+NOT_FINGERPRINTED = frozenset(
+    {
+        ".py",
+        ".pyc",
+        ".pyi",
+        ".toml",
+        ".json",
+        ".md",
+        ".rst",
+        ".html",
+        ".ipynb",
+        ".yml",
+        ".yaml",
+        ".lock",
+        ".log",
+    }
+)
+
+
+def _digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _json_digest(parts: object) -> str:
+    return _digest(json.dumps(parts, sort_keys=True).encode())
+
+
+class Uncacheable(Exception):
+    """The key cannot cover everything the compiler may read; `where` is the file that says why."""
+
+    def __init__(self, where: str, reason: str) -> None:
+        super().__init__(f"{where}: {reason}")
+        self.where = where
+        self.reason = reason
+
+
+def _shown(path: str | Path) -> str:
+    """A path as the summary shows it: relative to the working directory when below it."""
+    text = os.path.abspath(path)
+    cwd = os.getcwd()
+    return os.path.relpath(text, cwd) if text.startswith(cwd + os.sep) else text
+
+
+# -- file digests and trees -----------------------------------------------------------------------------
+class StatCache:
+    """SHA-256 of files, remembered by (size, mtime_ns, ctime_ns, inode, device): kept in memory and, with
+    a cache directory, in one file there, so that a warm run stat()s a tree instead of reading it."""
+
+    def __init__(self, path: Path | None) -> None:
+        self.path = path
+        self._entries: dict[str, list[object]] = {}
+        self._used: set[str] = set()
+        self._loaded = path is None
+        self._dirty = False
+        self._lock = threading.Lock()
+        self._trees: dict[tuple[str, frozenset[str]], tuple[tuple[int, ...], str]] = {}
+        self._real: dict[str, str] = {}
+        # What the NVRTC keys of one file's units share (cache_key), per (source, text, options, toolkit).
+        self.unit_keys: dict[tuple[object, ...], tuple[str, str]] = {}
+
+    def _load(self) -> None:
+        self._loaded = True
+        if self.path is None:
+            return
+        # A damaged stat cache only costs reading files again: it maps stats to digests of what was read.
+        with contextlib.suppress(OSError, ValueError, TypeError, AttributeError):
+            doc = json.loads(self.path.read_text(encoding="utf-8"))
+            if doc.get("format") == FORMAT and isinstance(doc.get("files"), dict):
+                self._entries = {
+                    str(k): v for k, v in doc["files"].items() if isinstance(v, list) and len(v) == 6
+                }
+
+    def digest(self, path: str, st: os.stat_result) -> str:
+        """The file's SHA-256 (OSError if it cannot be read)."""
+        ident: list[object] = [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev]
+        if not self._loaded:
+            with self._lock:
+                if not self._loaded:
+                    self._load()
+        # No lock to read: one dict lookup and one set insertion are atomic, and this runs once per file.
+        known = self._entries.get(path)
+        self._used.add(path)
+        if known is not None and known[:5] == ident:
+            return str(known[5])
+        with open(path, "rb") as fh:
+            digest = _digest(fh.read())
+        # Remembered only once the file has been still for longer than a timestamp tick: an edit of the
+        # same size within the tick would otherwise keep this digest.
+        if time.time_ns() - max(st.st_mtime_ns, st.st_ctime_ns) > _RACY_NS:
+            with self._lock:
+                self._entries[path] = [*ident, digest]
+                self._dirty = True
+        return digest
+
+    def realpath(self, path: str) -> str:
+        """os.path.realpath, remembered while this object lives (a run): symbolic links are taken to stay
+        as they are during a run."""
+        known = self._real.get(path)
+        if known is None:
+            known = self._real[path] = os.path.realpath(path)
+        return known
+
+    def tree(self, root: str, skip: frozenset[str], fresh: bool = False) -> str:
+        """The digest of the names and contents of every file under `root`, made once while this object
+        lives (a run) and the directory itself is unchanged: a run lists and stat()s a tree once, not once
+        per kernel. An edit made while the run goes on may so be seen only by the next run; the check
+        after a build (`fresh`) makes it anew, so an entry is never stored from a tree that changed."""
+        try:
+            st = os.stat(root)
+            ident: tuple[int, ...] = (st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev)
+        except OSError:
+            ident = ()
+        known = self._trees.get((root, skip))
+        if not fresh and known is not None and known[0] == ident:
+            return known[1]
+        digest = _tree_digest(root, self, skip)
+        self._trees[root, skip] = (ident, digest)
+        return digest
+
+    def save(self) -> None:
+        with self._lock:
+            if not self._dirty or self.path is None:
+                return
+            self._dirty = False
+            if len(self._entries) > _STAT_CACHE_LIMIT:
+                self._entries = {k: v for k, v in self._entries.items() if k in self._used}
+            text = json.dumps({"format": FORMAT, "files": self._entries})
+        with contextlib.suppress(OSError):  # a cache that cannot be written slows the run, no more
+            atomic_write(self.path, text)
+
+
+def _file_state(path: str, digests: StatCache) -> str:
+    """What a lookup of `path` finds: a digest, "absent", or what stands there instead of a file."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return "absent"
+    except OSError as exc:  # ENOTDIR, a symlink loop, no permission to search: nothing readable there
+        return f"error {exc.errno}"
+    if not stat.S_ISREG(st.st_mode):
+        return "directory" if stat.S_ISDIR(st.st_mode) else "not a file"
+    try:
+        return digests.digest(path, st)
+    except OSError:
+        # Unreadable now; a chmod changes ctime, so the key changes when it becomes readable.
+        return f"unreadable {st.st_size} {st.st_mtime_ns} {st.st_ctime_ns}"
+
+
+def _skipped_dir(name: str, path: str, skip: frozenset[str]) -> bool:
+    # Hidden directories, bytecode, virtualenvs (site-packages), the cache itself and the toolkit's
+    # headers (its version stands for them) hold no kernel headers worth hashing on every run.
+    return (
+        name.startswith(".")
+        or name == "__pycache__"
+        or path in skip
+        or os.path.exists(os.path.join(path, "pyvenv.cfg"))
+    )
+
+
+def _walk(root: str, skip: frozenset[str], recursive: bool, limit: int) -> list[tuple[str, str]]:
+    """(relative, full) paths of the files under `root` that a fingerprint covers, sorted. Symbolic links
+    are followed, each directory once. Strings are joined by hand: this loop runs for every file of
+    every tree on every compile, and os.path.join was most of its time."""
+    found: list[tuple[str, str]] = []
+    seen: set[tuple[int, int]] = set()
+    pending = [("", root)]
+    while pending:
+        rel, here = pending.pop()
+        try:
+            st = os.stat(here)
+            if (st.st_dev, st.st_ino) in seen:
+                continue
+            seen.add((st.st_dev, st.st_ino))
+            entries = list(os.scandir(here))
+        except OSError:
+            continue  # gone or not searchable: nothing in it can be read by the compiler either
+        prefix = f"{rel}{os.sep}" if rel else ""
+        for entry in entries:
+            name = entry.name
+            try:
+                is_dir = entry.is_dir()
+            except OSError:
+                is_dir = False
+            if is_dir:
+                if recursive and not _skipped_dir(name, entry.path, skip):
+                    pending.append((prefix + name, entry.path))
+                continue
+            dot = name.rfind(".")
+            if dot == 0 or (dot > 0 and name[dot:] in NOT_FINGERPRINTED):
+                continue
+            found.append((prefix + name, entry.path))
+            if len(found) > limit:
+                raise Uncacheable(
+                    _shown(root),
+                    f"its tree holds more than {limit} files to fingerprint; keep kernel sources (and "
+                    "include_dirs) in directories of their own",
+                )
+    found.sort()
+    return found
+
+
+def walk_tree(
+    root: str, skip: frozenset[str], recursive: bool = True, limit: int = MAX_TREE_FILES
+) -> list[str]:
+    """Relative paths of the files under `root` that a fingerprint covers, sorted (raises Uncacheable past
+    `limit` files)."""
+    return [rel for rel, _ in _walk(root, skip, recursive, limit)]
+
+
+def _tree_digest(root: str, digests: StatCache, skip: frozenset[str]) -> str:
+    """Names and contents of every file under `root`."""
+    if not os.path.isdir(root):
+        return "absent"
+    lines = [f"{rel}\0{_file_state(path, digests)}" for rel, path in _walk(root, skip, True, MAX_TREE_FILES)]
+    return _digest("\n".join(lines).encode(errors="surrogateescape"))
+
+
+def _listing_digest(root: str, skip: frozenset[str], recursive: bool) -> str:
+    """Names (not contents) of the files under `root`: enough to see a header that appeared."""
+    if not os.path.isdir(root):
+        return "absent"
+    return _digest("\n".join(walk_tree(root, skip, recursive)).encode(errors="surrogateescape"))
+
+
+def _newest_change(paths: Iterable[str]) -> int:
+    newest = 0
+    for path in paths:
+        with contextlib.suppress(OSError):
+            st = os.stat(path)
+            newest = max(newest, st.st_mtime_ns, st.st_ctime_ns)
+    return newest
+
+
+def _outermost(roots: Iterable[str]) -> list[str]:
+    """The roots that are not inside another (a tree covers its subdirectories)."""
+    kept: list[str] = []
+    for root in sorted(set(roots), key=len):
+        if not any(root == k or root.startswith(k.rstrip(os.sep) + os.sep) for k in kept):
+            kept.append(root)
+    return sorted(kept)
+
+
+def _inside(path: str, roots: Iterable[str]) -> bool:
+    return any(path == r or path.startswith(r.rstrip(os.sep) + os.sep) for r in roots)
+
+
+# -- what a build may read ------------------------------------------------------------------------------
+class _Reach:
+    """What NVRTC could read for one build, found by following #include names through the include path."""
+
+    __slots__ = ("found", "lookups", "roots", "unresolved")
+
+    def __init__(self, roots: set[str]) -> None:
+        self.lookups: dict[str, str] = {}  # every candidate path -> _file_state
+        self.roots = roots  # trees whose every file counts
+        self.found: dict[str, str] = {}  # real path -> digest of user headers read
+        self.unresolved: list[tuple[str, str]] = []  # (file, directive as written)
+
+
+def _reach(
+    source: Path, text: str, options: CompileOptions, toolkit_dirs: Sequence[Path], digests: StatCache
+) -> _Reach:
+    here = os.path.abspath(source.parent)
+    real = digests.realpath
+    toolkit = [real(str(d)) for d in toolkit_dirs]
+    search = [
+        os.path.abspath(d) for d in [*options.include_dirs, *_option_values(options.options, _DIR_OPTIONS)]
+    ]
+    search.append(here)
+    reach = _Reach(roots={here, *search})
+    # (file that includes, its directory, its directives, extra candidates for a pre-include)
+    pending: list[tuple[str, str, list[Directive], list[str]]] = [
+        (str(source), here, _text_directives(text), [])
+    ]
+    pre: list[Directive] = [
+        (name, f"pre-include {name}") for name in _option_values(options.options, _PRE_INCLUDE_OPTIONS)
+    ]
+    if pre:
+        # A pre-include is looked up like a quoted #include of the source, and in the working directory.
+        pending.append((str(source), here, pre, [os.getcwd()]))
+    visited: set[str] = set()
+    while pending:
+        includer, includer_dir, found_directives, extra = pending.pop()
+        for name, written in found_directives:
+            if name is None:
+                reach.unresolved.append((includer, written))
+                continue
+            if os.path.isabs(name):
+                candidates = [name]
+            else:
+                # Quoted and angled names alike, and the includer's directory first: a superset of the
+                # places NVRTC looks costs a rebuild at worst.
+                bases = [includer_dir, *extra, *search, *toolkit]
+                candidates = [os.path.join(b, name) for b in bases]
+            escapes = os.path.isabs(name) or ".." in Path(name).parts
+            for candidate in candidates:
+                in_toolkit = _inside(real(candidate), toolkit)
+                if in_toolkit:
+                    reach.lookups[candidate] = "toolkit" if os.path.isfile(candidate) else "absent"
+                    continue
+                state = reach.lookups.get(candidate) or _file_state(candidate, digests)
+                reach.lookups[candidate] = state
+                if not os.path.isfile(candidate):
+                    continue
+                found = real(candidate)
+                if escapes:
+                    reach.roots.add(os.path.dirname(found))
+                if found in visited:
+                    continue
+                visited.add(found)
+                reach.found[found] = state
+                inner = _scanned.get(state)
+                if inner is None:
+                    try:
+                        with open(candidate, "rb") as fh:
+                            data = fh.read()
+                    except OSError:
+                        continue  # unreadable to NVRTC too; its state is in the lookups
+                    inner = _directives_of(data, _digest(data))
+                pending.append((candidate, os.path.dirname(candidate), inner, []))
+    reach.roots = {r for r in reach.roots if not _inside(real(r), toolkit)}
+    return reach
+
+
+def included_files(
+    source: Path, text: str, include_dirs: Sequence[str], toolkit_dirs: Sequence[Path]
+) -> list[tuple[str, str]]:
+    """(real path, sha256) of every user header reachable from `source` through literal #include names,
+    in a stable order. Headers in the toolkit's own directories are left out (the toolkit is part of the
+    key), and so are names found nowhere (NVRTC's built-in headers)."""
+    reach = _reach(
+        source, text, CompileOptions(include_dirs=tuple(include_dirs)), toolkit_dirs, StatCache(None)
+    )
+    return sorted(reach.found.items())
+
+
+def _toolkit_identity(toolkit: Toolkit) -> list[object]:
+    # A wheel upgrade rewrites the header directories, which changes their modification times.
+    dirs = []
+    for d in toolkit.include_dirs:
+        try:
+            dirs.append((str(d), os.stat(d).st_mtime_ns))
+        except OSError:
+            dirs.append((str(d), 0))
+    return [toolkit.nvrtc_version, toolkit.ptxas_version, str(toolkit.ptxas), str(toolkit.nvrtc), dirs]
+
+
+def _host_compiler_identity() -> list[object]:
+    # nvcc preprocesses with the host compiler, whose built-in macros the dependency list does not show.
+    path = compiler._host_compiler()
+    if path is None:
+        return []
+    real = os.path.realpath(path)
+    st = os.stat(real)
+    return [path, real, st.st_size, st.st_mtime_ns]
+
+
+def _depends_fingerprint(patterns: Sequence[str], digests: StatCache, skip: frozenset[str]) -> list[object]:
+    """Contents of the files the user named with depends= (globs expanded; a directory: its tree)."""
+    out: list[object] = []
+    for pattern in patterns:
+        magic = any(c in pattern for c in "*?[")
+        matches = sorted(glob.glob(pattern, recursive=True)) if magic else [pattern]
+        states = []
+        for match in matches:
+            state = (
+                _tree_digest(match, digests, skip) if os.path.isdir(match) else _file_state(match, digests)
+            )
+            states.append([match, state])
+        out.append([pattern, states])
+    return out
+
+
+def _skip_dirs(toolkit_dirs: Iterable[Path], cache_dir: Path | None) -> frozenset[str]:
+    return _skip_dirs_of(tuple(toolkit_dirs), cache_dir)
+
+
+@functools.lru_cache(maxsize=16)
+def _skip_dirs_of(toolkit_dirs: tuple[Path, ...], cache_dir: Path | None) -> frozenset[str]:
+    skip = {os.path.realpath(d) for d in toolkit_dirs}
+    if cache_dir is not None:
+        skip.add(os.path.realpath(cache_dir))
+    return frozenset(skip)
+
+
+def _identity(
+    source: Path, text: str, names: Sequence[str], arch: str, options: CompileOptions, digests: StatCache
+) -> list[object]:
+    return [
+        FORMAT,
+        digests.realpath(str(source)),  # compilers write the path into diagnostics and line info
+        _digest(text.encode()),
+        "unit",  # a translation unit's outputs, every kernel of it (before 0.2: one kernel's)
+        list(names),
+        arch,
+        list(options.identity()),
+    ]
+
+
+def cache_key(
+    source: Path,
+    text: str,
+    names: Sequence[str] | str,
+    arch: str,
+    options: CompileOptions,
+    toolkit: Toolkit,
+    digests: StatCache | None = None,
+    cache_dir: Path | None = None,
+    *,
+    fresh: bool = False,
+) -> str:
+    """The key of an NVRTC + ptxas build of `source` with the name expressions `names` (a str is one):
+    raises Uncacheable where an #include cannot be followed. Each tree is fingerprinted once per
+    `digests` (a run), unless `fresh`; so is what a file's units share (all but names and arch)."""
+    names = (names,) if isinstance(names, str) else tuple(names)
+    digests = digests or StatCache(None)
+    memo = (source, text, options, toolkit, cache_dir)
+    shared = None if fresh else digests.unit_keys.get(memo)
+    if shared is None:
+        reach = _reach(source, text, options, toolkit.include_dirs, digests)
+        if reach.unresolved and not options.depends:
+            where, written = reach.unresolved[0]
+            raise Uncacheable(
+                _shown(where),
+                f"{written} goes through a macro, which the cache cannot follow; name the files it can "
+                "reach with depends=",
+            )
+        skip = _skip_dirs(toolkit.include_dirs, cache_dir)
+        roots = _outermost(digests.realpath(r) for r in reach.roots)
+        trees = [[root, digests.tree(root, skip, fresh)] for root in roots]
+        # The JSON of the list the key is the digest of, cut around names and arch: made once per file.
+        head = json.dumps([FORMAT, digests.realpath(str(source)), _digest(text.encode()), "unit"])
+        tail = json.dumps(
+            [
+                list(options.identity()),
+                "nvrtc",
+                _toolkit_identity(toolkit),
+                sorted(reach.lookups.items()),
+                trees,
+                _depends_fingerprint(options.depends, digests, skip),
+            ],
+            sort_keys=True,
+        )
+        shared = digests.unit_keys[memo] = (head[:-1], tail[1:])
+    # The same text as _json_digest of [*_identity(...), "nvrtc", ...] (json.dumps joins with ", ").
+    return _digest(f"{shared[0]}, {json.dumps(list(names))}, {json.dumps(arch)}, {shared[1]}".encode())
+
+
+# -- nvcc: a dependency record of the files each build opened ---------------------------------------
+_DEP_TOKEN = re.compile(r"(?:\\.|[^\s\\])+")
+
+
+def parse_depfile(text: str, cwd: str) -> list[str]:
+    """The prerequisites of a make rule as nvcc -MD writes it (`target : a.cu b.h \\`), absolute."""
+    tokens = _DEP_TOKEN.findall(text.replace("\\\n", " ").replace("\\\r\n", " "))
+    # The rule's target ends at the first token that ends with the colon.
+    start = next((i + 1 for i, t in enumerate(tokens) if t.endswith(":")), len(tokens))
+    deps = []
+    for token in tokens[start:]:
+        name = re.sub(r"\\(.)", r"\1", token).replace("$$", "$")
+        deps.append(os.path.join(cwd, name))
+    return list(dict.fromkeys(deps))
+
+
+# A named tuple rather than a frozen dataclass: every run defines it at import (docs/speed.md, "Records").
+class _Build(NamedTuple):
+    """One build in a dependency record: the files nvcc opened and the directories it searched, as they
+    were."""
+
+    files: tuple[tuple[str, str], ...]  # (path, _file_state)
+    listings: tuple[tuple[str, bool, str], ...]  # (directory, recursive, _listing_digest)
+
+    def key(self, record_key: str) -> str:
+        return _json_digest([record_key, [list(f) for f in self.files], [list(d) for d in self.listings]])
+
+    def still_valid(
+        self, digests: StatCache, skip: frozenset[str], listed: dict[tuple[str, bool], str]
+    ) -> bool:
+        """Every file as it was, and every directory listing (`listed` holds those already made)."""
+        if not all(_file_state(path, digests) == state for path, state in self.files):
+            return False
+        for d, recursive, state in self.listings:
+            if (d, recursive) not in listed:
+                listed[d, recursive] = _listing_digest(d, skip, recursive)
+            if listed[d, recursive] != state:
+                return False
+        return True
+
+
+def _searched_trees(source: Path, options: CompileOptions) -> list[str]:
+    """The user's include directories and the source's: whole trees, as `#include "sub/x.h"` may land in
+    any subdirectory of them."""
+    user = [*options.include_dirs, *_option_values(options.options, _DIR_OPTIONS), str(source.parent)]
+    return _outermost(os.path.realpath(d) for d in user)
