@@ -37,7 +37,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from pytest_regbudget.build.compiler import CompileOptions, compile_ptx, run_ptxas
+from pytest_regbudget.build.assembler import run_ptxas
+from pytest_regbudget.build.nvrtc import compile_ptx
+from pytest_regbudget.build.options import CompileOptions
 from pytest_regbudget.build.toolchain import discover
 
 KERNEL = """

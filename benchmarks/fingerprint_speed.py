@@ -25,8 +25,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from pytest_regbudget.build.compiler import CompileOptions
 from pytest_regbudget.build.fingerprint import MAX_TREE_FILES, StatCache, cache_key, walk_tree
+from pytest_regbudget.build.options import CompileOptions
 from pytest_regbudget.build.toolchain import Toolkit
 
 TOOLKIT = Toolkit(

@@ -18,7 +18,9 @@ from .core.ptxas import KernelResources, parse_ptxas_output
 from .core.verdict import KernelReport
 
 if TYPE_CHECKING:
-    from .build.compiler import CompiledKernel, CompileOptions, compile_kernel
+    from .build.compiler import compile_kernel
+    from .build.options import CompileOptions
+    from .build.outputs import CompiledKernel
     from .build.toolchain import Toolkit, discover
     from .plugin import RegbudgetFixture
 

@@ -307,7 +307,9 @@ def explain(
 ) -> list[Row]:
     """Build `kernel` per (bounds, arch), as `__launch_bounds__` placed in its source would, and read each
     build as the plugin does."""
-    from .build.compiler import CompileOptions, compile_kernel, find_nvcc, place_launch_bounds, read_source
+    from .build.compiler import compile_kernel, place_launch_bounds, read_source
+    from .build.nvcc import find_nvcc
+    from .build.options import CompileOptions
     from .build.toolchain import discover
     from .core.arch import get_arch
     from .core.occupancy import occupancy, register_cliff
@@ -356,7 +358,8 @@ def explain(
 
 def _nvcc_resources(source: Path, text: str, kernel: str, arch: str, options: Any, nvcc: Any) -> Any:
     """nvcc's build of `text` (a variant of `source`), compiled beside a copy so that its includes resolve."""
-    from .build.compiler import build_nvcc_unit, interpret
+    from .build.compiler import interpret
+    from .build.nvcc import build_nvcc_unit
 
     with tempfile.TemporaryDirectory(prefix="regbudget-explain-") as tmp:
         copy = Path(tmp) / source.name

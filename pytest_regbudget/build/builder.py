@@ -12,10 +12,12 @@ from typing import TYPE_CHECKING, NamedTuple
 from ..core import baseline as bl
 from ..core.errors import CompileError, SassError, ToolchainError
 from .cache import CacheStats, CompileCache
-from .compiler import CompiledKernel, CompileOptions, Nvcc, find_nvcc
 from .fingerprint import FORMAT
+from .nvcc import find_nvcc
+from .options import CompileOptions
+from .outputs import CompiledKernel
 from .pool import Prefetcher
-from .toolchain import Toolkit, ToolMemo, discover, kill_running_tools
+from .toolchain import Nvcc, Toolkit, ToolMemo, discover, kill_running_tools
 from .units import Spec, Unit
 
 if TYPE_CHECKING:

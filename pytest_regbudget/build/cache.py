@@ -35,8 +35,7 @@ from ..core import names
 from ..core.baseline import atomic_write
 from ..core.errors import CompileError
 from ..core.facts import Deferred, Provenance
-from . import compiler
-from .compiler import CompiledKernel, CompileOptions, Nvcc, UnitOutputs
+from . import compiler, nvcc
 from .fingerprint import (
     _CLOCK_SLACK_NS,
     FORMAT,
@@ -58,7 +57,9 @@ from .fingerprint import (
     cache_key,
     parse_depfile,
 )
-from .toolchain import Toolkit
+from .options import DEFAULT_PTXAS_TIMEOUT, CompileOptions
+from .outputs import CompiledKernel, UnitOutputs
+from .toolchain import Nvcc, Toolkit
 from .units import Unit, pick
 
 if TYPE_CHECKING:
@@ -172,7 +173,7 @@ class CompileCache:
         arch: str,
         options: CompileOptions,
         toolkit: Toolkit,
-        ptxas_timeout: float = compiler.DEFAULT_PTXAS_TIMEOUT,
+        ptxas_timeout: float = DEFAULT_PTXAS_TIMEOUT,
         *,
         source_text: str | None = None,
         nvcc: Nvcc | None = None,
@@ -193,7 +194,7 @@ class CompileCache:
         self,
         unit: Unit,
         toolkit: Toolkit,
-        ptxas_timeout: float = compiler.DEFAULT_PTXAS_TIMEOUT,
+        ptxas_timeout: float = DEFAULT_PTXAS_TIMEOUT,
         *,
         source_text: str | None = None,
         label: str = "",
@@ -205,7 +206,7 @@ class CompileCache:
 
         def build(depfile: Path | None = None) -> UnitOutputs:
             if unit.nvcc is not None:
-                return compiler.build_nvcc_unit(
+                return nvcc.build_nvcc_unit(
                     unit.source, unit.arch, unit.options, unit.nvcc, ptxas_timeout, depfile, label
                 )
             return compiler.build_unit(

@@ -27,8 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from ..core.baseline import atomic_write
-from . import compiler
-from .compiler import CompileOptions
+from . import nvcc
 from .includes import (
     _DIR_OPTIONS,
     _PRE_INCLUDE_OPTIONS,
@@ -38,6 +37,7 @@ from .includes import (
     _scanned,
     _text_directives,
 )
+from .options import CompileOptions
 from .toolchain import Toolkit
 
 if TYPE_CHECKING:
@@ -410,7 +410,7 @@ def _toolkit_identity(toolkit: Toolkit) -> list[object]:
 
 def _host_compiler_identity() -> list[object]:
     # nvcc preprocesses with the host compiler, whose built-in macros the dependency list does not show.
-    path = compiler._host_compiler()
+    path = nvcc._host_compiler()
     if path is None:
         return []
     real = os.path.realpath(path)

@@ -2,7 +2,7 @@
 
 Owns driving each front end with an explicit target so that no CUDA driver is touched, keeping the PTX
 within what our own ptxas accepts (never by editing the PTX text), and naming the kernel: its `.entry`,
-the `.target` ptxas must be run for, and the `def` that defines it. Measuring is `compiler.run_ptxas`'s.
+the `.target` ptxas must be run for, and the `def` that defines it. Measuring is `assembler.run_ptxas`'s.
 
 - Triton: `triton.compile(ASTSource(...), target=GPUTarget("cuda", cc, 32), options=...)`. The explicit
   target is what keeps Triton away from the driver. Triton picks the PTX ISA from the ptxas it bundles
@@ -37,7 +37,7 @@ from typing import Any
 from ..core.arch import ArchLimits, compute_arch, get_arch
 from ..core.errors import CompileError, FrontendError, UnknownArchError
 from ..core.ptxas import parse_ptx_entries
-from .compiler import run_ptxas
+from .assembler import run_ptxas
 from .toolchain import Toolkit, discover, ptxas_version
 
 __all__ = [

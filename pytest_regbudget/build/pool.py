@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from . import compiler
 from .cache import CompileCache, _provenance
-from .compiler import CompiledKernel, UnitOutputs
+from .outputs import CompiledKernel, UnitOutputs
 from .toolchain import Toolkit
 from .units import Spec, Unit, pick
 

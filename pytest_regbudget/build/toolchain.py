@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from ..core.errors import ToolchainError
+from ..core.facts import Provenance
 
 PIP_FIX = (
     'pip install "nvidia-cuda-nvcc-cu12" "nvidia-cuda-nvrtc-cu12" "nvidia-cuda-runtime-cu12" '
@@ -557,3 +558,28 @@ def _discover_cached(
 ) -> Toolkit:
     env = {k: v for k, v in env_items if v}
     return _discover(cuda_home, env) if named is None else _discover_named(named, env)
+
+
+# A named tuple rather than a frozen dataclass: every run defines it at import (docs/speed.md, "Records").
+class Nvcc(NamedTuple):
+    """An nvcc, with the toolkit it belongs to (its ptxas does the measuring)."""
+
+    path: Path
+    version: str
+    origin: str
+    # Headers of CUDA 13 wheels installed beside other site dirs than nvcc's own (whose nvcc.profile covers
+    # them): CCCL, the profiler API, a library's (nvidia-cublas)
+    include_dirs: tuple[Path, ...] = ()
+
+    def provenance(self) -> Provenance:
+        # The report and the baseline record the versions that built the kernel: nvcc's own.
+        return Provenance(
+            "nvcc",
+            frontend=f"nvcc {self.version}",
+            ptxas=self.version,
+            origin=f"{self.origin} (nvcc {self.version})",
+        )
+
+    def identity(self) -> list[object]:
+        """What a cache key needs to know of this nvcc (its ptxas is the one beside it)."""
+        return ["nvcc", self.version, str(self.path), *map(str, self.include_dirs)]

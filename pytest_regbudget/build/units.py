@@ -12,7 +12,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from . import compiler
-from .compiler import BuildOutputs, CompileOptions, Nvcc, UnitOutputs
+from .options import CompileOptions, hash_once
+from .outputs import BuildOutputs, UnitOutputs
+from .toolchain import Nvcc
 
 if TYPE_CHECKING:
     pass
@@ -33,7 +35,7 @@ class Unit:
     options: CompileOptions
     nvcc: Nvcc | None = None
     names: tuple[str, ...] = ()
-    __hash__ = compiler.hash_once
+    __hash__ = hash_once
 
     @classmethod
     def of(cls, spec: Spec) -> Unit:

@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 
-from ..build.compiler import CompileOptions
+from ..build.options import CompileOptions
 from ..core.errors import CompileError, MarkerError, RegbudgetWarning, ToolchainError
 from ..update.scope import COLLECTED
 from . import manifest_files

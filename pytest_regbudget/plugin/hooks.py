@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, cast, get_args
 import pytest
 
 from .. import sources
-from ..build.compiler import DEFAULT_PTXAS_TIMEOUT, CompileOptions
+from ..build.options import DEFAULT_PTXAS_TIMEOUT, CompileOptions
 from ..build.pool import default_jobs
 from ..core.dirs import default_cache_dir
 from ..core.errors import (

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from ..build.compiler import CompileOptions
+from ..build.options import CompileOptions
 from ..core import names
 from ..core.arch import get_arch
 from ..core.errors import ManifestError, MarkerError, UnknownArchError

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from .. import sources
-from ..build.compiler import CompileOptions
+from ..build.options import CompileOptions
 from ..core.arch import get_arch
 from ..core.errors import MarkerError, UnknownArchError
 from ..core.limits import LEVELS, Launch, Level, Limits

@@ -22,7 +22,8 @@ import pytest
 from .. import sources
 from ..build.builder import Builder, BuildSettings, ItemEnv
 from ..build.cache import CacheStats
-from ..build.compiler import DEFAULT_PTXAS_TIMEOUT, error_location
+from ..build.compiler import error_location
+from ..build.options import DEFAULT_PTXAS_TIMEOUT
 from ..build.toolchain import oldest_arch
 from ..build.units import Spec
 from ..core import baseline as bl

@@ -8,7 +8,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
 
-from ..build.compiler import CompiledKernel, CompileOptions
+from ..build.options import CompileOptions
+from ..build.outputs import CompiledKernel
 from ..build.units import Spec
 from ..core.facts import KernelFacts
 from .protocol import BuildEnv

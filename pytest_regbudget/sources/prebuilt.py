@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..build import binary
-from ..build.compiler import CompileOptions
+from ..build.options import CompileOptions
 from ..build.units import Spec
 from ..core import names
 from ..core.errors import CompileError, KernelNotFoundError

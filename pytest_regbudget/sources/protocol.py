@@ -13,9 +13,10 @@ from typing import TYPE_CHECKING, Protocol
 from ..core.facts import KernelFacts
 
 if TYPE_CHECKING:
-    from ..build.compiler import CompiledKernel, CompileOptions, Nvcc
     from ..build.frontends import FrontendPtx
-    from ..build.toolchain import Toolkit
+    from ..build.options import CompileOptions
+    from ..build.outputs import CompiledKernel
+    from ..build.toolchain import Nvcc, Toolkit
     from ..build.units import Spec
 
 

@@ -13,8 +13,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from ..build.compiler import BuildOutputs, CompileOptions, interpret, run_ptxas
+from ..build.assembler import run_ptxas
+from ..build.compiler import interpret
 from ..build.frontends import FrontendPtx, TritonJob, numba_ptx
+from ..build.options import CompileOptions
+from ..build.outputs import BuildOutputs
 from ..build.toolchain import Toolkit, discover
 from ..build.units import Spec
 from ..core.facts import KernelFacts, Provenance

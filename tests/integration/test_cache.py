@@ -11,8 +11,8 @@ import pytest
 from conftest import ACC_KERNEL, run_json
 
 from pytest_regbudget.build.cache import CompileCache
-from pytest_regbudget.build.compiler import CompileOptions
 from pytest_regbudget.build.fingerprint import FORMAT, cache_key, included_files
+from pytest_regbudget.build.options import CompileOptions
 from pytest_regbudget.build.pool import default_jobs
 from pytest_regbudget.build.toolchain import discover
 from pytest_regbudget.core.dirs import default_cache_dir

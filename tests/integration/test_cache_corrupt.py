@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from pytest_regbudget.build.cache import CompileCache
-from pytest_regbudget.build.compiler import CompileOptions
 from pytest_regbudget.build.fingerprint import FORMAT
+from pytest_regbudget.build.options import CompileOptions
 from pytest_regbudget.build.toolchain import discover
 from pytest_regbudget.core.errors import CompileError
 

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from conftest import ACC_KERNEL, run_json
 
-from pytest_regbudget.build.compiler import find_nvcc
 from pytest_regbudget.build.fingerprint import FORMAT
+from pytest_regbudget.build.nvcc import find_nvcc
 from pytest_regbudget.core.errors import CompileError
 
 # The size N comes from wherever a case puts it; N=2 and N=9 give different register counts, and the same

@@ -19,7 +19,8 @@ if sys.version_info >= (3, 11):
 else:
     import tomli as tomllib
 
-from pytest_regbudget.build.compiler import CompileOptions, compile_kernel
+from pytest_regbudget.build.compiler import compile_kernel
+from pytest_regbudget.build.options import CompileOptions
 from pytest_regbudget.build.toolchain import discover
 
 KERNELS = Path(__file__).parent.parent / "kernels"

@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_regbudget.build.compiler import CompileOptions, compile_kernel, compile_ptx
+from pytest_regbudget.build.compiler import compile_kernel
+from pytest_regbudget.build.nvrtc import compile_ptx
+from pytest_regbudget.build.options import CompileOptions
 from pytest_regbudget.build.toolchain import Toolkit, discover
 from pytest_regbudget.core.errors import CompileError, KernelNotFoundError
 

@@ -16,7 +16,7 @@ import pytest
 from conftest import run_json
 
 from pytest_regbudget.build import toolchain
-from pytest_regbudget.build.compiler import find_nvcc
+from pytest_regbudget.build.nvcc import find_nvcc
 from pytest_regbudget.core import baseline as bl
 from pytest_regbudget.core.dirs import default_cache_dir
 from pytest_regbudget.core.errors import CompileError

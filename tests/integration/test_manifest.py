@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 from conftest import run_json
 
-from pytest_regbudget.build import compiler, toolchain
-from pytest_regbudget.build.compiler import find_nvcc
+from pytest_regbudget.build import assembler, toolchain
+from pytest_regbudget.build.nvcc import find_nvcc
 from pytest_regbudget.core import baseline as bl
 from pytest_regbudget.core.ptxas import parse_ptxas_output
 
@@ -417,14 +417,14 @@ def reference(nvcc: Path, source: Path, arch: str, tmp: Path) -> dict[str, int]:
 def nvcc_runs(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
     """Every nvcc command the plugin runs in this process (pytester runs pytest in-process)."""
     runs: list[list[str]] = []
-    real = toolchain.run_tool  # compiler.py runs every tool through its import of it
+    real = toolchain.run_tool  # assembler._run runs every compile through its import of it
 
     def counting(cmd: Any, timeout: float) -> Any:
         if Path(str(cmd[0])).name.startswith("nvcc"):
             runs.append([str(c) for c in cmd])
         return real(cmd, timeout)
 
-    monkeypatch.setattr(compiler, "run_tool", counting)
+    monkeypatch.setattr(assembler, "run_tool", counting)
     return runs
 
 

@@ -9,7 +9,10 @@ from pathlib import Path
 import pytest
 from conftest import run_json
 
-from pytest_regbudget.build.compiler import CompileOptions, compile_kernel, compile_ptx, find_nvcc
+from pytest_regbudget.build.compiler import compile_kernel
+from pytest_regbudget.build.nvcc import find_nvcc
+from pytest_regbudget.build.nvrtc import compile_ptx
+from pytest_regbudget.build.options import CompileOptions
 from pytest_regbudget.build.toolchain import Toolkit, discover, nvidia_roots
 from pytest_regbudget.core import names
 from pytest_regbudget.core.ptxas import parse_ptxas_output

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from conftest import run_json
 
-from pytest_regbudget.build.compiler import find_nvcc
+from pytest_regbudget.build.nvcc import find_nvcc
 from pytest_regbudget.build.toolchain import discover
 
 ARCHS = ("sm_80", "sm_90")

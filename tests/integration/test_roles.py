@@ -12,7 +12,10 @@ from typing import Any
 
 import pytest
 
-from pytest_regbudget.build.compiler import CompileOptions, compile_kernel, compile_ptx, run_ptxas
+from pytest_regbudget.build.assembler import run_ptxas
+from pytest_regbudget.build.compiler import compile_kernel
+from pytest_regbudget.build.nvrtc import compile_ptx
+from pytest_regbudget.build.options import CompileOptions
 from pytest_regbudget.build.toolchain import discover
 
 KERNELS = Path(__file__).parent.parent / "kernels"

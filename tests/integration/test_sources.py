@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from conftest import run_json
 
-from pytest_regbudget.build.compiler import find_nvcc
+from pytest_regbudget.build.nvcc import find_nvcc
 from pytest_regbudget.core.ptxas import parse_ptxas_output
 
 KERNELS = Path(__file__).parent.parent / "kernels"

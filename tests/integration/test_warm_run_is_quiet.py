@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from pytest_regbudget.build.compiler import find_nvcc
+from pytest_regbudget.build.nvcc import find_nvcc
 from pytest_regbudget.build.toolchain import discover
 
 CONFTEST = """

@@ -30,7 +30,8 @@ from pytest_regbudget.build.binary import (
     parse_resource_usage,
     read_binary,
 )
-from pytest_regbudget.build.compiler import CompileOptions, compile_kernel
+from pytest_regbudget.build.compiler import compile_kernel
+from pytest_regbudget.build.options import CompileOptions
 from pytest_regbudget.build.toolchain import Toolkit, discover, nvidia_roots
 from pytest_regbudget.core.arch import get_arch
 from pytest_regbudget.core.errors import BinaryError, ParseError

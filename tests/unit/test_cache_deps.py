@@ -13,7 +13,6 @@ import pytest
 
 from pytest_regbudget.build.builder import Builder
 from pytest_regbudget.build.cache import CacheStats, CompileCache
-from pytest_regbudget.build.compiler import CompileOptions
 from pytest_regbudget.build.fingerprint import (
     NOT_FINGERPRINTED,
     StatCache,
@@ -23,6 +22,7 @@ from pytest_regbudget.build.fingerprint import (
     walk_tree,
 )
 from pytest_regbudget.build.includes import directives
+from pytest_regbudget.build.options import CompileOptions
 from pytest_regbudget.build.toolchain import Toolkit
 from pytest_regbudget.core import baseline as bl
 from pytest_regbudget.plugin.session import Settings

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pytest_regbudget.build.compiler import Backend, CompileOptions
+from pytest_regbudget.build.options import Backend, CompileOptions
 
 OPTIONS = CompileOptions.make(
     defines={"N": 4, "DEBUG": None},

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 from conftest import SAMPLE_ENTRY as ENTRY
 
-from pytest_regbudget.build import compiler, toolchain
+from pytest_regbudget.build import assembler, compiler, toolchain
 from pytest_regbudget.build.toolchain import Toolkit
 from pytest_regbudget.core import baseline as bl
 from pytest_regbudget.core.errors import BaselineError, CompileError, ToolchainError
@@ -125,7 +125,7 @@ def test_utf8_bom_baseline_loads_and_an_update_drops_the_bom(tmp_path: Path) -> 
 
 def test_tool_output_that_is_not_utf8_is_decoded_with_replacement(tmp_path: Path) -> None:
     tool = script(tmp_path / "ptxas", r"printf 'ptxas fatal : /k\351.ptx\n' >&2; exit 1" + "\n")
-    assert compiler._run([str(tool)], 10, "ptxas") == (1, "ptxas fatal : /k\ufffd.ptx\n")
+    assert assembler._run([str(tool)], 10, "ptxas") == (1, "ptxas fatal : /k\ufffd.ptx\n")
 
 
 # -- toolchain faults -----------------------------------------------------------------------------
@@ -155,13 +155,13 @@ def test_ptxas_that_is_not_executable(tmp_path: Path) -> None:
     with pytest.raises(ToolchainError, match=rf"cannot run {ptxas}: .*not executable.*chmod \+x {ptxas}"):
         toolchain.discover(str(home), env={})
     with pytest.raises(CompileError, match=rf"ptxas 12.9.86 on k \[sm_90\]: cannot run {ptxas}: .*chmod \+x"):
-        compiler.run_ptxas(".version 8.8\n", "sm_90", (), fake_toolkit(ptxas), 10, "k [sm_90]")
+        assembler.run_ptxas(".version 8.8\n", "sm_90", (), fake_toolkit(ptxas), 10, "k [sm_90]")
 
 
 def test_ptxas_that_exits_0_without_a_cubin(tmp_path: Path) -> None:
     ptxas = script(tmp_path / "ptxas", "echo 'ptxas info    : 0 bytes gmem'\nexit 0\n")
     with pytest.raises(CompileError) as info:
-        compiler.run_ptxas(".version 8.8\n", "sm_90", (), fake_toolkit(ptxas), 10, "k [sm_90]")
+        assembler.run_ptxas(".version 8.8\n", "sm_90", (), fake_toolkit(ptxas), 10, "k [sm_90]")
     message = str(info.value)
     assert f"ptxas 12.9.86 ({ptxas}) exited 0 but wrote no cubin for k [sm_90] for sm_90" in message
     assert "0 bytes gmem" in message
@@ -175,7 +175,7 @@ def test_timeout_kills_the_whole_process_group(tmp_path: Path) -> None:
     wrapper = script(tmp_path / "ptxas", f"sleep 1000 &\necho $! > {pid_file}\nwait\n")
     start = time.monotonic()
     with pytest.raises(CompileError, match=r"did not finish within 1 s \(killed with its child processes\)"):
-        compiler._run([str(wrapper)], 1.0, "ptxas 12.9.86 on k [sm_90]")
+        assembler._run([str(wrapper)], 1.0, "ptxas 12.9.86 on k [sm_90]")
     assert time.monotonic() - start < 10
     assert_gone(int(pid_file.read_text()))
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from pytest_regbudget.build.compiler import run_ptxas
+from pytest_regbudget.build.assembler import run_ptxas
 from pytest_regbudget.build.frontends import (
     FrontendPtx,
     _require,

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_regbudget.build.compiler import kernel_line, missing_header_hint, wheel_include_dirs
+from pytest_regbudget.build.compiler import kernel_line
+from pytest_regbudget.build.nvcc import missing_header_hint, wheel_include_dirs
 from pytest_regbudget.core import names
 
 MATMUL16 = "_Z13MatrixMulCUDAILi16EEvPfS0_S0_ii"

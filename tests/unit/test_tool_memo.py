@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_regbudget.build import compiler, toolchain
+from pytest_regbudget.build import assembler, nvcc, toolchain
 from pytest_regbudget.build.toolchain import Toolkit, ToolMemo, discover
 from pytest_regbudget.core.errors import CompileError, ToolchainError
 
@@ -44,7 +44,8 @@ def no_processes(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
         raise OSError("no process may start here")
 
     monkeypatch.setattr(toolchain, "run_tool", refuse)
-    monkeypatch.setattr(compiler, "run_tool", refuse)
+    monkeypatch.setattr(assembler, "run_tool", refuse)
+    monkeypatch.setattr(nvcc, "run_tool", refuse)
     return tried
 
 
@@ -94,14 +95,14 @@ def test_a_damaged_memo_only_means_probing_again(tmp_path: Path) -> None:
 
 def test_nvcc_version_is_remembered(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     try:
-        first = compiler.find_nvcc(discover(env={}), ToolMemo(tmp_path / "tools"))
+        first = nvcc.find_nvcc(discover(env={}), ToolMemo(tmp_path / "tools"))
     except CompileError as exc:
         pytest.skip(f"no nvcc: {exc}")
     tried = no_processes(monkeypatch)
-    assert compiler.find_nvcc(discover(env={}), ToolMemo(tmp_path / "tools")) == first
+    assert nvcc.find_nvcc(discover(env={}), ToolMemo(tmp_path / "tools")) == first
     assert tried == []
     # A memo without a file remembers nothing between runs.
     with pytest.raises(CompileError, match="no process may start here"):
-        compiler.find_nvcc(discover(env={}), ToolMemo(None))
+        nvcc.find_nvcc(discover(env={}), ToolMemo(None))
     assert len(tried) == 1
     assert os.path.basename(tried[0][0]) == "nvcc"

@@ -10,7 +10,9 @@ from pathlib import Path
 import pytest
 
 from pytest_regbudget.build.cache import CompileCache
-from pytest_regbudget.build.compiler import CompileOptions, UnitOutputs, nvrtc_name_sets
+from pytest_regbudget.build.compiler import nvrtc_name_sets
+from pytest_regbudget.build.options import CompileOptions
+from pytest_regbudget.build.outputs import UnitOutputs
 from pytest_regbudget.build.pool import Prefetcher, _worker_order
 from pytest_regbudget.build.toolchain import Toolkit
 from pytest_regbudget.build.units import Spec, Unit

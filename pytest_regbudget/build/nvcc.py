@@ -1,0 +1,188 @@
+"""nvcc: finding it (with the toolkit it belongs to and the wheels' headers it needs), and a whole translation
+unit built with `nvcc -cubin -Xptxas -v` for one arch (`build_nvcc_unit`), with hints for a missing header.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+from ..core.errors import CompileError, ToolchainError, Unbuildable
+from .assembler import _run
+from .options import DEFAULT_PTXAS_TIMEOUT, CompileOptions
+from .outputs import UnitOutputs
+from .toolchain import (
+    VERSION_TIMEOUT,
+    Nvcc,
+    Toolkit,
+    ToolMemo,
+    find_tool,
+    nvidia_roots,
+    run_tool,
+    start_failure,
+    tool_candidates,
+)
+
+
+def find_nvcc(
+    toolkit: Toolkit | None,
+    memo: ToolMemo | None = None,
+    *,
+    pinned: Path | None = None,
+    only_toolkit: str | None = None,
+) -> Nvcc:
+    """The found toolkit's nvcc, else the CUDA 13 wheel's (nvidia-cuda-nvcc), else PATH's. Its version is
+    remembered in `memo` while its file is unchanged (a warm run starts no `nvcc --version`).
+
+    `pinned` (--regbudget-nvcc) is used as it is, or is an error. With `only_toolkit` (a --regbudget-toolkit
+    name) only the nvcc beside that toolkit's ptxas counts: each toolkit of a comparison builds with its own,
+    and where it has none (the CUDA 12 wheels carry ptxas alone) the kernel is Unbuildable there."""
+    if pinned is not None:
+        if not pinned.is_file():
+            raise ToolchainError(f"--regbudget-nvcc={pinned}: no such file. Fix: give the path of an nvcc")
+        return _nvcc_at(pinned, "--regbudget-nvcc", memo)
+    if only_toolkit is not None and toolkit is not None:
+        own = toolkit.ptxas.parent / f"nvcc{'.exe' if os.name == 'nt' else ''}"
+        if not own.is_file():
+            raise Unbuildable(
+                f'compiler="nvcc" is not built with toolkit {only_toolkit} ({toolkit.origin}): it has no '
+                f"nvcc beside its ptxas ({toolkit.ptxas.parent}; the CUDA 12 nvcc wheel holds only ptxas). "
+                "Compare nvcc builds with cu13 or a system toolkit, or pin one with --regbudget-nvcc"
+            )
+        return _nvcc_at(own, toolkit.origin, memo)
+    path = find_tool("nvcc", toolkit, "cuda_nvcc")
+    if path is not None:
+        if toolkit is not None and path.parent == toolkit.ptxas.parent:
+            origin = toolkit.origin
+        elif any(root in path.parents for root in nvidia_roots()):
+            origin = "pip wheels (nvidia-cuda-nvcc)"
+        else:
+            origin = "PATH"
+        return _nvcc_at(path, origin, memo)
+    searched = ", ".join(map(str, tool_candidates("nvcc", toolkit, "cuda_nvcc"))) + ", PATH"
+    raise CompileError(
+        f'compiler="nvcc" needs nvcc; none found (searched {searched}). Fix: pip install '
+        '"pytest-regbudget[nvcc]" (the CUDA 13 wheels: nvcc, its runtime headers and CCCL), or put a CUDA '
+        "toolkit on PATH."
+    )
+
+
+def _nvcc_at(path: Path, origin: str, memo: ToolMemo | None) -> Nvcc:
+    """The nvcc at `path`; its version remembered in `memo` while its file is unchanged."""
+    version = (memo or ToolMemo(None)).version(path, lambda: _nvcc_version(path))
+    return Nvcc(path, version, origin, wheel_include_dirs(path, nvidia_roots()))
+
+
+def _nvcc_version(path: Path) -> str:
+    try:
+        _, out = run_tool([str(path), "--version"], VERSION_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        raise CompileError(f"`{path} --version` did not finish within {VERSION_TIMEOUT:g} s") from None
+    except OSError as exc:
+        raise CompileError(f"cannot run {path}: {start_failure(exc, path)}") from None
+    match = re.search(r"V(\d+\.\d+\.\d+)", out)
+    return match.group(1) if match else "?"
+
+
+def wheel_include_dirs(nvcc: Path, roots: Sequence[Path]) -> tuple[Path, ...]:
+    """The CUDA 13 wheels' header dirs (nvidia/cu13/include and its cccl/) that a wheel nvcc does not search
+    by itself: those under other `nvidia` package dirs than its own (a --user install beside a venv's, say).
+    Its own tree is searched through its nvcc.profile; any other nvcc has its toolkit's headers."""
+    home = nvcc.parent.parent
+    if not (home.name == "cu13" and home.parent in roots):
+        return ()
+    dirs = [r / "cu13" / "include" / sub for r in roots if r != home.parent for sub in ("", "cccl")]
+    return tuple(d for d in dirs if d.is_dir())
+
+
+# Headers that the nvcc extra's wheels carry, and the wheel each comes from.
+_WHEEL_HEADERS = {
+    "nv/target": "nvidia-cuda-cccl",
+    "cub/": "nvidia-cuda-cccl",
+    "thrust/": "nvidia-cuda-cccl",
+    "cuda/std/": "nvidia-cuda-cccl",
+    "cuda_profiler_api.h": "nvidia-cuda-profiler-api",
+}
+_MISSING_HEADER = re.compile(r'fatal error: ([\w./+-]+): No such file|cannot open source file "([^"]+)"')
+
+
+def missing_header_hint(log: str) -> str:
+    """What to install or add to include_dirs when nvcc could not find a header, or to say when it did not
+    take the file for CUDA."""
+    if "Don't know what to do with" in log:
+        return (
+            "\nnvcc takes a file for CUDA by its extension (.cu); for a header (.cuh) or another name, add "
+            'options=["-x", "cu"] to compile it as CUDA'
+        )
+    found = _MISSING_HEADER.search(log)
+    if found is None:
+        return ""
+    header = found.group(1) or found.group(2)
+    wheel = next((w for prefix, w in _WHEEL_HEADERS.items() if header.startswith(prefix)), None)
+    if wheel is not None:
+        return (
+            f'\n{header} comes with the {wheel} wheel: pip install "pytest-regbudget[nvcc]" '
+            f'(or pip install "{wheel}>=13.0,<14")'
+        )
+    return (
+        f"\n{header} is not on nvcc's include path. A library's headers come with its wheel (for cuBLAS: "
+        "pip install nvidia-cublas) or its install: add their directory to include_dirs"
+    )
+
+
+def _host_compiler() -> str | None:
+    return shutil.which("g++") or shutil.which("c++") or shutil.which("clang++") or shutil.which("cl")
+
+
+def build_nvcc_unit(
+    source: Path,
+    arch: str,
+    options: CompileOptions,
+    nvcc: Nvcc,
+    ptxas_timeout: float = DEFAULT_PTXAS_TIMEOUT,
+    depfile: Path | None = None,
+    label: str = "",
+) -> UnitOutputs:
+    """`nvcc -cubin -arch=sm_XX -Xptxas -v` over a whole translation unit, host code and all: one cubin,
+    and one ptxas report, with every kernel the file instantiates. `label` names it in errors.
+
+    nvcc needs a host C++ compiler even for -cubin (it splits host from device code). `options` are nvcc's
+    own flags here. The PTX is kept (-keep) for the launch-bounds directives. With `depfile`, nvcc also
+    writes there (-MD -MF) every file it opened, for the cache.
+    """
+    if _host_compiler() is None:
+        raise CompileError(
+            f'compiler="nvcc" needs a host C++ compiler for {source} (nvcc splits host from device code); '
+            "none of g++, c++, clang++ is on PATH. Fix: install one (apt-get install g++)."
+        )
+    label = label or f"{source.name} [{arch}]"
+    with tempfile.TemporaryDirectory(prefix="regbudget-nvcc-") as tmp:
+        cubin_path = Path(tmp) / "kernel.cubin"
+        cmd = [
+            str(nvcc.path),
+            "-cubin",
+            "-Xptxas",
+            "-v",
+            "-keep",
+            f"-keep-dir={tmp}",
+            *options.flags("nvcc", arch, source.parent, nvcc.include_dirs),
+            *(["-MD", "-MF", str(depfile)] if depfile is not None else []),
+            str(source),
+            "-o",
+            str(cubin_path),
+        ]
+        returncode, log = _run(cmd, ptxas_timeout, f"nvcc {nvcc.version} on {label}")
+        if returncode != 0:
+            raise CompileError(
+                f"nvcc {nvcc.version} could not compile {source} for {arch}:\n{log.strip()}"
+                + missing_header_hint(log),
+                log,
+            )
+        ptx = "\n".join(p.read_text() for p in sorted(Path(tmp).glob("*.ptx")))
+        cubin = cubin_path.read_bytes()
+    return UnitOutputs.of(ptx, "", log, cubin)
