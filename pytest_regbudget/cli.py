@@ -205,7 +205,7 @@ def check_baseline(path: Path) -> list[str]:
     names that differ only in their spelling (two entries for one kernel). The file's own errors (TOML,
     schema) raise CliError."""
     from .core.names import normalize
-    from .report.record import key_text, unknown_arch_lines
+    from .report.terminal import key_text, unknown_arch_lines
 
     try:
         loaded = bl.load(path)

@@ -8,9 +8,8 @@ fixture's class from here too (`from pytest_regbudget.plugin import RegbudgetFix
 
 from __future__ import annotations
 
+from .fixture import RegbudgetFixture, regbudget
 from .hooks import (
-    RegbudgetFixture,
-    pytest_addoption,
     pytest_collection_finish,
     pytest_collection_modifyitems,
     pytest_configure,
@@ -23,8 +22,8 @@ from .hooks import (
     pytest_sessionfinish,
     pytest_sessionstart,
     pytest_terminal_summary,
-    regbudget,
 )
+from .options import pytest_addoption
 
 __all__ = [
     "RegbudgetFixture",

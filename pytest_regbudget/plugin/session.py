@@ -41,14 +41,13 @@ from ..core.limits import Launch, Limits
 from ..core.text import safe_block
 from ..core.verdict import BaselineRule, KernelReport, TimeBasis, strict, timed, verdict
 from ..gpu.runner import GpuMode, GpuRunner
-from ..report.record import (
-    KernelRecord,
+from ..report.record import KernelRecord, to_record
+from ..report.terminal import (
     baseline_lines,
     enforced_line,
     github_annotations,
     key_text,
     summary_lines,
-    to_record,
     unknown_arch_lines,
 )
 from ..sources import KernelSource, SourceSpec

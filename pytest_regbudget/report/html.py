@@ -18,7 +18,8 @@ from typing import cast
 
 from ..core.arch import get_arch
 from ..core.occupancy import occupancy
-from .record import KernelRecord, baseline_cell, regs_cell
+from .record import KernelRecord
+from .terminal import baseline_cell, regs_cell
 
 # Chart geometry and colours (the screenshot test looks for STEP_COLOUR and KERNEL_COLOUR pixels).
 WIDTH, HEIGHT, LEFT, RIGHT, TOP, BOTTOM = 640, 260, 48, 56, 16, 36

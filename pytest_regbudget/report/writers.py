@@ -12,7 +12,8 @@ from pathlib import Path
 
 from ..core.baseline import atomic_write
 from . import compare, html
-from .record import KernelRecord, json_text, markdown_report
+from .markdown import markdown_report
+from .record import KernelRecord, json_text
 
 Render = Callable[[Sequence[KernelRecord]], str]
 

@@ -17,7 +17,8 @@ from typing import NamedTuple, cast
 from ..core import baseline as bl
 from ..core.baseline import base_nodeid
 from ..core.ptxas import message_key
-from ..report.record import KernelRecord, key_text
+from ..report.record import KernelRecord
+from ..report.terminal import key_text
 from .scope import Decision, Rule, decide
 
 

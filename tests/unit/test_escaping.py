@@ -14,14 +14,9 @@ from pytest_regbudget.core.ptxas import parse_ptxas_output
 from pytest_regbudget.core.text import one_line, safe_block
 from pytest_regbudget.core.verdict import KernelReport, check
 from pytest_regbudget.report import html
-from pytest_regbudget.report.record import (
-    KernelRecord,
-    baseline_lines,
-    github_annotations,
-    markdown_report,
-    summary_lines,
-    to_record,
-)
+from pytest_regbudget.report.markdown import markdown_report
+from pytest_regbudget.report.record import KernelRecord, to_record
+from pytest_regbudget.report.terminal import baseline_lines, github_annotations, summary_lines
 
 PTXAS = """\
 ptxas info    : Compiling entry function 'k' for 'sm_90'

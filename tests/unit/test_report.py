@@ -19,20 +19,15 @@ from pytest_regbudget.core.limits import Launch, Level, Limits
 from pytest_regbudget.core.ptxas import parse_ptxas_output
 from pytest_regbudget.core.verdict import BaselineRule, KernelReport, check, entry_of_report, ratchet
 from pytest_regbudget.report import html
-from pytest_regbudget.report.record import (
-    MARKDOWN_LIMIT,
-    NEW_ROWS,
+from pytest_regbudget.report.markdown import MARKDOWN_LIMIT, NEW_ROWS, markdown_report
+from pytest_regbudget.report.record import DeltaRecord, KernelRecord, json_text, to_record
+from pytest_regbudget.report.terminal import (
     STALE_SHOWN,
-    DeltaRecord,
-    KernelRecord,
     baseline_lines,
     enforced_line,
     github_annotations,
-    json_text,
     key_text,
-    markdown_report,
     summary_lines,
-    to_record,
     unknown_arch_lines,
 )
 

@@ -1,0 +1,224 @@
+"""The `regbudget` fixture: several builds and asserts in one test (`compile`, `compile_source`, `load`,
+`compile_triton`, `compile_numba`, `measure`), each judged and reported as a marked kernel is, and GPU timing
+through `benchmark`. The fixture is handed the run's session and its item's state; it holds no state of its
+own.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from ..build.options import CompileOptions
+from ..core.errors import (
+    CompileError,
+    LaunchError,
+    MarkerError,
+    Unbuildable,
+)
+from ..core.text import safe_block
+from ..core.verdict import KernelReport
+from ..sources import KernelSource, SourceSpec
+from ..sources import make as make_source
+from .hooks import ITEM_KEY, _session
+from .markers import Budget, compile_options
+from .session import ItemState, RegbudgetSession
+
+if TYPE_CHECKING:
+    from ..core.gpu_facts import Timing
+    from ..gpu.device import Device
+
+
+class RegbudgetFixture:
+    """The `regbudget` fixture: compile kernels inside a test; each is judged by the test's marker."""
+
+    def __init__(self, session: RegbudgetSession, state: ItemState, nodeid: str, test_dir: Path) -> None:
+        self._session = session
+        self._state = state
+        self._nodeid = nodeid
+        self._test_dir = test_dir
+
+    @property
+    def arch(self) -> str:
+        """The arch this run of the test is for (the id's last part)."""
+        return self._state.arch
+
+    @property
+    def reports(self) -> list[KernelReport]:
+        """This test's kernels so far, judged; empty once the test is torn down (its records stay)."""
+        return list(self._state.reports)
+
+    @property
+    def gpu(self) -> Device | None:
+        """The CUDA device when this instance of the test runs the GPU checks, else None.
+
+        Use it to build launch arguments only when they will be used: `regbudget.gpu.cupy` is CuPy.
+        """
+        if self._session.gpu_arch(self._state) is None:
+            return None
+        from ..gpu.device import device  # CuPy's side: imported once a test asks for the device
+
+        return device()
+
+    def compile(
+        self,
+        source: str | os.PathLike[str],
+        kernel: str,
+        *,
+        defines: dict[str, object] | Sequence[str] | None = None,
+        include_dirs: Sequence[str | os.PathLike[str]] = (),
+        options: Sequence[str] = (),
+        ptxas_options: Sequence[str] = (),
+        compiler: str | None = None,
+        depends: Sequence[str | os.PathLike[str]] = (),
+    ) -> KernelReport:
+        """Compile `kernel` of `source` (relative paths: from the test file's dir) for `self.arch`.
+
+        `compiler="nvcc"` builds a translation unit with host code (`options` are then nvcc flags); the
+        default is the marker's `compiler`, else ini `regbudget_compiler`, else NVRTC. `depends` names files
+        the compile cache cannot find by itself (such as a header included through a macro), as the marker's.
+        """
+        __tracebackhide__ = True
+        opts = self._options(defines, include_dirs, options, ptxas_options, depends)
+        chosen = compiler or (self._state.budget or Budget()).compiler or self._session.settings.compiler
+        return self._measure_one(make_source(chosen, SourceSpec(self._test_dir / source, kernel, opts)))
+
+    def compile_source(
+        self,
+        code: str,
+        kernel: str,
+        *,
+        name: str = "kernel.cu",
+        defines: dict[str, object] | Sequence[str] | None = None,
+        include_dirs: Sequence[str | os.PathLike[str]] = (),
+        options: Sequence[str] = (),
+        ptxas_options: Sequence[str] = (),
+        depends: Sequence[str | os.PathLike[str]] = (),
+    ) -> KernelReport:
+        """Compile `kernel` from a code string, as CuPy's RawKernel would. `name` is what errors (and the
+        reports) call the code; `#include "x.h"` resolves against the test file's directory."""
+        __tracebackhide__ = True
+        from ..sources.nvrtc import CodeString  # the sources a fixture method needs load on first use
+
+        opts = self._options(defines, include_dirs, options, ptxas_options, depends)
+        return self._measure_one(CodeString(self._test_dir / name, code, kernel, opts))
+
+    def load(self, path: str | os.PathLike[str], kernel: str | None = None) -> list[KernelReport]:
+        """Read the kernels of a prebuilt cubin, fatbin, object or shared library for `self.arch` (all of
+        them, or `kernel` only), judged by the marker's budgets. Spills are reported only where the binary
+        records them."""
+        __tracebackhide__ = True
+        from ..sources.prebuilt import Binary
+
+        return self.measure(Binary(self._test_dir / path, kernel))
+
+    def compile_triton(
+        self,
+        fn: Any,
+        *,
+        signature: dict[str, str],
+        constexprs: dict[str, object] | None = None,
+        num_warps: int = 4,
+        num_stages: int = 3,
+    ) -> KernelReport:
+        """Compile a `@triton.jit` function for `self.arch` with Triton (no GPU needed) and measure its PTX
+        with this run's ptxas: true spill figures, not Triton's n_spills (which counts all local memory).
+        Its block is num_warps * 32 threads: give the marker launch=(num_warps * 32,) to check occupancy."""
+        __tracebackhide__ = True
+        from ..sources.python import triton_kernel
+
+        source = triton_kernel(
+            fn,
+            self._test_dir,
+            signature=signature,
+            constexprs=constexprs,
+            num_warps=num_warps,
+            num_stages=num_stages,
+        )
+        return self._measure_one(source)
+
+    def compile_numba(self, fn: Any, signature: object) -> KernelReport:
+        """Compile a Python function with Numba for `self.arch`, no GPU needed: numba-cuda lowers it to NVVM
+        IR, which the libNVVM of this run's toolkit turns into PTX for this run's ptxas to measure."""
+        __tracebackhide__ = True
+        from ..sources.python import numba_kernel
+
+        return self._measure_one(numba_kernel(fn, signature, self._test_dir))
+
+    def measure(self, source: KernelSource) -> list[KernelReport]:
+        """Build any kernel source (an object implementing `pytest_regbudget.sources.KernelSource`) for
+        `self.arch` and judge its kernels by the marker's budgets, as the methods above do."""
+        __tracebackhide__ = True
+        try:
+            return self._session.measure(self._state, self._nodeid, source)
+        except Unbuildable as exc:
+            pytest.skip(safe_block(str(exc)))
+        except CompileError as exc:
+            kernel = source.kernel or str(source.where)
+            self._session.record_error(self._state, self._nodeid, kernel, source.where, str(exc))
+            # A fresh exception keeps the plugin's internals out of the user's traceback.
+            raise type(exc)(safe_block(str(exc)), exc.log) from None
+
+    def _measure_one(self, source: KernelSource) -> KernelReport:
+        __tracebackhide__ = True
+        (report,) = self.measure(source)
+        return report
+
+    def _options(
+        self,
+        defines: dict[str, object] | Sequence[str] | None,
+        include_dirs: Sequence[str | os.PathLike[str]],
+        options: Sequence[str],
+        ptxas_options: Sequence[str],
+        depends: Sequence[str | os.PathLike[str]] = (),
+    ) -> CompileOptions:
+        given = {
+            "defines": defines,
+            "include_dirs": include_dirs,
+            "options": options,
+            "ptxas_options": ptxas_options,
+            "depends": depends,
+        }
+        try:
+            return compile_options(given, self._test_dir)
+        except MarkerError as exc:
+            # The same rules as the marker's keys: a bad argument is the test's error, said plainly.
+            raise ValueError(str(exc)) from None
+
+    def benchmark(
+        self,
+        kernel: str | KernelReport,
+        grid: int | tuple[int, ...],
+        block: int | tuple[int, ...],
+        args: Sequence[Any],
+        *,
+        dynamic_smem: int = 0,
+        flush_l2: bool = True,
+    ) -> Timing | None:
+        """Launch the very cubin ptxas measured for `kernel` (a name compiled in this test, or its report)
+        and time it with CUDA events: warm-up, L2 flush per sample, samples until the noise is low.
+
+        Returns None where GPU checks do not run (no GPU, --regbudget-gpu=off, or another arch's instance
+        of this test); the summary says why. Time budgets (max_time_ms, max_time_ratio) are judged when
+        the test ends.
+        """
+        __tracebackhide__ = True
+        grid_t = (grid,) if isinstance(grid, int) else tuple(grid)
+        block_t = (block,) if isinstance(block, int) else tuple(block)
+        try:
+            return self._session.benchmark(self._state, kernel, grid_t, block_t, args, dynamic_smem, flush_l2)
+        except LaunchError as exc:
+            message = str(exc)
+        pytest.fail(safe_block(message), pytrace=False)
+
+
+@pytest.fixture
+def regbudget(request: pytest.FixtureRequest) -> RegbudgetFixture:
+    state = request.node.stash.get(ITEM_KEY, None)
+    if state is None:  # pragma: no cover - every test using the fixture is parametrized by arch
+        raise pytest.UsageError("the regbudget fixture has no arch; is the plugin registered?")
+    return RegbudgetFixture(_session(request.config), state, request.node.nodeid, Path(request.path).parent)

@@ -1,0 +1,316 @@
+"""The plugin's command-line options and ini keys (`pytest_addoption`), checked when pytest parses them,
+and the run's `Settings` read from a config (`_settings`): the one place an option's value becomes a
+setting.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, cast, get_args
+
+import pytest
+
+from .. import sources
+from ..build.options import DEFAULT_PTXAS_TIMEOUT
+from ..build.pool import default_jobs
+from ..core.dirs import default_cache_dir
+from ..core.errors import (
+    MarkerError,
+    UnknownArchError,
+)
+from ..core.verdict import TimeBasis
+from ..gpu.runner import GpuMode
+from . import manifest_files
+from .markers import parse_tolerance
+from .session import Settings, parse_archs
+
+if TYPE_CHECKING:
+    from .manifest import Manifest
+
+
+ARCH_PARAM = "regbudget_arch"
+TOOLKIT_PARAM = "regbudget_toolkit"  # with several --regbudget-toolkit: which one an item builds with
+DEFAULT_ARCH = "sm_90"
+DEFAULT_BASELINE = "regbudget-baseline.toml"
+
+
+def _arch_list(value: str) -> str:
+    """argparse type: reject a bad arch while parsing, naming the value and the supported set."""
+    try:
+        parse_archs([value])
+    except UnknownArchError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return value
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("regbudget", "CUDA register and spill budgets (pytest-regbudget)")
+    group.addoption(
+        "--regbudget-arch",
+        action="append",
+        type=_arch_list,
+        default=None,
+        metavar="ARCHS",
+        help="target archs, comma-separated, may repeat (e.g. sm_80,sm_90). Default: ini regbudget_arch, "
+        f"else {DEFAULT_ARCH}.",
+    )
+    group.addoption(
+        "--regbudget-cuda-home",
+        default=None,
+        metavar="DIR",
+        help="CUDA toolkit to use (the directory holding bin/ptxas). Default: $REGBUDGET_CUDA_HOME, "
+        "the pip wheels, $CUDA_HOME/$CUDA_PATH, then PATH.",
+    )
+    group.addoption(
+        "--regbudget-update",
+        action="store_true",
+        default=False,
+        help="write or refresh the baseline entries of the kernels that ran (absolute budgets still fail); "
+        "it removes an entry only when the run could have seen it and did not, and never when interrupted.",
+    )
+    group.addoption(
+        "--regbudget-toolkit",
+        action="append",
+        default=None,
+        metavar="NAMES",
+        help="build and judge every kernel with each toolkit, comma-separated, may repeat: cu12 (the CUDA 12 "
+        "wheels), cu13 (the CUDA 13 wheels), system (CUDA_HOME, CUDA_PATH, PATH) or a toolkit's directory. "
+        "With more than one, item ids end in the release (test_x[sm_90-12.9]) and the summary compares them. "
+        "Default: ini regbudget_toolkit, else the one toolkit discovery finds.",
+    )
+    group.addoption(
+        "--regbudget-nvcc",
+        default=None,
+        metavar="PATH",
+        help='the nvcc for compiler="nvcc" kernels. Default: ini regbudget_nvcc, else the toolkit\'s.',
+    )
+    group.addoption(
+        "--regbudget-strict",
+        action="store_true",
+        default=None,
+        help="fail every kernel that is not held to a baseline entry of its own CUDA release (no entry, an "
+        "entry of another release only, unknown spills): a toolkit upgrade cannot pass unnoticed. Default: "
+        "ini regbudget_strict.",
+    )
+    group.addoption(
+        "--regbudget-baseline",
+        default=None,
+        metavar="PATH",
+        help="the baseline file. Default: ini regbudget_baseline, else regbudget-baseline.toml in the "
+        "rootdir.",
+    )
+    group.addoption(
+        "--regbudget-markdown",
+        default=None,
+        metavar="PATH",
+        help="write a Markdown table of kernels, metrics and baseline deltas to PATH "
+        "(also appended to $GITHUB_STEP_SUMMARY when set).",
+    )
+    group.addoption(
+        "--regbudget-gpu",
+        choices=("auto", "off", "require"),
+        default=None,
+        help="GPU checks (driver attributes and occupancy, regbudget.benchmark timings): auto runs them when "
+        "CuPy and a CUDA device are present, require fails without them, off never touches the GPU. "
+        "Default: ini regbudget_gpu, else auto.",
+    )
+    group.addoption(
+        "--regbudget-sass",
+        action="store_true",
+        default=False,
+        help="disassemble each measured cubin with nvdisasm: spill instructions inside loops, local arrays, "
+        "source lines (needs the sass extra).",
+    )
+    group.addoption(
+        "--regbudget-html",
+        default=None,
+        metavar="PATH",
+        help="write a self-contained HTML report: an index of every kernel (failures first), then budgets, "
+        "diagnosis and occupancy staircase of the failing and changed ones.",
+    )
+    group.addoption(
+        "--regbudget-html-all",
+        action="store_true",
+        default=False,
+        help="with --regbudget-html: a section with the occupancy staircase for every kernel, not only the "
+        "failing and changed ones (a larger page).",
+    )
+    group.addoption(
+        "--regbudget-no-cache",
+        action="store_true",
+        default=False,
+        help="compile everything afresh and write no cache entries (the cache lives in $REGBUDGET_CACHE_DIR, "
+        "else $XDG_CACHE_HOME/pytest-regbudget, else ~/.cache/pytest-regbudget).",
+    )
+    group.addoption(
+        "--regbudget-jobs",
+        type=int,
+        default=None,
+        metavar="N",
+        help="compile threads. Default: ini regbudget_jobs, else the available cores divided by pytest-xdist "
+        "workers.",
+    )
+    group.addoption(
+        "--regbudget-json",
+        default=None,
+        metavar="PATH",
+        help='write every kernel\'s numbers and verdict to PATH as {"kernels": [...]}.',
+    )
+    parser.addini("regbudget_arch", "target archs, comma- or line-separated (default sm_90)", type="linelist")
+    parser.addini(
+        "regbudget_baseline",
+        "baseline file, relative to the ini file's directory "
+        "(default regbudget-baseline.toml in the rootdir)",
+        default="",
+    )
+    parser.addini(
+        "regbudget_tolerance",
+        "how much worse than the baseline a kernel may get, e.g. 'registers=4, spills=16, occupancy=0.05'",
+        default="",
+    )
+    parser.addini(
+        "regbudget_compiler", "nvrtc (default) or nvcc, for markers that name no compiler", default="nvrtc"
+    )
+    parser.addini("regbudget_toolkit", "toolkits to build with, as --regbudget-toolkit", type="linelist")
+    parser.addini("regbudget_nvcc", "the nvcc for compiler=nvcc, as --regbudget-nvcc", default="")
+    parser.addini(
+        "regbudget_headroom",
+        "registers of headroom `regbudget explain` adds to the budget it suggests, e.g. 'registers=8'",
+        default="",
+    )
+    parser.addini(
+        "regbudget_time_basis",
+        "time (default) or cycles: judge max_time_ratio on time x SM clock, for runners whose clock varies",
+        default="time",
+    )
+    parser.addini("regbudget_strict", "true: as --regbudget-strict", type="bool", default=False)
+    parser.addini("regbudget_jobs", "compile threads (default: cores / xdist workers)", default="")
+    parser.addini("regbudget_gpu", "auto, off or require (see --regbudget-gpu)", default="auto")
+    parser.addini(
+        "regbudget_ptxas_timeout",
+        f"seconds one ptxas run may take (default {DEFAULT_PTXAS_TIMEOUT:g})",
+        default=str(DEFAULT_PTXAS_TIMEOUT),
+    )
+
+
+def _load_manifest(rootdir: Path) -> Manifest | None:
+    """The rootdir's kernel manifest (manifest.load), None without one. The manifest's modules are imported
+    only where there may be one: most projects have none, and importing them would cost each of their runs."""
+    found = manifest_files.find(rootdir)
+    if found is None:
+        return None
+    from .manifest import load
+
+    return load(rootdir, found)
+
+
+def _path_option(config: pytest.Config, name: str) -> Path | None:
+    value: str | None = config.getoption(name)
+    return Path(config.invocation_params.dir, value) if value else None
+
+
+def _settings(config: pytest.Config, manifest: Manifest | None = None) -> Settings:
+    cli: Sequence[str] | None = config.getoption("regbudget_arch")
+    ini: list[str] = config.getini("regbudget_arch")
+    conflict = None
+    if manifest is not None and not cli:
+        from .manifest import arch_conflict
+
+        conflict = arch_conflict(manifest, ini)
+    if conflict:
+        raise pytest.UsageError(f"regbudget manifest: {conflict}")
+    try:
+        archs = parse_archs(cli or ini or (manifest.archs if manifest else ()) or [DEFAULT_ARCH])
+    except UnknownArchError as exc:
+        raise pytest.UsageError(f"regbudget_arch (ini): {exc}") from None
+    timeout_text = str(config.getini("regbudget_ptxas_timeout"))
+    try:
+        timeout = float(timeout_text)
+    except ValueError:
+        timeout = float("nan")
+    if not 0 < timeout < float("inf"):  # also false for nan
+        raise pytest.UsageError(
+            f"regbudget_ptxas_timeout = {timeout_text!r}: expected a finite number of seconds > 0, "
+            f"e.g. {DEFAULT_PTXAS_TIMEOUT:g}"
+        )
+    try:
+        tolerance = parse_tolerance(str(config.getini("regbudget_tolerance")), "regbudget_tolerance (ini)")
+    except MarkerError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    baseline = _path_option(config, "regbudget_baseline")
+    ini_baseline = str(config.getini("regbudget_baseline"))
+    if baseline is None:
+        ini_dir = config.inipath.parent if config.inipath else config.rootpath
+        baseline = ini_dir / ini_baseline if ini_baseline else config.rootpath / DEFAULT_BASELINE
+    gpu_mode = _gpu_mode(config.getoption("regbudget_gpu") or str(config.getini("regbudget_gpu")).strip())
+    step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
+    return Settings(
+        archs=tuple(archs),
+        rootdir=config.rootpath,
+        cuda_home=config.getoption("regbudget_cuda_home"),
+        json_path=_path_option(config, "regbudget_json"),
+        ptxas_timeout=timeout,
+        baseline_path=baseline,
+        update=bool(config.getoption("regbudget_update")),
+        tolerance=tolerance,
+        markdown_path=_path_option(config, "regbudget_markdown"),
+        step_summary=Path(step_summary) if step_summary else None,
+        annotate=os.environ.get("GITHUB_ACTIONS") == "true",
+        gpu_mode=gpu_mode,
+        sass=bool(config.getoption("regbudget_sass")),
+        cache_dir=None if config.getoption("regbudget_no_cache") else default_cache_dir(),
+        jobs=_jobs(config),
+        compiler=_compiler(config),
+        html_path=_path_option(config, "regbudget_html"),
+        html_all=bool(config.getoption("regbudget_html_all")),
+        strict=bool(config.getoption("regbudget_strict") or config.getini("regbudget_strict")),
+        time_basis=_time_basis(config),
+        toolkits=_toolkits(config),
+        nvcc=config.getoption("regbudget_nvcc") or str(config.getini("regbudget_nvcc")).strip() or None,
+    )
+
+
+def _time_basis(config: pytest.Config) -> TimeBasis:
+    value = str(config.getini("regbudget_time_basis")).strip() or "time"
+    if value not in ("time", "cycles"):
+        raise pytest.UsageError(f"regbudget_time_basis = {value!r} (ini): expected time or cycles")
+    return cast(TimeBasis, value)
+
+
+def _toolkits(config: pytest.Config) -> tuple[str, ...]:
+    cli: Sequence[str] | None = config.getoption("regbudget_toolkit")
+    values = cli or config.getini("regbudget_toolkit")
+    names = [n.strip() for v in values for n in v.split(",") if n.strip()]
+    return tuple(dict.fromkeys(names))
+
+
+def _jobs(config: pytest.Config) -> int:
+    value: int | None = config.getoption("regbudget_jobs")
+    ini = str(config.getini("regbudget_jobs")).strip()
+    if value is None and ini:
+        try:
+            value = int(ini)
+        except ValueError:
+            raise pytest.UsageError(f"regbudget_jobs = {ini!r} (ini): expected a whole number") from None
+    if value is not None and value < 1:
+        raise pytest.UsageError(f"--regbudget-jobs={value}: expected 1 or more")
+    return value or default_jobs()
+
+
+def _gpu_mode(value: str) -> GpuMode:
+    for mode in get_args(GpuMode):
+        if value == mode:
+            return cast(GpuMode, mode)
+    raise pytest.UsageError(f"regbudget_gpu = {value!r} (ini): expected {', '.join(get_args(GpuMode))}")
+
+
+def _compiler(config: pytest.Config) -> str:
+    value = str(config.getini("regbudget_compiler")).strip() or "nvrtc"
+    if value not in sources.names():
+        raise pytest.UsageError(
+            f"regbudget_compiler = {value!r} (ini): expected one of {', '.join(sources.names())}"
+        )
+    return value

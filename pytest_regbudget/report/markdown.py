@@ -1,0 +1,244 @@
+"""The Markdown report: a pull-request comment and a GitHub job summary. The verdict and the failing and
+changed kernels first; unchanged kernels folded; the whole kept under GitHub's comment limit.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+
+from ..core.baseline import NO_VARIANT
+from ..core.text import one_line
+from ..core.verdict import delta_text
+from .record import KernelRecord, _sorted
+from .terminal import _cell, enforced_line, release_label
+
+
+def _md_code(text: str) -> str:
+    """`text` as a code span that fits in one table cell, whatever backticks or pipes it holds."""
+    text = one_line(text).replace("|", "\\|")
+    if not text:
+        return "-"
+    # A fence one backtick longer than any run inside; a space keeps a backtick at an end off the fence.
+    fence = "`" * (max(map(len, re.findall("`+", text)), default=0) + 1)
+    pad = " " if text[0] in "` " or text[-1] in "` " else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
+# GitHub refuses a pull-request comment over 65,536 characters. The report stops short of that at a whole
+# kernel, leaving room for the toolkit comparison that writers.py appends after it.
+MARKDOWN_LIMIT = 60_000
+# A new arch or a first baseline makes every kernel new: past this many, they are folded like unchanged ones.
+NEW_ROWS = 10
+
+# The verdict line's counts, in order; each kernel is in one (_md_kind).
+_MD_KINDS = ("failed", "error", "warned", "improved", "changed", "new", "unchanged", "no baseline")
+_MD_FLAGS = {"failed": "**FAILED**", "error": "**ERROR**", "warned": "warning"}
+# A change that is no violation: better, within its tolerance, or worse where the entry is not enforced.
+_MD_CHANGES = {"better": "improved", "tolerated": "tolerated", "worse": "not enforced"}
+_MD_TABLE = ("| verdict | kernel | arch | what |", "|---|---|---|---|")
+_MD_FOLD_TABLE = ("| kernel | arch | regs | spill st/ld | occupancy |", "|---|---|---|---|---|")
+_MD_FOLDS = {
+    "new": "new kernel{s}",
+    "unchanged": "unchanged kernel{s}",
+    "no baseline": "kernel{s} with no baseline file",
+}
+
+
+def _md_text(text: str) -> str:
+    """Our own wording and numbers in a table cell: one line, no column break. Outside text (names, logs,
+    violations that quote them) goes in `_md_code`, where no Markdown, HTML or @mention is read."""
+    return one_line(text).replace("|", "\\|")
+
+
+def _md_name(rec: KernelRecord) -> str:
+    """`poly_eval (NACC=8)`: the kernel and its variant, as its baseline entry names it, in a code span."""
+    variant = rec["key"][2] if rec["key"] and len(rec["key"]) == 5 else NO_VARIANT
+    return _md_code(rec["kernel"] if variant == NO_VARIANT else f"{rec['kernel']} ({variant})")
+
+
+def _md_kind(rec: KernelRecord) -> str:
+    if rec["outcome"] != "passed":
+        return rec["outcome"]
+    if rec["baseline_status"] in ("new", "new-release"):
+        return "new"
+    if rec["deltas"]:
+        return "improved" if all(d["verdict"] == "better" for d in rec["deltas"]) else "changed"
+    return "no baseline" if rec["baseline_status"] == "none" else "unchanged"
+
+
+def _md_count(kind: str, n: int) -> str:
+    if kind == "failed":
+        return f"**{n} failed**"
+    if kind == "error":
+        return f"**{n} error{'s' if n > 1 else ''}**"
+    if kind == "warned":
+        return f"{n} warning{'s' if n > 1 else ''}"
+    return f"{n} with no baseline file" if kind == "no baseline" else f"{n} {kind}"
+
+
+def _md_facts(rec: KernelRecord) -> str:
+    """`102 registers, no spills, occupancy 25% at 256 threads`: what a new kernel brings."""
+    parts = [f"{rec['registers']} registers"]
+    stores, loads = rec["spill_stores"], rec["spill_loads"]
+    if stores is None:
+        parts.append("spills unknown")
+    elif stores == loads == 0:
+        parts.append("no spills")
+    else:
+        parts.append(f"{stores} B spill stores, {loads} B spill loads")
+    if rec["occupancy"] is not None and rec["launch"]:
+        parts.append(f"occupancy {rec['occupancy']:.0%} at {rec['launch'][0]} threads")
+    return ", ".join(parts)
+
+
+def _md_rows(rec: KernelRecord, arch: str) -> tuple[list[str], list[str]]:
+    """A kernel's rows, one per failed or changed metric with the reason, its failures first; and the fixes
+    its failures name."""
+    kernel = _md_name(rec)
+    flag = _MD_FLAGS.get(rec["outcome"], "")
+
+    def row(verdict: str, what: str) -> str:
+        return f"| {verdict} | {kernel} | {arch} | {what} |"
+
+    if rec["registers"] is None:
+        first = (rec["error"] or "").strip().splitlines()[:1]
+        return [row(flag or "**ERROR**", f"did not compile: {_md_code(' '.join(first))}")], []
+    if not flag and rec["baseline_status"] in ("new", "new-release"):
+        what = _md_facts(rec)
+        if rec["baseline_status"] == "new-release":
+            others = _md_code(", ".join(rec["other_releases"]))
+            what += f"; no entry for {_md_text(release_label(rec['release']))} yet (entries: {others})"
+        return [row("new", what)], []
+    # A regression the baseline caught is a violation that starts with its delta's text: one row for both,
+    # and its fix said once, under the table.
+    caught = {
+        delta_text(d["metric"], d["baseline"], d["now"]) for d in rec["deltas"] if d["verdict"] == "worse"
+    }
+    rows, fixes = [], []
+    for v in rec["violations"]:
+        text = next((t for t in caught if v.startswith(t + " ")), None)
+        if text is None:
+            rows.append(row(flag, _md_code(v)))  # a budget's sentence, which may quote names
+            continue
+        caught.discard(text)
+        why, _, fix = v.partition("; ")
+        rows.append(row(flag, _md_text(why)))
+        fixes += [fix] if fix else []
+    notes = []
+    if rec["baseline_status"] == "toolkit-mismatch":
+        old = rec["baseline"]["ptxas"] if rec["baseline"] else "?"
+        notes.append(f"entry recorded with ptxas {_md_code(str(old))}")
+    if rec["options_changed"]:
+        notes.append("built with other options")
+    note = f" ({'; '.join(notes)})" if notes else ""
+    for d in rec["deltas"]:
+        text = delta_text(d["metric"], d["baseline"], d["now"])
+        if d["verdict"] != "worse" or text in caught:
+            rows.append(row(_MD_CHANGES.get(d["verdict"], d["verdict"]), _md_text(text) + note))
+    return rows, fixes
+
+
+def _md_fold_row(rec: KernelRecord, arch: str) -> str:
+    spills = "-" if rec["spill_stores"] is None else f"{rec['spill_stores']}/{rec['spill_loads']}"
+    occ = "-"
+    if rec["occupancy"] is not None and rec["launch"]:
+        occ = f"{rec['occupancy']:.0%} @{rec['launch'][0]}"
+    return f"| {_md_name(rec)} | {arch} | {_cell(rec['registers'])} | {spills} | {occ} |"
+
+
+def _md_fit(groups: Sequence[Sequence[str]], room: int) -> int:
+    """How many of `groups` (a kernel's rows, kept together), taken in order, fit in `room` characters."""
+    n = 0
+    for group in groups:
+        room -= sum(len(row) + 1 for row in group)
+        if room < 0:
+            break
+        n += 1
+    return n
+
+
+def _md_table(
+    header: Sequence[str], groups: Sequence[Sequence[str]], room: int, more: Callable[[int], str]
+) -> tuple[list[str], int]:
+    """The table's lines in at most `room` characters, a newline each, and how many groups they leave out:
+    every group, or those that fit and then, after a blank line that ends the table, `more(left)`."""
+    frame = sum(len(line) + 1 for line in header)
+    if _md_fit(groups, room - frame) == len(groups):
+        return [*header, *(row for group in groups for row in group)], 0
+    # The count line of all groups is the longest: fewer left out never makes it longer.
+    reserve = len(more(len(groups))) + 2
+    n = _md_fit(groups, room - frame - reserve)
+    if n:
+        rows = [row for group in groups[:n] for row in group]
+        return [*header, *rows, "", more(len(groups) - n)], len(groups) - n
+    return [more(len(groups))] if reserve - 1 <= room else [], len(groups)
+
+
+def markdown_report(records: Sequence[KernelRecord], *, limit: int = MARKDOWN_LIMIT) -> str:
+    """The run as a pull-request comment and job summary: the verdict in one line, then a row per failed or
+    changed metric (failures, warnings, changes, new kernels), the unchanged kernels folded. At most `limit`
+    characters: past that, whole kernels are left out, and counted."""
+    several = len({r["release"] for r in records if r["release"]}) > 1
+    kinds: list[tuple[KernelRecord, str, str]] = []
+    for rec in _sorted(records):
+        # A run that compares toolkits has a row per release: the arch cell says which.
+        arch = _md_text(rec["arch"] + (f" ({rec['release']})" if several and rec["release"] else ""))
+        kinds.append((rec, arch, _md_kind(rec)))
+    by_kind = {kind: [(rec, arch) for rec, arch, k in kinds if k == kind] for kind in _MD_KINDS}
+    archs = ", ".join(sorted({_md_text(r["arch"]) for r in records}))
+    verdict = ", ".join(_md_count(kind, len(recs)) for kind, recs in by_kind.items() if recs)
+    enforced = enforced_line(records)
+    blocks = [
+        "### pytest-regbudget" + (f" ({archs})" if archs else ""),
+        (verdict or "no kernels checked") + (f"; {enforced}" if enforced else ""),
+    ]
+    # Each block ends with a blank line (so does the text, before what writers.py appends): 2 newlines each.
+    room = limit - sum(len(b) + 2 for b in blocks)
+
+    folds = [k for k in _MD_FOLDS if by_kind[k] and (k != "new" or len(by_kind[k]) > NEW_ROWS)]
+    # Failures and compile errors first, in test order: either blocks the merge.
+    main = [(rec, arch) for rec, arch, k in kinds if k in ("failed", "error")]
+    main += [ra for k in ("warned", "improved", "changed", "new") if k not in folds for ra in by_kind[k]]
+    groups: list[list[str]] = []
+    failing: list[bool] = []
+    fixes: list[str] = []
+    seen: set[str] = set()
+    for rec, arch in main:
+        rows, fix = _md_rows(rec, arch)
+        # Two tests of one kernel variant fail the same way: one row says it.
+        rows = [row for row in rows if row not in seen]
+        seen.update(rows)
+        if rows:
+            groups.append(rows)
+            failing.append(rec["outcome"] in ("failed", "error"))
+        fixes += fix
+    fix_block = "\n".join(f"Fix: {_md_code(fix)}" for fix in dict.fromkeys(fixes))
+    room -= len(fix_block) + 2 if fix_block else 0
+
+    def more_changed(n: int) -> str:
+        failed = sum(failing[len(failing) - n :])
+        of_them = f" ({failed} of them failed)" if failed else ""
+        return f"... and {n} more changed kernels{of_them}: see the job's artifacts"
+
+    table, left = _md_table(_MD_TABLE, groups, room - 1, more_changed) if groups else ([], 0)
+    if table:
+        blocks.append("\n".join(table))
+        room -= sum(len(line) + 1 for line in table) + 1
+    if fix_block:
+        blocks.append(fix_block)
+    for kind in folds:
+        if left:
+            break  # the report is full: what would follow matters less than what was left out
+        count = len(by_kind[kind])
+        top = f"<details><summary>{count} {_MD_FOLDS[kind].format(s='' if count == 1 else 's')}</summary>"
+        # The blank lines around the table let GitHub read Markdown inside the HTML.
+        frame = len(top) + len("</details>") + 5
+        lines = [[_md_fold_row(rec, arch)] for rec, arch in by_kind[kind]]
+        fold, left = _md_table(
+            _MD_FOLD_TABLE, lines, room - frame, lambda n: f"... and {n} more: see the job's artifacts"
+        )
+        if fold:
+            blocks.append("\n".join([top, "", *fold, "", "</details>"]))
+            room -= sum(len(line) + 1 for line in fold) + frame
+    return "".join(b + "\n\n" for b in blocks)

@@ -1,0 +1,313 @@
+"""The terminal's view of a run: the summary table (one row per kernel and arch, with its cells), the baseline
+lines (stale entries, kept entries, how many were enforced), and GitHub annotations at each failing kernel's
+`__global__` line. Every name and log that comes from outside is made safe to print (core/text.py).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+from ..core.arch import get_arch
+from ..core.baseline import NO_VARIANT, Key
+from ..core.errors import UnknownArchError
+from ..core.text import one_line, safe_block
+from ..core.verdict import delta_text
+from .record import DeltaRecord, KernelRecord, _sorted
+
+_SHORT = {"registers": "regs", "spill_stores": "spill st", "spill_loads": "spill ld", "occupancy": "occ"}
+
+
+def _delta_cell(d: DeltaRecord) -> str:
+    name = _SHORT.get(d["metric"], d["metric"])
+    if d["metric"] == "occupancy":
+        return f"{name} {d['delta'] * 100:+.0f}pt"
+    return f"{name} {d['delta']:+g}"
+
+
+def baseline_cell(rec: KernelRecord) -> str:
+    status = rec["baseline_status"]
+    if status == "none" or rec["registers"] is None:
+        return "-"
+    if status == "new":
+        return "new"
+    if status == "new-release":
+        return f"new for {one_line(rec['release'])} (entries: {one_line(', '.join(rec['other_releases']))})"
+    cells = ", ".join(_delta_cell(d) for d in rec["deltas"]) or "="
+    if status == "toolkit-mismatch":
+        old = rec["baseline"]["ptxas"] if rec["baseline"] else "?"
+        return f"{cells} (ptxas {one_line(str(old))}, not enforced)"
+    return f"{cells} (options changed)" if rec["options_changed"] else cells
+
+
+def _cell(value: object) -> str:
+    return "-" if value is None else str(value)
+
+
+def regs_cell(rec: KernelRecord) -> str:
+    """`168`, or with warpgroup roles `168 (inc 232, dec 40)`: the entry count, then each role's target."""
+    roles = rec.get("setmaxnreg") or []
+    if rec["registers"] is None or not roles:
+        return _cell(rec["registers"])
+    ignored = any("C7508" in m for m in rec.get("ptxas_messages") or [])
+    shown = ", ".join(f"{d} {n}" for d, n in roles)
+    # The PTX asks for the roles; after a C7508 the kernel runs at its entry count throughout.
+    return f"{rec['registers']} ({shown}: ignored by ptxas)" if ignored else f"{rec['registers']} ({shown})"
+
+
+def _messages_note(rec: KernelRecord) -> str:
+    count = len(rec.get("ptxas_messages") or [])
+    return f", {count} ptxas msg" if count else ""
+
+
+def enforced(rec: KernelRecord) -> bool:
+    """Held to a baseline entry of its own release with every number comparable (as KernelReport's)."""
+    return rec["baseline_status"] == "compared" and rec["spill_stores"] is not None
+
+
+def release_label(release: str) -> str:
+    """ "CUDA 12.9" for a toolkit release; a release that is none ("prebuilt") as it is."""
+    return f"CUDA {release}" if release[:1].isdigit() else release
+
+
+def enforced_line(
+    records: Sequence[KernelRecord], *, updating: bool = False, strict: bool = False
+) -> str | None:
+    """How many baseline entries this run measured were held to an entry of their release, and why the
+    others were not: `52 of 52 baseline entries enforced (CUDA 12.9)`. Counted per entry (two tests of one
+    kernel variant are one), a kernel without a key (a compile error) not at all. None when nothing was
+    measured."""
+    by_key: dict[tuple[str, ...], list[KernelRecord]] = {}
+    for r in records:
+        if r["registers"] is not None and r["key"]:
+            by_key.setdefault(tuple(r["key"]), []).append(r)
+    if not by_key:
+        return None
+    held = sum(1 for recs in by_key.values() if all(enforced(r) for r in recs))
+    releases = sorted({r["release"] for recs in by_key.values() for r in recs if r["release"]})
+    shown = [release_label(one_line(r)) for r in releases]
+    cuda = [label.removeprefix("CUDA ") for label in shown if label.startswith("CUDA ")]
+    others = [label for label in shown if not label.startswith("CUDA ")]
+    parts = ([f"CUDA {', '.join(cuda)}"] if cuda else []) + others
+    line = f"{held} of {len(by_key)} baseline entries enforced" + (f" ({'; '.join(parts)})" if parts else "")
+    why: dict[str, int] = {}
+    for recs in by_key.values():
+        first = next((r for r in recs if not enforced(r)), None)
+        if first is None:
+            continue
+        reason = {
+            "none": "no baseline file",
+            "new": "new",
+            "new-release": f"no entry for {release_label(one_line(first['release']))} yet",
+            "toolkit-mismatch": "recorded with another ptxas",
+        }.get(first["baseline_status"], "spills unknown (prebuilt binary)")
+        why[reason] = why.get(reason, 0) + 1
+    if why:
+        line += "; not enforced: " + ", ".join(f"{n} {reason}" for reason, n in sorted(why.items()))
+        # An update records them; elsewhere, say what would make this a failure.
+        line += (
+            " (this update records them)"
+            if updating
+            else " (--regbudget-strict fails them)"
+            if not strict
+            else ""
+        )
+    return line
+
+
+def summary_lines(records: Sequence[KernelRecord]) -> list[str]:
+    """A fixed-width table, one row per (test, kernel, arch), in a stable order."""
+    if not records:
+        return []
+    header: tuple[str, ...] = (
+        "test",
+        "kernel",
+        "arch",
+        "regs",
+        "spill st/ld",
+        "stack",
+        "smem",
+        "occupancy",
+        "cliff",
+        "baseline",
+        "verdict",
+    )
+    rows: list[tuple[str, ...]] = []
+    for rec in _sorted(records):
+        spills = "-" if rec["spill_stores"] is None else f"{rec['spill_stores']}/{rec['spill_loads']}"
+        occ = "-"
+        if rec["occupancy"] is not None and rec["launch"]:
+            occ = f"{rec['occupancy']:.0%} @{rec['launch'][0]}"
+        rows.append(
+            (
+                one_line(rec["nodeid"].split("::", 1)[-1]),
+                one_line(rec["kernel"]),
+                one_line(rec["arch"]),
+                regs_cell(rec),
+                spills,
+                _cell(rec["stack_frame"]),
+                _cell(rec["shared_mem"]),
+                occ,
+                _cliff_cell(rec),
+                baseline_cell(rec),
+                (rec["outcome"].upper() if rec["outcome"] != "passed" else "ok") + _messages_note(rec),
+            )
+        )
+    numeric = {"regs", "stack", "smem"}
+    if any(rec["spill_instructions"] is not None for rec in records):
+        header = (*header[:5], "spill instr loop/all", *header[5:])
+        rows = [
+            (*row[:5], _sass_cell(rec), *row[5:]) for row, rec in zip(rows, _sorted(records), strict=True)
+        ]
+    if any(rec["gpu_device"] for rec in records):
+        header, rows = _with_gpu_columns(header, rows, _sorted(records))
+    widths = [max(len(h), *(len(row[i]) for row in rows)) for i, h in enumerate(header)]
+    # Right-justified by name: optional columns (SASS, GPU) shift the positions.
+    right = [h in numeric for h in header]
+
+    def fmt(row: Iterable[str]) -> str:
+        cells = [c.rjust(w) if r else c.ljust(w) for c, w, r in zip(row, widths, right, strict=True)]
+        return "  ".join(cells).rstrip()
+
+    # The test column leads each row: a non-Python item's id could start with "::".
+    return [fmt(header), fmt("-" * w for w in widths), *(safe_block(fmt(row)) for row in rows)]
+
+
+def _cliff_cell(rec: KernelRecord) -> str:
+    """`+3/-5`: registers it can grow before losing a block / must shed to gain one."""
+    if rec["cliff_grow"] is None:
+        return "-"
+    shed = "-" if rec["cliff_shed"] is None else f"-{rec['cliff_shed']}"
+    return f"+{rec['cliff_grow']}/{shed}"
+
+
+def _sass_cell(rec: KernelRecord) -> str:
+    if rec["spill_instructions"] is None:
+        return "-"
+    return f"{rec['spill_instructions_in_loops']}/{rec['spill_instructions']}"
+
+
+def _with_gpu_columns(
+    header: tuple[str, ...], rows: list[tuple[str, ...]], records: list[KernelRecord]
+) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
+    """Occupancy and time side by side: either alone can be made to look like an improvement."""
+    extra = ("drv regs", "drv occ", "time ms", "noise", "base ms", "ratio")
+    out = []
+    for row, rec in zip(rows, records, strict=True):
+        occ = rec["driver_occupancy"]
+        t, base, ratio = rec["time_ms"], rec["baseline_time_ms"], rec["time_ratio"]
+        cells = (
+            _cell(rec["driver_registers"]),
+            "-" if occ is None else f"{occ:.0%}",
+            "-" if t is None else f"{t:.4g}",
+            "-" if rec["noise"] is None else f"{rec['noise']:.1%}",
+            "-" if base is None else f"{base:.4g}",
+            "-" if ratio is None else f"x{ratio:.3f}",
+        )
+        out.append((*row[:-1], *cells, row[-1]))
+    return (*header[:-1], *extra, header[-1]), out
+
+
+def _label(rec: KernelRecord) -> str:
+    return one_line(f"{rec['kernel']} [{rec['arch']}] ({rec['nodeid']})")
+
+
+# A suite that lost a directory of tests has thousands of stale entries: name a few, count the rest.
+STALE_SHOWN = 10
+
+
+def baseline_lines(
+    records: Sequence[KernelRecord],
+    stale: Sequence[Key],
+    *,
+    updating: bool,
+    kept: Sequence[str] = (),
+) -> list[str]:
+    """Improvements to lock in and stale entries to remove, each ending with what to do; during an update,
+    `kept` says which entries the run could not judge and why."""
+    lines = []
+    improved = [
+        (rec, [d for d in rec["deltas"] if d["verdict"] == "better"])
+        for rec in _sorted(records)
+        if rec["baseline_status"] == "compared"
+    ]
+    improved = [(rec, ds) for rec, ds in improved if ds]
+    if improved and not updating:
+        lines.append(f"{len(improved)} kernel(s) improved on the baseline:")
+        for rec, ds in improved:
+            changes = ", ".join(delta_text(d["metric"], d["baseline"], d["now"]) for d in ds)
+            lines.append(f"  {_label(rec)}: {changes}")
+        lines.append("  Run pytest --regbudget-update to lock the improvements in.")
+    if stale and not updating:
+        lines.append(
+            f"{len(stale)} stale baseline entr{'y' if len(stale) == 1 else 'ies'} (test or kernel gone):"
+        )
+        lines += [one_line(f"  {key_text(key)}") for key in stale[:STALE_SHOWN]]
+        if len(stale) > STALE_SHOWN:
+            lines.append(f"  ... and {len(stale) - STALE_SHOWN} more")
+        lines.append("  pytest --regbudget-update removes them.")
+    lines += kept
+    return [safe_block(line) for line in lines]
+
+
+def key_text(key: Sequence[str]) -> str:
+    """`kernels/poly.cu poly_eval (NACC=8) [sm_90, CUDA 12.9]` for a kernel's entry."""
+    source, kernel, variant, arch, release = key
+    shown = "" if variant == NO_VARIANT else f" ({variant})"
+    return f"{source} {kernel}{shown} [{arch}, {release_label(release)}]"
+
+
+def unknown_arch_lines(keys: Iterable[Key], baseline: str) -> list[str]:
+    """A line per arch of the baseline that this plugin does not know (a typo or a hand edit): no run can
+    build for it, so its entries are never checked, and no update removes them."""
+    by_arch: dict[str, list[Key]] = {}
+    for key in keys:
+        by_arch.setdefault(key[3], []).append(key)
+    lines = []
+    for arch, found in sorted(by_arch.items()):
+        try:
+            get_arch(arch)
+        except UnknownArchError as exc:
+            example = key_text(min(found))
+            entries = f"{len(found)} entr{'y' if len(found) == 1 else 'ies'}"
+            lines.append(
+                one_line(
+                    f"baseline {baseline}: {entries} for arch {arch!r} (e.g. {example}) are never "
+                    f"checked and never removed: correct the arch or delete them; {exc}"
+                )
+            )
+    return [safe_block(line) for line in lines]
+
+
+def _escape(text: str, prop: bool = False) -> str:
+    """GitHub workflow-command escaping (actions/toolkit's escapeData and escapeProperty).
+
+    The runner reads a command up to the line break and a property up to ':' or ','. A message keeps its
+    line breaks as %0A (the annotation shows them); a property is one line. Other non-printable characters
+    are shown escaped.
+    """
+    text = one_line(text) if prop else "\n".join(one_line(line) for line in text.splitlines())
+    text = text.replace("%", "%25").replace("\n", "%0A")
+    return text.replace(":", "%3A").replace(",", "%2C") if prop else text
+
+
+def github_annotations(records: Sequence[KernelRecord], rootdir: Path) -> list[str]:
+    """`::error file=...,line=N,title=...::message` at each failing kernel's __global__ line."""
+    base = Path(os.environ.get("GITHUB_WORKSPACE") or rootdir)
+    out = []
+    for rec in _sorted(records):
+        if rec["outcome"] == "passed":
+            continue
+        level = "warning" if rec["outcome"] == "warned" else "error"
+        try:
+            path = os.path.relpath(rec["source"], base)
+        except ValueError:
+            path = rec["source"]
+        where = f"file={_escape(path, True)}"
+        if rec["line"] is not None:
+            where += f",line={rec['line']}"
+        title = _escape(f"regbudget {rec['kernel']} [{rec['arch']}]", True)
+        message = rec["error"] or "\n".join(rec["violations"])
+        out.append(f"::{level} {where},title={title}::{_escape(message)}")
+    return out
