@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING
 from ._version import __version__
 from .core.arch import SUPPORTED_ARCHS, ArchLimits, get_arch
 from .core.errors import CompileError, KernelNotFoundError, RegbudgetWarning, ToolchainError, UnknownArchError
+from .core.kernel_report import KernelReport
 from .core.occupancy import Occupancy, launch_failure, occupancy
 from .core.ptxas import KernelResources, parse_ptxas_output
-from .core.verdict import KernelReport
 
 if TYPE_CHECKING:
     from .build.compiler import compile_kernel

@@ -312,8 +312,8 @@ def explain(
     from .build.options import CompileOptions
     from .build.toolchain import discover
     from .core.arch import get_arch
+    from .core.checks import max_block
     from .core.occupancy import occupancy, register_cliff
-    from .core.verdict import max_block
 
     options = CompileOptions.make(defines=list(defines))
     toolkit = discover(named=toolkit_name)

@@ -20,8 +20,8 @@ from ..core.errors import (
     MarkerError,
     Unbuildable,
 )
+from ..core.kernel_report import KernelReport
 from ..core.text import safe_block
-from ..core.verdict import KernelReport
 from ..sources import KernelSource, SourceSpec
 from ..sources import make as make_source
 from .hooks import ITEM_KEY, _session

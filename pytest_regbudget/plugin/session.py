@@ -37,9 +37,11 @@ from ..core.errors import (
     Unbuildable,
 )
 from ..core.facts import KernelFacts
+from ..core.kernel_report import KernelReport
 from ..core.limits import Launch, Limits
+from ..core.ratchet import BaselineRule
 from ..core.text import safe_block
-from ..core.verdict import BaselineRule, KernelReport, TimeBasis, strict, timed, verdict
+from ..core.verdict import TimeBasis, strict, timed, verdict
 from ..gpu.runner import GpuMode, GpuRunner
 from ..report.record import KernelRecord, to_record
 from ..report.terminal import (

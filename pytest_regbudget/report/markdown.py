@@ -8,8 +8,8 @@ import re
 from collections.abc import Callable, Sequence
 
 from ..core.baseline import NO_VARIANT
+from ..core.kernel_report import delta_text
 from ..core.text import one_line
-from ..core.verdict import delta_text
 from .record import KernelRecord, _sorted
 from .terminal import _cell, enforced_line, release_label
 

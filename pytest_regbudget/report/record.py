@@ -10,7 +10,7 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, TypedDict, cast
 
-from ..core.verdict import Delta, KernelReport
+from ..core.kernel_report import Delta, KernelReport
 
 
 class DeltaRecord(TypedDict):

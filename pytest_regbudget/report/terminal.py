@@ -12,8 +12,8 @@ from pathlib import Path
 from ..core.arch import get_arch
 from ..core.baseline import NO_VARIANT, Key
 from ..core.errors import UnknownArchError
+from ..core.kernel_report import delta_text
 from ..core.text import one_line, safe_block
-from ..core.verdict import delta_text
 from .record import DeltaRecord, KernelRecord, _sorted
 
 _SHORT = {"registers": "regs", "spill_stores": "spill st", "spill_loads": "spill ld", "occupancy": "occ"}

@@ -8,19 +8,12 @@ from typing import Any, cast
 import pytest
 
 from pytest_regbudget.core.baseline import Entry
+from pytest_regbudget.core.checks import check
+from pytest_regbudget.core.kernel_report import Delta, KernelReport, compare
 from pytest_regbudget.core.limits import Launch, Limits
 from pytest_regbudget.core.ptxas import parse_ptxas_output
-from pytest_regbudget.core.verdict import (
-    BaselineRule,
-    Delta,
-    KernelReport,
-    check,
-    compare,
-    entry_of_report,
-    ratchet,
-    strict,
-    timed,
-)
+from pytest_regbudget.core.ratchet import BaselineRule, entry_of_report, ratchet
+from pytest_regbudget.core.verdict import strict, timed
 
 PTXAS = """\
 ptxas info    : 0 bytes gmem

@@ -9,10 +9,11 @@ from pathlib import Path
 import pytest
 
 from pytest_regbudget.core.baseline import Key
+from pytest_regbudget.core.checks import check
+from pytest_regbudget.core.kernel_report import KernelReport
 from pytest_regbudget.core.limits import Launch, Limits
 from pytest_regbudget.core.ptxas import parse_ptxas_output
 from pytest_regbudget.core.text import one_line, safe_block
-from pytest_regbudget.core.verdict import KernelReport, check
 from pytest_regbudget.report import html
 from pytest_regbudget.report.markdown import markdown_report
 from pytest_regbudget.report.record import KernelRecord, to_record

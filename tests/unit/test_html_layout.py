@@ -10,9 +10,11 @@ from html.parser import HTMLParser
 
 import pytest
 
+from pytest_regbudget.core.checks import check
+from pytest_regbudget.core.kernel_report import KernelReport
 from pytest_regbudget.core.limits import Launch, Limits
 from pytest_regbudget.core.ptxas import parse_ptxas_output
-from pytest_regbudget.core.verdict import BaselineRule, KernelReport, check, entry_of_report, ratchet
+from pytest_regbudget.core.ratchet import BaselineRule, entry_of_report, ratchet
 from pytest_regbudget.report import html
 from pytest_regbudget.report.record import KernelRecord, to_record
 

@@ -8,6 +8,7 @@ from dataclasses import replace
 import pytest
 
 from pytest_regbudget.core.arch import get_arch
+from pytest_regbudget.core.checks import check
 from pytest_regbudget.core.limits import Launch, Limits
 from pytest_regbudget.core.occupancy import (
     BARRIERS,
@@ -19,7 +20,6 @@ from pytest_regbudget.core.occupancy import (
     occupancy,
 )
 from pytest_regbudget.core.ptxas import KernelResources, parse_ptxas_output
-from pytest_regbudget.core.verdict import check
 
 PTXAS = """\
 ptxas info    : Compiling entry function 'k' for 'sm_90'

@@ -15,9 +15,11 @@ from typing import Any, cast
 import pytest
 
 from pytest_regbudget.core.baseline import Key
+from pytest_regbudget.core.checks import check
+from pytest_regbudget.core.kernel_report import KernelReport
 from pytest_regbudget.core.limits import Launch, Level, Limits
 from pytest_regbudget.core.ptxas import parse_ptxas_output
-from pytest_regbudget.core.verdict import BaselineRule, KernelReport, check, entry_of_report, ratchet
+from pytest_regbudget.core.ratchet import BaselineRule, entry_of_report, ratchet
 from pytest_regbudget.report import html
 from pytest_regbudget.report.markdown import MARKDOWN_LIMIT, NEW_ROWS, markdown_report
 from pytest_regbudget.report.record import DeltaRecord, KernelRecord, json_text, to_record

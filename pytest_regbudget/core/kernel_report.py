@@ -1,0 +1,211 @@
+"""What the verdict says about one kernel on one arch: the `KernelReport` (its facts, the budgets it broke,
+its baseline deltas, its GPU figures), and the comparison of two sets of numbers (`Delta`, `compare`).
+Plain, frozen data; the checks that fill it are checks.py, ratchet.py and verdict.py.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Literal
+
+from .baseline import Entry, Key
+from .limits import Launch, Level
+from .occupancy import (
+    Cliff,
+    Occupancy,
+)
+from .ptxas import KernelResources
+from .text import one_line, safe_block
+
+if TYPE_CHECKING:
+    from .gpu_facts import GpuFacts, Timing  # made on a GPU only (gpu.py)
+    from .sass import SassReport  # read only where asked for: a run without it does not import the parser
+    from .timing import Verdict as TimeStatus
+
+
+Outcome = Literal["passed", "failed", "warned", "error"]
+DeltaVerdict = Literal["worse", "better", "same", "tolerated"]
+# none: no baseline file; new: no entry; new-release: entries for other toolkit releases only (a CUDA
+# upgrade); compared: judged against its entry; toolkit-mismatch: an entry whose ptxas is of another release
+# than its key says (a hand-edited file).
+BaselineStatus = Literal["none", "new", "new-release", "compared", "toolkit-mismatch"]
+
+# Metrics the ratchet compares: for all but occupancy, more is worse.
+RATCHET_METRICS = ("registers", "spill_stores", "spill_loads", "stack", "smem", "occupancy")
+
+
+@dataclass(frozen=True)
+class Delta:
+    metric: str
+    baseline: float
+    now: float
+    verdict: DeltaVerdict
+    tolerance: float = 0
+
+    @property
+    def change(self) -> float:
+        return self.now - self.baseline
+
+    def text(self) -> str:
+        return delta_text(self.metric, self.baseline, self.now)
+
+
+def delta_text(metric: str, baseline: float, now: float) -> str:
+    """`registers 72 -> 80 (+8)`; occupancy in percent."""
+    if metric == "occupancy":
+        return f"occupancy {baseline:.1%} -> {now:.1%} ({(now - baseline) * 100:+.1f} pts)"
+    return f"{metric} {baseline:g} -> {now:g} ({now - baseline:+g})"
+
+
+def compare(old: Entry, new: Entry, tolerance: Mapping[str, float]) -> list[Delta]:
+    """Every ratchet metric that differs between `old` and `new`, judged with `tolerance`."""
+    deltas = []
+    for metric in RATCHET_METRICS:
+        if metric == "occupancy":
+            # At the same launch only: a kernel's occupancy is a property of (kernel, block size).
+            common = [at for at in new.occupancy if at in old.occupancy]
+            if not common:
+                continue
+            was, now = old.occupancy[common[0]], new.occupancy[common[0]]
+            # Lower occupancy is worse: flip the sign so "worse" means a positive change below.
+            before, after = -was, -now
+        else:
+            if getattr(old, metric) is None or getattr(new, metric) is None:
+                continue  # unknown (a binary's spills): nothing to compare
+            before = was = float(getattr(old, metric))
+            after = now = float(getattr(new, metric))
+        if was == now:
+            continue
+        allowed = tolerance.get(metric, tolerance.get("spills", 0.0) if metric.startswith("spill") else 0.0)
+        if after < before:
+            verdict: DeltaVerdict = "better"
+        elif after - before <= allowed + 1e-9:
+            verdict = "tolerated"
+        else:
+            verdict = "worse"
+        deltas.append(Delta(metric, was, now, verdict, allowed))
+    return deltas
+
+
+@dataclass(frozen=True)
+class KernelReport:
+    """One kernel on one arch in one test: what ptxas said, what it means, and the verdict.
+
+    Immutable: `verdict()` makes it whole, and `timed()` makes the final one of a timed kernel.
+    """
+
+    nodeid: str
+    kernel: str
+    arch: str
+    source: str
+    resources: KernelResources | None
+    launch: Launch | None = None
+    dynamic_smem: int = 0
+    occupancy: Occupancy | None = None
+    violations: list[str] = field(default_factory=list)
+    level: Level = "fail"
+    error: str | None = None  # a compile error, when there are no resources
+    ptxas_version: str = ""
+    nvrtc_version: str = ""
+    compiler: str = ""  # the source kind that produced the numbers: nvrtc, nvcc, triton, numba, binary...
+    release: str = ""  # the toolkit release of those numbers ("12.9"): the baseline entry's
+    options_hash: str = ""
+    line: int | None = None  # the kernel's __global__ line in `source`, for annotations
+    baseline: Entry | None = None
+    baseline_status: BaselineStatus = "none"
+    deltas: list[Delta] = field(default_factory=list)
+    gpu: GpuFacts | None = None
+    model_defects: list[str] = field(default_factory=list)
+    timing: Timing | None = None
+    baseline_time_ms: float | None = None
+    gpu_note: str | None = None  # why GPU checks did not run, or what they lacked
+    sass: SassReport | None = None
+    diagnosis: list[str] = field(default_factory=list)
+    cliff: Cliff | None = None
+    key: Key | None = None  # the baseline's (source, kernel, variant, arch, release)
+    options_changed: bool = False  # built with other options than its baseline entry (still enforced)
+    time_status: TimeStatus | None = None  # pass, fail, or ambiguous (noisy, decided on the median)
+    messages: tuple[str, ...] = ()  # ptxas's warnings and performance-loss notes for this kernel
+    setmaxnreg: tuple[tuple[str, int], ...] = ()  # its warpgroups' register targets, by direction
+    other_releases: tuple[str, ...] = ()  # releases with an entry for this kernel, when its own has none
+
+    @property
+    def enforced(self) -> bool:
+        """Held to a baseline entry of its own release, every number comparable (strict mode's test)."""
+        r = self.resources
+        return self.baseline_status == "compared" and r is not None and r.spills_known
+
+    def unenforced_reason(self) -> str:
+        """Why this kernel is not `enforced`, for strict mode's failure."""
+        if self.resources is None:
+            return "it did not build"
+        if self.baseline_status == "new-release":
+            others = ", ".join(self.other_releases)
+            return f"the baseline has no CUDA {self.release} entry for it (only {others})"
+        if self.baseline_status == "toolkit-mismatch" and self.baseline is not None:
+            old, now = self.baseline.ptxas, self.ptxas_version
+            return f"its entry was recorded with ptxas {old}, this build used {now}"
+        if self.baseline_status in ("new", "none"):
+            return "the baseline has no entry for it" if self.baseline_status == "new" else "no baseline file"
+        if not self.resources.spills_known:
+            return "its spills are unknown (a prebuilt binary records none)"
+        return "it was not compared"
+
+    @property
+    def registers(self) -> int | None:
+        return self.resources.registers if self.resources else None
+
+    @property
+    def spill_stores(self) -> int | None:
+        return self.resources.spill_stores if self.resources else None
+
+    @property
+    def spill_loads(self) -> int | None:
+        return self.resources.spill_loads if self.resources else None
+
+    @property
+    def stack_frame(self) -> int | None:
+        return self.resources.stack_frame if self.resources else None
+
+    @property
+    def shared_mem(self) -> int | None:
+        return self.resources.shared_mem if self.resources else None
+
+    @property
+    def occupancy_at(self) -> str | None:
+        """The launch the occupancy figure is for ("256 threads, 4096 B dynamic smem"), if there is one."""
+        if self.occupancy is None or self.launch is None:
+            return None
+        dynamic = f", {self.dynamic_smem} B dynamic smem" if self.dynamic_smem else ""
+        return f"{self.launch.threads} threads{dynamic}"
+
+    @property
+    def driver_occupancy(self) -> float | None:
+        """The occupancy the driver grants at the launch size, where GPU checks ran."""
+        if self.gpu is None or self.gpu.driver_blocks is None or self.occupancy is None:
+            return None
+        return self.occupancy.of_blocks(self.gpu.driver_blocks)
+
+    @property
+    def outcome(self) -> Outcome:
+        if self.error is not None:
+            return "error"
+        if not self.violations:
+            return "passed"
+        return "warned" if self.level == "warn" else "failed"
+
+    @property
+    def label(self) -> str:
+        return f"{one_line(self.kernel)} [{self.arch}]"
+
+    def failure_text(self) -> str:
+        """The lines a failing test shows: one per violated budget, then ptxas's own line.
+
+        pytest prints them as they are, so no line may read as a GitHub workflow command.
+        """
+        lines = [f"{self.label}: {v}" for v in self.violations]
+        if self.resources is not None:
+            lines.append(f"    ptxas: {self.resources.ptxas_line}")
+        lines += [f"    diagnosis: {d}" for d in self.diagnosis]
+        return safe_block("\n".join(lines))

@@ -1,0 +1,129 @@
+"""A kernel held to its baseline entry (`ratchet`): the deltas always, and a failure for each number that got
+worse where the entry is enforced (its own CUDA release, not during an update), beyond the tolerance. The
+entry a measured kernel's numbers make (`entry_of_report`) is what the deltas compare with.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
+
+from .baseline import Entry, base_nodeid
+from .facts import release_of
+from .kernel_report import KernelReport, compare
+from .ptxas import message_key
+
+if TYPE_CHECKING:
+    pass
+
+
+UPDATE_HINT = "pytest --regbudget-update"
+
+
+@dataclass(frozen=True)
+class BaselineRule:
+    """How a kernel is held to its baseline entry."""
+
+    entry: Entry | None  # this kernel's entry, if the baseline has one
+    recorded: bool = False  # a baseline file is in use: a kernel without an entry is "new", not "none"
+    releases: tuple[str, ...] = ()  # other releases with an entry for this kernel (when `entry` is None)
+    tolerance: Mapping[str, float] = field(default_factory=dict)
+    enforce: bool = True  # False during an update, which accepts whatever it measures
+    name: str = "the baseline"  # the file, as the fix names it
+    conflict: str | None = None  # another test of this run measured the same kernel variant differently
+
+
+def entry_of_report(report: KernelReport) -> Entry:
+    """The baseline entry a measured kernel's numbers make (its report must have resources), to compare
+    with the entry on file."""
+    res, occ = report.resources, report.occupancy
+    if res is None:
+        raise ValueError(f"{report.label} has no numbers to record: {report.error}")
+    at = report.occupancy_at
+    return Entry(
+        registers=res.registers,
+        spill_stores=res.spill_stores if res.spills_known else None,
+        spill_loads=res.spill_loads if res.spills_known else None,
+        stack=res.stack_frame,
+        smem=res.shared_mem,
+        const_mem=res.const_mem,
+        ptxas=report.ptxas_version,
+        nvrtc=report.nvrtc_version,
+        compiler=report.compiler,
+        messages=tuple(sorted({message_key(m) for m in report.messages})),
+        options_hash=report.options_hash,
+        # Rounded so that the file does not churn on float noise.
+        occupancy={} if occ is None or at is None else {at: round(round(occ.occupancy, 6), 4)},
+        tests=(base_nodeid(report.nodeid),),
+        gpu=_gpu_figures(report),
+    )
+
+
+def _gpu_figures(report: KernelReport) -> dict[str, dict[str, object]]:
+    """Per-device figures for the baseline; only a timed kernel has any."""
+    g, t = report.gpu, report.timing
+    if g is None or t is None:
+        return {}
+    figures: dict[str, object] = {
+        "time_ms": float(f"{t.median_ms:.4g}"),
+        "noise": round(t.noise or 0.0, 4),
+        "samples": t.samples,
+        "driver_registers": g.view.registers,
+    }
+    driver = report.driver_occupancy
+    if driver is not None:
+        figures["driver_occupancy"] = round(round(driver, 6), 4)
+    if t.sm_clock_mhz is not None:
+        figures["sm_clock_mhz"] = t.sm_clock_mhz
+    if t.max_sm_clock_mhz is not None:
+        figures["max_sm_clock_mhz"] = t.max_sm_clock_mhz
+    if t.ci_low_ms is not None and t.ci_high_ms is not None:
+        figures["ci_low_ms"] = float(f"{t.ci_low_ms:.4g}")
+        figures["ci_high_ms"] = float(f"{t.ci_high_ms:.4g}")
+    return {g.device: figures}
+
+
+def ratchet(report: KernelReport, rule: BaselineRule) -> KernelReport:
+    """The report held to its baseline entry: deltas always, violations where enforced and comparable."""
+    if rule.conflict is not None:
+        report = replace(report, violations=[*report.violations, rule.conflict])
+    old = rule.entry
+    if old is None:
+        if rule.releases:
+            return replace(report, baseline_status="new-release", other_releases=rule.releases)
+        return replace(report, baseline_status="new" if rule.recorded else "none")
+    deltas = compare(old, entry_of_report(report), rule.tolerance)
+    # An entry is its release's (the key says so); only a hand-edited one can hold another release's ptxas.
+    # Patch versions of one release (12.9.41, 12.9.86) share entries.
+    if release_of(old.ptxas) != report.release:
+        return replace(
+            report,
+            baseline=old,
+            deltas=deltas,
+            baseline_status="toolkit-mismatch",
+            options_changed=old.options_hash != report.options_hash,
+        )
+    worse = []
+    new_messages = sorted({message_key(m) for m in report.messages} - set(old.messages))
+    if rule.enforce and new_messages:
+        worse.append(
+            f"new ptxas message(s) since the baseline: {', '.join(new_messages)}; if intended, accept them "
+            f"with {UPDATE_HINT} and commit {rule.name}"
+        )
+    for d in deltas if rule.enforce else []:
+        if d.verdict == "worse":
+            allowed = f", tolerance {d.tolerance:g}" if d.tolerance else ""
+            worse.append(
+                f"{d.text()} is worse than the baseline{allowed}; if intended, accept it with "
+                f"{UPDATE_HINT} and commit {rule.name}"
+            )
+    return replace(
+        report,
+        baseline=old,
+        deltas=deltas,
+        baseline_status="compared",
+        violations=[*report.violations, *worse],
+        # Another compiler (NVRTC -> nvcc) is a build change like a flag: reported, and still enforced.
+        options_changed=old.options_hash != report.options_hash or old.compiler != report.compiler,
+    )
