@@ -19,6 +19,7 @@ def docs_text() -> str:
     return "\n".join(p.read_text() for p in sorted(DOCS.rglob("*.md")))
 
 
+@pytest.mark.slow
 def test_mkdocs_builds_strictly(tmp_path: Path) -> None:
     pytest.importorskip("mkdocs", reason="mkdocs is in the test extra")
     result = subprocess.run(

@@ -143,6 +143,7 @@ def _near(pixel: tuple[int, ...], colour: str, tolerance: int = 12) -> bool:
     return all(abs(a - b) <= tolerance for a, b in zip(pixel[:3], rgb, strict=True))
 
 
+@pytest.mark.slow
 def test_html_renders_in_headless_chromium(report: Path, tmp_path: Path) -> None:
     browser = _chromium()
     if browser is None:

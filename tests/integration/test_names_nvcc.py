@@ -168,6 +168,7 @@ def test_missing():
     )
 
 
+@pytest.mark.slow
 def test_nvcc_extra_builds_real_programs(pytester: pytest.Pytester, nvcc: Path) -> None:
     """<cuda_fp16.h> (which needs CCCL's <nv/target>), <cuda_profiler_api.h> and <cub/cub.cuh> come from the
     nvcc extra's wheels; a .cuh compiles with -x cu, and without it the error says so."""

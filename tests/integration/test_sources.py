@@ -187,6 +187,7 @@ def test_matmul(regbudget):
 """
 
 
+@pytest.mark.slow
 def test_triton_kernels_measured_by_our_ptxas(pytester: pytest.Pytester) -> None:
     pytest.importorskip("triton", reason="triton is in the test extra; it did not import here")
     pytester.makepyfile(test_k=TRITON_TESTS)

@@ -23,6 +23,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).parents[2]
 PACKAGE = ROOT / "pytest_regbudget"
 EXAMPLE = ROOT / "example_project"

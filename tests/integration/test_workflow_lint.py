@@ -16,6 +16,8 @@ from typing import Any
 import pytest
 import yaml
 
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).parent.parent.parent
 WORKFLOW = ROOT / "example_project" / ".github" / "workflows" / "regbudget.yml"
 RELEASE = ROOT / ".github" / "workflows" / "release.yml"

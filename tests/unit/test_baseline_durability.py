@@ -12,6 +12,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
 from conftest import SAMPLE_ENTRY as ENTRY
 
 from pytest_regbudget.core import baseline as bl
@@ -45,6 +46,7 @@ def entries(version: int) -> dict[bl.Key, bl.Entry]:
     }
 
 
+@pytest.mark.slow
 def test_sigkill_during_updates_never_leaves_a_broken_file(tmp_path: Path) -> None:
     path = tmp_path / "regbudget-baseline.toml"
     bl.update(path, entries(0), set(), lock_dir=tmp_path / "cache")
