@@ -188,7 +188,7 @@ class CompileCache:
             return self.unit(unit, toolkit, ptxas_timeout, source_text=text, label=label)
 
         outputs = pick(kernel, Unit(source, arch, options, nvcc), build)
-        return compiler.interpret(outputs, source, text, kernel, arch, options, _provenance(toolkit, nvcc))
+        return compiler.interpret(outputs, source, text, kernel, arch, options, provenance_of(toolkit, nvcc))
 
     def unit(
         self,
@@ -621,6 +621,6 @@ def _sound(outputs: UnitOutputs, unit: Unit) -> bool:
     )
 
 
-def _provenance(toolkit: Toolkit, nvcc: Nvcc | None) -> Provenance:
+def provenance_of(toolkit: Toolkit, nvcc: Nvcc | None) -> Provenance:
     # An nvcc build is measured by nvcc's own toolkit, which is what its report must name.
     return nvcc.provenance() if nvcc is not None else compiler.nvrtc_provenance(toolkit)

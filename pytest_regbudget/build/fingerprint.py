@@ -24,7 +24,7 @@ import threading
 import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple
 
 from ..core.baseline import atomic_write
 from . import nvcc
@@ -39,10 +39,6 @@ from .includes import (
 )
 from .options import CompileOptions
 from .toolchain import Toolkit
-
-if TYPE_CHECKING:
-    pass
-
 
 # The format of the cache's documents (the keys, the stat cache, the entries, the dependency records).
 # 2: an entry keeps the PTX and cubin in a body file of its own, read only when needed (0.2).

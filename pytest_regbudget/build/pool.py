@@ -14,7 +14,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from . import compiler
-from .cache import CompileCache, _provenance
+from .cache import CompileCache, provenance_of
 from .outputs import CompiledKernel, UnitOutputs
 from .toolchain import Toolkit
 from .units import Spec, Unit, pick
@@ -122,7 +122,7 @@ class Prefetcher:
             if planned:
                 self._release(spec, first)
         return compiler.interpret(
-            outputs, source, text, kernel, arch, options, _provenance(self.toolkit, nvcc)
+            outputs, source, text, kernel, arch, options, provenance_of(self.toolkit, nvcc)
         )
 
     def entries(self, unit: Unit) -> list[str]:

@@ -9,16 +9,11 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from . import compiler
 from .options import CompileOptions, hash_once
 from .outputs import BuildOutputs, UnitOutputs
 from .toolchain import Nvcc
-
-if TYPE_CHECKING:
-    pass
-
 
 # -- translation units, and their sharing within a run ----------------------------------------------------
 Spec = tuple[Path, str, str, CompileOptions, Nvcc | None]  # (source, kernel, arch, options, nvcc or NVRTC)

@@ -7,16 +7,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
 
 from .baseline import Entry, base_nodeid
 from .facts import release_of
 from .kernel_report import KernelReport, compare
 from .ptxas import message_key
-
-if TYPE_CHECKING:
-    pass
-
 
 UPDATE_HINT = "pytest --regbudget-update"
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Generator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pytest
 
@@ -23,9 +23,6 @@ from . import manifest_files
 from .markers import VALID_KEYS, duplicate_markers
 from .options import ARCH_PARAM, TOOLKIT_PARAM, _load_manifest, _settings
 from .session import WORKEROUTPUT_KEY, ItemState, RegbudgetSession
-
-if TYPE_CHECKING:
-    pass
 
 SESSION_KEY = pytest.StashKey[RegbudgetSession]()
 ITEM_KEY = pytest.StashKey[ItemState]()

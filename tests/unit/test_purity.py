@@ -58,6 +58,7 @@ PURE = {"core", "report", "update"}
 MAX_LEVELS = 7
 
 
+@cache
 def modules() -> dict[str, Path]:
     """Every module of the package by dotted name (without the package's own name)."""
     out = {}
