@@ -22,9 +22,11 @@ import json
 import sys
 import tempfile
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, cast
+
+from msgspec import Struct
+from msgspec.structs import replace
 
 from ._version import __version__
 from .core import baseline as bl
@@ -43,8 +45,7 @@ class CliError(Exception):
 
 
 # -- reports ----------------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class Report:
+class Report(Struct, frozen=True):
     path: Path
     records: list[KernelRecord]
     scope: dict[str, Any]
@@ -242,8 +243,7 @@ def _cmd_baseline_check(args: argparse.Namespace) -> int:
 
 
 # -- explain ----------------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class Bounds:
+class Bounds(Struct, frozen=True):
     threads: int | None  # None: the kernel as written
     blocks: int | None = None
 
@@ -270,8 +270,7 @@ def parse_bounds(text: str) -> list[Bounds]:
     return out or [Bounds(None)]
 
 
-@dataclass(frozen=True)
-class Row:
+class Row(Struct, frozen=True):
     bounds: Bounds
     arch: str
     registers: int

@@ -57,8 +57,9 @@ import re
 import subprocess
 import tempfile
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
+
+from msgspec import Struct, field
 
 from ..core.arch import get_arch
 from ..core.errors import BinaryError, ParseError, UnknownArchError
@@ -87,8 +88,7 @@ CUOBJDUMP_FIX = (
 _ANNOTATING_PTXAS = (12, 9)
 
 
-@dataclass(frozen=True)
-class BinaryKernel:
+class BinaryKernel(Struct, frozen=True):
     """One kernel (entry function) for one arch, as one ELF of a binary records it."""
 
     name: str  # mangled name, as in the binary
@@ -114,8 +114,7 @@ class BinaryKernel:
     elf: int = 0  # which ELF of the file (cuobjdump's order), to tell same-arch copies apart
 
 
-@dataclass(frozen=True)
-class ResourceUsage:
+class ResourceUsage(Struct, frozen=True):
     """One "Function NAME:" entry of `cuobjdump --dump-resource-usage`: a kernel or a device function."""
 
     name: str
@@ -133,8 +132,7 @@ class ResourceUsage:
         return sum(size for _, size in self.const_banks)
 
 
-@dataclass(frozen=True)
-class KernelAttributes:
+class KernelAttributes(Struct, frozen=True):
     """What a kernel's `.nv.info.NAME` section and the symbol table say about it."""
 
     maxntid: tuple[int, ...] | None = None
@@ -145,8 +143,7 @@ class KernelAttributes:
     spill_offsets: tuple[int, ...] | None = None
 
 
-@dataclass(frozen=True)
-class ElfInfo:
+class ElfInfo(Struct, frozen=True):
     """One ELF of `cuobjdump --dump-elf`: its header facts and its kernels (ENTRY symbols)."""
 
     index: int
@@ -166,8 +163,7 @@ _FATBIN_PTX = "Fatbin ptx code:"
 _BLOCK_ARCH = re.compile(r"^arch\s*=\s*(sm_\w+)\s*$")
 
 
-@dataclass
-class _Block:
+class _Block(Struct):
     arch: str | None
     lines: list[tuple[int, str]]  # (1-based line number, text)
 
@@ -295,8 +291,7 @@ def _version_tuple(version: str) -> tuple[int, int]:
     return int(major), int(minor.split(".")[0] or 0)
 
 
-@dataclass
-class _Symbol:
+class _Symbol(Struct):
     name: str
     value: int
     size: int
@@ -305,8 +300,7 @@ class _Symbol:
     section: int
 
 
-@dataclass
-class _ElfState:
+class _ElfState(Struct):
     header: tuple[str, str, str] | None = None  # (type, sm, toolkit)
     ptxas_versions: list[str] = field(default_factory=list)
     symbols: list[_Symbol] = field(default_factory=list)

@@ -7,7 +7,9 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
+
+from msgspec import Struct
 
 from ..core import baseline as bl
 from ..core.errors import CompileError, SassError, ToolchainError
@@ -25,7 +27,7 @@ if TYPE_CHECKING:
 
 
 # A named tuple rather than a frozen dataclass: every run defines it at import (docs/speed.md, "Records").
-class BuildSettings(NamedTuple):
+class BuildSettings(Struct, frozen=True):
     rootdir: Path
     cuda_home: str | None
     ptxas_timeout: float

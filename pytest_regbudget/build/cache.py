@@ -20,16 +20,16 @@ it report anything. Only successful builds are cached.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
-import re
 import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TypeVar
+
+import msgspec
+from msgspec import Struct, field
 
 from ..core import names
 from ..core.baseline import atomic_write
@@ -57,20 +57,19 @@ from .fingerprint import (
     cache_key,
     parse_depfile,
 )
+from .frontends import FrontendPtx
 from .options import DEFAULT_PTXAS_TIMEOUT, CompileOptions
 from .outputs import CompiledKernel, UnitOutputs
 from .toolchain import Nvcc, Toolkit
 from .units import Unit, pick
 
-if TYPE_CHECKING:
-    from .frontends import FrontendPtx
+T = TypeVar("T")
 
 _RECORD_BUILDS = 8  # builds kept per dependency record, newest first
 
 
 # -- the cache ------------------------------------------------------------------------------------------
-@dataclass
-class CacheStats:
+class CacheStats(Struct):
     hits: int = 0
     misses: int = 0
     corrupt: int = 0
@@ -411,82 +410,50 @@ class CompileCache:
                 return self._hit(seen.key(record_key), unit, rebuild, quiet=quiet), builds
         return None, builds
 
-    def _read(self, path: str, *, quiet: bool = False) -> object | None:
-        """The payload of a checksummed document; None if absent (corrupt ones are counted, unless
-        `quiet`)."""
+    def _read(self, path: str, kind: type[T], *, quiet: bool = False) -> T | None:
+        """The payload of a checksummed document, as `kind`; None if absent (corrupt ones, which include
+        a payload of another shape, are counted, unless `quiet`)."""
         try:
-            with open(path, encoding="utf-8") as fh:
-                text = fh.read()
-            fast = _FAST_DOC.match(text)
-            if fast is not None and text.endswith("}"):
-                # The layout _write makes: the checksum is of the payload's text as it stands in the file,
-                # so it is hashed as read rather than parsed and serialized again.
-                body = text[fast.end() : -1]
-                if fast.group(1) != _digest(body.encode()):
-                    raise ValueError("checksum mismatch")
-                payload: object = json.loads(body)
-                return payload
-            doc = json.loads(text)
-            payload = doc["payload"]
-            if doc.get("format") != FORMAT or doc.get("sha256") != _digest(json.dumps(payload).encode()):
+            with open(path, "rb") as fh:
+                doc = _DOCUMENT.decode(fh.read())
+            # The checksum is of the payload's text as it stands in the file (msgspec.Raw keeps it).
+            if doc.format != FORMAT or doc.sha256 != _digest(bytes(doc.payload)):
                 raise ValueError("checksum mismatch")
-            return payload
+            return msgspec.json.decode(doc.payload, type=kind, dec_hook=_from_json)
         except FileNotFoundError:
             return None
-        except (OSError, ValueError, KeyError, TypeError):
+        except (OSError, ValueError):  # msgspec's DecodeError and ValidationError are ValueErrors
             if not quiet:
                 self._count("corrupt")
             return None
 
-    def recall(self, kind: str, key: str) -> object | None:
-        """What `keep` stored under `key` (None: nothing, or a damaged document, which is not counted among
-        the damaged entries: it is only a memo, such as a baseline's reading)."""
-        return None if self.directory is None else self._read(self._path(key, kind), quiet=True)
-
-    def keep(self, kind: str, key: str, payload: object) -> None:
-        """Store a JSON payload under `key`, checksummed and atomically, as an entry is (TypeError: not
-        JSON)."""
-        if self.directory is not None:
-            self._write(self._path(key, kind), payload)
-
     def _write(self, path: str, payload: object) -> None:
-        body = json.dumps(payload)
-        # json.dumps of {"format", "sha256", "payload"}, written by hand so that the payload's text is the
-        # one its checksum is of (_FAST_DOC reads it back).
-        text = f'{{"format": {FORMAT}, "sha256": "{_digest(body.encode())}", "payload": {body}}}'
+        body = _ENCODER.encode(payload)
+        text = _ENCODER.encode(_Document(FORMAT, _digest(body), msgspec.Raw(body)))
         # A read-only or full cache directory slows the run down; it must not fail it.
         with contextlib.suppress(OSError):
-            atomic_write(Path(path), text)
+            atomic_write(Path(path), text.decode())
 
     def _load(
         self, key: str, rebuild: Callable[[], UnitOutputs], *, quiet: bool = False
     ) -> tuple[UnitOutputs, dict[str, str]] | None:
         """An entry's outputs, with its body to be read when first needed, and its kernels' demangled
         names."""
-        payload = self._read(self._path(key), quiet=quiet)
-        if payload is None:
+        doc = self._read(self._path(key), _EntryDocument, quiet=quiet)
+        if doc is None:
             return None
-        try:
-            if not isinstance(payload, dict):
-                raise TypeError(f"expected a dict, found {type(payload).__name__}")
-            lowered, demangled, body = payload["lowered"], payload["names"], payload["body"]
-            if not isinstance(lowered, dict) or not isinstance(demangled, dict) or not isinstance(body, dict):
-                raise TypeError("lowered, demangled names or body: expected a dict")
-            digest, ptx_bytes = str(body["sha256"]), int(body["ptx_bytes"])
-            outline, ptxas_log = str(payload["outline"]), str(payload["ptxas_log"])
-            outputs = UnitOutputs(
-                outline=outline,
-                nvrtc_log=str(payload["nvrtc_log"]),
-                ptxas_log=ptxas_log,
-                body=Deferred(lambda: self._body(key, digest, ptx_bytes, outline, ptxas_log, rebuild)),
-                lowered={str(k): str(v) for k, v in lowered.items()},
-                messages=_messages(payload["messages"]),
-            )
-            return outputs, {str(k): str(v) for k, v in demangled.items()}
-        except (ValueError, KeyError, TypeError):
-            if not quiet:
-                self._count("corrupt")
-            return None
+        body = doc.body
+        outputs = UnitOutputs(
+            outline=doc.outline,
+            nvrtc_log=doc.nvrtc_log,
+            ptxas_log=doc.ptxas_log,
+            body=Deferred(
+                lambda: self._body(key, body.sha256, body.ptx_bytes, doc.outline, doc.ptxas_log, rebuild)
+            ),
+            lowered=doc.lowered,
+            messages=doc.messages,
+        )
+        return outputs, doc.names
 
     def _body(
         self,
@@ -523,80 +490,82 @@ class CompileCache:
     def _store(self, key: str, outputs: UnitOutputs) -> None:
         ptx = outputs.ptx.encode()
         data = ptx + outputs.cubin
-        payload = {
-            "outline": outputs.outline,
-            "nvrtc_log": outputs.nvrtc_log,
-            "ptxas_log": outputs.ptxas_log,
-            "lowered": dict(outputs.lowered),
+        doc = _EntryDocument(
+            outline=outputs.outline,
+            nvrtc_log=outputs.nvrtc_log,
+            ptxas_log=outputs.ptxas_log,
+            lowered=dict(outputs.lowered),
             # As the demangler prints them now: a run that finds every build here demangles nothing.
-            "names": {e: names.demangle(e) for e in outputs.entries if e.startswith("_Z")},
-            "body": {"sha256": _digest(data), "ptx_bytes": len(ptx)},
-            "messages": {entry: list(texts) for entry, texts in outputs.messages.items()},
-        }
+            names={e: names.demangle(e) for e in outputs.entries if e.startswith("_Z")},
+            body=_BodyDigest(_digest(data), len(ptx)),
+            messages=dict(outputs.messages),
+        )
         # The body first: an entry is only ever found with the body it names (or a damaged one, made again).
         with contextlib.suppress(OSError):
             atomic_write(Path(self._path(key, suffix=".body")), data)
-            self._write(self._path(key), payload)
+            self._write(self._path(key), doc)
 
     def frontend(self, key: str | None, make: Callable[[], FrontendPtx]) -> FrontendPtx:
         """A Python front end's build (Triton's PTX, cubin and ptxas log), from the cache by `key` (the
         front end's own cache key: frontends.triton_key), or made and stored. No key: made every time."""
         if self.directory is None or key is None:
             return make()
-        from .frontends import frontend_from_record, frontend_record
-
         path = self._path(_json_digest(["frontend", FORMAT, key]), "frontend")
-        payload = self._read(path)
-        if payload is not None:
-            try:
-                if not isinstance(payload, dict):
-                    raise TypeError(f"expected a dict, found {type(payload).__name__}")
-                found = frontend_from_record(payload)
-            except (KeyError, TypeError, ValueError):
-                self._count("corrupt")
-            else:
-                self._count("hits")
-                return found
+        found = self._read(path, FrontendPtx)
+        if found is not None:
+            self._count("hits")
+            return found
         self._count("misses")
         made = make()
-        self._write(path, frontend_record(made))
+        self._write(path, made)
         return made
 
     def _load_record(self, key: str, *, quiet: bool = False) -> list[_Build]:
-        payload = self._read(self._path(key, "records"), quiet=quiet)
-        if payload is None:
-            return []
-        try:
-            if not isinstance(payload, list):
-                raise TypeError(f"expected a list, found {type(payload).__name__}")
-            return [
-                _Build(
-                    files=tuple((str(p), str(s)) for p, s in b["files"]),
-                    listings=tuple((str(d), bool(r), str(s)) for d, r, s in b["listings"]),
-                )
-                for b in payload
-            ]
-        except (ValueError, KeyError, TypeError):
-            if not quiet:
-                self._count("corrupt")
-            return []
+        return self._read(self._path(key, "records"), list[_Build], quiet=quiet) or []
 
     def _store_record(self, key: str, builds: Sequence[_Build]) -> None:
-        payload = [
-            {"files": [list(f) for f in b.files], "listings": [list(d) for d in b.listings]} for b in builds
-        ]
-        self._write(self._path(key, "records"), payload)
+        self._write(self._path(key, "records"), list(builds))
 
 
-# The start of an entry as _write makes it, up to its payload.
-_FAST_DOC = re.compile(rf'\{{"format": {FORMAT}, "sha256": "([0-9a-f]{{64}})", "payload": ')
+class _Document(Struct, frozen=True):
+    """Every cache document: the format, the checksum of the payload's JSON text, and that text."""
+
+    format: int
+    sha256: str
+    payload: msgspec.Raw
 
 
-def _messages(value: object) -> dict[str, tuple[str, ...]]:
-    """An entry's "messages" table; TypeError when it is not {entry: [text, ...]}."""
-    if not isinstance(value, dict) or not all(isinstance(v, list) for v in value.values()):
-        raise TypeError("messages: expected a table of lists")
-    return {str(k): tuple(str(t) for t in v) for k, v in value.items()}
+class _BodyDigest(Struct, frozen=True):
+    sha256: str  # of the body file: the PTX's bytes, then the cubin's
+    ptx_bytes: int
+
+
+class _EntryDocument(Struct, frozen=True):
+    """A unit's entry: what its build printed and made, but the PTX and cubin, which are in its body file."""
+
+    outline: str
+    nvrtc_log: str
+    ptxas_log: str
+    lowered: dict[str, str]  # name expression -> mangled entry
+    names: dict[str, str]  # mangled entry -> demangled name
+    body: _BodyDigest
+    messages: dict[str, tuple[str, ...]]
+
+
+def _to_json(value: object) -> object:
+    if isinstance(value, Path):  # FrontendPtx.source
+        return str(value)
+    raise NotImplementedError(type(value))
+
+
+def _from_json(kind: type, value: object) -> object:
+    if kind is Path and isinstance(value, str):
+        return Path(value)
+    raise NotImplementedError(kind)
+
+
+_ENCODER = msgspec.json.Encoder(enc_hook=_to_json)
+_DOCUMENT = msgspec.json.Decoder(_Document)
 
 
 def _report(ptxas_log: str, outline: str) -> object:

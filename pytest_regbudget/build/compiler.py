@@ -14,6 +14,8 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from msgspec.structs import replace
+
 from ..core import names, ptxas
 from ..core.errors import CompileError
 from ..core.facts import Deferred, KernelFacts, Provenance
@@ -93,7 +95,7 @@ def build(
         found = names.match(kernel, parse_ptx_entries(module.ptx))
         if found is None:
             raise _not_found(kernel, source, arch, module.ptx, exc.log, reasons[0]) from None
-        module = module._replace(lowered_names={kernel: found})
+        module = replace(module, lowered_names={kernel: found})
     entry = module.lowered_names.get(kernel, kernel)
     if entry not in parse_ptx_entries(module.ptx):
         raise _not_found(kernel, source, arch, module.ptx, "")

@@ -24,7 +24,8 @@ import threading
 import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import NamedTuple
+
+from msgspec import Struct
 
 from ..core.baseline import atomic_write
 from . import nvcc
@@ -304,16 +305,13 @@ def _inside(path: str, roots: Iterable[str]) -> bool:
 
 
 # -- what a build may read ------------------------------------------------------------------------------
-class _Reach:
+class _Reach(Struct):
     """What NVRTC could read for one build, found by following #include names through the include path."""
 
-    __slots__ = ("found", "lookups", "roots", "unresolved")
-
-    def __init__(self, roots: set[str]) -> None:
-        self.lookups: dict[str, str] = {}  # every candidate path -> _file_state
-        self.roots = roots  # trees whose every file counts
-        self.found: dict[str, str] = {}  # real path -> digest of user headers read
-        self.unresolved: list[tuple[str, str]] = []  # (file, directive as written)
+    roots: set[str]  # trees whose every file counts
+    lookups: dict[str, str] = {}  # every candidate path -> _file_state
+    found: dict[str, str] = {}  # real path -> digest of user headers read
+    unresolved: list[tuple[str, str]] = []  # (file, directive as written)
 
 
 def _reach(
@@ -522,7 +520,7 @@ def parse_depfile(text: str, cwd: str) -> list[str]:
 
 
 # A named tuple rather than a frozen dataclass: every run defines it at import (docs/speed.md, "Records").
-class _Build(NamedTuple):
+class _Build(Struct, frozen=True):
     """One build in a dependency record: the files nvcc opened and the directories it searched, as they
     were."""
 

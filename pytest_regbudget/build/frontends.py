@@ -30,9 +30,11 @@ import inspect
 import io
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
+
+from msgspec import Struct
+from msgspec.structs import fields, replace
 
 from ..core.arch import ArchLimits, compute_arch, get_arch
 from ..core.errors import CompileError, FrontendError, UnknownArchError
@@ -50,8 +52,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
-class FrontendPtx:
+class FrontendPtx(Struct, frozen=True):
     """One kernel's PTX from a Python front end, with what a report needs to name it."""
 
     ptx: str
@@ -349,8 +350,7 @@ def triton_ptx(
     )
 
 
-@dataclass(frozen=True)
-class TritonJob:
+class TritonJob(Struct, frozen=True):
     """One Triton compile: the @triton.jit function and what it is compiled with."""
 
     fn: object

@@ -5,12 +5,13 @@ the cache and the baseline's options_hash.
 
 from __future__ import annotations
 
-import operator
 import os
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, fields, replace
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import ClassVar, Literal
+
+from msgspec import Struct
+from msgspec.structs import fields, replace
 
 from ..core.arch import compute_arch
 from ..core.facts import Deferred
@@ -21,38 +22,18 @@ Backend = Literal["nvrtc", "nvcc"]
 Body = Deferred[tuple[str, bytes]]  # a build's PTX and cubin, read from a cache entry when first needed
 
 
-def hash_once(obj: Any) -> int:
-    """A frozen dataclass's hash, made from its fields once per object: a unit and its options are dict
-    keys that every kernel of a run looks up several times, and the generated __hash__ hashes every field
-    each time. Kept in the object (this process's string hashes: nothing here is pickled)."""
-    known: int | None = obj.__dict__.get("_hash")
-    if known is None:
-        cls = type(obj)
-        getter = _HASHED_FIELDS.get(cls)
-        if getter is None:
-            names = [f.name for f in fields(cls) if f.compare]
-            getter = _HASHED_FIELDS[cls] = operator.attrgetter(*names, names[0])  # always a tuple
-        known = hash(getter(obj))
-        object.__setattr__(obj, "_hash", known)
-    return known
-
-
-_HASHED_FIELDS: dict[type, Callable[[Any], tuple[object, ...]]] = {}
-
-
-@dataclass(frozen=True)
-class CompileOptions:
+class CompileOptions(Struct, frozen=True):
     """What the user controls. `None`/empty means the toolkit's default; flags are made in `flags`."""
 
-    __hash__ = hash_once
+    _PATHS: ClassVar[frozenset[str]] = frozenset({"include_dirs", "depends"})  # fields that hold paths
 
     defines: tuple[tuple[str, str | None], ...] = ()
-    include_dirs: tuple[str, ...] = field(default=(), metadata={"paths": True})
+    include_dirs: tuple[str, ...] = ()
     options: tuple[str, ...] = ()
     ptxas_options: tuple[str, ...] = ()
     # Files (or globs, or directories) the build reads that the cache cannot find by itself, such as a
     # header named through a macro: hashed into the cache key; the compilers never see them.
-    depends: tuple[str, ...] = field(default=(), metadata={"paths": True})
+    depends: tuple[str, ...] = ()
 
     @classmethod
     def make(
@@ -91,7 +72,7 @@ class CompileOptions:
         values: list[object] = []
         for f in every:
             value = getattr(self, f.name)
-            if f.metadata.get("paths"):
+            if f.name in self._PATHS:
                 value = [os.path.relpath(v, relative_to) if relative_to else v for v in value]
             values.append(value)
         # Fields added after the first four (those of 0.1) count only when they are set, so that a new

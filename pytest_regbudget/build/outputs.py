@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import NamedTuple
+
+from msgspec import Struct, field
 
 from ..core import names
 from ..core.errors import KernelNotFoundError
@@ -19,7 +19,7 @@ from .options import Body, CompileOptions
 from .toolchain import Nvcc
 
 
-class PtxModule(NamedTuple):
+class PtxModule(Struct, frozen=True):
     """What NVRTC made of a source: the PTX, its log, and the entry each name expression lowered to."""
 
     ptx: str
@@ -41,14 +41,13 @@ class _MachineCode:
         return self.body.get()[1]
 
 
-@dataclass(frozen=True)
-class CompiledKernel(_MachineCode):
+class CompiledKernel(_MachineCode, Struct, frozen=True):
     """A compile's result: the kernel's facts, and what only a compile has (its options, NVRTC log, PTX)."""
 
     facts: KernelFacts
     options: CompileOptions
     nvrtc_log: str
-    body: Body = field(repr=False, compare=False)
+    body: Body
 
     @property
     def kernel(self) -> str:
@@ -87,8 +86,7 @@ class CompiledKernel(_MachineCode):
         return self.facts.line
 
 
-@dataclass(frozen=True)
-class BuildOutputs(_MachineCode):
+class BuildOutputs(_MachineCode, Struct, frozen=True):
     """What NVRTC and ptxas produced for one kernel and arch: all a cache needs to keep. `outline` is the
     PTX the report is read with (`ptxas.ptx_outline`); the whole PTX and the cubin are in `body`."""
 
@@ -96,7 +94,7 @@ class BuildOutputs(_MachineCode):
     outline: str
     nvrtc_log: str
     ptxas_log: str
-    body: Body = field(repr=False, compare=False)
+    body: Body
     messages: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # as UnitOutputs'
 
     @classmethod
@@ -106,8 +104,7 @@ class BuildOutputs(_MachineCode):
         return cls(entry, outline, nvrtc_log, ptxas_log, Deferred.of((ptx, cubin)), messages)
 
 
-@dataclass(frozen=True)
-class UnitOutputs(_MachineCode):
+class UnitOutputs(_MachineCode, Struct, frozen=True):
     """What one compile of a translation unit for one arch produced: the PTX, ptxas's report and the cubin
     of every kernel in it, and (NVRTC) the entry each name expression it was compiled with lowered to. The
     cache keeps one per (source, options, toolkit, arch[, name expressions]); kernels are picked from it.
@@ -116,7 +113,7 @@ class UnitOutputs(_MachineCode):
     outline: str
     nvrtc_log: str
     ptxas_log: str
-    body: Body = field(repr=False, compare=False)
+    body: Body
     lowered: Mapping[str, str] = field(default_factory=dict)  # name expression -> mangled entry
     # ptxas's warnings and performance-loss notes per entry (attribute_messages), module-level ones placed.
     messages: Mapping[str, tuple[str, ...]] = field(default_factory=dict)

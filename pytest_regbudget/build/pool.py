@@ -10,8 +10,9 @@ import os
 import threading
 from collections import Counter, OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import replace
 from typing import TYPE_CHECKING
+
+from msgspec.structs import replace
 
 from . import compiler
 from .cache import CompileCache, provenance_of

@@ -22,9 +22,10 @@ import sys
 import tempfile
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
+
+from msgspec import Struct
 
 from ..core.errors import ToolchainError
 from ..core.facts import Provenance
@@ -36,8 +37,7 @@ PIP_FIX = (
 _EXE = ".exe" if sys.platform == "win32" else ""
 
 
-@dataclass(frozen=True)
-class Toolkit:
+class Toolkit(Struct, frozen=True):
     origin: str  # where it was found, for the report header: "pip wheels (nvidia-cuda-nvcc-cu12 12.9.86)"
     ptxas: Path
     nvrtc: Path  # the NVRTC shared library
@@ -250,7 +250,7 @@ def _dist_version(name: str) -> str | None:
 
 
 # A named tuple rather than a frozen dataclass: every run defines it at import (docs/speed.md, "Records").
-class _Wheels(NamedTuple):
+class _Wheels(Struct, frozen=True):
     """One CUDA release's pip wheels: their distribution names, and where their parts lie under each
     directory of the `nvidia` namespace package."""
 
@@ -561,7 +561,7 @@ def _discover_cached(
 
 
 # A named tuple rather than a frozen dataclass: every run defines it at import (docs/speed.md, "Records").
-class Nvcc(NamedTuple):
+class Nvcc(Struct, frozen=True):
     """An nvcc, with the toolkit it belongs to (its ptxas does the measuring)."""
 
     path: Path

@@ -7,11 +7,13 @@ the tests.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
 from pathlib import Path
 
+from msgspec import Struct
+from msgspec.structs import replace
+
 from . import compiler
-from .options import CompileOptions, hash_once
+from .options import CompileOptions
 from .outputs import BuildOutputs, UnitOutputs
 from .toolchain import Nvcc
 
@@ -19,8 +21,7 @@ from .toolchain import Nvcc
 Spec = tuple[Path, str, str, CompileOptions, Nvcc | None]  # (source, kernel, arch, options, nvcc or NVRTC)
 
 
-@dataclass(frozen=True)
-class Unit:
+class Unit(Struct, frozen=True):
     """One translation unit to build for one arch: what a build, a cache entry and the run's sharing are
     keyed on. `names`: the NVRTC name expressions it is compiled with (none for nvcc, which builds every
     kernel the file instantiates, and for NVRTC's plain compile: every extern "C" and non-template kernel)."""
@@ -30,7 +31,6 @@ class Unit:
     options: CompileOptions
     nvcc: Nvcc | None = None
     names: tuple[str, ...] = ()
-    __hash__ = hash_once
 
     @classmethod
     def of(cls, spec: Spec) -> Unit:

@@ -20,8 +20,10 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
 from types import MappingProxyType
+
+from msgspec import Struct
+from msgspec.structs import replace
 
 from .errors import UnknownArchError
 
@@ -37,8 +39,7 @@ __all__ = [
 KIB = 1024
 
 
-@dataclass(frozen=True)
-class ArchLimits:
+class ArchLimits(Struct, frozen=True):
     """Limits of one compute capability, in the units `cudaDeviceProp` uses (threads, registers, bytes)."""
 
     name: str

@@ -21,9 +21,11 @@ import stat
 import sys
 import tempfile
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, cast
+from typing import TYPE_CHECKING, Any, cast
+
+from msgspec import Struct, field
+from msgspec.structs import replace
 
 from .dirs import default_cache_dir
 from .errors import BaselineError
@@ -73,8 +75,7 @@ COMPILERS = ("nvrtc", "nvcc", "string", "binary", "triton", "numba")
 OPTIONAL_INT_FIELDS = ("spill_stores", "spill_loads")  # absent for binaries, which do not record spills
 
 
-@dataclass(frozen=True)
-class Entry:
+class Entry(Struct, frozen=True):
     registers: int
     spill_stores: int | None  # None: a prebuilt binary, which does not record spills
     spill_loads: int | None
@@ -224,8 +225,7 @@ def _launch_order(at: str) -> tuple[int, str]:
     return (int(head), at) if head.isdigit() else (1 << 30, at)
 
 
-@dataclass(frozen=True)
-class Baseline:
+class Baseline(Struct, frozen=True):
     """A baseline file's entries, per kernel variant, arch and release."""
 
     entries: Mapping[Key, Entry] = field(default_factory=dict)
@@ -255,11 +255,10 @@ def _tables(
         yield from _tables(path, where, child, depth - 1, (*prefix, name))
 
 
-def parse(text: str, path: Path, memo: Memo | None = None) -> Baseline:
-    """Validate a whole file; the first problem raises BaselineError naming the file and place. `memo`:
-    where the TOML's reading is kept between runs (`_toml`)."""
+def parse(text: str, path: Path) -> Baseline:
+    """Validate a whole file; the first problem raises BaselineError naming the file and place."""
     try:
-        doc = _toml(text, path, memo)
+        doc = _tomllib().loads(text)
     except _tomllib().TOMLDecodeError as exc:
         raise BaselineError(f"{path} is not valid TOML: {exc}") from None
     if not doc:
@@ -290,46 +289,15 @@ def _section(path: Path, name: str, node: object, depth: int) -> dict[Any, Entry
     return out
 
 
-def load(path: Path, memo: Memo | None = None) -> Baseline:
-    """The entries of `path`; a missing file is an empty baseline. `memo`: as for `parse`."""
+def load(path: Path) -> Baseline:
+    """The entries of `path`; a missing file is an empty baseline."""
     try:
         data = path.read_bytes()
     except FileNotFoundError:
         return Baseline()
     except OSError as exc:
         raise BaselineError(f"cannot read baseline {path}: {exc.strerror}") from None
-    return parse(_decode(data, path), path, memo)
-
-
-class Memo(Protocol):
-    """Where a reading is kept between runs: the compile cache (CompileCache.recall and keep), which owns its
-    directory's layout, checksums and atomic writes."""
-
-    def recall(self, kind: str, key: str) -> object | None: ...
-
-    def keep(self, kind: str, key: str, payload: object) -> None: ...
-
-
-# tomllib is pure Python: a baseline of 2,000 kernel entries (700 KB) takes it a quarter of a second on a CI
-# runner's core, every run, where the json module's C reader takes a hundredth. So the reading of a baseline
-# is kept in the compile cache, one per baseline path, with the digest of the file's exact text and of the
-# TOML reader it is the reading of. Everything after the reading (the validation, the messages) runs as ever;
-# a changed file is read as TOML again, and a damaged or unwritable memo only costs the time.
-def _toml(text: str, path: Path, memo: Memo | None) -> dict[str, Any]:
-    if memo is None:
-        return dict(_tomllib().loads(text))
-    # Named without importing it: a run that finds the reading kept imports no TOML reader.
-    reader = f"tomllib {sys.version}" if sys.version_info >= (3, 11) else f"tomli {_tomllib().__version__}"
-    digest = hashlib.sha256(f"{reader}\0{text}".encode()).hexdigest()
-    owner = hashlib.sha256(str(path.resolve()).encode()).hexdigest()
-    kept = memo.recall("baselines", owner)
-    toml = kept.get("toml") if isinstance(kept, dict) and kept.get("text") == digest else None
-    if isinstance(toml, dict):
-        return toml
-    doc = dict(_tomllib().loads(text))  # TOMLDecodeError: nothing is kept
-    with contextlib.suppress(TypeError, ValueError):  # a date, which JSON has not: read as TOML each time
-        memo.keep("baselines", owner, {"text": digest, "toml": doc})
-    return doc
+    return parse(_decode(data, path), path)
 
 
 def _interval(median: float, low: float, high: float) -> Interval:
@@ -467,8 +435,7 @@ def _umask() -> int:
     return current
 
 
-@dataclass
-class UpdateCounts:
+class UpdateCounts(Struct):
     added: int = 0
     updated: int = 0
     unchanged: int = 0
@@ -487,7 +454,6 @@ def update(
     *,
     lock_dir: Path | None = None,
     lock_timeout: float | None = None,
-    memo: Memo | None = None,
 ) -> UpdateCounts:
     """Merge `fresh` into the file and drop `remove`, re-reading it under the lock so that concurrent updates
     by other processes are kept.
@@ -495,8 +461,7 @@ def update(
     The lock lives in `lock_dir` (default: the compile cache directory, which is where it goes even under
     --regbudget-no-cache) and is waited for at most `lock_timeout` seconds (default LOCK_TIMEOUT). Raises
     BaselineError, leaving the file as it was, if it is corrupt, read-only, locked for too long, or cannot
-    be written (a directory that is not writable, a full disk). With `memo`, the reading of the file as
-    written is kept there, so that the next run does not read it as TOML (`_toml`).
+    be written (a directory that is not writable, a full disk).
     """
     if lock_dir is None:
         lock_dir = default_cache_dir()
@@ -525,9 +490,6 @@ def update(
                 atomic_write(path, text)
             except OSError as exc:
                 raise BaselineError(_write_failure(path, exc)) from None
-    if memo is not None:
-        with contextlib.suppress(ValueError):  # TOMLDecodeError: the next run says what is wrong
-            _toml(text, path, memo)
     return counts
 
 

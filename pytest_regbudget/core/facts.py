@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Generic, TypeVar
+
+from msgspec import Struct
 
 from .ptxas import KernelResources
 
@@ -44,8 +45,7 @@ class Deferred(Generic[T]):
             return self._value  # type: ignore[return-value]  # set above, possibly to a None T
 
 
-@dataclass(frozen=True)
-class Provenance:
+class Provenance(Struct, frozen=True):
     """Which tools made (or read) a kernel's numbers, for the report and the baseline.
 
     `compiler` is the source kind (nvrtc, nvcc, string, binary, triton, numba); `frontend` what wrote the PTX
@@ -72,8 +72,7 @@ def release_of(ptxas: str) -> str:
     return ".".join(parts[:2]) if len(parts) >= 2 and parts[0].isdigit() else ptxas
 
 
-@dataclass(frozen=True)
-class KernelFacts:
+class KernelFacts(Struct, frozen=True):
     """One kernel built (or read) for one arch: everything the verdict needs, nothing it must work out."""
 
     kernel: str  # as the user named it ("gemm<128, 64>")
@@ -101,7 +100,7 @@ class KernelFacts:
     # Its warpgroups' register targets, by direction: (("inc", 232), ("dec", 40)); () for none.
     setmaxnreg: tuple[tuple[str, int], ...] = ()
     # The cubin, read when first needed (empty when the machine code cannot be loaded).
-    code: bytes | Deferred[bytes] = field(default=b"", repr=False, compare=False)
+    code: bytes | Deferred[bytes] = b""
 
     @property
     def cubin(self) -> bytes:

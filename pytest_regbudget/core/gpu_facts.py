@@ -1,13 +1,11 @@
 """What the GPU said about a kernel, as plain frozen data: the driver's view of a loaded cubin and a timing.
 
-Only a run that loads kernels on a GPU makes these (gpu.py); everything else names them in annotations
-alone, so that a run without a GPU does not define them (each frozen dataclass costs about a millisecond to
-define, and the import is the fixed cost of every run).
+Only a run that loads kernels on a GPU makes these (gpu/); everything else names them in annotations alone.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from msgspec import Struct
 
 # NVML "clocks event reasons" that mean the SM clock was pulled down by power, heat or the hardware.
 _THROTTLE_MASK = (
@@ -15,8 +13,7 @@ _THROTTLE_MASK = (
 )  # SW power cap, HW slowdown, SW/HW thermal, power brake
 
 
-@dataclass(frozen=True)
-class DriverView:
+class DriverView(Struct, frozen=True):
     """What the driver says about one loaded kernel."""
 
     registers: int
@@ -25,8 +22,7 @@ class DriverView:
     max_threads: int
 
 
-@dataclass(frozen=True)
-class Timing:
+class Timing(Struct, frozen=True):
     """A kernel's GPU time: the median of samples taken until their noise was low enough."""
 
     median_ms: float
@@ -57,8 +53,7 @@ class Timing:
         return bool(self.throttle_reasons and self.throttle_reasons & _THROTTLE_MASK)
 
 
-@dataclass(frozen=True)
-class GpuFacts:
+class GpuFacts(Struct, frozen=True):
     """The driver's view of one loaded cubin, next to which the static numbers are judged."""
 
     device: str

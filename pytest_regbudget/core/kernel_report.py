@@ -6,8 +6,9 @@ Plain, frozen data; the checks that fill it are checks.py, ratchet.py and verdic
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
+
+from msgspec import Struct, field
 
 from .baseline import Entry, Key
 from .limits import Launch, Level
@@ -35,8 +36,7 @@ BaselineStatus = Literal["none", "new", "new-release", "compared", "toolkit-mism
 RATCHET_METRICS = ("registers", "spill_stores", "spill_loads", "stack", "smem", "occupancy")
 
 
-@dataclass(frozen=True)
-class Delta:
+class Delta(Struct, frozen=True):
     metric: str
     baseline: float
     now: float
@@ -88,8 +88,7 @@ def compare(old: Entry, new: Entry, tolerance: Mapping[str, float]) -> list[Delt
     return deltas
 
 
-@dataclass(frozen=True)
-class KernelReport:
+class KernelReport(Struct, frozen=True):
     """One kernel on one arch in one test: what ptxas said, what it means, and the verdict.
 
     Immutable: `verdict()` makes it whole, and `timed()` makes the final one of a timed kernel.

@@ -5,8 +5,9 @@ markers.py checks a marker's keys and builds these once; budget.py judges a kern
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Literal, get_args
+
+from msgspec import Struct
 
 __all__ = ["LEVELS", "Launch", "Level", "Limits"]
 
@@ -15,8 +16,7 @@ Level = Literal["fail", "warn"]
 LEVELS: tuple[Level, ...] = get_args(Level)
 
 
-@dataclass(frozen=True)
-class Launch:
+class Launch(Struct, frozen=True):
     threads: int
     blocks: int | None = None  # resident blocks per SM that must fit
 
@@ -24,8 +24,7 @@ class Launch:
         return f"({self.threads},)" if self.blocks is None else f"({self.threads}, {self.blocks})"
 
 
-@dataclass(frozen=True)
-class Limits:
+class Limits(Struct, frozen=True):
     """The budgets that apply on one arch; None means unchecked."""
 
     max_regs: int | None = None

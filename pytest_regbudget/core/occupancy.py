@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import NamedTuple
+
+from msgspec import Struct
 
 from .arch import ArchLimits, get_arch
 
@@ -51,8 +51,7 @@ LAUNCH = "launch"
 LIMITERS: tuple[str, ...] = (WARPS, REGISTERS, SHARED_MEMORY, BLOCKS, BARRIERS)
 
 
-@dataclass(frozen=True)
-class Occupancy:
+class Occupancy(Struct, frozen=True):
     """One kernel launch on one SM: the result, the per-limit block counts and what they came from.
 
     A `blocks_by_*` count of None means that resource puts no cap on the block count (the header's
@@ -349,7 +348,7 @@ def launch_failure(
 
 
 # A named tuple rather than a frozen dataclass: every run defines it at import (docs/speed.md, "Records").
-class _Inputs(NamedTuple):
+class _Inputs(Struct, frozen=True):
     """One question to the calculator."""
 
     limits: ArchLimits
@@ -541,7 +540,7 @@ def _first(lo: int, hi: int, pred: Callable[[int], bool]) -> int | None:
 
 
 # A named tuple rather than a frozen dataclass: every run defines it at import (docs/speed.md, "Records").
-class Cliff(NamedTuple):
+class Cliff(Struct, frozen=True):
     """Where the kernel stands on the register staircase at one launch size."""
 
     registers: int

@@ -26,8 +26,10 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
-from typing import Any, NamedTuple
+from typing import Any
+
+from msgspec import Struct
+from msgspec.structs import replace
 
 from .errors import ParseError
 
@@ -46,8 +48,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
-class KernelResources:
+class KernelResources(Struct, frozen=True):
     """One kernel's resources as ptxas reports them for one arch, plus its PTX launch directives."""
 
     name: str  # the entry's (mangled/lowered) name as ptxas prints it
@@ -75,7 +76,7 @@ class KernelResources:
 
 
 # A named tuple rather than a frozen dataclass: every run defines it at import (docs/speed.md, "Records").
-class PtxDirectives(NamedTuple):
+class PtxDirectives(Struct, frozen=True):
     """The performance-tuning directives between a PTX `.entry` header and its body."""
 
     # (x, y, z): PTX may omit trailing dimensions (NVRTC 13.0 writes ".maxntid 256" for sm_100+,
@@ -130,14 +131,14 @@ _FIELD_CUMULATIVE_STACK = re.compile(r"^(\d+)\s+bytes\s+cumulative\s+stack\s+siz
 _KNOWN_WORDS = re.compile(r"\b(?:barriers?|smem|cmem|stack|registers?|lmem|spill)\b")
 
 
-class _Entry:
-    """One kernel's lines of a report while it is read (a plain class: see docs/speed.md, "Records")."""
+class _Entry(Struct):
+    """One kernel's lines of a report while it is read."""
 
-    __slots__ = ("arch", "line", "lineno", "name", "used")
-
-    def __init__(self, name: str, arch: str, line: str, lineno: int) -> None:
-        self.name, self.arch, self.line, self.lineno = name, arch, line, lineno
-        self.used: tuple[str, int, int, int, tuple[tuple[int, int], ...], int | None] | None = None
+    name: str
+    arch: str
+    line: str
+    lineno: int
+    used: tuple[str, int, int, int, tuple[tuple[int, int], ...], int | None] | None = None
 
 
 def _parse_used_fields(

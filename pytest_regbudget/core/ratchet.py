@@ -6,7 +6,9 @@ entry a measured kernel's numbers make (`entry_of_report`) is what the deltas co
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+
+from msgspec import Struct, field
+from msgspec.structs import replace
 
 from .baseline import Entry, base_nodeid
 from .facts import release_of
@@ -16,8 +18,7 @@ from .ptxas import message_key
 UPDATE_HINT = "pytest --regbudget-update"
 
 
-@dataclass(frozen=True)
-class BaselineRule:
+class BaselineRule(Struct, frozen=True):
     """How a kernel is held to its baseline entry."""
 
     entry: Entry | None  # this kernel's entry, if the baseline has one

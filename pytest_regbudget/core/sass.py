@@ -9,14 +9,14 @@ branches, and the reading of one SASS instruction line, which binary.py shares f
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from pathlib import Path
+
+from msgspec import Struct
 
 from .errors import SassError
 
 
-@dataclass(frozen=True)
-class Loop:
+class Loop(Struct, frozen=True):
     start: int  # address of the branch target (the loop head)
     end: int  # address of the backward branch
     file: str | None
@@ -29,8 +29,7 @@ class Loop:
         return _where(self.file, self.lines)
 
 
-@dataclass(frozen=True)
-class LocalAccess:
+class LocalAccess(Struct, frozen=True):
     address: int
     opcode: str  # "STL" or "LDL"
     spill: bool  # a spill or refill, not an access to a local array
@@ -42,8 +41,7 @@ class LocalAccess:
         return _where(self.file, (self.line,) if self.line else ())
 
 
-@dataclass(frozen=True)
-class SassReport:
+class SassReport(Struct, frozen=True):
     function: str
     instructions: int
     local: tuple[LocalAccess, ...]

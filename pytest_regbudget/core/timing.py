@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import bisect
 import math
-from dataclasses import dataclass
 from typing import Literal
+
+from msgspec import Struct
 
 Z95 = 1.959964  # two-sided 95 %
 PRECISION = 0.0025  # half-width of the median's interval, relative to the median, to stop at
@@ -24,8 +25,7 @@ TIME_LIMIT_S = 2.0  # wall time one kernel's timing may take
 Verdict = Literal["pass", "fail", "ambiguous"]
 
 
-@dataclass(frozen=True)
-class Interval:
+class Interval(Struct, frozen=True):
     """A median and its confidence interval (ms, or a ratio)."""
 
     median: float

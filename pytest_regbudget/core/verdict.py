@@ -6,8 +6,9 @@ Owns the wording of every budget verdict: which number, which limit, which arch,
 from __future__ import annotations
 
 import fnmatch
-from dataclasses import replace
 from typing import TYPE_CHECKING, Literal
+
+from msgspec.structs import replace
 
 from .arch import get_arch
 from .baseline import Key

@@ -26,9 +26,11 @@ import os
 import re
 import sys
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
+
+from msgspec import Struct, field
+from msgspec.structs import replace
 
 from ..build.options import CompileOptions
 from ..core import names
@@ -52,8 +54,7 @@ LISTING_COMPILERS = ("nvrtc", "nvcc")
 DEFAULT_KERNELS = ("*",)
 
 
-@dataclass(frozen=True)
-class Table:
+class Table(Struct, frozen=True):
     """One `[[kernels]]` table, checked: the files its globs matched and its keys as written."""
 
     index: int  # 1-based, in file order
@@ -74,8 +75,7 @@ class Table:
         return any(names.is_pattern(p) for p in self.patterns)
 
 
-@dataclass(frozen=True)
-class Kernel:
+class Kernel(Struct, frozen=True):
     """A kernel of a manifest file: its name, the entry a listing found it by (None when only named), and
     the tables that select it, in file order."""
 
@@ -123,14 +123,13 @@ def _parsed(keys: str, rootdir: Path) -> Budget:
     return parse_marker((), {**json.loads(keys), "kernel": ""}, rootdir)
 
 
-@dataclass(frozen=True)
-class Manifest:
+class Manifest(Struct, frozen=True):
     path: Path
     rootdir: Path
     archs: tuple[str, ...]  # () when the file sets none
     tables: tuple[Table, ...]
     label: str = ""  # "pyproject.toml [tool.regbudget]" or "regbudget.toml"
-    _by_file: dict[Path, tuple[Table, ...]] = field(default_factory=dict, repr=False, compare=False)
+    _by_file: dict[Path, tuple[Table, ...]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         for table in self.tables:

@@ -8,7 +8,8 @@ manifest.load parses the text found here.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import NamedTuple
+
+from msgspec import Struct
 
 PYPROJECT = "pyproject.toml"
 STANDALONE = "regbudget.toml"
@@ -17,7 +18,7 @@ PLUGIN_NAME = "regbudget-manifest"
 
 
 # A named tuple rather than a frozen dataclass: every run defines it at import (docs/speed.md, "Records").
-class Found(NamedTuple):
+class Found(Struct, frozen=True):
     """The files that may hold the manifest. `pyproject` only where it mentions regbudget (a pyproject that
     does not cannot have [tool.regbudget]); `pyproject_text` is its text, or None where it could not be read
     (manifest.load then says why)."""

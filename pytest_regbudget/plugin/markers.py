@@ -9,8 +9,10 @@ from __future__ import annotations
 import re
 import shlex
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
 from pathlib import Path
+
+from msgspec import Struct, field
+from msgspec.structs import replace
 
 from .. import sources
 from ..build.options import CompileOptions
@@ -54,8 +56,7 @@ TOLERANCE_KEYS = ("registers", "spills", "spill_stores", "spill_loads", "stack",
 VALID_KEYS = (*COMPILE_KEYS, *BUDGET_KEYS, *OTHER_KEYS)
 
 
-@dataclass(frozen=True)
-class Budget:
+class Budget(Struct, frozen=True):
     source: Path | None = None
     kernel: str | None = None
     compiler: str | None = None  # None: ini regbudget_compiler

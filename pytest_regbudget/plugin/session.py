@@ -13,11 +13,12 @@ import functools
 import os
 import warnings
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from msgspec import Struct, field
+from msgspec.structs import replace
 
 from .. import sources
 from ..build.builder import Builder, BuildSettings, ItemEnv
@@ -65,8 +66,7 @@ if TYPE_CHECKING:
 WORKEROUTPUT_KEY = "regbudget"
 
 
-@dataclass(frozen=True)
-class Settings:
+class Settings(Struct, frozen=True):
     archs: tuple[str, ...]
     rootdir: Path
     cuda_home: str | None = None
@@ -105,8 +105,7 @@ class Settings:
         )
 
 
-@dataclass
-class ItemState:
+class ItemState(Struct):
     """What a marked test carries from collection to the end of its call phase."""
 
     arch: str
@@ -146,7 +145,7 @@ class RegbudgetSession:
         self._parsed: dict[int, tuple[pytest.Mark, Budget | None, str | None]] = {}
         # Raises BaselineError (a usage error) before any test runs, leaving the file untouched.
         path = settings.baseline_path
-        self.baseline = bl.load(path, self.builder.cache) if path else bl.Baseline()
+        self.baseline = bl.load(path) if path else bl.Baseline()
 
     # -- what the run prints before and after ----------------------------------------------------------
     def header(self) -> str:
@@ -651,7 +650,6 @@ class RegbudgetSession:
                     planned.write,
                     planned.stale,
                     lock_dir=s.cache_dir,
-                    memo=self.builder.cache,
                 )
             except (BaselineError, OSError) as exc:
                 # OSError: a failure baseline.py did not foresee; the file is still as it was.

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Sequence
-from dataclasses import dataclass
+
+from msgspec import Struct
 
 from ..core.ptxas import message_key
 from ..core.text import one_line
@@ -33,8 +34,7 @@ _SHORT = {
 }
 
 
-@dataclass(frozen=True)
-class Change:
+class Change(Struct, frozen=True):
     metric: str
     old: object
     new: object
@@ -45,8 +45,7 @@ class Change:
         return f"{_SHORT[self.metric]} {_value(self.old)} -> {_value(self.new)}"
 
 
-@dataclass(frozen=True)
-class KernelDiff:
+class KernelDiff(Struct, frozen=True):
     ident: Ident
     old: str  # what measured it first ("12.9", a file name)
     new: str
@@ -70,8 +69,7 @@ class KernelDiff:
         }
 
 
-@dataclass(frozen=True)
-class Comparison:
+class Comparison(Struct, frozen=True):
     """`old` against `new` (two releases, two files): every kernel both measured, and those that differ."""
 
     old: str

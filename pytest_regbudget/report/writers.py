@@ -6,9 +6,10 @@ The terminal table and GitHub annotations go to the terminal summary (session.su
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
+
+from msgspec import Struct
 
 from ..core.baseline import atomic_write
 from . import compare, html
@@ -18,8 +19,7 @@ from .record import KernelRecord, json_text
 Render = Callable[[Sequence[KernelRecord]], str]
 
 
-@dataclass(frozen=True)
-class FileWriter:
+class FileWriter(Struct, frozen=True):
     option: str  # what the user set, as messages name it
     path: Path
     render: Render

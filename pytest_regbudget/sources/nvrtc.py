@@ -4,9 +4,11 @@ string (`CodeString`, by NVRTC + ptxas). A file is also compiled ahead of its te
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
+
+from msgspec import Struct
+from msgspec.structs import replace
 
 from ..build.options import CompileOptions
 from ..build.outputs import CompiledKernel
@@ -28,8 +30,7 @@ def facts_of(
     )
 
 
-@dataclass(frozen=True)
-class CompiledFile:
+class CompiledFile(Struct, frozen=True):
     """A .cu file built by NVRTC + ptxas, or (compiler="nvcc") a whole translation unit built by nvcc and
     measured by nvcc's own ptxas; `options` are then nvcc's flags."""
 
@@ -57,8 +58,7 @@ class CompiledFile:
         return [facts_of(compiled, self.options or CompileOptions(), env)]
 
 
-@dataclass(frozen=True)
-class CodeString:
+class CodeString(Struct, frozen=True):
     """Device code held in a string, as CuPy's RawKernel takes it; `name` is what errors call it and where
     its `#include "x.h"` lines are resolved from."""
 

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
+
+from msgspec import Struct
 
 from ..build import binary
 from ..build.options import CompileOptions
@@ -15,8 +16,7 @@ from ..core.ptxas import KernelResources
 from .protocol import BuildEnv
 
 
-@dataclass(frozen=True)
-class Binary:
+class Binary(Struct, frozen=True):
     """Every kernel the binary holds for an arch, or only `kernel` (found by names.match, template
     arguments and all). Kernels are reported by their readable names (`MatrixMulCUDA<32>`), the mangled
     entry kept beside. Spills are known only where the binary records them (cuobjdump's SASS of a cubin

@@ -6,9 +6,10 @@ source is a module beside this one, and imports these types from here.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
+
+from msgspec import Struct
 
 from ..core.facts import KernelFacts
 
@@ -80,8 +81,7 @@ class KernelSource(Protocol):
         ...
 
 
-@dataclass(frozen=True)
-class SourceSpec:
+class SourceSpec(Struct, frozen=True):
     """What a marker or a fixture call names: a file, a kernel and how to compile it."""
 
     path: Path

@@ -9,9 +9,11 @@ could be stale; its ptxas run is quick next to numba-cuda's lowering, which woul
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
+
+from msgspec import Struct, field
+from msgspec.structs import replace
 
 from ..build.assembler import run_ptxas
 from ..build.compiler import interpret
@@ -24,8 +26,7 @@ from ..core.facts import KernelFacts, Provenance
 from .protocol import BuildEnv
 
 
-@dataclass(frozen=True)
-class FrontendKernel:
+class FrontendKernel(Struct, frozen=True):
     """A Python function a front end lowers to PTX; `settings` (signature, constexprs, warps...) stand in
     for compile options in the baseline's options_hash."""
 
@@ -33,10 +34,10 @@ class FrontendKernel:
     name: str
     where: Path
     settings: tuple[str, ...]
-    make_ptx: Callable[[str, Toolkit | None], FrontendPtx] = field(repr=False)
+    make_ptx: Callable[[str, Toolkit | None], FrontendPtx] = field()
     native: bool = False  # the front end assembles with its own ptxas (Triton): no toolkit is needed
     # The front end's own cache key of a build for an arch (Triton's): cached by it; None: built every time.
-    cache_key: Callable[[str], str | None] = field(default=lambda arch: None, repr=False)
+    cache_key: Callable[[str], str | None] = field(default=lambda arch: None)
     loadable = True
 
     @property

@@ -11,8 +11,10 @@ No pytest here.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
-from typing import NamedTuple, cast
+from typing import cast
+
+from msgspec import Struct, field
+from msgspec.structs import replace
 
 from ..core import baseline as bl
 from ..core.baseline import base_nodeid
@@ -69,8 +71,7 @@ def _numbers(entry: bl.Entry) -> tuple[object, ...]:
     return (entry.compiler, entry.registers, entry.spill_stores, entry.spill_loads, entry.stack, entry.smem)
 
 
-@dataclass
-class Fresh:
+class Fresh(Struct):
     """The entries a run measured, one per key, and the keys two tests measured differently."""
 
     entries: dict[bl.Key, bl.Entry] = field(default_factory=dict)
@@ -100,7 +101,7 @@ def fresh_entries(records: Iterable[KernelRecord]) -> Fresh:
 
 
 # A named tuple rather than a frozen dataclass: every run defines it at import (docs/speed.md, "Records").
-class Plan(NamedTuple):
+class Plan(Struct, frozen=True):
     """What baseline.update is given: the entries to write, and what it removes."""
 
     write: Mapping[bl.Key, bl.Entry]

@@ -16,9 +16,10 @@ Under pytest-xdist each worker fills its own RunScope and ships `payload()`; the
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
+
+from msgspec import Struct, field
 
 from ..core.baseline import base_nodeid
 
@@ -37,8 +38,7 @@ ERROR = "error"
 SKIPPED = "skipped"
 
 
-@dataclass
-class RunScope:
+class RunScope(Struct):
     """What the run collected, selected and finished; filled by plugin hooks, merged across xdist workers."""
 
     collected: set[str] = field(default_factory=set)  # test node ids
@@ -99,7 +99,7 @@ def merge_shards(payloads: Iterable[Mapping[str, Any]]) -> RunScope:
 
 
 # A named tuple rather than a frozen dataclass: every run defines it at import (docs/speed.md, "Records").
-class Decision(NamedTuple):
+class Decision(Struct, frozen=True):
     """Stale keys (to remove on update), and kept keys grouped by the reason they were not judged."""
 
     stale: frozenset[Key]
@@ -132,7 +132,7 @@ def covered(file: str, prefixes: Sequence[str]) -> bool:
 
 
 # A named tuple rather than a frozen dataclass: every run defines it at import (docs/speed.md, "Records").
-class Rule(NamedTuple):
+class Rule(Struct, frozen=True):
     """The stale rule for one run: what it built, which paths it was given, and what it saw."""
 
     scope: RunScope

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from conftest import ACC_KERNEL, run_json
+from msgspec.structs import replace
 
 from pytest_regbudget.build.cache import CompileCache
 from pytest_regbudget.build.fingerprint import FORMAT, cache_key, included_files
@@ -173,9 +174,7 @@ def test_key_covers_headers_options_arch_and_toolkit(tmp_path: Path) -> None:
         CompileOptions.make(defines={"A": 1}, include_dirs=opts.include_dirs),
         tk,
     )
-    assert key != cache_key(
-        source, text, "acc", "sm_90", opts, type(tk)(**{**tk.__dict__, "ptxas_version": "12.8.93"})
-    )
+    assert key != cache_key(source, text, "acc", "sm_90", opts, replace(tk, ptxas_version="12.8.93"))
     (tmp_path / "inc" / "deeper.h").write_text("// changed\n")
     assert key != cache_key(source, text, "acc", "sm_90", opts, tk)
 

@@ -46,7 +46,7 @@ DAMAGE: dict[str, Callable[[Path], object]] = {
     "not-json": lambda p: p.write_text("<html>proxy error</html>"),
     "not-utf8": lambda p: p.write_bytes(b"\xff\xfe\x00garbage"),
     "json-list": lambda p: p.write_text("[1, 2, 3]"),
-    "wrong-format": lambda p: p.write_text(p.read_text().replace(f'"format": {FORMAT}', '"format": 99')),
+    "wrong-format": lambda p: p.write_text(p.read_text().replace(f'"format":{FORMAT}', '"format":99')),
     "checksum-mismatch": lambda p: p.write_text(p.read_text().replace("Used", "Used 1")),
     "missing-field": _edit_payload(lambda payload: payload.pop("outline")),
     "body-not-a-table": _edit_payload(lambda payload: payload.update(body="%%% not a table %%%")),

@@ -158,15 +158,11 @@ def pytest_unconfigure(config):
 """
 
 # What a warm run without a kernel manifest has no use for, and would pay to import on every run: the
-# manifest's reader and collection, a TOML reader or writer (the baseline's reading is kept in the compile
-# cache, and the update that wrote it kept it there), the SASS and binary readers. (difflib, for the
-# suggestions of a misspelt key, is not among them: pytest imports it itself.) With --regbudget-gpu=off, nor
-# the GPU side: its device probe, timer and data classes.
+# manifest's reader and collection, the TOML writer (the baseline is only read), the SASS and binary
+# readers. With --regbudget-gpu=off, nor the GPU side: its device probe, timer and data classes.
 NOT_IMPORTED = (
     "pytest_regbudget.plugin.manifest",
     "pytest_regbudget.plugin.collect",
-    "tomllib",
-    "tomli",
     "tomli_w",
     "pytest_regbudget.core.sass",
     "pytest_regbudget.build.binary",

@@ -9,11 +9,11 @@ import signal
 import subprocess
 import sys
 import time
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
 from conftest import SAMPLE_ENTRY as ENTRY
+from msgspec.structs import replace
 
 from pytest_regbudget.core import baseline as bl
 
@@ -21,7 +21,7 @@ from pytest_regbudget.core import baseline as bl
 # kill lands mid-write often.
 WRITER = """
 import sys
-from dataclasses import replace
+from msgspec.structs import replace
 from pathlib import Path
 from pytest_regbudget.core import baseline as bl
 from test_baseline_durability import entries

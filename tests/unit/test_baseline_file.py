@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
 from conftest import SAMPLE_ENTRY
+from msgspec.structs import replace
 
-from pytest_regbudget.build.cache import CompileCache
 from pytest_regbudget.core import baseline as bl
 from pytest_regbudget.core.errors import BaselineError
 
@@ -249,65 +248,3 @@ def test_written_files_are_not_private(tmp_path: Path) -> None:
 def test_entry_from_table_reads_what_to_toml_writes() -> None:
     entry = replace(ENTRY, gpu={"NVIDIA H200": {"time_ms": 0.5}}, extra={"gpu_ms": 0.89})
     assert bl.entry_from_table(entry.to_toml()) == entry
-
-
-# -- the reading kept in the compile cache (baseline._toml) ------------------------------------------------
-def _baseline(n: int) -> bl.Baseline:
-    entries = {
-        key(i): replace(ENTRY, registers=40 + i, occupancy={"256 threads": 0.25 * (i % 4)}) for i in range(n)
-    }
-    return bl.Baseline(entries)
-
-
-def _kept(memo: Path) -> list[Path]:
-    return sorted(memo.rglob("*.json"))
-
-
-def test_a_remembered_reading_is_the_files_and_skips_the_toml_reader(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    path, memo = tmp_path / "b.toml", tmp_path / "memo"
-    path.write_text(bl.dumps(_baseline(30)))
-    assert bl.load(path, CompileCache(memo)) == bl.load(path) == _baseline(30)
-    (remembered,) = _kept(memo)
-
-    def no_toml(text: str) -> object:
-        raise AssertionError("the TOML reader ran")
-
-    monkeypatch.setattr("tomllib.loads", no_toml)
-    assert bl.load(path, CompileCache(memo)) == _baseline(30)
-    # Damage it (a digit changed, the checksum left as it was): the file is read as TOML again.
-    monkeypatch.undo()
-    remembered.write_text(remembered.read_text().replace('"registers": 45', '"registers": 99'))
-    assert bl.load(path, CompileCache(memo)) == _baseline(30)
-    remembered.write_text("half a file")
-    assert bl.load(path, CompileCache(memo)) == _baseline(30)
-
-
-def test_an_edited_baseline_is_read_afresh_and_its_old_reading_removed(tmp_path: Path) -> None:
-    path, memo = tmp_path / "b.toml", tmp_path / "memo"
-    path.write_text(bl.dumps(_baseline(3)))
-    bl.load(path, CompileCache(memo))
-    path.write_text(bl.dumps(_baseline(3)).replace("registers = 41", "registers = 77"))
-    assert bl.load(path, CompileCache(memo)).entries[key(1)].registers == 77
-    assert len(_kept(memo)) == 1  # the older reading is gone: one per baseline path
-    other = tmp_path / "other.toml"
-    other.write_text(bl.dumps(_baseline(2)))
-    bl.load(other, CompileCache(memo))
-    assert len(_kept(memo)) == 2
-
-
-def test_a_broken_baseline_is_an_error_with_a_memo_too_and_nothing_is_remembered(tmp_path: Path) -> None:
-    path, memo = tmp_path / "b.toml", tmp_path / "memo"
-    path.write_text("version = 3\n[kernels\n")
-    with pytest.raises(BaselineError, match="is not valid TOML"):
-        bl.load(path, CompileCache(memo))
-    assert _kept(memo) == []
-
-
-def test_a_memo_that_cannot_be_written_only_costs_time(tmp_path: Path) -> None:
-    path = tmp_path / "b.toml"
-    path.write_text(bl.dumps(_baseline(3)))
-    blocker = tmp_path / "a-file"
-    blocker.write_text("")
-    assert bl.load(path, CompileCache(blocker / "memo")) == _baseline(3)

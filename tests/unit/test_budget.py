@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any, cast
 
 import pytest
+from msgspec.structs import replace
 
 from pytest_regbudget.core.baseline import Entry
 from pytest_regbudget.core.checks import check

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any
 
 import pytest
+from msgspec.structs import fields, replace
 
 from pytest_regbudget.build.builder import Builder
 from pytest_regbudget.build.cache import CacheStats, CompileCache

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import re
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from msgspec.structs import replace
 
 from pytest_regbudget.core.baseline import Key
 from pytest_regbudget.core.checks import check

@@ -5,10 +5,10 @@ tests/integration/test_html.py, the staircase's geometry tests/unit/test_report.
 from __future__ import annotations
 
 import re
-from dataclasses import replace
 from html.parser import HTMLParser
 
 import pytest
+from msgspec.structs import replace
 
 from pytest_regbudget.core.checks import check
 from pytest_regbudget.core.kernel_report import KernelReport

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import re
-from dataclasses import replace
 
 import pytest
+from msgspec.structs import replace
 
 from pytest_regbudget.core.arch import get_arch
 from pytest_regbudget.core.checks import check

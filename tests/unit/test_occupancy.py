@@ -7,7 +7,6 @@ supported arch. Set REGBUDGET_OCCUPANCY_SEED to replay a failing run.
 
 from __future__ import annotations
 
-import dataclasses
 import importlib.util
 import os
 import random
@@ -18,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from msgspec.structs import replace
 
 from pytest_regbudget.core.arch import (
     ARCHS,
@@ -438,7 +438,7 @@ def test_suffixed_archs_share_their_base_limits(variant: str, base: str) -> None
     limits = get_arch(variant)
     assert limits.name == variant
     assert limits.base_name == base
-    assert dataclasses.replace(limits, name=base) == get_arch(base)
+    assert replace(limits, name=base) == get_arch(base)
     assert occupancy(variant, 167, 256).active_blocks == occupancy(base, 167, 256).active_blocks
 
 

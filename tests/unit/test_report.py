@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import replace
 from pathlib import Path
 from typing import Any, cast
 
 import pytest
+from msgspec.structs import replace
 
 from pytest_regbudget.core.baseline import Key
 from pytest_regbudget.core.checks import check

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import random
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from msgspec.structs import replace
 
 from pytest_regbudget.core.diagnosis import diagnose
 from pytest_regbudget.core.errors import SassError
