@@ -18,7 +18,7 @@ from .core.occupancy import Occupancy, launch_failure, occupancy
 from .core.ptxas import KernelResources, parse_ptxas_output
 
 if TYPE_CHECKING:
-    from .build.compiler import compile_kernel
+    from .build.cache import compile_kernel
     from .build.options import CompileOptions
     from .build.outputs import CompiledKernel
     from .build.toolchain import Toolkit, discover
@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 _LAZY = {
     "CompileOptions": "build.compiler",
     "CompiledKernel": "build.compiler",
-    "compile_kernel": "build.compiler",
+    "compile_kernel": "build.cache",
     "RegbudgetFixture": "plugin",
     "Toolkit": "build.toolchain",
     "discover": "build.toolchain",

@@ -148,7 +148,10 @@ def _cmd_compare(args: argparse.Namespace) -> int:
 def _cmd_merge(args: argparse.Namespace) -> int:
     shards = [read_report(Path(p)) for p in args.reports]
     records = [r for shard in shards for r in shard.records]
-    fresh = update.fresh_entries(records)
+    try:
+        fresh = update.fresh_entries(records)
+    except BaselineError as exc:
+        raise CliError(str(exc)) from None
     if fresh.conflicts:
         where = {r["nodeid"]: s.path.name for s in shards for r in s.records}
         first = fresh.conflicts[0]
@@ -306,7 +309,7 @@ def explain(
 ) -> list[Row]:
     """Build `kernel` per (bounds, arch), as `__launch_bounds__` placed in its source would, and read each
     build as the plugin does."""
-    from .build.compiler import compile_kernel, place_launch_bounds, read_source
+    from .build.compiler import place_launch_bounds, read_source
     from .build.nvcc import find_nvcc
     from .build.options import CompileOptions
     from .build.toolchain import discover
@@ -325,11 +328,8 @@ def explain(
             raise CliError(f"{source}::{kernel}: {exc}; give --bounds none") from None
         for arch in archs:
             get_arch(arch)
-            if compiler == "nvcc":
-                nvcc = find_nvcc(toolkit, only_toolkit=toolkit_name)
-                res = _nvcc_resources(source, variant, kernel, arch, options, nvcc)
-            else:
-                res = compile_kernel(source, kernel, arch, options, toolkit, source_text=variant).resources
+            nvcc = find_nvcc(toolkit, only_toolkit=toolkit_name) if compiler == "nvcc" else None
+            res = _resources(source, variant, kernel, arch, options, toolkit, nvcc)
             # The block the occupancy is for: the bounds', or the kernel's own __launch_bounds__ as written.
             threads = b.threads or res.max_threads
             occ, cliff = None, "-"
@@ -355,18 +355,18 @@ def explain(
     return rows
 
 
-def _nvcc_resources(source: Path, text: str, kernel: str, arch: str, options: Any, nvcc: Any) -> Any:
-    """nvcc's build of `text` (a variant of `source`), compiled beside a copy so that its includes resolve."""
-    from .build.compiler import interpret
-    from .build.nvcc import build_nvcc_unit
+def _resources(source: Path, text: str, kernel: str, arch: str, options: Any, toolkit: Any, nvcc: Any) -> Any:
+    """The build of `text` (a variant of `source`) as the plugin makes it (`compile_kernel`). nvcc reads a
+    file, so its variant is compiled beside a copy, with the source's directory on the include path."""
+    from .build.cache import compile_kernel
 
+    if nvcc is None:
+        return compile_kernel(source, kernel, arch, options, toolkit, source_text=text).resources
     with tempfile.TemporaryDirectory(prefix="regbudget-explain-") as tmp:
         copy = Path(tmp) / source.name
         copy.write_text(text, encoding="utf-8")
         opts = replace(options, include_dirs=(*options.include_dirs, str(source.resolve().parent)))
-        unit = build_nvcc_unit(copy, arch, opts, nvcc)
-        picked = unit.pick(kernel, copy, arch, nvcc)
-        return interpret(picked, copy, text, kernel, arch, opts, nvcc.provenance()).resources
+        return compile_kernel(copy, kernel, arch, opts, toolkit, nvcc=nvcc).resources
 
 
 def table(rows: Sequence[Row]) -> list[str]:

@@ -34,8 +34,8 @@ from msgspec import Struct, field
 from ..core import names
 from ..core.baseline import atomic_write
 from ..core.errors import CompileError
-from ..core.facts import Deferred, Provenance
-from . import compiler, nvcc
+from ..core.facts import Deferred
+from . import compiler, nvcc, units
 from .fingerprint import (
     _CLOCK_SLACK_NS,
     FORMAT,
@@ -61,7 +61,7 @@ from .frontends import FrontendPtx
 from .options import DEFAULT_PTXAS_TIMEOUT, CompileOptions
 from .outputs import CompiledKernel, UnitOutputs
 from .toolchain import Nvcc, Toolkit
-from .units import Unit, pick
+from .units import Unit
 
 T = TypeVar("T")
 
@@ -186,8 +186,7 @@ class CompileCache:
         def build(unit: Unit) -> UnitOutputs:
             return self.unit(unit, toolkit, ptxas_timeout, source_text=text, label=label)
 
-        outputs = pick(kernel, Unit(source, arch, options, nvcc), build)
-        return compiler.interpret(outputs, source, text, kernel, arch, options, provenance_of(toolkit, nvcc))
+        return units.build_kernel(kernel, Unit(source, arch, options, nvcc), text, toolkit, build)
 
     def unit(
         self,
@@ -590,6 +589,20 @@ def _sound(outputs: UnitOutputs, unit: Unit) -> bool:
     )
 
 
-def provenance_of(toolkit: Toolkit, nvcc: Nvcc | None) -> Provenance:
-    # An nvcc build is measured by nvcc's own toolkit, which is what its report must name.
-    return nvcc.provenance() if nvcc is not None else compiler.nvrtc_provenance(toolkit)
+def compile_kernel(
+    source: Path,
+    kernel: str,
+    arch: str,
+    options: CompileOptions,
+    toolkit: Toolkit,
+    ptxas_timeout: float = DEFAULT_PTXAS_TIMEOUT,
+    source_text: str | None = None,
+    *,
+    nvcc: Nvcc | None = None,
+    cache: CompileCache | None = None,
+) -> CompiledKernel:
+    """Compile one kernel of `source` for `arch` (with `nvcc`, by nvcc; else NVRTC and ptxas) and read
+    ptxas's report of it, exactly as a pytest run does; from and into `cache` when given, else built anew."""
+    return (cache or CompileCache(None)).compile(
+        source, kernel, arch, options, toolkit, ptxas_timeout, source_text=source_text, nvcc=nvcc
+    )

@@ -14,12 +14,10 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from msgspec.structs import replace
-
 from ..core import names, ptxas
 from ..core.errors import CompileError
 from ..core.facts import Deferred, KernelFacts, Provenance
-from ..core.ptxas import KernelResources, parse_ptx_entries, ptx_setmaxnreg
+from ..core.ptxas import KernelResources, ptx_setmaxnreg
 from .assembler import run_ptxas
 from .nvrtc import _name_expression_errors, compile_ptx
 from .options import DEFAULT_PTXAS_TIMEOUT, CompileOptions
@@ -68,39 +66,6 @@ def read_source(source: Path) -> str:
 
 _SOURCES: dict[tuple[str, int, int, int, int], str] = {}
 _RACY_NS = 2_000_000_000  # as the cache's StatCache: a younger file may change again within its tick
-
-
-def build(
-    source: Path,
-    source_text: str,
-    kernel: str,
-    arch: str,
-    options: CompileOptions,
-    toolkit: Toolkit,
-    ptxas_timeout: float = DEFAULT_PTXAS_TIMEOUT,
-) -> BuildOutputs:
-    """Run NVRTC and ptxas: the expensive, cacheable half of compile_kernel."""
-    name = str(source)
-    label = f"{kernel} [{arch}]"
-    try:
-        module = compile_ptx(source_text, name, arch, options, toolkit, name_expressions=[kernel])
-    except CompileError as exc:
-        reasons = _name_expression_errors(exc.log)
-        if not reasons:
-            raise
-        # Was it the kernel name or the code? Compile once more without the name to tell them apart. The
-        # name may still be one of the plain compile's kernels, by entry or readable name
-        # ("(anonymous namespace)::k", "_Z1kPf"), which no name expression can be.
-        module = compile_ptx(source_text, name, arch, options, toolkit)
-        found = names.match(kernel, parse_ptx_entries(module.ptx))
-        if found is None:
-            raise _not_found(kernel, source, arch, module.ptx, exc.log, reasons[0]) from None
-        module = replace(module, lowered_names={kernel: found})
-    entry = module.lowered_names.get(kernel, kernel)
-    if entry not in parse_ptx_entries(module.ptx):
-        raise _not_found(kernel, source, arch, module.ptx, "")
-    ptxas_out, cubin = run_ptxas(module.ptx, arch, options.ptxas_options, toolkit, ptxas_timeout, label)
-    return BuildOutputs.of(entry, module.ptx, module.log, ptxas_out, cubin)
 
 
 def build_unit(
@@ -229,21 +194,6 @@ def interpret(
         setmaxnreg=ptx_setmaxnreg(outputs.outline).get(outputs.entry, ()),
     )
     return CompiledKernel(facts=facts, options=options, nvrtc_log=outputs.nvrtc_log, body=outputs.body)
-
-
-def compile_kernel(
-    source: Path,
-    kernel: str,
-    arch: str,
-    options: CompileOptions,
-    toolkit: Toolkit,
-    ptxas_timeout: float = DEFAULT_PTXAS_TIMEOUT,
-    source_text: str | None = None,
-) -> CompiledKernel:
-    """Compile one kernel of `source` for `arch` and read ptxas's report of it (no cache)."""
-    text = read_source(source) if source_text is None else source_text
-    outputs = build(source, text, kernel, arch, options, toolkit, ptxas_timeout)
-    return interpret(outputs, source, text, kernel, arch, options, nvrtc_provenance(toolkit))
 
 
 def nvrtc_provenance(toolkit: Toolkit) -> Provenance:

@@ -14,11 +14,11 @@ from typing import TYPE_CHECKING
 
 from msgspec.structs import replace
 
-from . import compiler
-from .cache import CompileCache, provenance_of
+from . import compiler, units
+from .cache import CompileCache
 from .outputs import CompiledKernel, UnitOutputs
 from .toolchain import Toolkit
-from .units import Spec, Unit, pick
+from .units import Spec, Unit
 
 if TYPE_CHECKING:
     from concurrent.futures import Future, ThreadPoolExecutor
@@ -106,7 +106,7 @@ class Prefetcher:
 
     def get(self, spec: Spec) -> CompiledKernel:
         """`spec`'s kernel, from its unit (built now, or by another thread, or found in the cache)."""
-        source, kernel, arch, options, nvcc = spec
+        source, kernel = spec[0], spec[1]
         base = Unit.of(spec)
         text = compiler.read_source(source)
         with self._lock:
@@ -114,17 +114,21 @@ class Prefetcher:
             planned = self._planned[spec] > 0
             first = self._first(base, kernel, group)
             held = self._plain(base)
+        if held is not None and held.entry(kernel) is not None:
+
+            def build(unit: Unit) -> UnitOutputs:
+                return held  # the plain compile, built already, holds the kernel
+
+        else:
+
+            def build(unit: Unit) -> UnitOutputs:
+                return self._outputs(unit, kernel)
+
         try:
-            if held is not None and held.entry(kernel) is not None:  # the plain compile, built already
-                outputs = held.pick(kernel, source, arch)
-            else:
-                outputs = pick(kernel, base, lambda unit: self._outputs(unit, kernel), group)
+            return units.build_kernel(kernel, base, text, self.toolkit, build, group)
         finally:
             if planned:
                 self._release(spec, first)
-        return compiler.interpret(
-            outputs, source, text, kernel, arch, options, provenance_of(self.toolkit, nvcc)
-        )
 
     def entries(self, unit: Unit) -> list[str]:
         """The entries of every kernel in `unit` (shared with the builds of its kernels)."""

@@ -14,8 +14,8 @@ from msgspec.structs import replace
 
 from . import compiler
 from .options import CompileOptions
-from .outputs import BuildOutputs, UnitOutputs
-from .toolchain import Nvcc
+from .outputs import CompiledKernel, UnitOutputs
+from .toolchain import Nvcc, Toolkit
 
 # -- translation units, and their sharing within a run ----------------------------------------------------
 Spec = tuple[Path, str, str, CompileOptions, Nvcc | None]  # (source, kernel, arch, options, nvcc or NVRTC)
@@ -44,15 +44,25 @@ class Unit(Struct, frozen=True):
         return replace(self, names=compiler.nvrtc_name_sets(kernel, group)[0])
 
 
-def pick(
-    kernel: str, base: Unit, build: Callable[[Unit], UnitOutputs], group: Sequence[str] | None = None
-) -> BuildOutputs:
-    """`kernel`'s outputs, from the units of `base`'s file that `build` gives: nvcc's one, or the NVRTC
-    units that may hold it (`compiler.pick_nvrtc`), `group` being the template names planned together."""
+def build_kernel(
+    kernel: str,
+    base: Unit,
+    source_text: str,
+    toolkit: Toolkit,
+    build: Callable[[Unit], UnitOutputs],
+    group: Sequence[str] | None = None,
+) -> CompiledKernel:
+    """The one way a kernel is built, by the plugin, `compile_kernel` and `regbudget explain` alike: picked
+    from the units of its file that `build` makes (or a cache finds), `group` being the template names planned
+    together, and read as ptxas reported it."""
     if base.nvcc is not None:
-        return build(base).pick(kernel, base.source, base.arch, base.nvcc)
+        outputs = build(base).pick(kernel, base.source, base.arch, base.nvcc)
+        provenance = base.nvcc.provenance()
+    else:
 
-    def unit(names: tuple[str, ...]) -> UnitOutputs:
-        return build(replace(base, names=names))
+        def unit(names: tuple[str, ...]) -> UnitOutputs:
+            return build(replace(base, names=names))
 
-    return compiler.pick_nvrtc(kernel, base.source, base.arch, unit, group)
+        outputs = compiler.pick_nvrtc(kernel, base.source, base.arch, unit, group)
+        provenance = compiler.nvrtc_provenance(toolkit)
+    return compiler.interpret(outputs, base.source, source_text, kernel, base.arch, base.options, provenance)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from msgspec.structs import replace
 
@@ -173,13 +173,11 @@ def check(
     gpu: GpuFacts | None = None,
     sass: SassReport | None = None,
     ptxas_options: Sequence[str] = (),
-    **found: Any,
 ) -> KernelReport:
     """Every budget of `limits` against ptxas's numbers; occupancy at the launch size when one is given.
 
     With `gpu` (the driver's view of this very cubin), the driver must agree with ptxas, and
-    `min_occupancy` is judged on the occupancy the driver grants. `found`: the report's other fields
-    (verdict's, so that one report is made rather than copied).
+    `min_occupancy` is judged on the occupancy the driver grants.
     """
     r = limits
     res = resources
@@ -267,7 +265,6 @@ def check(
         sass=sass,
         diagnosis=diagnose(res, arch, sass, ptxas_options, r.dynamic_smem),
         cliff=cliff,
-        **found,
     )
 
 

@@ -105,7 +105,7 @@ def verdict(
     """Everything known at compile time (and, with `gpu`, at load time) judged at once: the budgets of
     `limits`, the driver's agreement, and the baseline. `kernel` is the id the baseline keys it by."""
     provenance = facts.provenance
-    report = check(
+    checked = check(
         nodeid,
         kernel,
         facts.arch,
@@ -113,9 +113,13 @@ def verdict(
         facts.resources,
         limits,
         level,
-        gpu=gpu,
-        sass=sass,
-        ptxas_options=facts.ptxas_options,
+        gpu,
+        sass,
+        facts.ptxas_options,
+    )
+    report = replace(
+        checked,
+        violations=[*checked.violations, *_role_and_message_checks(facts, limits)],
         ptxas_version=provenance.ptxas,
         nvrtc_version=provenance.frontend,
         compiler=provenance.compiler,
@@ -127,9 +131,6 @@ def verdict(
         messages=facts.messages,
         setmaxnreg=facts.setmaxnreg,
     )
-    more = _role_and_message_checks(facts, limits)
-    if more:
-        report = replace(report, violations=[*report.violations, *more])
     return report if baseline is None else ratchet(report, baseline)
 
 

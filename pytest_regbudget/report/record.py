@@ -11,6 +11,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, TypedDict, cast
 
 from ..core.kernel_report import Delta, KernelReport
+from ..core.ratchet import entry_of_report
 
 
 class DeltaRecord(TypedDict):
@@ -59,6 +60,9 @@ class KernelRecord(TypedDict):
     baseline_status: str  # none (no baseline file), new, new-release, compared, toolkit-mismatch
     other_releases: list[str]  # with new-release: the releases that have an entry for this kernel
     baseline: dict[str, object] | None
+    # The baseline entry these numbers make (ratchet.entry_of_report), as TOML: what an update writes, from a
+    # pytest run or a merge of shards (update/plan.py). None for a kernel without numbers.
+    measured: dict[str, object] | None
     deltas: list[DeltaRecord]
     gpu_device: str | None
     driver_registers: int | None
@@ -141,6 +145,7 @@ def to_record(r: KernelReport) -> KernelRecord:
             baseline_status=r.baseline_status,
             other_releases=list(r.other_releases),
             baseline=r.baseline.to_toml() if r.baseline else None,
+            measured=entry_of_report(r).to_toml() if res else None,
             deltas=[_delta_record(d) for d in r.deltas],
             **_gpu_fields(r),
             spill_instructions=r.sass.spill_instructions if r.sass else None,

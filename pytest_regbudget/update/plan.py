@@ -18,53 +18,30 @@ from msgspec.structs import replace
 
 from ..core import baseline as bl
 from ..core.baseline import base_nodeid
-from ..core.ptxas import message_key
+from ..core.errors import BaselineError
 from ..report.record import KernelRecord
 from ..report.terminal import key_text
 from .scope import Decision, Rule, decide
 
 
 def entry_of(rec: KernelRecord) -> bl.Entry:
-    """The baseline entry a measured record writes, as verdict.entry_of_report makes it from a report."""
-    occupancy: dict[str, float] = {}
-    if rec["occupancy"] is not None and rec["launch"]:
-        dynamic = f", {rec['dynamic_smem']} B dynamic smem" if rec["dynamic_smem"] else ""
-        occupancy[f"{rec['launch'][0]} threads{dynamic}"] = round(round(rec["occupancy"], 6), 4)
-    gpu: dict[str, dict[str, object]] = {}
-    if rec["gpu_device"] is not None and rec["time_ms"] is not None:
-        figures: dict[str, object] = {
-            "time_ms": float(f"{rec['time_ms']:.4g}"),
-            "noise": round(rec["noise"] or 0.0, 4),
-            "samples": rec["samples"],
-            "driver_registers": rec["driver_registers"],
-        }
-        if rec["driver_occupancy"] is not None:
-            figures["driver_occupancy"] = round(round(rec["driver_occupancy"], 6), 4)
-        if rec["sm_clock_mhz"] is not None:
-            figures["sm_clock_mhz"] = rec["sm_clock_mhz"]
-        if rec["max_sm_clock_mhz"] is not None:
-            figures["max_sm_clock_mhz"] = rec["max_sm_clock_mhz"]
-        if rec["ci_low_ms"] is not None and rec["ci_high_ms"] is not None:
-            figures["ci_low_ms"] = float(f"{rec['ci_low_ms']:.4g}")
-            figures["ci_high_ms"] = float(f"{rec['ci_high_ms']:.4g}")
-        gpu[rec["gpu_device"]] = figures
-    assert rec["registers"] is not None  # only measured records write entries
-    return bl.Entry(
-        registers=rec["registers"],
-        spill_stores=rec["spill_stores"],
-        spill_loads=rec["spill_loads"],
-        stack=rec["stack_frame"] or 0,
-        smem=rec["shared_mem"] or 0,
-        const_mem=rec["const_mem"] or 0,
-        ptxas=rec["ptxas_version"],
-        nvrtc=rec["nvrtc_version"],
-        compiler=rec["compiler"],
-        options_hash=rec["options_hash"],
-        occupancy=occupancy,
-        tests=(base_nodeid(rec["nodeid"]),),
-        gpu=gpu,
-        messages=tuple(sorted({message_key(m) for m in rec.get("ptxas_messages") or []})),
-    )
+    """The baseline entry a measured record writes: the one its report made (ratchet.entry_of_report).
+    BaselineError when the record has none, or one that its own numbers contradict (an edited report)."""
+    where = f"{rec['nodeid']} [{rec['arch']}]"
+    if rec.get("measured") is None:
+        raise BaselineError(f"{where}: the record has no measured entry; rerun pytest --regbudget-json")
+    entry = bl.entry_from_table(rec["measured"], f"{where}: measured")
+    shown = (rec["registers"], rec["spill_stores"], rec["spill_loads"], rec["stack_frame"], rec["shared_mem"])
+    if shown != (entry.registers, entry.spill_stores, entry.spill_loads, entry.stack, entry.smem):
+        raise BaselineError(
+            f"{where}: the record says registers, spill stores and loads, stack, smem = {shown}, its "
+            "measured entry otherwise: an edited or damaged report; rerun pytest --regbudget-json"
+        )
+    if entry.tests != (base_nodeid(rec["nodeid"]),):
+        raise BaselineError(
+            f"{where}: its measured entry names the tests {list(entry.tests)}: an edited report"
+        )
+    return entry
 
 
 def _numbers(entry: bl.Entry) -> tuple[object, ...]:

@@ -19,7 +19,7 @@ if sys.version_info >= (3, 11):
 else:
     import tomli as tomllib
 
-from pytest_regbudget.build.compiler import compile_kernel
+from pytest_regbudget.build.cache import compile_kernel
 from pytest_regbudget.build.options import CompileOptions
 from pytest_regbudget.build.toolchain import discover
 
@@ -216,6 +216,15 @@ def test_merge_refuses_shards_that_disagree(pytester: pytest.Pytester) -> None:
     doc["kernels"][0]["registers"] += 8
     doc["kernels"][0]["nodeid"] = doc["kernels"][0]["nodeid"].replace("test_a", "test_a2")
     two = pytester.path / "two.json"
+    two.write_text(json.dumps(doc))
+    # A record whose numbers are not its measured entry's is an edited report, whichever it is.
+    done = regbudget("merge", str(one), str(two), "--update", str(pytester.path / BASELINE))
+    bad_input(
+        done, r"test_a2.*\[sm_90\]: the record says .* \(\d+, 0, 0, 0, 0\), its measured entry otherwise"
+    )
+    # Both edited alike: another measurement of the same kernel, which the shards disagree on.
+    doc["kernels"][0]["measured"]["registers"] += 8
+    doc["kernels"][0]["measured"]["tests"] = [doc["kernels"][0]["nodeid"]]
     two.write_text(json.dumps(doc))
     done = regbudget("merge", str(one), str(two), "--update", str(pytester.path / BASELINE))
     bad_input(done, r"shards disagree: .*poly_eval.* \(in one\.json, two\.json\)")

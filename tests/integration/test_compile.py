@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_regbudget.build.compiler import compile_kernel
+from pytest_regbudget.build.cache import compile_kernel
 from pytest_regbudget.build.nvrtc import compile_ptx
 from pytest_regbudget.build.options import CompileOptions
 from pytest_regbudget.build.toolchain import Toolkit, discover

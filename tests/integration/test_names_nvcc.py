@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from conftest import run_json
 
-from pytest_regbudget.build.compiler import compile_kernel
+from pytest_regbudget.build.cache import compile_kernel
 from pytest_regbudget.build.nvcc import find_nvcc
 from pytest_regbudget.build.nvrtc import compile_ptx
 from pytest_regbudget.build.options import CompileOptions

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from pytest_regbudget.build.assembler import run_ptxas
-from pytest_regbudget.build.compiler import compile_kernel
+from pytest_regbudget.build.cache import compile_kernel
 from pytest_regbudget.build.nvrtc import compile_ptx
 from pytest_regbudget.build.options import CompileOptions
 from pytest_regbudget.build.toolchain import discover

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from pytest_regbudget.build.compiler import compile_kernel
+from pytest_regbudget.build.cache import compile_kernel
 from pytest_regbudget.build.options import CompileOptions
 from pytest_regbudget.build.toolchain import Toolkit, discover
 from pytest_regbudget.core import baseline as bl

@@ -30,7 +30,7 @@ from pytest_regbudget.build.binary import (
     parse_resource_usage,
     read_binary,
 )
-from pytest_regbudget.build.compiler import compile_kernel
+from pytest_regbudget.build.cache import compile_kernel
 from pytest_regbudget.build.options import CompileOptions
 from pytest_regbudget.build.toolchain import Toolkit, discover, nvidia_roots
 from pytest_regbudget.core.arch import get_arch
