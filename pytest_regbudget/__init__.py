@@ -1,8 +1,9 @@
 """pytest-regbudget: catch register, spill and occupancy regressions in CUDA kernels, in pytest.
 
-The public API is re-exported here; the pytest hooks live in `pytest_regbudget.plugin`. What needs pytest
-(the fixture) or a toolkit (the compiler, discovery) is imported on first use, so that the pure core
-(`import pytest_regbudget.core.ptxas`, `.budget`, `.occupancy`, `.report`) loads neither pytest nor CUDA.
+The public API is re-exported here; the pytest hooks live in `pytest_regbudget.plugin`. Every
+`import pytest_regbudget.x` runs this file first, so what needs pytest (the fixture) or the toolkit side (the
+compiler and discovery, with NVRTC's ctypes binding) is imported when first named: the pure core
+(`import pytest_regbudget.core.ptxas`, `.verdict`, `.occupancy`) loads neither pytest nor NVRTC.
 """
 
 from __future__ import annotations
@@ -27,8 +28,8 @@ if TYPE_CHECKING:
 
 # Public names whose modules are imported on first use: name -> module.
 _LAZY = {
-    "CompileOptions": "build.compiler",
-    "CompiledKernel": "build.compiler",
+    "CompileOptions": "build.options",
+    "CompiledKernel": "build.outputs",
     "compile_kernel": "build.cache",
     "RegbudgetFixture": "plugin",
     "Toolkit": "build.toolchain",

@@ -18,6 +18,7 @@ plugin's.
 from __future__ import annotations
 
 import argparse
+import configparser
 import json
 import sys
 import tempfile
@@ -26,14 +27,30 @@ from pathlib import Path
 from typing import Any, cast
 
 from msgspec import Struct
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
 from msgspec.structs import replace
 
 from ._version import __version__
+from .build.cache import compile_kernel
+from .build.compiler import place_launch_bounds, read_source
+from .build.nvcc import find_nvcc
+from .build.options import CompileOptions
+from .build.toolchain import discover
 from .core import baseline as bl
-from .core.errors import BaselineError, RegbudgetError
+from .core.arch import get_arch
+from .core.checks import max_block
+from .core.errors import BaselineError, CompileError, RegbudgetError, ToolchainError
+from .core.names import normalize
+from .core.occupancy import occupancy, register_cliff
 from .core.text import close_key_hint, one_line
 from .report import compare
 from .report.record import KernelRecord, json_text
+from .report.terminal import key_text, unknown_arch_lines
+from .report.writers import JSON_FORMAT, JSON_VERSION
 from .update import plan as update
 from .update.scope import Rule, merge_shards
 
@@ -53,7 +70,6 @@ class Report(Struct, frozen=True):
 
 def read_report(path: Path) -> Report:
     """A --regbudget-json report of this plugin's version; CliError naming the file otherwise."""
-    from .report.writers import JSON_FORMAT, JSON_VERSION
 
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
@@ -177,8 +193,6 @@ def _cmd_merge(args: argparse.Namespace) -> int:
         "merged": [s.path.name for s in shards],
     }
     if args.output:
-        from .report.writers import JSON_FORMAT, JSON_VERSION
-
         head = {"format": JSON_FORMAT, "version": JSON_VERSION, "scope": scope_doc}
         comparisons = [c.to_json() for c in compare.across_releases(records)]
         text = json_text(records, {**head, "toolkit_comparison": comparisons}, first=("format", "version"))
@@ -208,8 +222,6 @@ def check_baseline(path: Path) -> list[str]:
     """Problems of a baseline file that loads: entries for archs this plugin does not know, and kernel
     names that differ only in their spelling (two entries for one kernel). The file's own errors (TOML,
     schema) raise CliError."""
-    from .core.names import normalize
-    from .report.terminal import key_text, unknown_arch_lines
 
     try:
         loaded = bl.load(path)
@@ -309,13 +321,6 @@ def explain(
 ) -> list[Row]:
     """Build `kernel` per (bounds, arch), as `__launch_bounds__` placed in its source would, and read each
     build as the plugin does."""
-    from .build.compiler import place_launch_bounds, read_source
-    from .build.nvcc import find_nvcc
-    from .build.options import CompileOptions
-    from .build.toolchain import discover
-    from .core.arch import get_arch
-    from .core.checks import max_block
-    from .core.occupancy import occupancy, register_cliff
 
     options = CompileOptions.make(defines=list(defines))
     toolkit = discover(named=toolkit_name)
@@ -358,7 +363,6 @@ def explain(
 def _resources(source: Path, text: str, kernel: str, arch: str, options: Any, toolkit: Any, nvcc: Any) -> Any:
     """The build of `text` (a variant of `source`) as the plugin makes it (`compile_kernel`). nvcc reads a
     file, so its variant is compiled beside a copy, with the source's directory on the include path."""
-    from .build.cache import compile_kernel
 
     if nvcc is None:
         return compile_kernel(source, kernel, arch, options, toolkit, source_text=text).resources
@@ -393,12 +397,6 @@ def table(rows: Sequence[Row]) -> list[str]:
 def headroom(root: Path) -> int:
     """Registers of headroom for the suggested budget: ini `regbudget_headroom` (e.g. "registers=8") in the
     project's pyproject.toml or pytest.ini; 0 without one."""
-    import configparser
-
-    if sys.version_info >= (3, 11):
-        import tomllib
-    else:  # pragma: no cover - Python 3.10
-        import tomli as tomllib
 
     value = ""
     pyproject = root / "pyproject.toml"
@@ -442,7 +440,6 @@ def suggested_marker(
 
 
 def _cmd_explain(args: argparse.Namespace) -> int:
-    from .core.errors import CompileError, ToolchainError
 
     source, kernel = split_target(args.target)
     archs = [a.strip() for a in args.arch.split(",") if a.strip()]

@@ -7,23 +7,21 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from msgspec import Struct
 
 from ..core import baseline as bl
 from ..core.errors import CompileError, SassError, ToolchainError
+from . import disasm
 from .cache import CacheStats, CompileCache
 from .fingerprint import FORMAT
+from .frontends import FrontendPtx
 from .nvcc import find_nvcc
 from .options import CompileOptions
 from .outputs import CompiledKernel
 from .pool import Prefetcher
 from .toolchain import Nvcc, Toolkit, ToolMemo, discover, kill_running_tools
 from .units import Spec, Unit
-
-if TYPE_CHECKING:
-    from .frontends import FrontendPtx
 
 
 # A named tuple rather than a frozen dataclass: every run defines it at import (docs/speed.md, "Records").
@@ -88,7 +86,6 @@ class Builder:
 
     def nvdisasm(self) -> Path:
         """nvdisasm for the SASS diagnostics; SassError (naming the `sass` extra) when there is none."""
-        from . import disasm  # with the SASS parser: only a run that reads SASS needs it
 
         found = disasm.find_nvdisasm(self.toolkit_or_none())
         if found is None:

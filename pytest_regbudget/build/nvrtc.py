@@ -5,6 +5,7 @@ expressions that did not resolve).
 
 from __future__ import annotations
 
+import ctypes
 import functools
 import re
 from collections.abc import Sequence
@@ -23,7 +24,6 @@ class _Nvrtc:
     """The few NVRTC entry points we need, bound with ctypes (no cuda-python dependency)."""
 
     def __init__(self, path: Path) -> None:
-        import ctypes  # loaded with NVRTC only: a warm run loads neither
 
         self.path = path
         self.lib = ctypes.CDLL(str(path))
@@ -35,14 +35,12 @@ class _Nvrtc:
             raise CompileError(f"NVRTC {what} failed: {err}")
 
     def version(self) -> str:
-        import ctypes
 
         major, minor = ctypes.c_int(), ctypes.c_int()
         self.check(self.lib.nvrtcVersion(ctypes.byref(major), ctypes.byref(minor)), "nvrtcVersion")
         return f"{major.value}.{minor.value}"
 
     def supported_archs(self) -> list[int]:
-        import ctypes
 
         count = ctypes.c_int()
         if not hasattr(self.lib, "nvrtcGetNumSupportedArchs"):
@@ -55,8 +53,6 @@ class _Nvrtc:
     def compile(
         self, source: str, name: str, flags: Sequence[str], name_expressions: Sequence[str]
     ) -> tuple[int, str, str, dict[str, str]]:
-        import ctypes
-
         """(status, log, ptx, lowered names); status is NVRTC's, 0 on success."""
         prog = ctypes.c_void_p()
         lib = self.lib

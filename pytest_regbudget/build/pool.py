@@ -10,7 +10,8 @@ import os
 import threading
 from collections import Counter, OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 
 from msgspec.structs import replace
 
@@ -19,10 +20,6 @@ from .cache import CompileCache
 from .outputs import CompiledKernel, UnitOutputs
 from .toolchain import Toolkit
 from .units import Spec, Unit
-
-if TYPE_CHECKING:
-    from concurrent.futures import Future, ThreadPoolExecutor
-
 
 _RECENT_UNITS = 16  # units kept after their last planned kernel, for kernels no plan named
 
@@ -80,8 +77,6 @@ class Prefetcher:
             if self.cache.stored(unit, self.toolkit):
                 continue
             if self._pool is None:
-                from concurrent.futures import ThreadPoolExecutor
-
                 self._pool = ThreadPoolExecutor(max_workers=self._jobs, thread_name_prefix="regbudget")
             self._pool.submit(self._prefetch, unit)
 
@@ -154,14 +149,11 @@ class Prefetcher:
             if self.cache.stored(unit, self.toolkit):
                 continue
             if self._pool is None:
-                from concurrent.futures import ThreadPoolExecutor
-
                 self._pool = ThreadPoolExecutor(max_workers=self._jobs, thread_name_prefix="regbudget")
             self._pool.submit(self._prefetch, unit)
 
     def _outputs(self, unit: Unit, kernel: str | None) -> UnitOutputs:
         """The unit's outputs: built here, or by the thread already at it."""
-        from concurrent.futures import TimeoutError as FutureTimeout  # not the builtin before Python 3.11
 
         future = self._future(unit, kernel)
         # Wait in short slices: a plain result() would hold off Ctrl-C until the build ends.
@@ -177,7 +169,6 @@ class Prefetcher:
 
     def _future(self, unit: Unit, kernel: str | None) -> Future[UnitOutputs]:
         """The unit's one future in this process; the first caller builds it."""
-        from concurrent.futures import Future
 
         with self._lock:
             future = self._units.get(unit)

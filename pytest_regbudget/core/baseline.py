@@ -22,18 +22,20 @@ import sys
 import tempfile
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
+import tomli_w
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
 from msgspec import Struct, field
 from msgspec.structs import replace
 
 from .dirs import default_cache_dir
 from .errors import BaselineError
-
-if TYPE_CHECKING:
-    from types import ModuleType
-
-    from .timing import Interval
+from .timing import Interval
 
 # An item id of a run with several toolkits ends in the release ("test_x[sm_90-13.5]"); a baseline entry,
 # which is the release's already, lists the test without it ("test_x[sm_90]"), so that switching between one
@@ -132,8 +134,8 @@ class Entry(Struct, frozen=True):
         figures = self.gpu.get(device, {})
         low, high = figures.get("ci_low_ms"), figures.get("ci_high_ms")
         if not (_number(low) and _number(high)):
-            return _interval(median, median, median)
-        return _interval(median, float(cast(float, low)), float(cast(float, high)))
+            return Interval(median, median, median)
+        return Interval(median, float(cast(float, low)), float(cast(float, high)))
 
     def gpu_clock_mhz(self, device: str) -> int | None:
         value = self.gpu.get(device, {}).get("sm_clock_mhz")
@@ -258,8 +260,8 @@ def _tables(
 def parse(text: str, path: Path) -> Baseline:
     """Validate a whole file; the first problem raises BaselineError naming the file and place."""
     try:
-        doc = _tomllib().loads(text)
-    except _tomllib().TOMLDecodeError as exc:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
         raise BaselineError(f"{path} is not valid TOML: {exc}") from None
     if not doc:
         return Baseline()  # an empty file: nothing recorded yet
@@ -298,23 +300,6 @@ def load(path: Path) -> Baseline:
     except OSError as exc:
         raise BaselineError(f"cannot read baseline {path}: {exc.strerror}") from None
     return parse(_decode(data, path), path)
-
-
-def _interval(median: float, low: float, high: float) -> Interval:
-    from .timing import Interval  # GPU timing only
-
-    return Interval(median, low, high)
-
-
-def _tomllib() -> ModuleType:
-    """The TOML reader, imported when a baseline is read as TOML (most runs find its reading kept)."""
-    if sys.version_info >= (3, 11):
-        import tomllib
-
-        return tomllib
-    import tomli  # pragma: no cover - Python 3.10 only
-
-    return cast("ModuleType", tomli)  # pragma: no cover
 
 
 def _decode(data: bytes, path: Path) -> str:
@@ -358,7 +343,6 @@ def dumps(baseline: Baseline) -> str:
             node = node.setdefault(part, {})
         node[key[-1]] = entry.to_toml()
     doc: dict[str, object] = {"version": FORMAT_VERSION, "kernels": section}
-    import tomli_w  # only a run that writes the baseline needs it
 
     return HEADER + "\n" + tomli_w.dumps(doc)
 

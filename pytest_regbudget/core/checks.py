@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from msgspec.structs import replace
 
 from .arch import get_arch
 from .diagnosis import diagnose
+from .gpu_facts import GpuFacts
 from .kernel_report import KernelReport
 from .limits import Launch, Level, Limits
 from .occupancy import (
@@ -27,10 +27,7 @@ from .occupancy import (
     register_cliff,
 )
 from .ptxas import KernelResources
-
-if TYPE_CHECKING:
-    from .gpu_facts import GpuFacts  # made on a GPU only (gpu.py)
-    from .sass import SassReport  # read only where asked for: a run without it does not import the parser
+from .sass import SassReport
 
 
 def _bytes(n: int) -> str:

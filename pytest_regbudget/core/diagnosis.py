@@ -9,13 +9,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from .occupancy import occupancy
 from .ptxas import KernelResources
-
-if TYPE_CHECKING:  # as in budget.py: the SASS parser is imported where SASS is read
-    from .sass import LocalAccess, SassReport
+from .sass import LocalAccess, SassReport
 
 
 def _lines(accesses: Sequence[LocalAccess], limit: int = 4) -> str:

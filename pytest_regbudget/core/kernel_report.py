@@ -6,24 +6,21 @@ Plain, frozen data; the checks that fill it are checks.py, ratchet.py and verdic
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from msgspec import Struct, field
 
 from .baseline import Entry, Key
+from .gpu_facts import GpuFacts, Timing
 from .limits import Launch, Level
 from .occupancy import (
     Cliff,
     Occupancy,
 )
 from .ptxas import KernelResources
+from .sass import SassReport
 from .text import one_line, safe_block
-
-if TYPE_CHECKING:
-    from .gpu_facts import GpuFacts, Timing  # made on a GPU only (gpu.py)
-    from .sass import SassReport  # read only where asked for: a run without it does not import the parser
-    from .timing import Verdict as TimeStatus
-
+from .timing import Verdict as TimeStatus
 
 Outcome = Literal["passed", "failed", "warned", "error"]
 DeltaVerdict = Literal["worse", "better", "same", "tolerated"]

@@ -57,6 +57,7 @@ Nothing here imports pytest, CuPy or NVRTC. cxxfilt is imported on the first man
 
 from __future__ import annotations
 
+import difflib
 import fnmatch
 import functools
 import re
@@ -267,7 +268,6 @@ def candidates(requested: str, entries: Sequence[str], limit: int = CANDIDATES) 
     names = sorted(set(display_names(list(dict.fromkeys(entries))).values()))
     if not names:
         return "no kernels"
-    import difflib  # only a miss needs its suggestions
 
     wanted = normalize(readable(requested))
 

@@ -6,7 +6,8 @@ Owns the wording of every budget verdict: which number, which limit, which arch,
 from __future__ import annotations
 
 import fnmatch
-from typing import TYPE_CHECKING, Literal
+from collections.abc import Callable
+from typing import Literal
 
 from msgspec.structs import replace
 
@@ -14,16 +15,15 @@ from .arch import get_arch
 from .baseline import Key
 from .checks import check
 from .facts import KernelFacts
+from .gpu_facts import GpuFacts, Timing
 from .kernel_report import KernelReport
 from .limits import Level, Limits
 from .ptxas import message_key
 from .ratchet import UPDATE_HINT, BaselineRule, ratchet
-
-if TYPE_CHECKING:
-    from .gpu_facts import GpuFacts, Timing  # made on a GPU only (gpu.py)
-    from .sass import SassReport  # read only where asked for: a run without it does not import the parser
-    from .timing import Interval  # GPU timing only, imported where a kernel is timed
-    from .timing import Verdict as TimeStatus
+from .sass import SassReport
+from .timing import Interval, decided, ratio_interval
+from .timing import Verdict as TimeStatus
+from .timing import verdict as timing_verdict
 
 TimeBasis = Literal["time", "cycles"]
 CLOCK_TOLERANCE = 0.05  # an SM clock this far from the baseline's is named in the verdict
@@ -48,8 +48,6 @@ def time_verdict(
     too short to time is not judged."""
     if timing.too_short:
         return [], None
-    from .timing import Interval, ratio_interval
-    from .timing import verdict as timing_verdict
 
     now = Interval(*timing.interval_ms)
     measured = (
@@ -253,3 +251,24 @@ def timed(
     )
     violations, status = time_verdict(out, judged, timing, base, base_clock, basis)
     return replace(out, violations=[*report.violations, *violations], time_status=status)
+
+
+def time_budgets_settled(
+    report: KernelReport, limits: Limits, *, enforce: bool
+) -> Callable[[Interval], bool] | None:
+    """When an interval of this kernel's time settles its time budgets (none straddles its ceiling): until
+    then the sampler samples on, up to its time limit. None: precision alone stops it (no budget, or an
+    update, which records rather than judges the ratio)."""
+    device = report.gpu.device if report.gpu else None
+    base = report.baseline.gpu_time_interval(device) if report.baseline and device else None
+    ratio = None if not enforce or base is None else limits.max_time_ratio
+    ceiling = limits.max_time_ms
+    if ratio is None and ceiling is None:
+        return None
+
+    def settled(now: Interval) -> bool:
+        if ceiling is not None and not decided(now, ceiling):
+            return False
+        return ratio is None or base is None or decided(ratio_interval(now, base), ratio)
+
+    return settled

@@ -14,16 +14,12 @@ import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from ..core import timing
 from ..core.errors import GpuUnavailable, LaunchError
-
-if TYPE_CHECKING:
-    from ..core.gpu_facts import DriverView, GpuFacts, Timing
-    from ..core.timing import Interval
-
-# The timer (timing.py) and the GPU data classes (gpu_facts.py) are imported where a device uses them: a run
-# without a GPU imports this module only to learn why there is none.
+from ..core.gpu_facts import DriverView, GpuFacts, Timing
+from ..core.timing import Interval
 
 # Warm-up after triton.testing.do_bench (~25 ms; cold L2 by writing a buffer larger than the cache). The
 # stopping rule and its defaults are in timing.py.
@@ -89,7 +85,6 @@ class Device:
 
     @staticmethod
     def view(kernel: Any) -> DriverView:
-        from ..core.gpu_facts import DriverView
 
         attrs = kernel.attributes
         return DriverView(
@@ -168,8 +163,6 @@ class Device:
         triton.testing.do_bench_cudagraph does): the launch overhead and the events' resolution would
         otherwise be most of the figure. Graph samples run with a warm L2: a flush between the graph's
         launches would cost more than the kernel. A kernel too short even for that is `too_short`."""
-        from ..core import timing
-        from ..core.gpu_facts import Timing
 
         cp = self.cupy
         self._opt_in(kernel, dynamic_smem)
@@ -270,7 +263,6 @@ def device() -> Device:
 
 
 def probe(dev: Device, kernel: Any, threads: int | None, dynamic_smem: int) -> GpuFacts:
-    from ..core.gpu_facts import GpuFacts
 
     blocks = None if threads is None else dev.occupancy(kernel, threads, dynamic_smem)
     return GpuFacts(device=dev.name, arch=dev.arch, view=dev.view(kernel), driver_blocks=blocks)

@@ -9,18 +9,16 @@ once, to say why its GPU checks are skipped.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from ..core.arch import get_arch
 from ..core.errors import GpuUnavailable, LaunchError, UnknownArchError
 from ..core.facts import KernelFacts
+from ..core.gpu_facts import GpuFacts, Timing
 from ..core.limits import Limits
 from ..core.occupancy import launch_failure
-
-if TYPE_CHECKING:
-    from ..core.gpu_facts import GpuFacts, Timing
-    from ..core.timing import Interval
-    from . import device as gpu
+from ..core.timing import Interval
+from . import device as gpu
 
 GpuMode = Literal["auto", "off", "require"]
 
@@ -33,7 +31,6 @@ class GpuRunner:
         """The device when GPU checks are on and one is usable, else None (`reason()` says why)."""
         if self.mode == "off":
             return None
-        from . import device as gpu
 
         try:
             return gpu.device()
@@ -44,7 +41,6 @@ class GpuRunner:
         """Why `device()` is None."""
         if self.mode == "off":
             return "--regbudget-gpu=off"
-        from . import device as gpu
 
         try:
             gpu.device()
@@ -73,7 +69,6 @@ class GpuRunner:
 
     def load_and_probe(self, facts: KernelFacts, limits: Limits, key: str) -> tuple[Any, GpuFacts]:
         """Load exactly the measured cubin and ask the driver about it (at the launch size, if any)."""
-        from . import device as gpu
 
         dev = gpu.device()
         loaded = dev.load(facts.cubin, facts.entry, key)
@@ -93,7 +88,6 @@ class GpuRunner:
         decided: Callable[[Interval], bool] | None = None,
     ) -> Timing:
         """Time a loaded kernel; a launch the driver refuses raises LaunchError with the arithmetic."""
-        from . import device as gpu
 
         try:
             dev = gpu.device()

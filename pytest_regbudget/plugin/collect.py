@@ -25,13 +25,15 @@ from typing import Any
 
 import pytest
 
+from ..build.binary import read_binary
 from ..build.options import CompileOptions
 from ..core.errors import CompileError, MarkerError, RegbudgetWarning, ToolchainError
 from ..update.scope import COLLECTED
 from . import manifest_files
 from .manifest import LISTING_COMPILERS, Kernel, Manifest, kernel_id, variant_id
 from .markers import compile_options
-from .session import ItemState, RegbudgetSession
+from .session import RegbudgetSession
+from .state import ItemState
 
 PLUGIN_NAME = manifest_files.PLUGIN_NAME
 # Files an argument may name that the manifest is expected to hold: naming one it does not is an error.
@@ -194,10 +196,6 @@ class ManifestCollection:
         found: list[str] = []
         try:
             if table.binary:
-                from ..build.binary import (
-                    read_binary,  # cuobjdump's reader: loaded when a table names a binary
-                )
-
                 held = read_binary(path, self.session.builder.toolkit_or_none())
                 found = [k.name for k in held if k.arch in archs]
             else:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pytest
 
@@ -20,17 +20,19 @@ from ..core.errors import (
     MarkerError,
     Unbuildable,
 )
+from ..core.gpu_facts import Timing
 from ..core.kernel_report import KernelReport
 from ..core.text import safe_block
+from ..gpu.device import Device, device
 from ..sources import KernelSource, SourceSpec
 from ..sources import make as make_source
+from ..sources.nvrtc import CodeString
+from ..sources.prebuilt import Binary
+from ..sources.python import numba_kernel, triton_kernel
 from .hooks import ITEM_KEY, _session
 from .markers import Budget, compile_options
-from .session import ItemState, RegbudgetSession
-
-if TYPE_CHECKING:
-    from ..core.gpu_facts import Timing
-    from ..gpu.device import Device
+from .session import RegbudgetSession
+from .state import ItemState
 
 
 class RegbudgetFixture:
@@ -60,7 +62,6 @@ class RegbudgetFixture:
         """
         if self._session.gpu_arch(self._state) is None:
             return None
-        from ..gpu.device import device  # CuPy's side: imported once a test asks for the device
 
         return device()
 
@@ -102,7 +103,6 @@ class RegbudgetFixture:
         """Compile `kernel` from a code string, as CuPy's RawKernel would. `name` is what errors (and the
         reports) call the code; `#include "x.h"` resolves against the test file's directory."""
         __tracebackhide__ = True
-        from ..sources.nvrtc import CodeString  # the sources a fixture method needs load on first use
 
         opts = self._options(defines, include_dirs, options, ptxas_options, depends)
         return self._measure_one(CodeString(self._test_dir / name, code, kernel, opts))
@@ -112,7 +112,6 @@ class RegbudgetFixture:
         them, or `kernel` only), judged by the marker's budgets. Spills are reported only where the binary
         records them."""
         __tracebackhide__ = True
-        from ..sources.prebuilt import Binary
 
         return self.measure(Binary(self._test_dir / path, kernel))
 
@@ -129,7 +128,6 @@ class RegbudgetFixture:
         with this run's ptxas: true spill figures, not Triton's n_spills (which counts all local memory).
         Its block is num_warps * 32 threads: give the marker launch=(num_warps * 32,) to check occupancy."""
         __tracebackhide__ = True
-        from ..sources.python import triton_kernel
 
         source = triton_kernel(
             fn,
@@ -145,7 +143,6 @@ class RegbudgetFixture:
         """Compile a Python function with Numba for `self.arch`, no GPU needed: numba-cuda lowers it to NVVM
         IR, which the libNVVM of this run's toolkit turns into PTX for this run's ptxas to measure."""
         __tracebackhide__ = True
-        from ..sources.python import numba_kernel
 
         return self._measure_one(numba_kernel(fn, signature, self._test_dir))
 

@@ -19,10 +19,11 @@ from ..core.errors import (
 )
 from ..core.text import safe_block
 from ..update import scope
-from . import manifest_files
+from . import collect, manifest_files
 from .markers import VALID_KEYS, duplicate_markers
 from .options import ARCH_PARAM, TOOLKIT_PARAM, _load_manifest, _settings
-from .session import WORKEROUTPUT_KEY, ItemState, RegbudgetSession
+from .session import WORKEROUTPUT_KEY, RegbudgetSession
+from .state import ItemState
 
 SESSION_KEY = pytest.StashKey[RegbudgetSession]()
 ITEM_KEY = pytest.StashKey[ItemState]()
@@ -50,8 +51,6 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(str(exc)) from None
     config.pluginmanager.register(_ScopeWatcher(config), "regbudget-scope")
     if manifest is not None:
-        from . import collect
-
         kernels = collect.ManifestCollection(config, manifest, _session(config), ITEM_KEY)
         config.pluginmanager.register(kernels, collect.PLUGIN_NAME)
     if config.pluginmanager.hasplugin("xdist") and not hasattr(config, "workerinput"):
@@ -292,7 +291,6 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int | pytest.ExitC
 def _manifest_prefixes(config: pytest.Config) -> tuple[str, ...]:
     if not config.pluginmanager.has_plugin(manifest_files.PLUGIN_NAME):
         return ()
-    from . import collect
 
     return collect.full_prefixes(config)
 

@@ -9,7 +9,7 @@ import argparse
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, cast, get_args
+from typing import cast, get_args
 
 import pytest
 
@@ -24,12 +24,9 @@ from ..core.errors import (
 from ..core.verdict import TimeBasis
 from ..gpu.runner import GpuMode
 from . import manifest_files
+from .manifest import Manifest, arch_conflict, load
 from .markers import parse_tolerance
-from .session import Settings, parse_archs
-
-if TYPE_CHECKING:
-    from .manifest import Manifest
-
+from .state import Settings, parse_archs
 
 ARCH_PARAM = "regbudget_arch"
 TOOLKIT_PARAM = "regbudget_toolkit"  # with several --regbudget-toolkit: which one an item builds with
@@ -202,7 +199,6 @@ def _load_manifest(rootdir: Path) -> Manifest | None:
     found = manifest_files.find(rootdir)
     if found is None:
         return None
-    from .manifest import load
 
     return load(rootdir, found)
 
@@ -217,8 +213,6 @@ def _settings(config: pytest.Config, manifest: Manifest | None = None) -> Settin
     ini: list[str] = config.getini("regbudget_arch")
     conflict = None
     if manifest is not None and not cli:
-        from .manifest import arch_conflict
-
         conflict = arch_conflict(manifest, ini)
     if conflict:
         raise pytest.UsageError(f"regbudget manifest: {conflict}")

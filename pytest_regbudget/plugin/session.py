@@ -9,22 +9,19 @@ pytest-xdist each worker holds its own session and ships its results to the cont
 
 from __future__ import annotations
 
-import functools
 import os
 import warnings
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-import pytest
-from msgspec import Struct, field
 from msgspec.structs import replace
 
 from .. import sources
-from ..build.builder import Builder, BuildSettings, ItemEnv
+from ..build import disasm
+from ..build.builder import Builder, ItemEnv
 from ..build.cache import CacheStats
 from ..build.compiler import error_location
-from ..build.options import DEFAULT_PTXAS_TIMEOUT
 from ..build.toolchain import oldest_arch
 from ..build.units import Spec
 from ..core import baseline as bl
@@ -38,94 +35,45 @@ from ..core.errors import (
     Unbuildable,
 )
 from ..core.facts import KernelFacts
+from ..core.gpu_facts import Timing
 from ..core.kernel_report import KernelReport
-from ..core.limits import Launch, Limits
+from ..core.limits import Launch
 from ..core.ratchet import BaselineRule
 from ..core.text import safe_block
-from ..core.verdict import TimeBasis, strict, timed, verdict
-from ..gpu.runner import GpuMode, GpuRunner
+from ..core.verdict import strict, time_budgets_settled, timed, verdict
+from ..gpu.runner import GpuRunner
+from ..report import compare
 from ..report.record import KernelRecord, to_record
 from ..report.terminal import (
     baseline_lines,
     enforced_line,
     github_annotations,
+    gpu_line,
     key_text,
+    nvcc_line,
     summary_lines,
     unknown_arch_lines,
 )
+from ..report.writers import FileWriter, file_writers
 from ..sources import KernelSource, SourceSpec
+from ..sources.prebuilt import Binary
 from ..update import plan as update
-from ..update.scope import ERROR, NOT_A_FILE, Rule, RunScope, with_base
+from ..update.scope import ERROR, Rule, RunScope, with_base
 from .markers import Budget, parse_marker
-
-if TYPE_CHECKING:
-    from ..core.gpu_facts import Timing
-    from ..core.timing import Interval
-    from ..report.writers import FileWriter
+from .state import ItemState, Settings
 
 WORKEROUTPUT_KEY = "regbudget"
+USAGE_ERROR = 4  # pytest.ExitCode.USAGE_ERROR, named here without importing pytest
 
 
-class Settings(Struct, frozen=True):
-    archs: tuple[str, ...]
-    rootdir: Path
-    cuda_home: str | None = None
-    json_path: Path | None = None
-    ptxas_timeout: float = DEFAULT_PTXAS_TIMEOUT
-    baseline_path: Path | None = None
-    update: bool = False
-    tolerance: dict[str, float] = field(default_factory=dict)
-    markdown_path: Path | None = None
-    step_summary: Path | None = None  # $GITHUB_STEP_SUMMARY
-    annotate: bool = False  # GITHUB_ACTIONS=true
-    gpu_mode: GpuMode = "auto"
-    sass: bool = False  # --regbudget-sass
-    html_path: Path | None = None
-    html_all: bool = False  # --regbudget-html-all: every kernel's staircase, not only failing or changed ones
-    cache_dir: Path | None = None  # None: --regbudget-no-cache
-    jobs: int = 1  # compile threads
-    compiler: str = "nvrtc"  # ini regbudget_compiler: a registered source name (sources.names())
-    strict: bool = False  # --regbudget-strict: a kernel without an enforced entry of its release fails
-    time_basis: TimeBasis = "time"  # ini regbudget_time_basis: "cycles" judges time x SM clock
-    # --regbudget-toolkit: every kernel is built and judged with each (toolchain.TOOLKIT_NAMES or paths);
-    # () builds with the one toolkit discovery finds.
-    toolkits: tuple[str, ...] = ()
-    nvcc: str | None = None  # --regbudget-nvcc: the nvcc for compiler="nvcc", pinned
+class Mark(Protocol):
+    """A pytest marker, as far as the session reads one."""
 
-    def build(self, toolkit: str | None = None) -> BuildSettings:
-        return BuildSettings(
-            rootdir=self.rootdir,
-            cuda_home=self.cuda_home,
-            ptxas_timeout=self.ptxas_timeout,
-            cache_dir=self.cache_dir,
-            jobs=self.jobs,
-            sass=self.sass,
-            toolkit=toolkit,
-            nvcc=self.nvcc,
-        )
+    @property
+    def args(self) -> tuple[Any, ...]: ...
 
-
-class ItemState(Struct):
-    """What a marked test carries from collection to the end of its call phase."""
-
-    arch: str
-    budget: Budget | None = None
-    marker_error: str | None = None
-    toolkit: str | None = None  # the --regbudget-toolkit name it builds with (None: the run's one toolkit)
-    source: KernelSource | None = None  # the marker's kernel, if it names one
-    item_archs: tuple[str, ...] = ()  # every arch this item runs for, in order
-    reports: list[KernelReport] = field(default_factory=list)  # compile-time verdicts, in order
-    facts: dict[tuple[str, str], KernelFacts] = field(default_factory=dict)  # (kernel id, arch) -> facts
-    loaded: dict[tuple[str, str], Any] = field(default_factory=dict)  # (kernel id, arch) -> CuPy kernel
-    timings: dict[tuple[str, str], Timing] = field(default_factory=dict)
-
-    def clear(self) -> None:
-        """Forget this run of the test once it is torn down (its records are made): a rerun starts afresh,
-        and a finished test keeps no kernels (CuPy modules, cubins, reports) alive to the session's end."""
-        self.reports = []
-        self.facts = {}
-        self.loaded = {}
-        self.timings = {}
+    @property
+    def kwargs(self) -> Mapping[str, Any]: ...
 
 
 class RegbudgetSession:
@@ -142,7 +90,7 @@ class RegbudgetSession:
         self.scope = RunScope()
         self.finish_lines: list[str] = []
         self.worker_cache = CacheStats()  # the controller's sum over workers
-        self._parsed: dict[int, tuple[pytest.Mark, Budget | None, str | None]] = {}
+        self._parsed: dict[int, tuple[Mark, Budget | None, str | None]] = {}
         # Raises BaselineError (a usage error) before any test runs, leaving the file untouched.
         path = settings.baseline_path
         self.baseline = bl.load(path) if path else bl.Baseline()
@@ -173,33 +121,13 @@ class RegbudgetSession:
         return total
 
     def nvcc_line(self) -> str | None:
-        """Which nvcc built the compiler="nvcc" kernels, when there were any (the records tell xdist's
-        controller, which finds no nvcc itself, the version)."""
-        built = [r for r in self.records if r["nvrtc_version"].startswith("nvcc ")]
         nvcc = next((n for b in self.builders.values() if (n := b.nvcc_if_found()) is not None), None)
-        if nvcc is None and not built:
-            return None
-        which = sorted({r["nvrtc_version"] for r in built})
-        if nvcc is not None:
-            which = [f"nvcc {nvcc.version} ({nvcc.path}, from {nvcc.origin})"]
-        return f"{', '.join(which)} built {len(built)} kernel(s)"
+        return nvcc_line(
+            self.records, None if nvcc is None else f"nvcc {nvcc.version} ({nvcc.path}, from {nvcc.origin})"
+        )
 
     def gpu_line(self) -> str:
-        """Where the GPU checks ran, or why not (from the records: this probes nothing)."""
-        if self.settings.gpu_mode == "off":
-            return "GPU checks: off (--regbudget-gpu=off)"
-        devices = sorted({r["gpu_device"] for r in self.records if r["gpu_device"]})
-        if devices:
-            spent = sorted(r["timing_spent_s"] for r in self.records if r["timing_spent_s"] is not None)
-            if not spent:
-                return f"GPU checks ran on {', '.join(devices)} (no kernel timed)"
-            median = spent[len(spent) // 2]
-            return (
-                f"GPU checks ran on {', '.join(devices)}: {len(spent)} kernel(s) timed in {sum(spent):.2f} s "
-                f"(median {median:.2f} s per kernel)"
-            )
-        notes = sorted({r["gpu_note"] for r in self.records if r["gpu_note"]})
-        return f"GPU checks: none ran ({notes[0] if notes else 'no kernel reached them'})"
+        return gpu_line(self.records, self.settings.gpu_mode)
 
     def summary(self) -> list[str]:
         records = self.records
@@ -208,8 +136,6 @@ class RegbudgetSession:
         counted = enforced_line(records, updating=self.settings.update, strict=self.settings.strict)
         compared: list[str] = []
         if len({r["release"] for r in records}) > 1:  # the toolkits' differences, where there are several
-            from ..report import compare
-
             compared = compare.summary_lines(compare.across_releases(records))
         finish = [*compared, *([counted] if counted else []), *self.finish_lines]
         return [*summary_lines(records), *(safe_block(line) for line in finish), *annotations]
@@ -226,7 +152,7 @@ class RegbudgetSession:
             return list(self.settings.archs)
         return [a for a in self.settings.archs if a in budget.archs]
 
-    def parse(self, marker: pytest.Mark | None, test_path: Path) -> tuple[Budget | None, str | None]:
+    def parse(self, marker: Mark | None, test_path: Path) -> tuple[Budget | None, str | None]:
         """The marker's Budget (or the error), parsed once per marker however many items share it."""
         if marker is None:
             return None, None
@@ -249,8 +175,6 @@ class RegbudgetSession:
         if budget is None or budget.kernel is None:
             return None
         if budget.binary is not None:
-            from ..sources.prebuilt import Binary  # read by cuobjdump: loaded only when a test names one
-
             return Binary(budget.binary, budget.kernel)
         if budget.source is None:
             return None
@@ -389,14 +313,12 @@ class RegbudgetSession:
             limits = replace(limits, dynamic_smem=facts.dynamic_smem)
         sass_report = None
         if self._reads_sass(budget, arch) and facts.cubin:
-            from ..build import disasm  # only a run that reads SASS needs it
-
             sass_report = disasm.disassemble(self.builder.nvdisasm(), facts.cubin, facts.entry)
         gpu_facts = None
         if arch == gpu_arch and facts.cubin:
             loaded, gpu_facts = self.gpu.load_and_probe(facts, limits, f"{nodeid}/{kernel_id}")
             state.loaded[(kernel_id, arch)] = loaded
-        key = self.key(facts)
+        key = self.settings.baseline_key(facts)
         report = verdict(
             nodeid,
             kernel_id,
@@ -414,14 +336,6 @@ class RegbudgetSession:
         state.facts[(kernel_id, arch)] = facts
         state.reports.append(report)
         return report
-
-    def key(self, facts: KernelFacts) -> bl.Key:
-        """The baseline key of a kernel: (source relative to the rootdir, readable name, variant, arch,
-        release of the toolkit that measured it)."""
-        source = _relative(facts.source, self.settings.rootdir)
-        if not facts.from_file:
-            source = f"{NOT_A_FILE}{facts.provenance.compiler}>{source}"
-        return (source, facts.kernel, facts.variant, facts.arch, facts.provenance.release)
 
     def _rule(self, key: bl.Key, facts: KernelFacts, nodeid: str, budget: Budget) -> BaselineRule:
         s = self.settings
@@ -503,7 +417,7 @@ class RegbudgetSession:
     ) -> Timing | None:
         """Time the loaded cubin of `kernel`; None where GPU checks do not run in this instance. The time
         budgets are judged when the test ends."""
-        report = self._gpu_report(state, kernel)
+        report = state.loaded_report(kernel, gpu_checks=self.gpu_arch(state) is not None)
         if report is None:
             return None
         key = (report.kernel, report.arch)
@@ -517,7 +431,7 @@ class RegbudgetSession:
             args,
             dynamic_smem,
             flush_l2,
-            decided=self._decided(report, limits),
+            decided=time_budgets_settled(report, limits, enforce=not self.settings.update),
         )
         state.timings[key] = timing
         if timing.throttled:
@@ -531,39 +445,6 @@ class RegbudgetSession:
                 stacklevel=1,
             )
         return timing
-
-    def _decided(self, report: KernelReport, limits: Limits) -> Callable[[Interval], bool] | None:
-        """When an interval of this kernel's time settles its time budgets (none straddles its ceiling):
-        until then the sampler samples on, up to its time limit. None: precision alone stops it."""
-        device = report.gpu.device if report.gpu else None
-        base = report.baseline.gpu_time_interval(device) if report.baseline and device else None
-        ratio = None if self.settings.update or base is None else limits.max_time_ratio
-        ceiling = limits.max_time_ms
-        if ratio is None and ceiling is None:
-            return None
-
-        from ..core.timing import decided as settles
-        from ..core.timing import ratio_interval
-
-        def decided(now: Interval) -> bool:
-            if ceiling is not None and not settles(now, ceiling):
-                return False
-            return ratio is None or base is None or settles(ratio_interval(now, base), ratio)
-
-        return decided
-
-    def _gpu_report(self, state: ItemState, kernel: str | KernelReport) -> KernelReport | None:
-        wanted = kernel.kernel if isinstance(kernel, KernelReport) else kernel
-        loaded = [r for r in state.reports if (r.kernel, r.arch) in state.loaded]
-        if not loaded:
-            if not state.reports and self.gpu_arch(state) is not None:
-                raise ValueError(f"benchmark({wanted!r}): this test compiled no kernel; compile it first")
-            return None
-        for r in loaded:
-            if r.kernel == wanted:
-                return r
-        names = ", ".join(sorted({r.kernel for r in loaded}))
-        raise ValueError(f"benchmark({wanted!r}): no such kernel compiled in this test (compiled: {names})")
 
     # -- the end of a test -----------------------------------------------------------------------------
     def finish_test(self, state: ItemState, nodeid: str, completed: bool) -> str | None:
@@ -642,7 +523,7 @@ class RegbudgetSession:
             self.finish_lines.append(
                 f"baseline NOT updated: kernels measured differently by two tests:\n  {shown}"
             )
-            exit_code = int(pytest.ExitCode.USAGE_ERROR)
+            exit_code = USAGE_ERROR
         elif s.update and s.baseline_path is not None:
             try:
                 counts = bl.update(
@@ -654,7 +535,7 @@ class RegbudgetSession:
             except (BaselineError, OSError) as exc:
                 # OSError: a failure baseline.py did not foresee; the file is still as it was.
                 self.finish_lines.append(f"baseline NOT updated: {exc}")
-                exit_code = int(pytest.ExitCode.USAGE_ERROR)
+                exit_code = USAGE_ERROR
             else:
                 self.finish_lines.append(f"baseline {self._display(s.baseline_path)} updated: {counts}")
         kept = decision.kept_lines() if s.update else []
@@ -666,7 +547,6 @@ class RegbudgetSession:
             self.finish_lines += unknown_arch_lines(keys, self._display(s.baseline_path))
         if not any((s.json_path, s.html_path, s.markdown_path, s.step_summary)):
             return exit_code
-        from ..report.writers import file_writers  # with the HTML renderer: needed only for a report
 
         writers = file_writers(
             json_path=s.json_path,
@@ -678,7 +558,7 @@ class RegbudgetSession:
         )
         for writer in writers:
             if not self._write(writer) and writer.required:
-                exit_code = int(pytest.ExitCode.USAGE_ERROR)
+                exit_code = USAGE_ERROR
         return exit_code
 
     def report_scope(self, prefixes: Sequence[str], selection: str | None) -> dict[str, object]:
@@ -713,30 +593,3 @@ class RegbudgetSession:
     def close(self) -> None:
         for builder in self.builders.values():
             builder.close()
-
-
-@functools.lru_cache(maxsize=4096)
-def _relative(source: Path, rootdir: Path) -> str:
-    """`source` relative to the rootdir, as a baseline key names it (remembered: every kernel of a file,
-    on every arch, asks)."""
-    # os.path on strings: Path.resolve and relative_to cost more than the rest of a warm item's key.
-    real, root = os.path.realpath(source), _real(rootdir)
-    if real == root or real.startswith(root.rstrip(os.sep) + os.sep):
-        return Path(os.path.relpath(real, root)).as_posix()
-    return os.path.relpath(source, rootdir).replace(os.sep, "/")
-
-
-@functools.lru_cache(maxsize=16)
-def _real(path: Path) -> str:
-    return os.path.realpath(path)
-
-
-def parse_archs(values: Sequence[str]) -> list[str]:
-    """Flatten repeated, comma-separated arch values, validating each and keeping the first of duplicates."""
-    out: list[str] = []
-    for value in values:
-        for name in (v.strip() for v in value.replace("\n", ",").split(",")):
-            if name and name not in out:
-                get_arch(name)
-                out.append(name)
-    return out

@@ -311,3 +311,31 @@ def github_annotations(records: Sequence[KernelRecord], rootdir: Path) -> list[s
         message = rec["error"] or "\n".join(rec["violations"])
         out.append(f"::{level} {where},title={title}::{_escape(message)}")
     return out
+
+
+def nvcc_line(records: Sequence[KernelRecord], nvcc: str | None) -> str | None:
+    """Which nvcc built the compiler="nvcc" kernels (`nvcc`: the one this process found, described), when
+    there were any. The records tell xdist's controller, which finds no nvcc itself, the version."""
+    built = [r for r in records if r["nvrtc_version"].startswith("nvcc ")]
+    if nvcc is None and not built:
+        return None
+    which = [nvcc] if nvcc is not None else sorted({r["nvrtc_version"] for r in built})
+    return f"{', '.join(which)} built {len(built)} kernel(s)"
+
+
+def gpu_line(records: Sequence[KernelRecord], gpu_mode: str) -> str:
+    """Where the GPU checks ran, or why not (from the records: this probes nothing)."""
+    if gpu_mode == "off":
+        return "GPU checks: off (--regbudget-gpu=off)"
+    devices = sorted({r["gpu_device"] for r in records if r["gpu_device"]})
+    if devices:
+        spent = sorted(r["timing_spent_s"] for r in records if r["timing_spent_s"] is not None)
+        if not spent:
+            return f"GPU checks ran on {', '.join(devices)} (no kernel timed)"
+        median = spent[len(spent) // 2]
+        return (
+            f"GPU checks ran on {', '.join(devices)}: {len(spent)} kernel(s) timed in {sum(spent):.2f} s "
+            f"(median {median:.2f} s per kernel)"
+        )
+    notes = sorted({r["gpu_note"] for r in records if r["gpu_note"]})
+    return f"GPU checks: none ran ({notes[0] if notes else 'no kernel reached them'})"

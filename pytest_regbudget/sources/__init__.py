@@ -22,6 +22,7 @@ from collections.abc import Callable
 from typing import Literal
 
 from ..core.facts import KernelFacts
+from .nvrtc import CompiledFile
 from .protocol import BuildEnv, KernelSource, SourceSpec
 
 SourceFactory = Callable[[SourceSpec], KernelSource]
@@ -56,7 +57,6 @@ def _compiled_file(compiler: Literal["nvrtc", "nvcc"]) -> SourceFactory:
     """The factory of a .cu file built by `compiler` (NVRTC + ptxas, or nvcc over the whole file)."""
 
     def factory(spec: SourceSpec) -> KernelSource:
-        from .nvrtc import CompiledFile
 
         if spec.kernel is None:
             raise ValueError(f"{spec.path}: name the kernel to compile (kernel=...)")

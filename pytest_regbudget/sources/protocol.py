@@ -7,18 +7,16 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 from msgspec import Struct
 
+from ..build.frontends import FrontendPtx
+from ..build.options import CompileOptions
+from ..build.outputs import CompiledKernel
+from ..build.toolchain import Nvcc, Toolkit
+from ..build.units import Spec
 from ..core.facts import KernelFacts
-
-if TYPE_CHECKING:
-    from ..build.frontends import FrontendPtx
-    from ..build.options import CompileOptions
-    from ..build.outputs import CompiledKernel
-    from ..build.toolchain import Nvcc, Toolkit
-    from ..build.units import Spec
 
 
 class BuildEnv(Protocol):

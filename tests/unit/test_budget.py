@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any, cast
-
 import pytest
 from msgspec.structs import replace
 
@@ -334,21 +332,21 @@ def test_time_budgets_are_judged_from_a_timing_and_the_entrys_interval() -> None
 
 
 def test_the_sampler_stops_once_the_interval_settles_both_ceilings() -> None:
-    # RegbudgetSession._decided, which reads only whether the run is an update: the stopping rule a GPU run
-    # hands the sampler (timing.py), from the same entry as above.
-    from types import SimpleNamespace
-
+    # The stopping rule a GPU run hands the sampler (timing.py), from the same entry as above.
     from pytest_regbudget.core.gpu_facts import DriverView, GpuFacts
     from pytest_regbudget.core.timing import Interval
-    from pytest_regbudget.plugin.session import RegbudgetSession
+    from pytest_regbudget.core.verdict import time_budgets_settled
 
     gpu = GpuFacts(device="NVIDIA H200", arch="sm_90", view=DriverView(167, 56, 4096, 384), driver_blocks=1)
     old = replace(entry(), gpu={"NVIDIA H200": {"time_ms": 1.0, "ci_low_ms": 0.99, "ci_high_ms": 1.01}})
     report = replace(ratchet(measured(), BaselineRule(old, recorded=True)), gpu=gpu)
-    run = cast(Any, SimpleNamespace(settings=SimpleNamespace(update=False)))
-    decided = RegbudgetSession._decided(run, report, Limits(max_time_ms=1.2, max_time_ratio=1.1))
+    decided = time_budgets_settled(report, Limits(max_time_ms=1.2, max_time_ratio=1.1), enforce=True)
     assert decided is not None
     assert decided(Interval(1.05, 1.04, 1.06))  # under both ceilings, whatever the noise
     assert decided(Interval(1.5, 1.48, 1.52))  # over both
     assert not decided(Interval(1.1, 1.0, 1.2))  # straddles the ratio's ceiling: sample on
-    assert RegbudgetSession._decided(run, report, Limits()) is None
+    assert time_budgets_settled(report, Limits(), enforce=True) is None
+    # An update records the ratio rather than judging it: only the ceiling in ms settles.
+    ceiling_only = time_budgets_settled(report, Limits(max_time_ms=1.2, max_time_ratio=1.1), enforce=False)
+    assert ceiling_only is not None
+    assert ceiling_only(Interval(1.1, 1.0, 1.15))

@@ -1,0 +1,139 @@
+"""The records the session works on: the run's `Settings` (read from pytest's options by options.py) and
+what a marked test carries from collection to its end (`ItemState`). No pytest here.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from msgspec import Struct, field
+
+from ..build.builder import BuildSettings
+from ..build.options import DEFAULT_PTXAS_TIMEOUT
+from ..core.arch import get_arch
+from ..core.baseline import Key
+from ..core.facts import KernelFacts
+from ..core.gpu_facts import Timing
+from ..core.kernel_report import KernelReport
+from ..core.verdict import TimeBasis
+from ..gpu.runner import GpuMode
+from ..sources import KernelSource
+from ..update.scope import NOT_A_FILE
+from .markers import Budget
+
+
+class Settings(Struct, frozen=True):
+    archs: tuple[str, ...]
+    rootdir: Path
+    cuda_home: str | None = None
+    json_path: Path | None = None
+    ptxas_timeout: float = DEFAULT_PTXAS_TIMEOUT
+    baseline_path: Path | None = None
+    update: bool = False
+    tolerance: dict[str, float] = field(default_factory=dict)
+    markdown_path: Path | None = None
+    step_summary: Path | None = None  # $GITHUB_STEP_SUMMARY
+    annotate: bool = False  # GITHUB_ACTIONS=true
+    gpu_mode: GpuMode = "auto"
+    sass: bool = False  # --regbudget-sass
+    html_path: Path | None = None
+    html_all: bool = False  # --regbudget-html-all: every kernel's staircase, not only failing or changed ones
+    cache_dir: Path | None = None  # None: --regbudget-no-cache
+    jobs: int = 1  # compile threads
+    compiler: str = "nvrtc"  # ini regbudget_compiler: a registered source name (sources.names())
+    strict: bool = False  # --regbudget-strict: a kernel without an enforced entry of its release fails
+    time_basis: TimeBasis = "time"  # ini regbudget_time_basis: "cycles" judges time x SM clock
+    # --regbudget-toolkit: every kernel is built and judged with each (toolchain.TOOLKIT_NAMES or paths);
+    # () builds with the one toolkit discovery finds.
+    toolkits: tuple[str, ...] = ()
+    nvcc: str | None = None  # --regbudget-nvcc: the nvcc for compiler="nvcc", pinned
+
+    def build(self, toolkit: str | None = None) -> BuildSettings:
+        return BuildSettings(
+            rootdir=self.rootdir,
+            cuda_home=self.cuda_home,
+            ptxas_timeout=self.ptxas_timeout,
+            cache_dir=self.cache_dir,
+            jobs=self.jobs,
+            sass=self.sass,
+            toolkit=toolkit,
+            nvcc=self.nvcc,
+        )
+
+    def baseline_key(self, facts: KernelFacts) -> Key:
+        """The baseline key of a kernel: (source relative to the rootdir, readable name, variant, arch,
+        release of the toolkit that measured it)."""
+        source = _relative(facts.source, self.rootdir)
+        if not facts.from_file:
+            source = f"{NOT_A_FILE}{facts.provenance.compiler}>{source}"
+        return (source, facts.kernel, facts.variant, facts.arch, facts.provenance.release)
+
+
+class ItemState(Struct):
+    """What a marked test carries from collection to the end of its call phase."""
+
+    arch: str
+    budget: Budget | None = None
+    marker_error: str | None = None
+    toolkit: str | None = None  # the --regbudget-toolkit name it builds with (None: the run's one toolkit)
+    source: KernelSource | None = None  # the marker's kernel, if it names one
+    item_archs: tuple[str, ...] = ()  # every arch this item runs for, in order
+    reports: list[KernelReport] = field(default_factory=list)  # compile-time verdicts, in order
+    facts: dict[tuple[str, str], KernelFacts] = field(default_factory=dict)  # (kernel id, arch) -> facts
+    loaded: dict[tuple[str, str], Any] = field(default_factory=dict)  # (kernel id, arch) -> CuPy kernel
+    timings: dict[tuple[str, str], Timing] = field(default_factory=dict)
+
+    def clear(self) -> None:
+        """Forget this run of the test once it is torn down (its records are made): a rerun starts afresh,
+        and a finished test keeps no kernels (CuPy modules, cubins, reports) alive to the session's end."""
+        self.reports = []
+        self.facts = {}
+        self.loaded = {}
+        self.timings = {}
+
+    def loaded_report(self, kernel: str | KernelReport, *, gpu_checks: bool) -> KernelReport | None:
+        """The report of `kernel` (a name compiled in this test, or its report) whose cubin is loaded on the
+        GPU; None when none is (`gpu_checks`: whether this instance runs them). ValueError naming the
+        kernels compiled when `kernel` is not among them."""
+        wanted = kernel.kernel if isinstance(kernel, KernelReport) else kernel
+        loaded = [r for r in self.reports if (r.kernel, r.arch) in self.loaded]
+        if not loaded:
+            if not self.reports and gpu_checks:
+                raise ValueError(f"benchmark({wanted!r}): this test compiled no kernel; compile it first")
+            return None
+        for r in loaded:
+            if r.kernel == wanted:
+                return r
+        names = ", ".join(sorted({r.kernel for r in loaded}))
+        raise ValueError(f"benchmark({wanted!r}): no such kernel compiled in this test (compiled: {names})")
+
+
+@functools.lru_cache(maxsize=4096)
+def _relative(source: Path, rootdir: Path) -> str:
+    """`source` relative to the rootdir, as a baseline key names it (remembered: every kernel of a file,
+    on every arch, asks)."""
+    # os.path on strings: Path.resolve and relative_to cost more than the rest of a warm item's key.
+    real, root = os.path.realpath(source), _real(rootdir)
+    if real == root or real.startswith(root.rstrip(os.sep) + os.sep):
+        return Path(os.path.relpath(real, root)).as_posix()
+    return os.path.relpath(source, rootdir).replace(os.sep, "/")
+
+
+@functools.lru_cache(maxsize=16)
+def _real(path: Path) -> str:
+    return os.path.realpath(path)
+
+
+def parse_archs(values: Sequence[str]) -> list[str]:
+    """Flatten repeated, comma-separated arch values, validating each and keeping the first of duplicates."""
+    out: list[str] = []
+    for value in values:
+        for name in (v.strip() for v in value.replace("\n", ",").split(",")):
+            if name and name not in out:
+                get_arch(name)
+                out.append(name)
+    return out
