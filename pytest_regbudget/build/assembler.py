@@ -1,5 +1,5 @@
 """The assembler: `ptxas -v` over a PTX module for one arch, and the one way this package runs a tool with a
-timeout and a readable failure (`_run`). ptxas's report is parsed in core/ptxas.py.
+timeout and a readable failure (`run_compiler`). ptxas's report is parsed in core/ptxas.py.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ def run_ptxas(
             "-o",
             str(cubin_path),
         ]
-        returncode, output = _run(cmd, timeout, f"ptxas {toolkit.ptxas_version} on {label or arch}")
+        returncode, output = run_compiler(cmd, timeout, f"ptxas {toolkit.ptxas_version} on {label or arch}")
         if returncode != 0:
             hint = ""
             if re.search(r"not defined for option 'gpu-name'|Unsupported .target|is not a supported", output):
@@ -61,7 +61,7 @@ def run_ptxas(
         return output, cubin
 
 
-def _run(cmd: Sequence[str], timeout: float, what: str) -> tuple[int, str]:
+def run_compiler(cmd: Sequence[str], timeout: float, what: str) -> tuple[int, str]:
     """(exit code, stdout + stderr) of a compiler run that must finish within `timeout` seconds; on a
     timeout the compiler and every process it started are killed."""
     try:

@@ -53,17 +53,25 @@ from __future__ import annotations
 
 import functools
 import math
-import re
 import subprocess
 import tempfile
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-from msgspec import Struct, field
+from msgspec import Struct
 
 from ..core.arch import get_arch
+from ..core.cuobjdump import (
+    ElfInfo,
+    KernelAttributes,
+    ResourceUsage,
+    parse_elf_dump,
+    parse_resource_usage,
+    parse_sass_local_accesses,
+    spill_bytes,
+    version_tuple,
+)
 from ..core.errors import BinaryError, ParseError, UnknownArchError
-from ..core.sass import instruction, local_opcode
 from .toolchain import Toolkit, find_tool
 
 __all__ = [
@@ -112,375 +120,6 @@ class BinaryKernel(Struct, frozen=True):
     relocatable: bool = False  # from an unlinked -rdc object: REG/STACK do not include callees yet
     toolkit: str | None = None  # CUDA version of the ptxas that built it, "12.9"; None if not recorded
     elf: int = 0  # which ELF of the file (cuobjdump's order), to tell same-arch copies apart
-
-
-class ResourceUsage(Struct, frozen=True):
-    """One "Function NAME:" entry of `cuobjdump --dump-resource-usage`: a kernel or a device function."""
-
-    name: str
-    elf: int  # index of its ELF among the file's ELF blocks, in cuobjdump's order
-    arch: str | None  # the block's "arch = sm_90"; None for a bare cubin, whose listing has no header
-    registers: int
-    stack: int
-    shared: int
-    local: int
-    const_banks: tuple[tuple[int, int], ...]
-    line: str  # cuobjdump's own line, stripped, to quote in messages
-
-    @property
-    def const(self) -> int:
-        return sum(size for _, size in self.const_banks)
-
-
-class KernelAttributes(Struct, frozen=True):
-    """What a kernel's `.nv.info.NAME` section and the symbol table say about it."""
-
-    maxntid: tuple[int, ...] | None = None
-    reqntid: tuple[int, ...] | None = None
-    register_limit: int | None = None
-    # Offsets (in the kernel's .text section) of the instructions ptxas marked SpillRefill, callees'
-    # code excluded; None when the section has no EIATTR_ANNOTATIONS at all.
-    spill_offsets: tuple[int, ...] | None = None
-
-
-class ElfInfo(Struct, frozen=True):
-    """One ELF of `cuobjdump --dump-elf`: its header facts and its kernels (ENTRY symbols)."""
-
-    index: int
-    arch: str  # "sm_90": the fatbin block's arch, else the ELF header's
-    relocatable: bool  # ET_REL: an -rdc object that nvlink has not linked yet
-    toolkit: str | None  # the ptxas version, from the .note.nv.tkinfo notes or else the ELF header
-    entries: tuple[str, ...]
-    kernels: Mapping[str, KernelAttributes] = field(default_factory=dict)
-
-
-# ---------------------------------------------------------------------------------------------------
-# Splitting a listing into its ELF blocks
-
-
-_FATBIN_ELF = "Fatbin elf code:"
-_FATBIN_PTX = "Fatbin ptx code:"
-_BLOCK_ARCH = re.compile(r"^arch\s*=\s*(sm_\w+)\s*$")
-
-
-class _Block(Struct):
-    arch: str | None
-    lines: list[tuple[int, str]]  # (1-based line number, text)
-
-
-def _elf_blocks(lines: Iterable[str]) -> list[_Block]:
-    """The ELF blocks of a listing; a listing without block headers (a bare cubin) is one ELF."""
-    blocks: list[_Block] = []
-    current: _Block | None = None
-    preamble: list[tuple[int, str]] = []
-    headers = False
-    in_header = False
-    for lineno, line in enumerate(lines, 1):
-        stripped = line.strip()
-        if stripped in (_FATBIN_ELF, _FATBIN_PTX):
-            headers = True
-            # PTX has no resources, symbols or SASS: its block is read and dropped.
-            current = _Block(None, []) if stripped == _FATBIN_ELF else None
-            if current is not None:
-                blocks.append(current)
-            in_header = True
-            continue
-        if in_header:
-            # The block header runs to the first blank line: "arch = sm_90", "code version = ...".
-            if not stripped:
-                in_header = False
-            elif current is not None and (m := _BLOCK_ARCH.match(stripped)):
-                current.arch = m.group(1)
-            continue
-        if current is not None:
-            current.lines.append((lineno, line))
-        elif not headers:
-            preamble.append((lineno, line))
-    if not headers and any(text.strip() for _, text in preamble):
-        return [_Block(None, preamble)]
-    return blocks
-
-
-# ---------------------------------------------------------------------------------------------------
-# --dump-resource-usage
-
-_FUNCTION = re.compile(r"^\s*Function\s+(\S.*?):\s*$")
-_FIELD = re.compile(r"([A-Z_]+)(?:\[(\d+)\])?:(\d+)")
-_REQUIRED = ("REG", "STACK", "SHARED", "LOCAL")
-
-
-def parse_resource_usage(text: str) -> list[ResourceUsage]:
-    """Every function of `cuobjdump --dump-resource-usage` output, ELF by ELF, in cuobjdump's order.
-
-    Works on the output for a cubin, a fatbin, an object file, a shared library or an executable.
-    Device functions are listed too (in relocatable objects): tell kernels apart with `parse_elf_dump`.
-    """
-    result: list[ResourceUsage] = []
-    for index, block in enumerate(_elf_blocks(text.splitlines())):
-        pending: tuple[str, int, str] | None = None  # (name, lineno, line) awaiting its numbers
-        for lineno, line in block.lines:
-            if m := _FUNCTION.match(line):
-                if pending is not None:
-                    raise ParseError(f"function {pending[0]!r} has no resource line", pending[2], pending[1])
-                pending = (m.group(1), lineno, line)
-                continue
-            if pending is None or not line.strip():
-                continue
-            name = pending[0]
-            pending = None
-            fields: dict[str, int] = {}
-            banks: list[tuple[int, int]] = []
-            for key, bank, value in _FIELD.findall(line):
-                if key == "CONSTANT" and bank:
-                    banks.append((int(bank), int(value)))
-                else:
-                    fields[key] = int(value)
-            missing = [k for k in _REQUIRED if k not in fields]
-            if missing:
-                raise ParseError(f"the resource line of {name!r} has no {', '.join(missing)}", line, lineno)
-            result.append(
-                ResourceUsage(
-                    name=name,
-                    elf=index,
-                    arch=block.arch,
-                    registers=fields["REG"],
-                    stack=fields["STACK"],
-                    shared=fields["SHARED"],
-                    local=fields["LOCAL"],
-                    const_banks=tuple(banks),
-                    line=line.strip(),
-                )
-            )
-        if pending is not None:
-            raise ParseError(
-                f"function {pending[0]!r} has no resource line; is the output truncated?",
-                pending[2],
-                pending[1],
-            )
-    return result
-
-
-# ---------------------------------------------------------------------------------------------------
-# --dump-elf
-
-# cuobjdump prints the header in two styles, by the ELF's ABI version:
-#   "64-bit ELF: type=ET_EXEC, ABI=8, sm=90, toolkit=13.5, flags=0x6005a04"   (ptxas 13.x)
-#   "64bit elf: type=2, abi=7, sm=90, toolkit=129, flags = 0x5a055a"           (ptxas 11.x, 12.x)
-_ELF_HEADER = re.compile(
-    r"^\d+-?bit\s+elf:\s*type=(\w+),\s*abi=\d+,\s*sm=(\w+),\s*toolkit=([\d.]+)", re.IGNORECASE
-)
-_TOOL_NAME = re.compile(r"^\s*Tool Name:\s*(\S+)")
-_TOOL_VERSION = re.compile(r"^\s*Tool Version:.*?release (\d+\.\d+)")
-_ATTRIBUTE = re.compile(r"^\s*Attribute:\s*(\S+)")
-_VALUE = re.compile(r"^\s*Value:\s*(.*)$")
-_SPILL_MARK = re.compile(r"SpillRefill\s*:\s*Offset\s*:\s*(0x[0-9a-fA-F]+|\d+)")
-_HEX = re.compile(r"0x[0-9a-fA-F]+|\d+")
-_DEFAULT_REGISTER_LIMIT = 0xFF  # EIATTR_MAXREG_COUNT of a kernel without any cap
-
-
-def _toolkit_version(raw: str) -> str:
-    # "13.5" as is; "129" is major*10 + minor.
-    if "." in raw:
-        return raw
-    number = int(raw)
-    return f"{number // 10}.{number % 10}"
-
-
-def _version_tuple(version: str) -> tuple[int, int]:
-    major, _, minor = version.partition(".")
-    return int(major), int(minor.split(".")[0] or 0)
-
-
-class _Symbol(Struct):
-    name: str
-    value: int
-    size: int
-    kind: str  # FUNC, OBJECT, SECTION, ...
-    other: tuple[str, ...]  # ENTRY, RESERVED_SHARED, ...
-    section: int
-
-
-class _ElfState(Struct):
-    header: tuple[str, str, str] | None = None  # (type, sm, toolkit)
-    ptxas_versions: list[str] = field(default_factory=list)
-    symbols: list[_Symbol] = field(default_factory=list)
-    # .nv.info.NAME -> [(attribute, value text)]
-    info: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
-
-
-def _parse_symbol(line: str) -> _Symbol | None:
-    # Num Value Size Type Bind Vis Other... Ndx Name
-    parts = line.split()
-    if len(parts) < 9 or not all(_HEX.fullmatch(p) for p in (parts[0], parts[1], parts[2], parts[-2])):
-        return None
-    return _Symbol(
-        name=parts[-1],
-        value=int(parts[1], 0),
-        size=int(parts[2], 0),
-        kind=parts[3],
-        other=tuple(parts[6:-2]),
-        section=int(parts[-2], 0),
-    )
-
-
-def _read_elf_block(block: _Block) -> _ElfState:
-    state = _ElfState()
-    section: str | None = None
-    tool: str | None = None
-    attribute: list[str] | None = None  # [name, value] being collected
-    for _, line in block.lines:
-        if m := _ELF_HEADER.match(line):
-            state.header = (m.group(1), m.group(2), _toolkit_version(m.group(3)))
-            continue
-        if line.startswith("."):
-            # A new section: ".nv.info.bounded", ".section .symtab", ".section .rela.text.x\tRELA".
-            words = line.split()
-            section = words[1] if words[0] == ".section" and len(words) > 1 else words[0]
-            attribute = None
-            continue
-        if section is None:
-            continue
-        if section == ".symtab":
-            symbol = _parse_symbol(line)
-            if symbol is not None:
-                state.symbols.append(symbol)
-        elif section == ".note.nv.tkinfo":
-            if m := _TOOL_NAME.match(line):
-                tool = m.group(1)
-            elif (m := _TOOL_VERSION.match(line)) and tool == "ptxas":
-                state.ptxas_versions.append(m.group(1))
-        elif section.startswith(".nv.info."):
-            attrs = state.info.setdefault(section.removeprefix(".nv.info."), [])
-            if m := _ATTRIBUTE.match(line):
-                attribute = [m.group(1), ""]
-                attrs.append((attribute[0], ""))
-            elif attribute is not None and (m := _VALUE.match(line)):
-                attribute[1] = m.group(1)
-                attrs[-1] = (attribute[0], attribute[1])
-            elif attribute is not None and line.startswith("\t\t"):
-                # Multi-line values (annotations, parameter info) continue on doubly indented lines.
-                attribute[1] += "\n" + line.strip()
-                attrs[-1] = (attribute[0], attribute[1])
-    return state
-
-
-def _dims(value: str) -> tuple[int, ...] | None:
-    numbers = tuple(int(x, 0) for x in _HEX.findall(value))
-    return numbers or None
-
-
-def _kernel_attributes(
-    attrs: Sequence[tuple[str, str]], callees: Sequence[tuple[int, int]]
-) -> KernelAttributes:
-    maxntid = reqntid = None
-    limit: int | None = None
-    marks: list[int] | None = None
-    for name, value in attrs:
-        if name == "EIATTR_MAX_THREADS":
-            maxntid = _dims(value)
-        elif name == "EIATTR_REQNTID":
-            reqntid = _dims(value)
-        elif name == "EIATTR_MAXREG_COUNT":
-            numbers = _dims(value)
-            if numbers and numbers[0] != _DEFAULT_REGISTER_LIMIT:
-                limit = numbers[0]
-        elif name == "EIATTR_ANNOTATIONS":
-            marks = (marks or []) + [int(x, 0) for x in _SPILL_MARK.findall(value)]
-    if marks is not None:
-        # A non-inlined callee is compiled into its caller's section (a LOCAL FUNC symbol inside it);
-        # ptxas reports its spills under its own name, so they are not the kernel's.
-        marks = [m for m in marks if not any(start <= m < end for start, end in callees)]
-    return KernelAttributes(
-        maxntid=maxntid,
-        reqntid=reqntid,
-        register_limit=limit,
-        spill_offsets=None if marks is None else tuple(sorted(marks)),
-    )
-
-
-def parse_elf_dump(text: str | Iterable[str]) -> list[ElfInfo]:
-    """The ELFs of `cuobjdump --dump-elf` output (text, or its lines), with their kernels' attributes.
-
-    The hex dumps of section contents are not needed and may be left out of `text` beforehand.
-    """
-    lines = text.splitlines() if isinstance(text, str) else text
-    result: list[ElfInfo] = []
-    for index, block in enumerate(_elf_blocks(lines)):
-        state = _read_elf_block(block)
-        if state.header is None:
-            raise ParseError(f"ELF {index} of the listing has no ELF header line")
-        elf_type, sm, header_toolkit = state.header
-        entries = [s for s in state.symbols if s.kind == "FUNC" and "ENTRY" in s.other]
-        kernels: dict[str, KernelAttributes] = {}
-        for entry in entries:
-            callees = [
-                (s.value, s.value + s.size)
-                for s in state.symbols
-                if s.kind == "FUNC" and s.section == entry.section and s.name != entry.name
-            ]
-            kernels[entry.name] = _kernel_attributes(state.info.get(entry.name, []), callees)
-        # The ptxas notes are exact; the header's toolkit is whoever wrote the ELF last (nvlink, for
-        # a linked -rdc program). The oldest ptxas decides what the ELF can be trusted to record.
-        versions = sorted(state.ptxas_versions, key=_version_tuple)
-        result.append(
-            ElfInfo(
-                index=index,
-                arch=block.arch or f"sm_{sm}",
-                relocatable=elf_type in ("ET_REL", "1"),
-                toolkit=versions[0] if versions else header_toolkit,
-                entries=tuple(e.name for e in entries),
-                kernels=kernels,
-            )
-        )
-    return result
-
-
-# ---------------------------------------------------------------------------------------------------
-# --dump-sass
-
-_SASS_FUNCTION = re.compile(r"^\s*Function\s*:\s*(\S+)\s*$")
-_WIDTHS = {"U8": 1, "S8": 1, "U16": 2, "S16": 2, "64": 8, "128": 16}
-
-
-def parse_sass_local_accesses(text: str | Iterable[str]) -> list[dict[str, dict[int, str]]]:
-    """Per ELF, per function: offset -> STL/LDL instruction name with modifiers ("LDL.LU.64")."""
-    lines = text.splitlines() if isinstance(text, str) else text
-    result: list[dict[str, dict[int, str]]] = []
-    for block in _elf_blocks(lines):
-        functions: dict[str, dict[int, str]] = {}
-        current: dict[int, str] | None = None
-        for _, line in block.lines:
-            if m := _SASS_FUNCTION.match(line):
-                current = functions.setdefault(m.group(1), {})
-            elif current is not None and (ins := instruction(line)) and (opcode := local_opcode(ins[1])):
-                current[ins[0]] = opcode
-        result.append(functions)
-    return result
-
-
-def _access_bytes(opcode: str) -> int:
-    width = 4
-    for modifier in opcode.split(".")[1:]:
-        width = _WIDTHS.get(modifier, width)
-    return width
-
-
-def _spill_bytes(offsets: Sequence[int], accesses: Mapping[int, str]) -> tuple[int, int] | None:
-    """(stores, loads) in bytes; None if a marked instruction is not an STL or LDL we can size."""
-    stores = loads = 0
-    for offset in offsets:
-        opcode = accesses.get(offset)
-        if opcode is None:
-            return None
-        if opcode.startswith("STL"):
-            stores += _access_bytes(opcode)
-        else:
-            loads += _access_bytes(opcode)
-    return stores, loads
-
-
-# ---------------------------------------------------------------------------------------------------
-# Running cuobjdump
 
 
 def find_cuobjdump(toolkit: Toolkit | None) -> Path | None:
@@ -621,9 +260,9 @@ def _kernel(usage: ResourceUsage, elf: ElfInfo, accesses: Mapping[str, Mapping[i
     spills: tuple[int, int] | None
     marked: int | None
     if attrs.spill_offsets is not None:
-        spills = _spill_bytes(attrs.spill_offsets, accesses.get(usage.name, {}))
+        spills = spill_bytes(attrs.spill_offsets, accesses.get(usage.name, {}))
         marked = len(attrs.spill_offsets)
-    elif elf.toolkit is not None and _version_tuple(elf.toolkit) >= _ANNOTATING_PTXAS:
+    elif elf.toolkit is not None and version_tuple(elf.toolkit) >= _ANNOTATING_PTXAS:
         spills, marked = (0, 0), 0  # a ptxas that marks spills marked none
     else:
         spills, marked = None, None

@@ -28,34 +28,33 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TypeVar
 
-import msgspec
 from msgspec import Struct, field
 
 from ..core import names
 from ..core.baseline import atomic_write
 from ..core.errors import CompileError
 from ..core.facts import Deferred
-from . import compiler, nvcc, units
+from . import compiler, nvcc, store, units
 from .fingerprint import (
-    _CLOCK_SLACK_NS,
+    CLOCK_SLACK_NS,
     FORMAT,
+    DepBuild,
     StatCache,
     Uncacheable,
-    _Build,
-    _depends_fingerprint,
-    _digest,
-    _file_state,
-    _host_compiler_identity,
-    _identity,
-    _inside,
-    _json_digest,
-    _listing_digest,
-    _newest_change,
-    _searched_trees,
-    _shown,
-    _skip_dirs,
     cache_key,
+    depends_fingerprint,
+    file_state,
+    host_compiler_identity,
+    identity_digest,
+    inside,
+    json_digest,
+    listing_digest,
+    newest_change,
     parse_depfile,
+    searched_trees,
+    sha256_hex,
+    shown_path,
+    skip_dirs,
 )
 from .frontends import FrontendPtx
 from .options import DEFAULT_PTXAS_TIMEOUT, CompileOptions
@@ -251,14 +250,14 @@ class CompileCache:
 
     def _record_key(self, unit: Unit, text: str, nvcc: Nvcc) -> str:
         """The key of an nvcc unit's dependency record."""
-        return _json_digest(
+        return json_digest(
             [
-                *_identity(unit.source, text, unit.names, unit.arch, unit.options, self.digests),
+                *identity_digest(unit.source, text, unit.names, unit.arch, unit.options, self.digests),
                 "nvcc",
                 nvcc.identity(),
                 str(nvcc.path),
-                _host_compiler_identity(),
-                _depends_fingerprint(unit.options.depends, self.digests, _skip_dirs([], self.directory)),
+                host_compiler_identity(),
+                depends_fingerprint(unit.options.depends, self.digests, skip_dirs([], self.directory)),
             ]
         )
 
@@ -337,12 +336,12 @@ class CompileCache:
         build: Callable[[Path | None], UnitOutputs],
         timeout: float,
     ) -> UnitOutputs:
-        skip = _skip_dirs([], self.directory)
+        skip = skip_dirs([], self.directory)
         record_key = self._record_key(unit, text, nvcc)
         # The user's include directories and the source's, listed before the build: Uncacheable (a tree
         # too large) is raised before anything is counted, and a change while nvcc runs shows.
-        trees = _searched_trees(unit.source, unit.options)
-        listed = [(d, True, _listing_digest(d, skip, True)) for d in trees]
+        trees = searched_trees(unit.source, unit.options)
+        listed = [(d, True, listing_digest(d, skip, True)) for d in trees]
 
         def rebuild() -> UnitOutputs:
             return build(None)
@@ -367,24 +366,26 @@ class CompileCache:
             files = parse_depfile(deps, os.getcwd())
             if not files:
                 self._not_cached(
-                    Uncacheable(_shown(unit.source), f"nvcc {nvcc.version} wrote no dependency list (-MD)")
+                    Uncacheable(
+                        shown_path(unit.source), f"nvcc {nvcc.version} wrote no dependency list (-MD)"
+                    )
                 )
                 return outputs
             opened_in = sorted({os.path.realpath(os.path.dirname(f)) for f in files})
-            dirs = [d for d in opened_in if not _inside(d, trees)]
+            dirs = [d for d in opened_in if not inside(d, trees)]
             # A file or directory that changed while nvcc ran may have been read in either state: store
             # nothing.
-            if _newest_change([*files, *dirs]) >= started - _CLOCK_SLACK_NS or not _sound(outputs, unit):
+            if newest_change([*files, *dirs]) >= started - CLOCK_SLACK_NS or not _sound(outputs, unit):
                 return outputs
             try:
-                after = [(d, True, _listing_digest(d, skip, True)) for d in trees]
-                listed += [(d, False, _listing_digest(d, skip, False)) for d in dirs]
+                after = [(d, True, listing_digest(d, skip, True)) for d in trees]
+                listed += [(d, False, listing_digest(d, skip, False)) for d in dirs]
             except Uncacheable:
                 return outputs
             if after != listed[: len(after)]:
                 return outputs
-            seen = _Build(
-                files=tuple((f, _file_state(f, self.digests)) for f in files), listings=tuple(listed)
+            seen = DepBuild(
+                files=tuple((f, file_state(f, self.digests)) for f in files), listings=tuple(listed)
             )
             self._store(seen.key(record_key), outputs)
             self._store_record(record_key, [seen, *(b for b in builds if b != seen)][:_RECORD_BUILDS])
@@ -399,7 +400,7 @@ class CompileCache:
         rebuild: Callable[[], UnitOutputs],
         *,
         quiet: bool = False,
-    ) -> tuple[UnitOutputs | None, list[_Build]]:
+    ) -> tuple[UnitOutputs | None, list[DepBuild]]:
         """The entry of the first build in the dependency record whose files and directories are all as
         they were, and the record's builds."""
         builds = self._load_record(record_key, quiet=quiet)
@@ -410,28 +411,20 @@ class CompileCache:
         return None, builds
 
     def _read(self, path: str, kind: type[T], *, quiet: bool = False) -> T | None:
-        """The payload of a checksummed document, as `kind`; None if absent (corrupt ones, which include
-        a payload of another shape, are counted, unless `quiet`)."""
+        """A document's payload as `kind`; None if absent or damaged (counted, unless `quiet`)."""
         try:
-            with open(path, "rb") as fh:
-                doc = _DOCUMENT.decode(fh.read())
-            # The checksum is of the payload's text as it stands in the file (msgspec.Raw keeps it).
-            if doc.format != FORMAT or doc.sha256 != _digest(bytes(doc.payload)):
-                raise ValueError("checksum mismatch")
-            return msgspec.json.decode(doc.payload, type=kind, dec_hook=_from_json)
+            return store.read(path, kind)
         except FileNotFoundError:
             return None
-        except (OSError, ValueError):  # msgspec's DecodeError and ValidationError are ValueErrors
+        except (OSError, ValueError):
             if not quiet:
                 self._count("corrupt")
             return None
 
     def _write(self, path: str, payload: object) -> None:
-        body = _ENCODER.encode(payload)
-        text = _ENCODER.encode(_Document(FORMAT, _digest(body), msgspec.Raw(body)))
         # A read-only or full cache directory slows the run down; it must not fail it.
         with contextlib.suppress(OSError):
-            atomic_write(Path(path), text.decode())
+            store.write(path, payload)
 
     def _load(
         self, key: str, rebuild: Callable[[], UnitOutputs], *, quiet: bool = False
@@ -468,7 +461,7 @@ class CompileCache:
         try:
             with open(self._path(key, suffix=".body"), "rb") as fh:
                 data = fh.read()
-            if _digest(data) != digest or ptx_bytes > len(data):
+            if sha256_hex(data) != digest or ptx_bytes > len(data):
                 raise ValueError("checksum mismatch")
             return data[:ptx_bytes].decode(), data[ptx_bytes:]
         except (OSError, ValueError):
@@ -496,7 +489,7 @@ class CompileCache:
             lowered=dict(outputs.lowered),
             # As the demangler prints them now: a run that finds every build here demangles nothing.
             names={e: names.demangle(e) for e in outputs.entries if e.startswith("_Z")},
-            body=_BodyDigest(_digest(data), len(ptx)),
+            body=_BodyDigest(sha256_hex(data), len(ptx)),
             messages=dict(outputs.messages),
         )
         # The body first: an entry is only ever found with the body it names (or a damaged one, made again).
@@ -509,7 +502,7 @@ class CompileCache:
         front end's own cache key: frontends.triton_key), or made and stored. No key: made every time."""
         if self.directory is None or key is None:
             return make()
-        path = self._path(_json_digest(["frontend", FORMAT, key]), "frontend")
+        path = self._path(json_digest(["frontend", FORMAT, key]), "frontend")
         found = self._read(path, FrontendPtx)
         if found is not None:
             self._count("hits")
@@ -519,19 +512,11 @@ class CompileCache:
         self._write(path, made)
         return made
 
-    def _load_record(self, key: str, *, quiet: bool = False) -> list[_Build]:
-        return self._read(self._path(key, "records"), list[_Build], quiet=quiet) or []
+    def _load_record(self, key: str, *, quiet: bool = False) -> list[DepBuild]:
+        return self._read(self._path(key, "records"), list[DepBuild], quiet=quiet) or []
 
-    def _store_record(self, key: str, builds: Sequence[_Build]) -> None:
+    def _store_record(self, key: str, builds: Sequence[DepBuild]) -> None:
         self._write(self._path(key, "records"), list(builds))
-
-
-class _Document(Struct, frozen=True):
-    """Every cache document: the format, the checksum of the payload's JSON text, and that text."""
-
-    format: int
-    sha256: str
-    payload: msgspec.Raw
 
 
 class _BodyDigest(Struct, frozen=True):
@@ -549,22 +534,6 @@ class _EntryDocument(Struct, frozen=True):
     names: dict[str, str]  # mangled entry -> demangled name
     body: _BodyDigest
     messages: dict[str, tuple[str, ...]]
-
-
-def _to_json(value: object) -> object:
-    if isinstance(value, Path):  # FrontendPtx.source
-        return str(value)
-    raise NotImplementedError(type(value))
-
-
-def _from_json(kind: type, value: object) -> object:
-    if kind is Path and isinstance(value, str):
-        return Path(value)
-    raise NotImplementedError(kind)
-
-
-_ENCODER = msgspec.json.Encoder(enc_hook=_to_json)
-_DOCUMENT = msgspec.json.Decoder(_Document)
 
 
 def _report(ptxas_log: str, outline: str) -> object:

@@ -19,9 +19,9 @@ from ..core.errors import CompileError
 from ..core.facts import Deferred, KernelFacts, Provenance
 from ..core.ptxas import KernelResources, ptx_setmaxnreg
 from .assembler import run_ptxas
-from .nvrtc import _name_expression_errors, compile_ptx
+from .nvrtc import compile_ptx, name_expression_errors
 from .options import DEFAULT_PTXAS_TIMEOUT, CompileOptions
-from .outputs import BuildOutputs, CompiledKernel, UnitOutputs, _not_found
+from .outputs import BuildOutputs, CompiledKernel, UnitOutputs, not_found
 from .toolchain import (
     Toolkit,
 )
@@ -127,7 +127,7 @@ def pick_nvrtc(
         try:
             outputs = unit(name_set)
         except CompileError as exc:
-            reasons = _name_expression_errors(exc.log)
+            reasons = name_expression_errors(exc.log)
             if not reasons:
                 raise
             if not last:
@@ -135,7 +135,7 @@ def pick_nvrtc(
             plain = unit(())
             found = names.match(kernel, plain.entries)
             if found is None:
-                raise _not_found(kernel, source, arch, plain.outline, exc.log, reasons[0]) from None
+                raise not_found(kernel, source, arch, plain.outline, exc.log, reasons[0]) from None
             return BuildOutputs(
                 found, plain.outline, plain.nvrtc_log, plain.ptxas_log, plain.body, plain.messages
             )

@@ -5,7 +5,7 @@
 - NVRTC has no dependency output: `cache_key` fingerprints every file NVRTC could reach (the source's and the
   include directories' trees, every place an `#include`, `__has_include` or pre-include could be found,
   present or absent), the toolkit and the `depends=` files.
-- nvcc lists what it opened (`-MD -MF`): a *dependency record* (`_Build`) keeps, for each build seen, the
+- nvcc lists what it opened (`-MD -MF`): a *dependency record* (`DepBuild`) keeps, for each build seen, the
   files nvcc opened with their digests and the listings of the directories it searched; a lookup re-checks
   them.
 """
@@ -30,13 +30,13 @@ from msgspec import Struct
 from ..core.baseline import atomic_write
 from . import nvcc
 from .includes import (
-    _DIR_OPTIONS,
-    _PRE_INCLUDE_OPTIONS,
+    DIR_OPTIONS,
+    PRE_INCLUDE_OPTIONS,
     Directive,
-    _directives_of,
-    _option_values,
-    _scanned,
-    _text_directives,
+    directives_of,
+    option_values,
+    scanned,
+    text_directives,
 )
 from .options import CompileOptions
 from .toolchain import Toolkit
@@ -53,7 +53,7 @@ MAX_TREE_FILES = 20_000
 _RACY_NS = 2_000_000_000
 # A file written while a compiler ran can carry a timestamp up to one clock tick before our clock read at
 # its start: Linux stamps files from a coarse clock, one tick of 1 to 10 ms (HZ 1000 to 100).
-_CLOCK_SLACK_NS = 10_000_000
+CLOCK_SLACK_NS = 10_000_000
 _STAT_CACHE_LIMIT = 200_000
 # Files of these kinds in a source tree are left out of the tree fingerprint, because a run writes them
 # (reports, the baseline) or they are the tests: each run would otherwise miss. They still count where an
@@ -77,12 +77,12 @@ NOT_FINGERPRINTED = frozenset(
 )
 
 
-def _digest(data: bytes) -> str:
+def sha256_hex(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def _json_digest(parts: object) -> str:
-    return _digest(json.dumps(parts, sort_keys=True).encode())
+def json_digest(parts: object) -> str:
+    return sha256_hex(json.dumps(parts, sort_keys=True).encode())
 
 
 class Uncacheable(Exception):
@@ -94,7 +94,7 @@ class Uncacheable(Exception):
         self.reason = reason
 
 
-def _shown(path: str | Path) -> str:
+def shown_path(path: str | Path) -> str:
     """A path as the summary shows it: relative to the working directory when below it."""
     text = os.path.abspath(path)
     cwd = os.getcwd()
@@ -143,7 +143,7 @@ class StatCache:
         if known is not None and known[:5] == ident:
             return str(known[5])
         with open(path, "rb") as fh:
-            digest = _digest(fh.read())
+            digest = sha256_hex(fh.read())
         # Remembered only once the file has been still for longer than a timestamp tick: an edit of the
         # same size within the tick would otherwise keep this digest.
         if time.time_ns() - max(st.st_mtime_ns, st.st_ctime_ns) > _RACY_NS:
@@ -189,7 +189,7 @@ class StatCache:
             atomic_write(self.path, text)
 
 
-def _file_state(path: str, digests: StatCache) -> str:
+def file_state(path: str, digests: StatCache) -> str:
     """What a lookup of `path` finds: a digest, "absent", or what stands there instead of a file."""
     try:
         st = os.stat(path)
@@ -251,7 +251,7 @@ def _walk(root: str, skip: frozenset[str], recursive: bool, limit: int) -> list[
             found.append((prefix + name, entry.path))
             if len(found) > limit:
                 raise Uncacheable(
-                    _shown(root),
+                    shown_path(root),
                     f"its tree holds more than {limit} files to fingerprint; keep kernel sources (and "
                     "include_dirs) in directories of their own",
                 )
@@ -271,18 +271,18 @@ def _tree_digest(root: str, digests: StatCache, skip: frozenset[str]) -> str:
     """Names and contents of every file under `root`."""
     if not os.path.isdir(root):
         return "absent"
-    lines = [f"{rel}\0{_file_state(path, digests)}" for rel, path in _walk(root, skip, True, MAX_TREE_FILES)]
-    return _digest("\n".join(lines).encode(errors="surrogateescape"))
+    lines = [f"{rel}\0{file_state(path, digests)}" for rel, path in _walk(root, skip, True, MAX_TREE_FILES)]
+    return sha256_hex("\n".join(lines).encode(errors="surrogateescape"))
 
 
-def _listing_digest(root: str, skip: frozenset[str], recursive: bool) -> str:
+def listing_digest(root: str, skip: frozenset[str], recursive: bool) -> str:
     """Names (not contents) of the files under `root`: enough to see a header that appeared."""
     if not os.path.isdir(root):
         return "absent"
-    return _digest("\n".join(walk_tree(root, skip, recursive)).encode(errors="surrogateescape"))
+    return sha256_hex("\n".join(walk_tree(root, skip, recursive)).encode(errors="surrogateescape"))
 
 
-def _newest_change(paths: Iterable[str]) -> int:
+def newest_change(paths: Iterable[str]) -> int:
     newest = 0
     for path in paths:
         with contextlib.suppress(OSError):
@@ -300,7 +300,7 @@ def _outermost(roots: Iterable[str]) -> list[str]:
     return sorted(kept)
 
 
-def _inside(path: str, roots: Iterable[str]) -> bool:
+def inside(path: str, roots: Iterable[str]) -> bool:
     return any(path == r or path.startswith(r.rstrip(os.sep) + os.sep) for r in roots)
 
 
@@ -309,7 +309,7 @@ class _Reach(Struct):
     """What NVRTC could read for one build, found by following #include names through the include path."""
 
     roots: set[str]  # trees whose every file counts
-    lookups: dict[str, str] = {}  # every candidate path -> _file_state
+    lookups: dict[str, str] = {}  # every candidate path -> file_state
     found: dict[str, str] = {}  # real path -> digest of user headers read
     unresolved: list[tuple[str, str]] = []  # (file, directive as written)
 
@@ -321,16 +321,16 @@ def _reach(
     real = digests.realpath
     toolkit = [real(str(d)) for d in toolkit_dirs]
     search = [
-        os.path.abspath(d) for d in [*options.include_dirs, *_option_values(options.options, _DIR_OPTIONS)]
+        os.path.abspath(d) for d in [*options.include_dirs, *option_values(options.options, DIR_OPTIONS)]
     ]
     search.append(here)
     reach = _Reach(roots={here, *search})
     # (file that includes, its directory, its directives, extra candidates for a pre-include)
     pending: list[tuple[str, str, list[Directive], list[str]]] = [
-        (str(source), here, _text_directives(text), [])
+        (str(source), here, text_directives(text), [])
     ]
     pre: list[Directive] = [
-        (name, f"pre-include {name}") for name in _option_values(options.options, _PRE_INCLUDE_OPTIONS)
+        (name, f"pre-include {name}") for name in option_values(options.options, PRE_INCLUDE_OPTIONS)
     ]
     if pre:
         # A pre-include is looked up like a quoted #include of the source, and in the working directory.
@@ -351,11 +351,11 @@ def _reach(
                 candidates = [os.path.join(b, name) for b in bases]
             escapes = os.path.isabs(name) or ".." in Path(name).parts
             for candidate in candidates:
-                in_toolkit = _inside(real(candidate), toolkit)
+                in_toolkit = inside(real(candidate), toolkit)
                 if in_toolkit:
                     reach.lookups[candidate] = "toolkit" if os.path.isfile(candidate) else "absent"
                     continue
-                state = reach.lookups.get(candidate) or _file_state(candidate, digests)
+                state = reach.lookups.get(candidate) or file_state(candidate, digests)
                 reach.lookups[candidate] = state
                 if not os.path.isfile(candidate):
                     continue
@@ -366,16 +366,16 @@ def _reach(
                     continue
                 visited.add(found)
                 reach.found[found] = state
-                inner = _scanned.get(state)
+                inner = scanned.get(state)
                 if inner is None:
                     try:
                         with open(candidate, "rb") as fh:
                             data = fh.read()
                     except OSError:
                         continue  # unreadable to NVRTC too; its state is in the lookups
-                    inner = _directives_of(data, _digest(data))
+                    inner = directives_of(data, sha256_hex(data))
                 pending.append((candidate, os.path.dirname(candidate), inner, []))
-    reach.roots = {r for r in reach.roots if not _inside(real(r), toolkit)}
+    reach.roots = {r for r in reach.roots if not inside(real(r), toolkit)}
     return reach
 
 
@@ -402,9 +402,9 @@ def _toolkit_identity(toolkit: Toolkit) -> list[object]:
     return [toolkit.nvrtc_version, toolkit.ptxas_version, str(toolkit.ptxas), str(toolkit.nvrtc), dirs]
 
 
-def _host_compiler_identity() -> list[object]:
+def host_compiler_identity() -> list[object]:
     # nvcc preprocesses with the host compiler, whose built-in macros the dependency list does not show.
-    path = nvcc._host_compiler()
+    path = nvcc.host_compiler()
     if path is None:
         return []
     real = os.path.realpath(path)
@@ -412,7 +412,7 @@ def _host_compiler_identity() -> list[object]:
     return [path, real, st.st_size, st.st_mtime_ns]
 
 
-def _depends_fingerprint(patterns: Sequence[str], digests: StatCache, skip: frozenset[str]) -> list[object]:
+def depends_fingerprint(patterns: Sequence[str], digests: StatCache, skip: frozenset[str]) -> list[object]:
     """Contents of the files the user named with depends= (globs expanded; a directory: its tree)."""
     out: list[object] = []
     for pattern in patterns:
@@ -420,15 +420,13 @@ def _depends_fingerprint(patterns: Sequence[str], digests: StatCache, skip: froz
         matches = sorted(glob.glob(pattern, recursive=True)) if magic else [pattern]
         states = []
         for match in matches:
-            state = (
-                _tree_digest(match, digests, skip) if os.path.isdir(match) else _file_state(match, digests)
-            )
+            state = _tree_digest(match, digests, skip) if os.path.isdir(match) else file_state(match, digests)
             states.append([match, state])
         out.append([pattern, states])
     return out
 
 
-def _skip_dirs(toolkit_dirs: Iterable[Path], cache_dir: Path | None) -> frozenset[str]:
+def skip_dirs(toolkit_dirs: Iterable[Path], cache_dir: Path | None) -> frozenset[str]:
     return _skip_dirs_of(tuple(toolkit_dirs), cache_dir)
 
 
@@ -440,13 +438,13 @@ def _skip_dirs_of(toolkit_dirs: tuple[Path, ...], cache_dir: Path | None) -> fro
     return frozenset(skip)
 
 
-def _identity(
+def identity_digest(
     source: Path, text: str, names: Sequence[str], arch: str, options: CompileOptions, digests: StatCache
 ) -> list[object]:
     return [
         FORMAT,
         digests.realpath(str(source)),  # compilers write the path into diagnostics and line info
-        _digest(text.encode()),
+        sha256_hex(text.encode()),
         "unit",  # a translation unit's outputs, every kernel of it (before 0.2: one kernel's)
         list(names),
         arch,
@@ -478,15 +476,15 @@ def cache_key(
         if reach.unresolved and not options.depends:
             where, written = reach.unresolved[0]
             raise Uncacheable(
-                _shown(where),
+                shown_path(where),
                 f"{written} goes through a macro, which the cache cannot follow; name the files it can "
                 "reach with depends=",
             )
-        skip = _skip_dirs(toolkit.include_dirs, cache_dir)
+        skip = skip_dirs(toolkit.include_dirs, cache_dir)
         roots = _outermost(digests.realpath(r) for r in reach.roots)
         trees = [[root, digests.tree(root, skip, fresh)] for root in roots]
         # The JSON of the list the key is the digest of, cut around names and arch: made once per file.
-        head = json.dumps([FORMAT, digests.realpath(str(source)), _digest(text.encode()), "unit"])
+        head = json.dumps([FORMAT, digests.realpath(str(source)), sha256_hex(text.encode()), "unit"])
         tail = json.dumps(
             [
                 list(options.identity()),
@@ -494,13 +492,13 @@ def cache_key(
                 _toolkit_identity(toolkit),
                 sorted(reach.lookups.items()),
                 trees,
-                _depends_fingerprint(options.depends, digests, skip),
+                depends_fingerprint(options.depends, digests, skip),
             ],
             sort_keys=True,
         )
         shared = digests.unit_keys[memo] = (head[:-1], tail[1:])
-    # The same text as _json_digest of [*_identity(...), "nvrtc", ...] (json.dumps joins with ", ").
-    return _digest(f"{shared[0]}, {json.dumps(list(names))}, {json.dumps(arch)}, {shared[1]}".encode())
+    # The same text as json_digest of [*identity_digest(...), "nvrtc", ...] (json.dumps joins with ", ").
+    return sha256_hex(f"{shared[0]}, {json.dumps(list(names))}, {json.dumps(arch)}, {shared[1]}".encode())
 
 
 # -- nvcc: a dependency record of the files each build opened ---------------------------------------
@@ -520,32 +518,32 @@ def parse_depfile(text: str, cwd: str) -> list[str]:
 
 
 # A named tuple rather than a frozen dataclass: every run defines it at import (docs/speed.md, "Records").
-class _Build(Struct, frozen=True):
+class DepBuild(Struct, frozen=True):
     """One build in a dependency record: the files nvcc opened and the directories it searched, as they
     were."""
 
-    files: tuple[tuple[str, str], ...]  # (path, _file_state)
-    listings: tuple[tuple[str, bool, str], ...]  # (directory, recursive, _listing_digest)
+    files: tuple[tuple[str, str], ...]  # (path, file_state)
+    listings: tuple[tuple[str, bool, str], ...]  # (directory, recursive, listing_digest)
 
     def key(self, record_key: str) -> str:
-        return _json_digest([record_key, [list(f) for f in self.files], [list(d) for d in self.listings]])
+        return json_digest([record_key, [list(f) for f in self.files], [list(d) for d in self.listings]])
 
     def still_valid(
         self, digests: StatCache, skip: frozenset[str], listed: dict[tuple[str, bool], str]
     ) -> bool:
         """Every file as it was, and every directory listing (`listed` holds those already made)."""
-        if not all(_file_state(path, digests) == state for path, state in self.files):
+        if not all(file_state(path, digests) == state for path, state in self.files):
             return False
         for d, recursive, state in self.listings:
             if (d, recursive) not in listed:
-                listed[d, recursive] = _listing_digest(d, skip, recursive)
+                listed[d, recursive] = listing_digest(d, skip, recursive)
             if listed[d, recursive] != state:
                 return False
         return True
 
 
-def _searched_trees(source: Path, options: CompileOptions) -> list[str]:
+def searched_trees(source: Path, options: CompileOptions) -> list[str]:
     """The user's include directories and the source's: whole trees, as `#include "sub/x.h"` may land in
     any subdirectory of them."""
-    user = [*options.include_dirs, *_option_values(options.options, _DIR_OPTIONS), str(source.parent)]
+    user = [*options.include_dirs, *option_values(options.options, DIR_OPTIONS), str(source.parent)]
     return _outermost(os.path.realpath(d) for d in user)

@@ -20,7 +20,6 @@ Both front ends are imported on first use only: `pytest --help` and collection m
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import ctypes
 import functools
@@ -34,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from msgspec import Struct
-from msgspec.structs import fields, replace
+from msgspec.structs import replace
 
 from ..core.arch import ArchLimits, compute_arch, get_arch
 from ..core.errors import CompileError, FrontendError, UnknownArchError
@@ -396,29 +395,6 @@ class TritonJob(Struct, frozen=True):
             return str(runtime_cache.get_cache_key(src, backend, options, env_vars=env))
         except Exception:  # an older or newer Triton without these: build every time, as before
             return None
-
-
-def frontend_record(made: FrontendPtx) -> dict[str, object]:
-    """A FrontendPtx as JSON, for the compile cache (the cubin as base64)."""
-    doc = {f.name: getattr(made, f.name) for f in fields(made)}
-    doc["source"] = None if made.source is None else str(made.source)
-    doc["cubin"] = None if made.cubin is None else base64.b64encode(made.cubin).decode()
-    return doc
-
-
-def frontend_from_record(doc: Mapping[str, Any]) -> FrontendPtx:
-    """The inverse of frontend_record; KeyError, TypeError or ValueError on a damaged record."""
-    values = {f.name: doc[f.name] for f in fields(FrontendPtx)}
-    values["source"] = None if doc["source"] is None else Path(str(doc["source"]))
-    values["cubin"] = None if doc["cubin"] is None else base64.b64decode(str(doc["cubin"]), validate=True)
-    made = FrontendPtx(**values)
-    if (
-        not isinstance(made.ptx, str)
-        or not isinstance(made.ptxas_log, str)
-        or not isinstance(made.entry, str)
-    ):
-        raise TypeError("a damaged front-end record")
-    return made
 
 
 def _ptx_target(ptx: str) -> str:

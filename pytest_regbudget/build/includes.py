@@ -33,7 +33,7 @@ _OPERAND = re.compile(r'"([^"\n]*)"|<([^>\n]*)>')
 
 # (name, as written): name None where the operand is not a literal the cache can follow.
 Directive = tuple[str | None, str]
-_scanned: dict[str, list[Directive]] = {}  # content digest -> its directives, for this process
+scanned: dict[str, list[Directive]] = {}  # content digest -> its directives, for this process
 
 
 def _strip_comments(text: str) -> str:
@@ -70,20 +70,20 @@ def directives(text: str) -> list[Directive]:
 
 
 @functools.lru_cache(maxsize=256)
-def _text_directives(text: str) -> list[Directive]:
+def text_directives(text: str) -> list[Directive]:
     """directives() of a source's text, remembered: a run keys each of its files' units on it."""
     return directives(text)
 
 
-def _directives_of(data: bytes, digest: str) -> list[Directive]:
-    known = _scanned.get(digest)
+def directives_of(data: bytes, digest: str) -> list[Directive]:
+    known = scanned.get(digest)
     if known is None:
         # latin-1 maps every byte: the scan never fails on an encoding, and ASCII syntax reads the same.
-        known = _scanned[digest] = directives(data.decode("latin-1"))
+        known = scanned[digest] = directives(data.decode("latin-1"))
     return known
 
 
-def _option_values(options: Sequence[str], names: Sequence[str]) -> list[str]:
+def option_values(options: Sequence[str], names: Sequence[str]) -> list[str]:
     """The values of options such as -I: `-I dir`, `-Idir`, `-I=dir`, `--include-path=dir`."""
     values: list[str] = []
     i = 0
@@ -104,5 +104,5 @@ def _option_values(options: Sequence[str], names: Sequence[str]) -> list[str]:
     return values
 
 
-_DIR_OPTIONS = ("-I", "--include-path", "-isystem", "--system-include", "-idirafter")
-_PRE_INCLUDE_OPTIONS = ("-include", "--pre-include")
+DIR_OPTIONS = ("-I", "--include-path", "-isystem", "--system-include", "-idirafter")
+PRE_INCLUDE_OPTIONS = ("-include", "--pre-include")

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ..core.errors import CompileError, ToolchainError, Unbuildable
-from .assembler import _run
+from .assembler import run_compiler
 from .options import DEFAULT_PTXAS_TIMEOUT, CompileOptions
 from .outputs import UnitOutputs
 from .toolchain import (
@@ -135,7 +135,7 @@ def missing_header_hint(log: str) -> str:
     )
 
 
-def _host_compiler() -> str | None:
+def host_compiler() -> str | None:
     return shutil.which("g++") or shutil.which("c++") or shutil.which("clang++") or shutil.which("cl")
 
 
@@ -155,7 +155,7 @@ def build_nvcc_unit(
     own flags here. The PTX is kept (-keep) for the launch-bounds directives. With `depfile`, nvcc also
     writes there (-MD -MF) every file it opened, for the cache.
     """
-    if _host_compiler() is None:
+    if host_compiler() is None:
         raise CompileError(
             f'compiler="nvcc" needs a host C++ compiler for {source} (nvcc splits host from device code); '
             "none of g++, c++, clang++ is on PATH. Fix: install one (apt-get install g++)."
@@ -176,7 +176,7 @@ def build_nvcc_unit(
             "-o",
             str(cubin_path),
         ]
-        returncode, log = _run(cmd, ptxas_timeout, f"nvcc {nvcc.version} on {label}")
+        returncode, log = run_compiler(cmd, ptxas_timeout, f"nvcc {nvcc.version} on {label}")
         if returncode != 0:
             raise CompileError(
                 f"nvcc {nvcc.version} could not compile {source} for {arch}:\n{log.strip()}"

@@ -149,6 +149,6 @@ def _check_nvrtc_arch(nvrtc: _Nvrtc, arch: str, toolkit: Toolkit) -> None:
         )
 
 
-def _name_expression_errors(log: str) -> list[str]:
+def name_expression_errors(log: str) -> list[str]:
     """NVRTC reports a bad name expression against a synthetic file it calls `__nv_name_map`."""
     return [line.split("error:", 1)[1].strip() for line in log.splitlines() if "__nv_name_map" in line]

@@ -149,11 +149,11 @@ class UnitOutputs(_MachineCode, Struct, frozen=True):
         """`kernel`'s outputs; KernelNotFoundError, listing the unit's kernels, when it has no such one."""
         entry = self.entry(kernel)
         if entry is None:
-            raise _not_found(kernel, source, arch, self.outline, self.ptxas_log if nvcc else "", nvcc=nvcc)
+            raise not_found(kernel, source, arch, self.outline, self.ptxas_log if nvcc else "", nvcc=nvcc)
         return BuildOutputs(entry, self.outline, self.nvrtc_log, self.ptxas_log, self.body, self.messages)
 
 
-def _not_found(
+def not_found(
     kernel: str, source: Path, arch: str, ptx: str, log: str, reason: str = "", nvcc: Nvcc | None = None
 ) -> KernelNotFoundError:
     listing = names.candidates(kernel, parse_ptx_entries(ptx))

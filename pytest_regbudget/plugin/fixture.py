@@ -29,7 +29,7 @@ from ..sources import make as make_source
 from ..sources.nvrtc import CodeString
 from ..sources.prebuilt import Binary
 from ..sources.python import numba_kernel, triton_kernel
-from .hooks import ITEM_KEY, _session
+from .hooks import ITEM_KEY, session_of
 from .markers import Budget, compile_options
 from .session import RegbudgetSession
 from .state import ItemState
@@ -218,4 +218,4 @@ def regbudget(request: pytest.FixtureRequest) -> RegbudgetFixture:
     state = request.node.stash.get(ITEM_KEY, None)
     if state is None:  # pragma: no cover - every test using the fixture is parametrized by arch
         raise pytest.UsageError("the regbudget fixture has no arch; is the plugin registered?")
-    return RegbudgetFixture(_session(request.config), state, request.node.nodeid, Path(request.path).parent)
+    return RegbudgetFixture(session_of(request.config), state, request.node.nodeid, Path(request.path).parent)

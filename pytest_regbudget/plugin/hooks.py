@@ -21,7 +21,7 @@ from ..core.text import safe_block
 from ..update import scope
 from . import collect, manifest_files
 from .markers import VALID_KEYS, duplicate_markers
-from .options import ARCH_PARAM, TOOLKIT_PARAM, _load_manifest, _settings
+from .options import ARCH_PARAM, TOOLKIT_PARAM, load_manifest, settings_of
 from .session import WORKEROUTPUT_KEY, RegbudgetSession
 from .state import ItemState
 
@@ -36,11 +36,11 @@ def pytest_configure(config: pytest.Config) -> None:
         f"register, spill, stack, shared-memory, launch and occupancy budgets. Keys: {', '.join(VALID_KEYS)}",
     )
     try:
-        manifest = _load_manifest(config.rootpath)
+        manifest = load_manifest(config.rootpath)
     except ManifestError as exc:
         raise pytest.UsageError(f"regbudget manifest: {exc}") from None
     try:
-        config.stash[SESSION_KEY] = session = RegbudgetSession(_settings(config, manifest))
+        config.stash[SESSION_KEY] = session = RegbudgetSession(settings_of(config, manifest))
     except BaselineError as exc:
         # Before any test runs, and before anything is written: the file stays as it was.
         raise pytest.UsageError(f"{exc}\nFix the file (or restore it from version control).") from None
@@ -51,18 +51,18 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(str(exc)) from None
     config.pluginmanager.register(_ScopeWatcher(config), "regbudget-scope")
     if manifest is not None:
-        kernels = collect.ManifestCollection(config, manifest, _session(config), ITEM_KEY)
+        kernels = collect.ManifestCollection(config, manifest, session_of(config), ITEM_KEY)
         config.pluginmanager.register(kernels, collect.PLUGIN_NAME)
     if config.pluginmanager.hasplugin("xdist") and not hasattr(config, "workerinput"):
         config.pluginmanager.register(_XdistController(config), "regbudget-xdist-controller")
 
 
-def _session(config: pytest.Config) -> RegbudgetSession:
+def session_of(config: pytest.Config) -> RegbudgetSession:
     return config.stash[SESSION_KEY]
 
 
 def pytest_report_header(config: pytest.Config) -> str:
-    return _session(config).header()
+    return session_of(config).header()
 
 
 @pytest.hookimpl(trylast=True)
@@ -71,7 +71,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     marker = metafunc.definition.get_closest_marker("regbudget")
     if marker is None and "regbudget" not in metafunc.fixturenames:
         return
-    session = _session(metafunc.config)
+    session = session_of(metafunc.config)
     budget, _ = session.parse(marker, Path(metafunc.definition.path))
     archs = session.item_archs(budget)
     metafunc.fixturenames.append(ARCH_PARAM)
@@ -96,7 +96,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         arch = params.get(ARCH_PARAM)
         if arch is None:
             continue
-        session = _session(item.config)
+        session = session_of(item.config)
         budget, error = session.parse(item.get_closest_marker("regbudget"), Path(item.path))
         marks = [
             (f"{type(node).__name__.lower()} {node.name}", mark.args, mark.kwargs)
@@ -123,11 +123,11 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 def pytest_deselected(items: Sequence[pytest.Item]) -> None:
     if items:
-        _session(items[0].config).note_deselected(item.nodeid for item in items)
+        session_of(items[0].config).note_deselected(item.nodeid for item in items)
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
-    regbudget = _session(session.config)
+    regbudget = session_of(session.config)
     regbudget.note_collected(item.nodeid for item in session.items)
     if session.config.option.collectonly:
         return  # nothing will be measured: build nothing ahead
@@ -147,13 +147,13 @@ class _ScopeWatcher:
         longrepr = report.longrepr
         reason = str(longrepr[2]) if isinstance(longrepr, tuple) and len(longrepr) == 3 else ""
         outcome = scope.ERROR if report.failed else scope.SKIPPED if report.skipped else scope.COLLECTED
-        _session(self.config).note_collection(
+        session_of(self.config).note_collection(
             nodeid, outcome, reason.removeprefix("Skipped: "), module=module
         )
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if report.skipped:
-            _session(self.config).note_skipped(report.nodeid)
+            session_of(self.config).note_skipped(report.nodeid)
 
 
 def _arg_prefixes(config: pytest.Config) -> tuple[str, ...]:
@@ -203,7 +203,7 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, object]:
     state = item.stash.get(ITEM_KEY, None)
     if state is None:
         return (yield)
-    session = _session(item.config)
+    session = session_of(item.config)
     try:
         _compile_marker_kernel(session, state, item.nodeid)
         result = yield
@@ -249,10 +249,10 @@ def _compile_marker_kernel(session: RegbudgetSession, state: ItemState, nodeid: 
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
-    lines = _session(config).summary()
+    lines = session_of(config).summary()
     if lines:
-        nvcc = _session(config).nvcc_line()
-        lines += [_session(config).cache_line(), *([nvcc] if nvcc else []), _session(config).gpu_line()]
+        nvcc = session_of(config).nvcc_line()
+        lines += [session_of(config).cache_line(), *([nvcc] if nvcc else []), session_of(config).gpu_line()]
     if lines:
         terminalreporter.write_sep("-", "regbudget")
         for line in lines:
@@ -260,7 +260,7 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: p
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
-    regbudget = _session(session.config)
+    regbudget = session_of(session.config)
     if regbudget.settings.gpu_mode == "require" and regbudget.gpu.device() is None:
         raise pytest.UsageError(f"--regbudget-gpu=require, but no GPU is usable: {regbudget.gpu.reason()}")
     if regbudget.settings.sass:
@@ -272,7 +272,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int | pytest.ExitCode) -> None:
     config = session.config
-    regbudget = _session(config)
+    regbudget = session_of(config)
     regbudget.close()
     interrupted = _interruption(session, int(exitstatus), regbudget.scope.collection_errors)
     if interrupted:
@@ -303,4 +303,4 @@ class _XdistController:
 
     def pytest_testnodedown(self, node: Any, error: object) -> None:
         output = getattr(node, "workeroutput", {})
-        _session(self.config).merge_worker(output.get(WORKEROUTPUT_KEY, {}))
+        session_of(self.config).merge_worker(output.get(WORKEROUTPUT_KEY, {}))

@@ -1,5 +1,5 @@
 """The plugin's command-line options and ini keys (`pytest_addoption`), checked when pytest parses them,
-and the run's `Settings` read from a config (`_settings`): the one place an option's value becomes a
+and the run's `Settings` read from a config (`settings_of`): the one place an option's value becomes a
 setting.
 """
 
@@ -193,7 +193,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
-def _load_manifest(rootdir: Path) -> Manifest | None:
+def load_manifest(rootdir: Path) -> Manifest | None:
     """The rootdir's kernel manifest (manifest.load), None without one. The manifest's modules are imported
     only where there may be one: most projects have none, and importing them would cost each of their runs."""
     found = manifest_files.find(rootdir)
@@ -208,7 +208,7 @@ def _path_option(config: pytest.Config, name: str) -> Path | None:
     return Path(config.invocation_params.dir, value) if value else None
 
 
-def _settings(config: pytest.Config, manifest: Manifest | None = None) -> Settings:
+def settings_of(config: pytest.Config, manifest: Manifest | None = None) -> Settings:
     cli: Sequence[str] | None = config.getoption("regbudget_arch")
     ini: list[str] = config.getini("regbudget_arch")
     conflict = None

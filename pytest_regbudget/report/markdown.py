@@ -10,8 +10,8 @@ from collections.abc import Callable, Sequence
 from ..core.baseline import NO_VARIANT
 from ..core.kernel_report import delta_text
 from ..core.text import one_line
-from .record import KernelRecord, _sorted
-from .terminal import _cell, enforced_line, release_label
+from .record import KernelRecord, sorted_records
+from .terminal import cell, enforced_line, release_label
 
 
 def _md_code(text: str) -> str:
@@ -144,7 +144,7 @@ def _md_fold_row(rec: KernelRecord, arch: str) -> str:
     occ = "-"
     if rec["occupancy"] is not None and rec["launch"]:
         occ = f"{rec['occupancy']:.0%} @{rec['launch'][0]}"
-    return f"| {_md_name(rec)} | {arch} | {_cell(rec['registers'])} | {spills} | {occ} |"
+    return f"| {_md_name(rec)} | {arch} | {cell(rec['registers'])} | {spills} | {occ} |"
 
 
 def _md_fit(groups: Sequence[Sequence[str]], room: int) -> int:
@@ -181,7 +181,7 @@ def markdown_report(records: Sequence[KernelRecord], *, limit: int = MARKDOWN_LI
     characters: past that, whole kernels are left out, and counted."""
     several = len({r["release"] for r in records if r["release"]}) > 1
     kinds: list[tuple[KernelRecord, str, str]] = []
-    for rec in _sorted(records):
+    for rec in sorted_records(records):
         # A run that compares toolkits has a row per release: the arch cell says which.
         arch = _md_text(rec["arch"] + (f" ({rec['release']})" if several and rec["release"] else ""))
         kinds.append((rec, arch, _md_kind(rec)))

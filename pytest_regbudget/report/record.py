@@ -188,7 +188,7 @@ def _gpu_fields(r: KernelReport) -> dict[str, Any]:
     }
 
 
-def _sorted(records: Iterable[KernelRecord]) -> list[KernelRecord]:
+def sorted_records(records: Iterable[KernelRecord]) -> list[KernelRecord]:
     return sorted(records, key=lambda r: (r["nodeid"], r["kernel"], r["arch"]))
 
 
@@ -199,4 +199,4 @@ def json_text(
     named in `first` come before the kernels (a reader sees the format and version first)."""
     extra = dict(extra or {})
     head = {k: extra.pop(k) for k in first if k in extra}
-    return json.dumps({**head, "kernels": _sorted(records), **extra}, indent=2) + "\n"
+    return json.dumps({**head, "kernels": sorted_records(records), **extra}, indent=2) + "\n"

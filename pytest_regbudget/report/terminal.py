@@ -14,7 +14,7 @@ from ..core.baseline import NO_VARIANT, Key
 from ..core.errors import UnknownArchError
 from ..core.kernel_report import delta_text
 from ..core.text import one_line, safe_block
-from .record import DeltaRecord, KernelRecord, _sorted
+from .record import DeltaRecord, KernelRecord, sorted_records
 
 _SHORT = {"registers": "regs", "spill_stores": "spill st", "spill_loads": "spill ld", "occupancy": "occ"}
 
@@ -41,7 +41,7 @@ def baseline_cell(rec: KernelRecord) -> str:
     return f"{cells} (options changed)" if rec["options_changed"] else cells
 
 
-def _cell(value: object) -> str:
+def cell(value: object) -> str:
     return "-" if value is None else str(value)
 
 
@@ -49,7 +49,7 @@ def regs_cell(rec: KernelRecord) -> str:
     """`168`, or with warpgroup roles `168 (inc 232, dec 40)`: the entry count, then each role's target."""
     roles = rec.get("setmaxnreg") or []
     if rec["registers"] is None or not roles:
-        return _cell(rec["registers"])
+        return cell(rec["registers"])
     ignored = any("C7508" in m for m in rec.get("ptxas_messages") or [])
     shown = ", ".join(f"{d} {n}" for d, n in roles)
     # The PTX asks for the roles; after a C7508 the kernel runs at its entry count throughout.
@@ -134,7 +134,7 @@ def summary_lines(records: Sequence[KernelRecord]) -> list[str]:
         "verdict",
     )
     rows: list[tuple[str, ...]] = []
-    for rec in _sorted(records):
+    for rec in sorted_records(records):
         spills = "-" if rec["spill_stores"] is None else f"{rec['spill_stores']}/{rec['spill_loads']}"
         occ = "-"
         if rec["occupancy"] is not None and rec["launch"]:
@@ -146,8 +146,8 @@ def summary_lines(records: Sequence[KernelRecord]) -> list[str]:
                 one_line(rec["arch"]),
                 regs_cell(rec),
                 spills,
-                _cell(rec["stack_frame"]),
-                _cell(rec["shared_mem"]),
+                cell(rec["stack_frame"]),
+                cell(rec["shared_mem"]),
                 occ,
                 _cliff_cell(rec),
                 baseline_cell(rec),
@@ -158,10 +158,11 @@ def summary_lines(records: Sequence[KernelRecord]) -> list[str]:
     if any(rec["spill_instructions"] is not None for rec in records):
         header = (*header[:5], "spill instr loop/all", *header[5:])
         rows = [
-            (*row[:5], _sass_cell(rec), *row[5:]) for row, rec in zip(rows, _sorted(records), strict=True)
+            (*row[:5], _sass_cell(rec), *row[5:])
+            for row, rec in zip(rows, sorted_records(records), strict=True)
         ]
     if any(rec["gpu_device"] for rec in records):
-        header, rows = _with_gpu_columns(header, rows, _sorted(records))
+        header, rows = _with_gpu_columns(header, rows, sorted_records(records))
     widths = [max(len(h), *(len(row[i]) for row in rows)) for i, h in enumerate(header)]
     # Right-justified by name: optional columns (SASS, GPU) shift the positions.
     right = [h in numeric for h in header]
@@ -198,7 +199,7 @@ def _with_gpu_columns(
         occ = rec["driver_occupancy"]
         t, base, ratio = rec["time_ms"], rec["baseline_time_ms"], rec["time_ratio"]
         cells = (
-            _cell(rec["driver_registers"]),
+            cell(rec["driver_registers"]),
             "-" if occ is None else f"{occ:.0%}",
             "-" if t is None else f"{t:.4g}",
             "-" if rec["noise"] is None else f"{rec['noise']:.1%}",
@@ -229,7 +230,7 @@ def baseline_lines(
     lines = []
     improved = [
         (rec, [d for d in rec["deltas"] if d["verdict"] == "better"])
-        for rec in _sorted(records)
+        for rec in sorted_records(records)
         if rec["baseline_status"] == "compared"
     ]
     improved = [(rec, ds) for rec, ds in improved if ds]
@@ -296,7 +297,7 @@ def github_annotations(records: Sequence[KernelRecord], rootdir: Path) -> list[s
     """`::error file=...,line=N,title=...::message` at each failing kernel's __global__ line."""
     base = Path(os.environ.get("GITHUB_WORKSPACE") or rootdir)
     out = []
-    for rec in _sorted(records):
+    for rec in sorted_records(records):
         if rec["outcome"] == "passed":
             continue
         level = "warning" if rec["outcome"] == "warned" else "error"

@@ -417,7 +417,7 @@ def reference(nvcc: Path, source: Path, arch: str, tmp: Path) -> dict[str, int]:
 def nvcc_runs(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
     """Every nvcc command the plugin runs in this process (pytester runs pytest in-process)."""
     runs: list[list[str]] = []
-    real = toolchain.run_tool  # assembler._run runs every compile through its import of it
+    real = toolchain.run_tool  # assembler.run_compiler runs every compile through its import of it
 
     def counting(cmd: Any, timeout: float) -> Any:
         if Path(str(cmd[0])).name.startswith("nvcc"):

@@ -22,18 +22,12 @@ from pathlib import Path
 import pytest
 
 from pytest_regbudget.build import binary
-from pytest_regbudget.build.binary import (
-    BinaryKernel,
-    combine_listings,
-    find_cuobjdump,
-    parse_elf_dump,
-    parse_resource_usage,
-    read_binary,
-)
+from pytest_regbudget.build.binary import BinaryKernel, combine_listings, find_cuobjdump, read_binary
 from pytest_regbudget.build.cache import compile_kernel
 from pytest_regbudget.build.options import CompileOptions
 from pytest_regbudget.build.toolchain import Toolkit, discover, nvidia_roots
 from pytest_regbudget.core.arch import get_arch
+from pytest_regbudget.core.cuobjdump import parse_elf_dump, parse_resource_usage
 from pytest_regbudget.core.errors import BinaryError, ParseError
 from pytest_regbudget.core.ptxas import KernelResources, parse_ptxas_output
 

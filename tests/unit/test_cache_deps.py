@@ -25,7 +25,7 @@ from pytest_regbudget.build.includes import directives
 from pytest_regbudget.build.options import CompileOptions
 from pytest_regbudget.build.toolchain import Toolkit
 from pytest_regbudget.core import baseline as bl
-from pytest_regbudget.plugin.session import Settings
+from pytest_regbudget.plugin.state import Settings
 
 TOOLKIT = Toolkit(
     origin="test",

@@ -125,7 +125,7 @@ def test_utf8_bom_baseline_loads_and_an_update_drops_the_bom(tmp_path: Path) -> 
 
 def test_tool_output_that_is_not_utf8_is_decoded_with_replacement(tmp_path: Path) -> None:
     tool = script(tmp_path / "ptxas", r"printf 'ptxas fatal : /k\351.ptx\n' >&2; exit 1" + "\n")
-    assert assembler._run([str(tool)], 10, "ptxas") == (1, "ptxas fatal : /k\ufffd.ptx\n")
+    assert assembler.run_compiler([str(tool)], 10, "ptxas") == (1, "ptxas fatal : /k\ufffd.ptx\n")
 
 
 # -- toolchain faults -----------------------------------------------------------------------------
@@ -175,7 +175,7 @@ def test_timeout_kills_the_whole_process_group(tmp_path: Path) -> None:
     wrapper = script(tmp_path / "ptxas", f"sleep 1000 &\necho $! > {pid_file}\nwait\n")
     start = time.monotonic()
     with pytest.raises(CompileError, match=r"did not finish within 1 s \(killed with its child processes\)"):
-        assembler._run([str(wrapper)], 1.0, "ptxas 12.9.86 on k [sm_90]")
+        assembler.run_compiler([str(wrapper)], 1.0, "ptxas 12.9.86 on k [sm_90]")
     assert time.monotonic() - start < 10
     assert_gone(int(pid_file.read_text()))
 
