@@ -440,7 +440,6 @@ def suggested_marker(
 
 
 def _cmd_explain(args: argparse.Namespace) -> int:
-
     source, kernel = split_target(args.target)
     archs = [a.strip() for a in args.arch.split(",") if a.strip()]
     try:

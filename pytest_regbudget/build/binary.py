@@ -74,20 +74,6 @@ from ..core.cuobjdump import (
 from ..core.errors import BinaryError, ParseError, UnknownArchError
 from .toolchain import Toolkit, find_tool
 
-__all__ = [
-    "CUOBJDUMP_FIX",
-    "BinaryKernel",
-    "ElfInfo",
-    "KernelAttributes",
-    "ResourceUsage",
-    "combine_listings",
-    "find_cuobjdump",
-    "parse_elf_dump",
-    "parse_resource_usage",
-    "parse_sass_local_accesses",
-    "read_binary",
-]
-
 CUOBJDUMP_FIX = (
     'pip install "nvidia-cuda-cuobjdump" (CUDA 13; "nvidia-cuda-cuobjdump-cu12" for CUDA 12), '
     "or install a CUDA toolkit and put its bin/ (which has cuobjdump) on PATH"

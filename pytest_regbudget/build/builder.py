@@ -24,7 +24,6 @@ from .toolchain import Nvcc, Toolkit, ToolMemo, discover, kill_running_tools
 from .units import Spec, Unit
 
 
-# A named tuple rather than a frozen dataclass: every run defines it at import (docs/speed.md, "Records").
 class BuildSettings(Struct, frozen=True):
     rootdir: Path
     cuda_home: str | None

@@ -28,6 +28,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TypeVar
 
+import msgspec
 from msgspec import Struct, field
 
 from ..core import names
@@ -98,27 +99,17 @@ class CacheStats(Struct):
             self.disabled or other.disabled,
         )
 
-    def to_payload(self) -> dict[str, object]:
-        """For an xdist worker's report to the controller (JSON-able)."""
-        return {
-            "hits": self.hits,
-            "misses": self.misses,
-            "corrupt": self.corrupt,
-            "not_cached": self.not_cached,
-            "reasons": dict(self.reasons),
-            "disabled": self.disabled,
-        }
+    def to_payload(self) -> object:
+        """For an xdist worker's report to the controller (JSON's types)."""
+        return msgspec.to_builtins(self)
 
-    def add_payload(self, payload: object) -> None:
-        """Add a worker's `to_payload()` (workers and controller run the same version)."""
-        if not isinstance(payload, dict):
-            return
-        self.hits += int(payload.get("hits", 0))
-        self.misses += int(payload.get("misses", 0))
-        self.corrupt += int(payload.get("corrupt", 0))
-        self.not_cached += int(payload.get("not_cached", 0))
-        self.reasons.update({str(k): str(v) for k, v in dict(payload.get("reasons", {})).items()})
-        self.disabled = self.disabled or str(payload.get("disabled", ""))
+    @classmethod
+    def from_payload(cls, payload: object) -> CacheStats:
+        """A worker's `to_payload()`; no counts from a payload of another shape (another version's)."""
+        try:
+            return msgspec.convert(payload, cls)
+        except msgspec.ValidationError:
+            return cls()
 
 
 def _unusable(directory: Path) -> str:

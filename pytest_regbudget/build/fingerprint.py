@@ -379,18 +379,6 @@ def _reach(
     return reach
 
 
-def included_files(
-    source: Path, text: str, include_dirs: Sequence[str], toolkit_dirs: Sequence[Path]
-) -> list[tuple[str, str]]:
-    """(real path, sha256) of every user header reachable from `source` through literal #include names,
-    in a stable order. Headers in the toolkit's own directories are left out (the toolkit is part of the
-    key), and so are names found nowhere (NVRTC's built-in headers)."""
-    reach = _reach(
-        source, text, CompileOptions(include_dirs=tuple(include_dirs)), toolkit_dirs, StatCache(None)
-    )
-    return sorted(reach.found.items())
-
-
 def _toolkit_identity(toolkit: Toolkit) -> list[object]:
     # A wheel upgrade rewrites the header directories, which changes their modification times.
     dirs = []
@@ -517,7 +505,6 @@ def parse_depfile(text: str, cwd: str) -> list[str]:
     return list(dict.fromkeys(deps))
 
 
-# A named tuple rather than a frozen dataclass: every run defines it at import (docs/speed.md, "Records").
 class DepBuild(Struct, frozen=True):
     """One build in a dependency record: the files nvcc opened and the directories it searched, as they
     were."""

@@ -41,15 +41,6 @@ from ..core.ptxas import parse_ptx_entries
 from .assembler import run_ptxas
 from .toolchain import Toolkit, discover, ptxas_version
 
-__all__ = [
-    "FrontendPtx",
-    "max_ptx_version",
-    "numba_ptx",
-    "ptx_header",
-    "toolkit_nvvm",
-    "triton_ptx",
-]
-
 
 class FrontendPtx(Struct, frozen=True):
     """One kernel's PTX from a Python front end, with what a report needs to name it."""

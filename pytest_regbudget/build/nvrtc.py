@@ -24,7 +24,6 @@ class _Nvrtc:
     """The few NVRTC entry points we need, bound with ctypes (no cuda-python dependency)."""
 
     def __init__(self, path: Path) -> None:
-
         self.path = path
         self.lib = ctypes.CDLL(str(path))
         self.lib.nvrtcGetErrorString.restype = ctypes.c_char_p
@@ -35,13 +34,11 @@ class _Nvrtc:
             raise CompileError(f"NVRTC {what} failed: {err}")
 
     def version(self) -> str:
-
         major, minor = ctypes.c_int(), ctypes.c_int()
         self.check(self.lib.nvrtcVersion(ctypes.byref(major), ctypes.byref(minor)), "nvrtcVersion")
         return f"{major.value}.{minor.value}"
 
     def supported_archs(self) -> list[int]:
-
         count = ctypes.c_int()
         if not hasattr(self.lib, "nvrtcGetNumSupportedArchs"):
             return []

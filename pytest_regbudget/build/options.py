@@ -113,6 +113,3 @@ class CompileOptions(Struct, frozen=True):
             return [f"--gpu-architecture={compute_arch(arch)}", *defines, *includes, *self.options]
         ptxas = [f"-Xptxas={o}" for o in self.ptxas_options]
         return [f"-arch={arch}", *defines, *(f"-I{d}" for d in dirs), *self.options, *ptxas]
-
-
-# A named tuple rather than a frozen dataclass: every run defines it at import (docs/speed.md, "Records").

@@ -19,7 +19,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -27,6 +26,7 @@ from typing import Any
 
 from msgspec import Struct
 
+from ..core.baseline import atomic_write
 from ..core.errors import ToolchainError
 from ..core.facts import Provenance
 
@@ -249,7 +249,6 @@ def _dist_version(name: str) -> str | None:
         return None
 
 
-# A named tuple rather than a frozen dataclass: every run defines it at import (docs/speed.md, "Records").
 class _Wheels(Struct, frozen=True):
     """One CUDA release's pip wheels: their distribution names, and where their parts lie under each
     directory of the `nvidia` namespace package."""
@@ -530,16 +529,7 @@ class ToolMemo:
             return
         # Written whole and renamed into place; a read-only cache only means probing again next run.
         with contextlib.suppress(OSError):
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".tools-")
-            try:
-                with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                    fh.write(text)
-                os.replace(tmp, self.path)
-            except OSError:
-                with contextlib.suppress(OSError):
-                    os.unlink(tmp)
-                raise
+            atomic_write(self.path, text)
 
     def version(self, tool: Path, probe: Callable[[], str]) -> str:
         """`probe()` (a tool's --version), remembered while the tool's file is unchanged."""
@@ -560,7 +550,6 @@ def _discover_cached(
     return _discover(cuda_home, env) if named is None else _discover_named(named, env)
 
 
-# A named tuple rather than a frozen dataclass: every run defines it at import (docs/speed.md, "Records").
 class Nvcc(Struct, frozen=True):
     """An nvcc, with the toolkit it belongs to (its ptxas does the measuring)."""
 

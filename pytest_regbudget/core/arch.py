@@ -27,15 +27,6 @@ from msgspec.structs import replace
 
 from .errors import UnknownArchError
 
-__all__ = [
-    "ARCHS",
-    "SUPPORTED_ARCHS",
-    "SUPPORTED_VARIANTS",
-    "ArchLimits",
-    "compute_arch",
-    "get_arch",
-]
-
 KIB = 1024
 
 

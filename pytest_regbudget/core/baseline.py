@@ -72,8 +72,6 @@ NO_VARIANT = "-"  # the variant of a kernel built without defines
 # Stored integer metrics, in file order; "occupancy" (a fraction) and the provenance fields follow.
 INT_FIELDS = ("registers", "spill_stores", "spill_loads", "stack", "smem", "const_mem")
 TEXT_FIELDS = ("ptxas", "nvrtc", "compiler", "options_hash")
-# The source kinds a number comes from: NVRTC and nvcc of one release give different registers for one file.
-COMPILERS = ("nvrtc", "nvcc", "string", "binary", "triton", "numba")
 OPTIONAL_INT_FIELDS = ("spill_stores", "spill_loads")  # absent for binaries, which do not record spills
 
 

@@ -7,23 +7,6 @@ also a built-in error (ValueError, RuntimeError) stay so, so that existing `exce
 
 from __future__ import annotations
 
-__all__ = [
-    "BaselineError",
-    "BinaryError",
-    "CompileError",
-    "FrontendError",
-    "GpuUnavailable",
-    "KernelNotFoundError",
-    "LaunchError",
-    "ManifestError",
-    "MarkerError",
-    "ParseError",
-    "RegbudgetError",
-    "SassError",
-    "ToolchainError",
-    "UnknownArchError",
-]
-
 
 class RegbudgetError(Exception):
     """The base of every error of this package."""

@@ -9,8 +9,6 @@ from typing import Literal, get_args
 
 from msgspec import Struct
 
-__all__ = ["LEVELS", "Launch", "Level", "Limits"]
-
 # What a kernel over its budget does to its test: fail it, or pass it with a warning.
 Level = Literal["fail", "warn"]
 LEVELS: tuple[Level, ...] = get_args(Level)

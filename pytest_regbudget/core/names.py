@@ -49,9 +49,6 @@ namespaces when the pattern has none (`reduce*<float,*>`); any other pattern is 
 `candidates(requested, entries)` is what every "kernel not found" error lists: at most 10 readable names,
 nearest to the requested one first (difflib), and how many more there are.
 
-`nvrtc_kernels(ptx)` lists what a plain NVRTC compile (no name expressions) holds; `nvrtc_no_kernels(source)`
-says why that may be nothing: NVRTC compiles a template only for the instances it is told to.
-
 Nothing here imports pytest, CuPy or NVRTC. cxxfilt is imported on the first mangled name.
 """
 
@@ -62,8 +59,6 @@ import fnmatch
 import functools
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-
-from .ptxas import parse_ptx_entries
 
 CANDIDATES = 10
 _OPEN, _CLOSE = "<([{", ">)]}"
@@ -278,23 +273,3 @@ def candidates(requested: str, entries: Sequence[str], limit: int = CANDIDATES) 
     listed = ", ".join(nearest[:limit])
     more = len(nearest) - limit
     return f"{listed} and {more} more" if more > 0 else listed
-
-
-def nvrtc_kernels(ptx: str) -> list[str]:
-    """The readable names of the kernels a plain NVRTC compile (no name expressions) holds: every
-    `extern "C"` kernel, every `__global__` that is not a template, and the template instances the file
-    instantiates explicitly. NVRTC compiles other template instances only when named
-    (`nvrtc_no_kernels` says so)."""
-    entries = parse_ptx_entries(ptx)
-    shown = display_names(entries)
-    return [shown[e] for e in entries]
-
-
-def nvrtc_no_kernels(source: str) -> str:
-    """Why a plain NVRTC compile of `source` may hold no kernel, and what to do."""
-    return (
-        f'{source}: NVRTC compiled no kernel from it: it holds no extern "C" or non-template __global__ '
-        "function, and NVRTC compiles a template only for the instances it is named with. Name them by name "
-        'expression, e.g. kernels = ["softmax<256>"] (kernel="softmax<256>" on a marker), or instantiate '
-        "them in the file (template __global__ void softmax<256>(float*);)"
-    )

@@ -26,19 +26,6 @@ from msgspec import Struct
 
 from .arch import ArchLimits, get_arch
 
-__all__ = [
-    "BARRIERS",
-    "BLOCKS",
-    "LAUNCH",
-    "LIMITERS",
-    "REGISTERS",
-    "SHARED_MEMORY",
-    "WARPS",
-    "Occupancy",
-    "launch_failure",
-    "occupancy",
-]
-
 WARPS = "warps"
 REGISTERS = "registers"
 SHARED_MEMORY = "shared memory"
@@ -347,7 +334,6 @@ def launch_failure(
     ).failure
 
 
-# A named tuple rather than a frozen dataclass: every run defines it at import (docs/speed.md, "Records").
 class _Inputs(Struct, frozen=True):
     """One question to the calculator."""
 
@@ -539,7 +525,6 @@ def _first(lo: int, hi: int, pred: Callable[[int], bool]) -> int | None:
     return lo
 
 
-# A named tuple rather than a frozen dataclass: every run defines it at import (docs/speed.md, "Records").
 class Cliff(Struct, frozen=True):
     """Where the kernel stands on the register staircase at one launch size."""
 
@@ -548,20 +533,6 @@ class Cliff(Struct, frozen=True):
     grow: int  # registers it can add before it loses a block (to 255 if it never does)
     shed: int | None  # registers it must drop to gain a block; None if no count below gains one
     blocks_if_shed: int | None
-
-    def sentence(self, block_size: int) -> str:
-        gain = (
-            f"{self.shed} register(s) above the {self.blocks_if_shed}-block step (shed {self.shed} to reach "
-            f"{self.registers - self.shed})"
-            if self.shed is not None
-            else "no register count below gains a block (something else limits it)"
-        )
-        lose = (
-            f"it can grow {self.grow} register(s) before it drops to {self.blocks - 1} block(s)"
-            if self.registers + self.grow < 255
-            else "it can grow to 255 registers without losing a block"
-        )
-        return f"{self.blocks} block(s) of {block_size} threads per SM: {lose}; {gain}"
 
 
 def register_cliff(

@@ -33,20 +33,6 @@ from msgspec.structs import replace
 
 from .errors import ParseError
 
-__all__ = [
-    "KernelResources",
-    "PtxDirectives",
-    "combine",
-    "message_key",
-    "parse_ptx_directives",
-    "parse_ptx_entries",
-    "parse_ptxas_messages",
-    "parse_ptxas_output",
-    "parse_ptxas_version",
-    "ptx_outline",
-    "ptx_setmaxnreg",
-]
-
 
 class KernelResources(Struct, frozen=True):
     """One kernel's resources as ptxas reports them for one arch, plus its PTX launch directives."""
@@ -75,7 +61,6 @@ class KernelResources(Struct, frozen=True):
     spills_known: bool = True
 
 
-# A named tuple rather than a frozen dataclass: every run defines it at import (docs/speed.md, "Records").
 class PtxDirectives(Struct, frozen=True):
     """The performance-tuning directives between a PTX `.entry` header and its body."""
 

@@ -15,8 +15,6 @@ import difflib
 import re
 from collections.abc import Sequence
 
-__all__ = ["COMMAND_GUARD", "close_key_hint", "one_line", "safe_block"]
-
 # What a log line that would start a workflow command is shown with, in place of its last two spaces of
 # indentation (NVRTC indents the source line it quotes by two, so its caret line stays aligned).
 COMMAND_GUARD = "> "

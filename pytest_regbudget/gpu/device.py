@@ -85,7 +85,6 @@ class Device:
 
     @staticmethod
     def view(kernel: Any) -> DriverView:
-
         attrs = kernel.attributes
         return DriverView(
             registers=int(attrs["num_regs"]),
@@ -263,6 +262,5 @@ def device() -> Device:
 
 
 def probe(dev: Device, kernel: Any, threads: int | None, dynamic_smem: int) -> GpuFacts:
-
     blocks = None if threads is None else dev.occupancy(kernel, threads, dynamic_smem)
     return GpuFacts(device=dev.name, arch=dev.arch, view=dev.view(kernel), driver_blocks=blocks)

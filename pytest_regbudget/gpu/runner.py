@@ -1,9 +1,7 @@
 """The GPU runner: which instance of a test runs the GPU checks, loading its cubins, probing the driver and
 timing kernels. It holds no test state: the session passes what it needs and keeps what comes back.
 
-CuPy is imported only through gpu.py, and only when a check asks for the device; gpu.py itself (with the timer
-and the GPU data classes) is imported the first time the device is asked for, which a run without a GPU does
-once, to say why its GPU checks are skipped.
+CuPy is imported only by device.py, and only when a check asks for the device.
 """
 
 from __future__ import annotations

@@ -29,13 +29,13 @@ from ..build.binary import read_binary
 from ..build.options import CompileOptions
 from ..core.errors import CompileError, MarkerError, RegbudgetWarning, ToolchainError
 from ..update.scope import COLLECTED
-from . import manifest_files
+from . import manifest
 from .manifest import LISTING_COMPILERS, Kernel, Manifest, kernel_id, variant_id
 from .markers import compile_options
 from .session import RegbudgetSession
 from .state import ItemState
 
-PLUGIN_NAME = manifest_files.PLUGIN_NAME
+PLUGIN_NAME = manifest.PLUGIN_NAME
 # Files an argument may name that the manifest is expected to hold: naming one it does not is an error.
 CUDA_SUFFIXES = frozenset({".cu", ".cuh", ".cubin", ".fatbin", ".so", ".o", ".a"})
 

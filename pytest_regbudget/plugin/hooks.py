@@ -19,9 +19,9 @@ from ..core.errors import (
 )
 from ..core.text import safe_block
 from ..update import scope
-from . import collect, manifest_files
+from . import collect, manifest
 from .markers import VALID_KEYS, duplicate_markers
-from .options import ARCH_PARAM, TOOLKIT_PARAM, load_manifest, settings_of
+from .options import ARCH_PARAM, TOOLKIT_PARAM, settings_of
 from .session import WORKEROUTPUT_KEY, RegbudgetSession
 from .state import ItemState
 
@@ -36,11 +36,11 @@ def pytest_configure(config: pytest.Config) -> None:
         f"register, spill, stack, shared-memory, launch and occupancy budgets. Keys: {', '.join(VALID_KEYS)}",
     )
     try:
-        manifest = load_manifest(config.rootpath)
+        kernels = manifest.load(config.rootpath)
     except ManifestError as exc:
         raise pytest.UsageError(f"regbudget manifest: {exc}") from None
     try:
-        config.stash[SESSION_KEY] = session = RegbudgetSession(settings_of(config, manifest))
+        config.stash[SESSION_KEY] = session = RegbudgetSession(settings_of(config, kernels))
     except BaselineError as exc:
         # Before any test runs, and before anything is written: the file stays as it was.
         raise pytest.UsageError(f"{exc}\nFix the file (or restore it from version control).") from None
@@ -50,9 +50,9 @@ def pytest_configure(config: pytest.Config) -> None:
         # A toolkit asked for by name or path that is not there: once, now, not in every test.
         raise pytest.UsageError(str(exc)) from None
     config.pluginmanager.register(_ScopeWatcher(config), "regbudget-scope")
-    if manifest is not None:
-        kernels = collect.ManifestCollection(config, manifest, session_of(config), ITEM_KEY)
-        config.pluginmanager.register(kernels, collect.PLUGIN_NAME)
+    if kernels is not None:
+        collection = collect.ManifestCollection(config, kernels, session_of(config), ITEM_KEY)
+        config.pluginmanager.register(collection, collect.PLUGIN_NAME)
     if config.pluginmanager.hasplugin("xdist") and not hasattr(config, "workerinput"):
         config.pluginmanager.register(_XdistController(config), "regbudget-xdist-controller")
 
@@ -289,7 +289,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int | pytest.ExitC
 
 
 def _manifest_prefixes(config: pytest.Config) -> tuple[str, ...]:
-    if not config.pluginmanager.has_plugin(manifest_files.PLUGIN_NAME):
+    if not config.pluginmanager.has_plugin(manifest.PLUGIN_NAME):
         return ()
 
     return collect.full_prefixes(config)

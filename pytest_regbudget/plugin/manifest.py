@@ -37,7 +37,6 @@ from ..core import names
 from ..core.arch import get_arch
 from ..core.errors import ManifestError, MarkerError, UnknownArchError
 from ..core.text import close_key_hint
-from . import manifest_files
 from .markers import VALID_KEYS, Budget, parse_marker
 
 if sys.version_info >= (3, 11):
@@ -241,11 +240,43 @@ def variant_id(defines: Sequence[tuple[str, str | None]]) -> str:
 
 
 # -- reading and checking --------------------------------------------------------------------------------
-def load(rootdir: Path, found: manifest_files.Found | None = None) -> Manifest | None:
-    """The rootdir's manifest, checked; None when it has none. Raises ManifestError. `found`: what
-    manifest_files.find found there already (the plugin asks it first, to import this module only where
-    there may be a manifest)."""
-    found = manifest_files.find(rootdir) if found is None else found
+# -- where the manifest is --------------------------------------------------------------------------------
+PYPROJECT = "pyproject.toml"
+STANDALONE = "regbudget.toml"
+# The manifest's pytest plugin (collect.py): the plugin asks for it by name without importing collect.py.
+PLUGIN_NAME = "regbudget-manifest"
+
+
+class Found(Struct, frozen=True):
+    """The files that may hold the manifest. `pyproject` only where it mentions regbudget (a pyproject that
+    does not cannot have [tool.regbudget]); `pyproject_text` is its text, or None where it could not be read
+    (manifest.load then says why)."""
+
+    standalone: Path | None
+    pyproject: Path | None
+    pyproject_text: str | None
+
+
+def find(rootdir: Path) -> Found | None:
+    """The rootdir's manifest files; None when it can have no manifest."""
+    standalone, path = rootdir / STANDALONE, rootdir / PYPROJECT
+    pyproject: Path | None = path
+    text = None
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+        pyproject = None
+    except (OSError, UnicodeDecodeError):
+        pass  # manifest.load reads it again, and says what is wrong with it
+    if text is not None and "regbudget" not in text:
+        pyproject = None
+    found = Found(standalone if standalone.is_file() else None, pyproject, text if pyproject else None)
+    return None if found.standalone is None and found.pyproject is None else found
+
+
+def load(rootdir: Path) -> Manifest | None:
+    """The rootdir's manifest, checked; None when it has none. Raises ManifestError."""
+    found = find(rootdir)
     if found is None:
         return None
     pyproject = found.pyproject

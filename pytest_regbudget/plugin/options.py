@@ -23,8 +23,7 @@ from ..core.errors import (
 )
 from ..core.verdict import TimeBasis
 from ..gpu.runner import GpuMode
-from . import manifest_files
-from .manifest import Manifest, arch_conflict, load
+from .manifest import Manifest, arch_conflict
 from .markers import parse_tolerance
 from .state import Settings, parse_archs
 
@@ -191,16 +190,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         f"seconds one ptxas run may take (default {DEFAULT_PTXAS_TIMEOUT:g})",
         default=str(DEFAULT_PTXAS_TIMEOUT),
     )
-
-
-def load_manifest(rootdir: Path) -> Manifest | None:
-    """The rootdir's kernel manifest (manifest.load), None without one. The manifest's modules are imported
-    only where there may be one: most projects have none, and importing them would cost each of their runs."""
-    found = manifest_files.find(rootdir)
-    if found is None:
-        return None
-
-    return load(rootdir, found)
 
 
 def _path_option(config: pytest.Config, name: str) -> Path | None:

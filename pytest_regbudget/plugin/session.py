@@ -114,10 +114,9 @@ class RegbudgetSession:
 
     def _cache_stats(self, start: CacheStats, *, skip_first: bool = False) -> CacheStats:
         """`start` plus the cache counts of this process's builders (but the first, with `skip_first`)."""
-        total = CacheStats()
-        total.add_payload(start.to_payload())
+        total = start
         for builder in list(self.builders.values())[1 if skip_first else 0 :]:
-            total.add_payload(builder.cache.stats.to_payload())
+            total = total.merged(builder.cache.stats)
         return total
 
     def nvcc_line(self) -> str | None:
@@ -487,7 +486,7 @@ class RegbudgetSession:
 
     def merge_worker(self, payload: dict[str, Any]) -> None:
         self.records.extend(payload.get("records", []))
-        self.worker_cache.add_payload(payload.get("cache"))
+        self.worker_cache = self.worker_cache.merged(CacheStats.from_payload(payload.get("cache")))
         self.scope.merge(payload.get("scope", {}))
         self.conflicts += payload.get("conflicts", [])
 

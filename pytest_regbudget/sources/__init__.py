@@ -52,12 +52,10 @@ def make(name: str, spec: SourceSpec) -> KernelSource:
     return factory(spec)
 
 
-# The built-in sources import their tools only when used: collection and --help stay free of them.
 def _compiled_file(compiler: Literal["nvrtc", "nvcc"]) -> SourceFactory:
     """The factory of a .cu file built by `compiler` (NVRTC + ptxas, or nvcc over the whole file)."""
 
     def factory(spec: SourceSpec) -> KernelSource:
-
         if spec.kernel is None:
             raise ValueError(f"{spec.path}: name the kernel to compile (kernel=...)")
         return CompiledFile(spec.path, spec.kernel, spec.options, compiler)

@@ -77,7 +77,6 @@ def fresh_entries(records: Iterable[KernelRecord]) -> Fresh:
     return out
 
 
-# A named tuple rather than a frozen dataclass: every run defines it at import (docs/speed.md, "Records").
 class Plan(Struct, frozen=True):
     """What baseline.update is given: the entries to write, and what it removes."""
 

@@ -98,7 +98,6 @@ def merge_shards(payloads: Iterable[Mapping[str, Any]]) -> RunScope:
     return merged
 
 
-# A named tuple rather than a frozen dataclass: every run defines it at import (docs/speed.md, "Records").
 class Decision(Struct, frozen=True):
     """Stale keys (to remove on update), and kept keys grouped by the reason they were not judged."""
 
@@ -131,7 +130,6 @@ def covered(file: str, prefixes: Sequence[str]) -> bool:
     return any(p == "" or (p.endswith("/") and file.startswith(p)) or p == file for p in prefixes)
 
 
-# A named tuple rather than a frozen dataclass: every run defines it at import (docs/speed.md, "Records").
 class Rule(Struct, frozen=True):
     """The stale rule for one run: what it built, which paths it was given, and what it saw."""
 

@@ -15,7 +15,7 @@ from pytest_regbudget.build.nvrtc import compile_ptx
 from pytest_regbudget.build.options import CompileOptions
 from pytest_regbudget.build.toolchain import Toolkit, discover, nvidia_roots
 from pytest_regbudget.core import names
-from pytest_regbudget.core.ptxas import parse_ptxas_output
+from pytest_regbudget.core.ptxas import parse_ptx_entries, parse_ptxas_output
 
 KERNELS = Path(__file__).parent.parent / "kernels"
 TEMPLATES = KERNELS / "templates.cu"
@@ -210,7 +210,7 @@ def test_nvrtc_plain_compile_lists_its_kernels(toolkit: Toolkit) -> None:
     """NVRTC without name expressions: extern "C" and non-template kernels, no template instance."""
     source = KERNELS / "various.cu"
     module = compile_ptx(source.read_text(), str(source), "sm_90", CompileOptions(), toolkit)
-    found = names.nvrtc_kernels(module.ptx)
+    found = list(names.display_names(parse_ptx_entries(module.ptx)).values())
     assert {"saxpy", "transpose", "local_lookup", "block_sum"} <= set(found)
     assert not [k for k in found if k.startswith("gemm")]
     assert "_Z" not in " ".join(found)

@@ -76,6 +76,7 @@ def registers(tk: Toolkit, source: Path, kernel: str, arch: str, **defines: obje
     return compile_kernel(source, kernel, arch, options, tk).resources.registers
 
 
+@pytest.mark.slow  # Triton's compile and ours, or every kernel with two toolkits: 20 s or more
 def test_two_toolkits_build_every_kernel_with_both_and_compare_them(
     project: pytest.Pytester, toolkits: dict[str, Toolkit]
 ) -> None:

@@ -59,6 +59,7 @@ def triton_own(module: Any, cc: int) -> tuple[bytes, int]:
     return bytes(compiled.asm["cubin"]), int(compiled.metadata.shared)
 
 
+@pytest.mark.slow  # Triton's compile and ours, or every kernel with two toolkits: 20 s or more
 def test_triton_numbers_are_those_of_tritons_own_cubin(pytester: pytest.Pytester, tmp_path: Path) -> None:
     pytester.makepyfile(kernels_py=KERNELS, test_k=TESTS)
     out = pytester.path / "report.json"

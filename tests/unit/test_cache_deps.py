@@ -238,8 +238,8 @@ def test_cache_stats_line() -> None:
     stats.reasons = {"kernels/x.cu": "#include CFG goes through a macro"}
     assert str(stats) == "3 hits, 1 misses, 2 not cached (kernels/x.cu: #include CFG goes through a macro)"
     worker = CacheStats(hits=1, corrupt=1, not_cached=1, reasons={"kernels/y.cu": "why"})
-    total = stats.merged(CacheStats())
-    total.add_payload(worker.to_payload())
+    total = stats.merged(CacheStats.from_payload(worker.to_payload()))
+    assert CacheStats.from_payload({"hits": "many"}) == CacheStats()  # another version's worker
     assert str(total) == (
         "4 hits, 1 misses, 1 corrupt entries rebuilt, 3 not cached (kernels/x.cu: #include CFG goes "
         "through a macro; and 1 more file(s))"

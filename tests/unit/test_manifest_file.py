@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from pytest_regbudget.core.errors import ManifestError, MarkerError
+from pytest_regbudget.plugin import manifest
 from pytest_regbudget.plugin import manifest as mf
-from pytest_regbudget.plugin import manifest_files
 
 MANGLED_32 = "_Z13MatrixMulCUDAILi32EEvPfS0_S0_ii"
 MANGLED_16 = "_Z13MatrixMulCUDAILi16EEvPfS0_S0_ii"
@@ -45,21 +45,21 @@ def test_no_manifest_is_none(root: Path) -> None:
 
 
 def test_find_says_where_a_manifest_may_be_without_the_manifest_module(root: Path) -> None:
-    assert manifest_files.find(root) is None
+    assert manifest.find(root) is None
     (root / "pyproject.toml").write_text("[tool.pytest.ini_options]\naddopts = '-q'\n")
-    assert manifest_files.find(root) is None  # a pyproject that never says regbudget holds no manifest
+    assert manifest.find(root) is None  # a pyproject that never says regbudget holds no manifest
     (root / "pyproject.toml").unlink()
     (root / "pyproject.toml").mkdir()
-    assert manifest_files.find(root) is None
+    assert manifest.find(root) is None
     (root / "regbudget.toml").write_text("")
-    assert manifest_files.find(root) == manifest_files.Found(root / "regbudget.toml", None, None)
+    assert manifest.find(root) == manifest.Found(root / "regbudget.toml", None, None)
 
 
 def test_load_parses_the_pyproject_text_find_read(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     text = '[tool.regbudget]\n[[tool.regbudget.kernels]]\nsource = ["kernels/a.cu"]\n'
     (root / "pyproject.toml").write_text(text)
-    found = manifest_files.find(root)
-    assert found == manifest_files.Found(None, root / "pyproject.toml", text)
+    found = manifest.find(root)
+    assert found == manifest.Found(None, root / "pyproject.toml", text)
     reads: list[Path] = []
     read_text = Path.read_text
 
@@ -68,19 +68,19 @@ def test_load_parses_the_pyproject_text_find_read(root: Path, monkeypatch: pytes
         return read_text(self, *args, **kwargs)  # type: ignore[arg-type]
 
     monkeypatch.setattr(Path, "read_text", counted)
-    loaded = mf.load(root, found)
+    loaded = mf.load(root)
     assert loaded is not None
     assert [loaded.relative(f) for f in loaded.files()] == ["kernels/a.cu"]
-    assert reads == []  # the run reads the pyproject once, in find
+    assert reads == [root / "pyproject.toml"]  # read once, by find
 
 
 def test_an_unreadable_pyproject_is_the_manifests_error(root: Path) -> None:
     (root / "pyproject.toml").write_bytes(b"[tool.regbudget]\nname = '\xff'\n")
-    found = manifest_files.find(root)
+    found = manifest.find(root)
     # find cannot tell whether it holds a manifest, so manifest.load reads it and says why it cannot.
-    assert found == manifest_files.Found(None, root / "pyproject.toml", None)
+    assert found == manifest.Found(None, root / "pyproject.toml", None)
     with pytest.raises(ManifestError, match=r"cannot read .*pyproject\.toml"):
-        mf.load(root, found)
+        mf.load(root)
 
 
 def test_pyproject_and_standalone_read_the_same(root: Path) -> None:

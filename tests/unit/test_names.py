@@ -230,17 +230,6 @@ def test_kernel_line_finds_templates_by_their_readable_names() -> None:
     assert kernel_line(source, "(anonymous namespace)::nowhere") is None
 
 
-def test_nvrtc_kernels_lists_the_plain_compile() -> None:
-    ptx = "\n".join(
-        f".visible .entry {e}(\n\t.param .u64 p\n)\n{{\n\tret;\n}}" for e in ("scale", OVERLOAD_INT, MATMUL32)
-    )
-    assert names.nvrtc_kernels(ptx) == ["scale", "k", "MatrixMulCUDA<32>"]
-    assert names.nvrtc_kernels("// no kernels\n") == []
-    message = names.nvrtc_no_kernels("kernels/softmax.cu")
-    assert message.startswith("kernels/softmax.cu: NVRTC compiled no kernel")
-    assert 'kernels = ["softmax<256>"]' in message
-
-
 def test_names_is_pure_and_demangles_lazily() -> None:
     """Importing names loads no pytest, CuPy or NVRTC; cxxfilt (and libstdc++) only for a mangled name."""
     code = (

@@ -151,14 +151,6 @@ def test_cliff_agrees_with_the_calculator() -> None:
             assert all(blocks(r) == cliff.blocks for r in range(regs - cliff.shed + 1, regs + 1))
 
 
-def test_cliff_sentence() -> None:
-    cliff = register_cliff("sm_90", 168, 128)
-    assert cliff.sentence(128) == (
-        "3 block(s) of 128 threads per SM: it can grow 0 register(s) before it drops to 2 block(s); "
-        "40 register(s) above the 4-block step (shed 40 to reach 128)"
-    )
-
-
 GI = Path(__file__).parent / "data" / "sass"
 
 
