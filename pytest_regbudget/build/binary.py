@@ -24,7 +24,7 @@ pure parsers of what it prints. Three listings, each one block per embedded ELF 
 - `cuobjdump --dump-sass --function K,...`: the instructions at those offsets, for their access widths.
 
 What the binary records and what it does not, as checked against `nvcc -Xptxas -v` of the same build
-(tests/unit/test_binary.py):
+(tests/build/test_binary.py):
 
 - REG is ptxas's "Used N registers"; STACK is the per-thread stack the driver allocates (its
   local_size_bytes): ptxas's "N bytes stack frame", plus, in a program nvlink linked from -rdc objects,

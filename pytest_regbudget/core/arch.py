@@ -11,7 +11,7 @@ Owns `ArchLimits`, the table of supported architectures, and arch-name parsing (
   it sm_110); this table keeps the CUDA 12.9 spelling because that is what the wheels' ptxas accepts.
 - "header" is cuda_occupancy.h from the nvidia-cuda-runtime-cu12 12.9 wheel, which hard-codes the
   allocation granularities, sub-partition counts and shared-memory carveout steps. Where it hard-codes a
-  number that the Guide also gives (blocks per SM), the two agree, and tests/unit/test_occupancy.py
+  number that the Guide also gives (blocks per SM), the two agree, and tests/core/test_occupancy.py
   checks that this table and the header give the same occupancy for every supported arch.
 """
 

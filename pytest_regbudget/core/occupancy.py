@@ -1,7 +1,7 @@
 """Occupancy: how many blocks of a kernel stay resident on one SM, and the arithmetic behind it.
 
 Owns a pure-Python port of `cudaOccMaxActiveBlocksPerMultiprocessor` from cuda_occupancy.h (CUDA 12.9)
-that gives the same block counts for every arch in `pytest_regbudget.core.arch` (tests/unit/test_occupancy.py
+that gives the same block counts for every arch in `pytest_regbudget.core.arch` (tests/core/test_occupancy.py
 checks this against the compiled header), plus the sentences that explain a result. It needs no GPU and
 no toolkit; every per-arch number comes from `ArchLimits`.
 

@@ -2,7 +2,7 @@
 and `ptxas --version`, turned into one `KernelResources` per kernel.
 
 No subprocess and no other pytest_regbudget module but `errors`: text in, frozen values out, so the parser
-can be tested against recorded outputs of every toolkit without a toolkit (tests/unit/data/ptxas).
+can be tested against recorded outputs of every toolkit without a toolkit (tests/data/ptxas).
 
 What `ptxas -v` prints, as recorded from CUDA 11.8 to 13.0::
 

@@ -102,7 +102,7 @@ def test_options_string_is_split():
 
 def test_bad_markers_fail_their_test_at_setup_with_the_fix(pytester: pytest.Pytester) -> None:
     pytester.makefile(".cu", small=SMALL)
-    # A module name of its own: pytester runs in this process, where tests/unit/test_markers.py is loaded.
+    # A module name of its own: pytester runs in this process, where tests/plugin/test_markers.py is loaded.
     pytester.makepyfile(test_bad_marker_cases=BAD_MARKERS)
     result = pytester.runpytest("-p", "no:cacheprovider")
     result.assert_outcomes(errors=5, passed=1)

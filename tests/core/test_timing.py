@@ -13,7 +13,7 @@ import pytest
 from pytest_regbudget.core import timing
 from pytest_regbudget.core.timing import Interval, Sampler, median_interval, ratio_interval, verdict
 
-DATA = Path(__file__).parent / "data" / "timing" / "h200_samples.jsonl"
+DATA = Path(__file__).parents[1] / "data" / "timing" / "h200_samples.jsonl"
 NAMES = ("k5us", "k20us", "copy70us", "k170us", "k20ms")
 LIMITS = {"k5us": 1.05, "k20us": 1.02, "copy70us": 1.02, "k170us": 1.02, "k20ms": 1.02}
 

@@ -14,7 +14,7 @@ from pytest_regbudget.core.occupancy import occupancy, register_cliff
 from pytest_regbudget.core.ptxas import parse_ptxas_output
 from pytest_regbudget.core.sass import instruction, local_opcode, parse_sass
 
-DATA = Path(__file__).parent / "data" / "sass"
+DATA = Path(__file__).parents[1] / "data" / "sass"
 # nvdisasm 13.5 (-c -g) over cubins that ptxas 12.9 built for sm_90 with -lineinfo (see README.md there).
 SPILLS = (DATA / "spills_sm90.sass").read_text()
 VARIOUS = (DATA / "various_sm90.sass").read_text()
@@ -151,7 +151,7 @@ def test_cliff_agrees_with_the_calculator() -> None:
             assert all(blocks(r) == cliff.blocks for r in range(regs - cliff.shed + 1, regs + 1))
 
 
-GI = Path(__file__).parent / "data" / "sass"
+GI = Path(__file__).parents[1] / "data" / "sass"
 
 
 def test_a_loop_is_named_by_its_own_lines_not_an_inlined_helpers() -> None:

@@ -9,12 +9,18 @@ interpreter.
 from __future__ import annotations
 
 import ast
+import fnmatch
 import subprocess
 import sys
 from functools import cache
 from pathlib import Path
 
 import pytest
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
 
 import pytest_regbudget
 
@@ -211,6 +217,14 @@ def test_the_checks_see_every_form_of_import_and_a_circle() -> None:
         graph()["core.arch"] = saved
 
 
+@pytest.mark.parametrize("module", ["plugin.session", "plugin.state"])
+def test_the_session_imports_no_pytest(module: str) -> None:
+    # The run's flow and state take what pytest gave from the hooks, so that they run (and are tested)
+    # without it.
+    _, others = graph()[module]
+    assert not others & {"pytest", "_pytest", "xdist"}, f"{module} imports {sorted(others)}"
+
+
 def test_the_core_imports_without_pytest_cupy_or_nvrtc() -> None:
     code = (
         "import sys, pytest_regbudget.core.verdict, pytest_regbudget.core.ptxas, "
@@ -234,3 +248,14 @@ def test_the_public_api_loads_the_plugin_on_first_use() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr
+
+
+def test_pytest_collects_every_test_folder() -> None:
+    # The tests mirror the package, and pytest's default norecursedirs holds "build": without the project's
+    # own list, `pytest tests` would pass while skipping tests/build whole.
+    tests = Path(__file__).parent
+    pyproject = tomllib.loads((tests.parent / "pyproject.toml").read_text(encoding="utf-8"))
+    skipped = pyproject["tool"]["pytest"]["ini_options"]["norecursedirs"]
+    folders = [d.name for d in tests.iterdir() if d.is_dir() and any(d.glob("test_*.py"))]
+    assert {"core", "build", "report", "update", "plugin", "integration", "gpu"} <= set(folders)
+    assert not [f for f in folders if any(fnmatch.fnmatch(f, pattern) for pattern in skipped)]

@@ -1,6 +1,6 @@
 """Golden tests of pytest_regbudget.core.ptxas over real `ptxas -v` outputs of CUDA 11.8 to 13.0.
 
-The recordings (tests/unit/data/ptxas, made by record.py there from kernels.cu) are ptxas's own
+The recordings (tests/data/ptxas, made by record.py there from kernels.cu) are ptxas's own
 words; GOLDEN below holds the numbers read off those texts, so a pass means the parser reproduces
 exactly what ptxas printed, for every kernel, arch, toolkit and variant (plain, -maxrregcount=32, -c).
 """
@@ -26,7 +26,7 @@ from pytest_regbudget.core.ptxas import (
 )
 from pytest_regbudget.core.ptxas import read as read_report
 
-DATA = Path(__file__).parent / "data" / "ptxas"
+DATA = Path(__file__).parents[1] / "data" / "ptxas"
 VERSIONS = {
     "11.8": "11.8.89",
     "12.0": "12.0.140",

@@ -1,6 +1,6 @@
 // Fixed source for the recorded `ptxas -v` outputs in this folder (see README.md).
 // Each kernel exists to make ptxas print one kind of resource line; changing this file
-// means re-recording every output and updating the golden table in tests/unit/test_ptxas.py.
+// means re-recording every output and updating the golden table in tests/core/test_ptxas.py.
 // No #include: bare NVRTC ships no headers, and the builtins used here need none.
 
 // A `__device__` variable so ptxas reports a "bytes gmem" line for the module.

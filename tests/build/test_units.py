@@ -18,7 +18,7 @@ from pytest_regbudget.build.toolchain import Toolkit
 from pytest_regbudget.build.units import Spec, Unit
 from pytest_regbudget.core.errors import CompileError
 
-DATA = Path(__file__).parent / "data" / "ptxas"
+DATA = Path(__file__).parents[1] / "data" / "ptxas"
 TOOLKIT = Toolkit(
     origin="recorded", ptxas=Path("/x/ptxas"), nvrtc=Path("/x/nvrtc"), nvrtc_version="11.8",
     ptxas_version="11.8.89",

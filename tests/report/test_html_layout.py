@@ -1,6 +1,6 @@
 """The HTML report's layout on generated records: the index, its order and anchors, which kernels get a
 chart, and the size of a large page. No toolkit, no pytest run; the browser test is
-tests/integration/test_html.py, the staircase's geometry tests/unit/test_report.py."""
+tests/integration/test_html.py, the staircase's geometry tests/report/test_report.py."""
 
 from __future__ import annotations
 

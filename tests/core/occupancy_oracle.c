@@ -1,5 +1,5 @@
 /*
- * Oracle for tests/unit/test_occupancy.py: runs cudaOccMaxActiveBlocksPerMultiprocessor from the
+ * Oracle for tests/core/test_occupancy.py: runs cudaOccMaxActiveBlocksPerMultiprocessor from the
  * cuda_occupancy.h of the installed nvidia-cuda-runtime-cu12 wheel on configurations read from stdin.
  *
  * The device description comes from the test (our arch table), so the header is the oracle for the

@@ -31,7 +31,7 @@ from pytest_regbudget.core.cuobjdump import parse_elf_dump, parse_resource_usage
 from pytest_regbudget.core.errors import BinaryError, ParseError
 from pytest_regbudget.core.ptxas import KernelResources, parse_ptxas_output
 
-DATA = Path(__file__).parent / "data" / "binary"
+DATA = Path(__file__).parents[1] / "data" / "binary"
 SOURCE = DATA / "kernels.cu"
 
 # The launch bounds kernels.cu declares; every other kernel has none.

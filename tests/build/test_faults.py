@@ -366,7 +366,7 @@ def test_full_disk_keeps_the_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     assert _leftovers(path.parent) == ["b.toml"]
 
 
-# SIGKILL during updates: tests/unit/test_baseline_durability.py.
+# SIGKILL during updates: tests/core/test_baseline_durability.py.
 
 
 def test_file_size_limit_keeps_the_file(tmp_path: Path) -> None:
