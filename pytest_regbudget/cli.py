@@ -26,12 +26,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, cast
 
+import tomli
 from msgspec import Struct
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10
-    import tomli as tomllib
 from msgspec.structs import replace
 
 from ._version import __version__
@@ -402,7 +398,7 @@ def headroom(root: Path) -> int:
     pyproject = root / "pyproject.toml"
     if pyproject.is_file():
         with pyproject.open("rb") as fh:
-            doc = tomllib.load(fh)
+            doc = tomli.load(fh)
         value = str(
             doc.get("tool", {}).get("pytest", {}).get("ini_options", {}).get("regbudget_headroom", "")
         )

@@ -18,18 +18,13 @@ import os
 import re
 import socket
 import stat
-import sys
 import tempfile
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, cast
 
+import tomli
 import tomli_w
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10
-    import tomli as tomllib
 from msgspec import Struct, field
 from msgspec.structs import replace
 
@@ -258,8 +253,10 @@ def _tables(
 def parse(text: str, path: Path) -> Baseline:
     """Validate a whole file; the first problem raises BaselineError naming the file and place."""
     try:
-        doc = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
+        # tomli rather than the standard library's tomllib: the same parser, compiled (mypyc) in its
+        # wheels, reads a baseline of 2,000 entries in 80 ms instead of 330 (docs/speed.md, "Issue 25").
+        doc = tomli.loads(text)
+    except tomli.TOMLDecodeError as exc:
         raise BaselineError(f"{path} is not valid TOML: {exc}") from None
     if not doc:
         return Baseline()  # an empty file: nothing recorded yet

@@ -24,11 +24,11 @@ import glob
 import json
 import os
 import re
-import sys
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import tomli
 from msgspec import Struct, field
 from msgspec.structs import replace
 
@@ -38,11 +38,6 @@ from ..core.arch import get_arch
 from ..core.errors import ManifestError, MarkerError, UnknownArchError
 from ..core.text import close_key_hint
 from .markers import VALID_KEYS, Budget, parse_marker
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on Python 3.10 only
-    import tomli as tomllib
 
 TOP_KEYS = ("arch", "kernels")
 # Where a table's kernels are, which of them, and their variants; the rest are the marker's keys.
@@ -309,8 +304,8 @@ def _read(path: Path) -> str:
 
 def _toml(path: Path, text: str | None = None) -> dict[str, Any]:
     try:
-        doc: dict[str, Any] = tomllib.loads(_read(path) if text is None else text)
-    except tomllib.TOMLDecodeError as exc:
+        doc: dict[str, Any] = tomli.loads(_read(path) if text is None else text)
+    except tomli.TOMLDecodeError as exc:
         raise ManifestError(f"{path}: not valid TOML: {exc}") from None
     return doc
 
