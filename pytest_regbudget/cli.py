@@ -44,7 +44,7 @@ from .core.names import normalize
 from .core.occupancy import occupancy, register_cliff
 from .core.text import close_key_hint, one_line
 from .report import compare
-from .report.record import KernelRecord, json_text
+from .report.record import ReportRecord, json_text
 from .report.terminal import key_text, unknown_arch_lines
 from .report.writers import JSON_FORMAT, JSON_VERSION
 from .update import plan as update
@@ -60,7 +60,7 @@ class CliError(Exception):
 # -- reports ----------------------------------------------------------------------------------------------
 class Report(Struct, frozen=True):
     path: Path
-    records: list[KernelRecord]
+    records: list[ReportRecord]
     scope: dict[str, Any]
 
 
@@ -86,7 +86,7 @@ def read_report(path: Path) -> Report:
             "--regbudget-json with this pytest-regbudget"
         )
     scope = doc.get("scope")
-    return Report(path, cast(list[KernelRecord], doc["kernels"]), scope if isinstance(scope, dict) else {})
+    return Report(path, cast(list[ReportRecord], doc["kernels"]), scope if isinstance(scope, dict) else {})
 
 
 # -- compare ----------------------------------------------------------------------------------------------

@@ -27,7 +27,7 @@ extern "C" __global__ void acc(const float* x, float* y) {
 }
 """
 # A baseline entry for tests of the file format and its writers.
-SAMPLE_ENTRY = bl.Entry(
+SAMPLE_ENTRY = bl.BaselineEntry(
     registers=72,
     spill_stores=0,
     spill_loads=0,

@@ -70,7 +70,7 @@ TEXT_FIELDS = ("ptxas", "nvrtc", "compiler", "options_hash")
 OPTIONAL_INT_FIELDS = ("spill_stores", "spill_loads")  # absent for binaries, which do not record spills
 
 
-class Entry(Struct, frozen=True):
+class BaselineEntry(Struct, frozen=True):
     registers: int
     spill_stores: int | None  # None: a prebuilt binary, which does not record spills
     spill_loads: int | None
@@ -105,7 +105,7 @@ class Entry(Struct, frozen=True):
             out["gpu"] = {name: dict(sorted(fig.items())) for name, fig in sorted(self.gpu.items())}
         return out
 
-    def merged(self, old: Entry) -> Entry:
+    def merged(self, old: BaselineEntry) -> BaselineEntry:
         """This measurement, keeping what it did not measure of `old`: other launches' occupancy, other
         GPUs' figures (all of them, on a CPU runner), fields this version does not know."""
         return replace(
@@ -139,8 +139,8 @@ def _number(value: object) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def entry_from_table(table: object, where: str = "entry") -> Entry:
-    """An entry from its TOML table (as `Entry.to_toml` makes it), validated like the file's."""
+def entry_from_table(table: object, where: str = "entry") -> BaselineEntry:
+    """An entry from its TOML table (as `BaselineEntry.to_toml` makes it), validated like the file's."""
     return _entry(where, table)
 
 
@@ -149,7 +149,7 @@ def options_hash(*parts: object) -> str:
     return hashlib.sha256(repr(parts).encode()).hexdigest()[:12]
 
 
-def _entry(where: str, table: object) -> Entry:
+def _entry(where: str, table: object) -> BaselineEntry:
     if not isinstance(table, dict):
         raise BaselineError(f"{where}: expected a table of numbers, found {table!r}")
     known = {*INT_FIELDS, *TEXT_FIELDS, "occupancy", "gpu", "tests", "ptxas_messages"}
@@ -175,7 +175,7 @@ def _entry(where: str, table: object) -> Entry:
     tests = table.get("tests", [])
     if not isinstance(tests, list) or not all(isinstance(t, str) for t in tests):
         raise BaselineError(f"{where}: tests = {tests!r}, expected a list of test ids")
-    return Entry(
+    return BaselineEntry(
         registers=table["registers"],
         spill_stores=table.get("spill_stores"),
         spill_loads=table.get("spill_loads"),
@@ -223,7 +223,7 @@ def _launch_order(at: str) -> tuple[int, str]:
 class Baseline(Struct, frozen=True):
     """A baseline file's entries, per kernel variant, arch and release."""
 
-    entries: Mapping[Key, Entry] = field(default_factory=dict)
+    entries: Mapping[Key, BaselineEntry] = field(default_factory=dict)
 
     def __len__(self) -> int:
         return len(self.entries)
@@ -278,8 +278,8 @@ def parse(text: str, path: Path) -> Baseline:
     return Baseline(_section(path, "kernels", doc.get("kernels", {}), 5))
 
 
-def _section(path: Path, name: str, node: object, depth: int) -> dict[Any, Entry]:
-    out: dict[Any, Entry] = {}
+def _section(path: Path, name: str, node: object, depth: int) -> dict[Any, BaselineEntry]:
+    out: dict[Any, BaselineEntry] = {}
     for key, table in _tables(path, name, node, depth):
         where = f"{path}: [{name}" + "".join(f'."{k}"' for k in key) + "]"
         out[key] = _entry(where, table)
@@ -428,7 +428,7 @@ class UpdateCounts(Struct):
 
 def update(
     path: Path,
-    fresh: Mapping[Key, Entry],
+    fresh: Mapping[Key, BaselineEntry],
     remove: set[Key],
     *,
     lock_dir: Path | None = None,

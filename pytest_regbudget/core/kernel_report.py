@@ -10,7 +10,7 @@ from typing import Literal
 
 from msgspec import Struct, field
 
-from .baseline import Entry, Key
+from .baseline import BaselineEntry, Key
 from .gpu_facts import GpuFacts, Timing
 from .limits import Launch, Level
 from .occupancy import (
@@ -55,7 +55,7 @@ def delta_text(metric: str, baseline: float, now: float) -> str:
     return f"{metric} {baseline:g} -> {now:g} ({now - baseline:+g})"
 
 
-def compare(old: Entry, new: Entry, tolerance: Mapping[str, float]) -> list[Delta]:
+def compare(old: BaselineEntry, new: BaselineEntry, tolerance: Mapping[str, float]) -> list[Delta]:
     """Every ratchet metric that differs between `old` and `new`, judged with `tolerance`."""
     deltas = []
     for metric in RATCHET_METRICS:
@@ -108,7 +108,7 @@ class KernelReport(Struct, frozen=True):
     release: str = ""  # the toolkit release of those numbers ("12.9"): the baseline entry's
     options_hash: str = ""
     line: int | None = None  # the kernel's __global__ line in `source`, for annotations
-    baseline: Entry | None = None
+    baseline: BaselineEntry | None = None
     baseline_status: BaselineStatus = "none"
     deltas: list[Delta] = field(default_factory=list)
     gpu: GpuFacts | None = None

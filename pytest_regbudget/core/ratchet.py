@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from msgspec import Struct, field
 from msgspec.structs import replace
 
-from .baseline import Entry, base_nodeid
+from .baseline import BaselineEntry, base_nodeid
 from .facts import release_of
 from .kernel_report import KernelReport, compare
 from .ptxas import message_key
@@ -21,7 +21,7 @@ UPDATE_HINT = "pytest --regbudget-update"
 class BaselineRule(Struct, frozen=True):
     """How a kernel is held to its baseline entry."""
 
-    entry: Entry | None  # this kernel's entry, if the baseline has one
+    entry: BaselineEntry | None  # this kernel's entry, if the baseline has one
     recorded: bool = False  # a baseline file is in use: a kernel without an entry is "new", not "none"
     releases: tuple[str, ...] = ()  # other releases with an entry for this kernel (when `entry` is None)
     tolerance: Mapping[str, float] = field(default_factory=dict)
@@ -30,14 +30,14 @@ class BaselineRule(Struct, frozen=True):
     conflict: str | None = None  # another test of this run measured the same kernel variant differently
 
 
-def entry_of_report(report: KernelReport) -> Entry:
+def entry_of_report(report: KernelReport) -> BaselineEntry:
     """The baseline entry a measured kernel's numbers make (its report must have resources), to compare
     with the entry on file."""
     res, occ = report.resources, report.occupancy
     if res is None:
         raise ValueError(f"{report.label} has no numbers to record: {report.error}")
     at = report.occupancy_at
-    return Entry(
+    return BaselineEntry(
         registers=res.registers,
         spill_stores=res.spill_stores if res.spills_known else None,
         spill_loads=res.spill_loads if res.spills_known else None,

@@ -43,7 +43,7 @@ from ..core.text import safe_block
 from ..core.verdict import strict, time_budgets_settled, timed, verdict
 from ..gpu.runner import GpuRunner
 from ..report import compare
-from ..report.record import KernelRecord, to_record
+from ..report.record import ReportRecord, to_record
 from ..report.terminal import (
     baseline_lines,
     enforced_line,
@@ -84,7 +84,7 @@ class RegbudgetSession:
         self.builders = {name: Builder(settings.build(name)) for name in settings.toolkits or (None,)}
         self.builder = next(iter(self.builders.values()))
         self.gpu = GpuRunner(settings.gpu_mode)
-        self.records: list[KernelRecord] = []
+        self.records: list[ReportRecord] = []
         self.conflicts: list[str] = []  # one kernel variant measured differently by two tests
         self._measured: dict[bl.Key, tuple[str, tuple[object, ...]]] = {}  # key -> (first test, its numbers)
         self.scope = RunScope()

@@ -3,7 +3,7 @@ and, on the same code, two runs (`regbudget compare`, issue 15).
 
 Owns the identity of a kernel across measurements (source, readable name, variant, arch: a baseline key
 without its release), the metrics compared, and the text, Markdown and JSON of the differences. Reads
-records (report.KernelRecord) only: no pytest, no compiler.
+records (report.ReportRecord) only: no pytest, no compiler.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from msgspec import Struct
 
 from ..core.ptxas import message_key
 from ..core.text import one_line
-from .record import KernelRecord
+from .record import ReportRecord
 
 Ident = tuple[str, str, str, str]  # (source, kernel, variant, arch)
 
@@ -103,13 +103,13 @@ def _value(value: object) -> str:
     return str(value)
 
 
-def ident(rec: KernelRecord) -> Ident | None:
+def ident(rec: ReportRecord) -> Ident | None:
     """A record's kernel across measurements: its baseline key without the release."""
     key = rec["key"]
     return None if not key else (key[0], key[1], key[2], key[3])
 
 
-def metrics(rec: KernelRecord) -> dict[str, object]:
+def metrics(rec: ReportRecord) -> dict[str, object]:
     occupancy = rec["occupancy"]
     launchable = None if not rec["launch"] else bool(rec["active_blocks"])
     return {
@@ -124,7 +124,7 @@ def metrics(rec: KernelRecord) -> dict[str, object]:
     }
 
 
-def diff(ident_: Ident, old: KernelRecord, new: KernelRecord, old_name: str, new_name: str) -> KernelDiff:
+def diff(ident_: Ident, old: ReportRecord, new: ReportRecord, old_name: str, new_name: str) -> KernelDiff:
     a, b = metrics(old), metrics(new)
     changes = [Change(m, a[m], b[m]) for m in METRICS if a[m] != b[m]]
     t_old, t_new = old.get("time_ms"), new.get("time_ms")
@@ -136,7 +136,7 @@ def diff(ident_: Ident, old: KernelRecord, new: KernelRecord, old_name: str, new
 
 
 def between(
-    old: Sequence[KernelRecord], new: Sequence[KernelRecord], old_name: str, new_name: str
+    old: Sequence[ReportRecord], new: Sequence[ReportRecord], old_name: str, new_name: str
 ) -> Comparison:
     """Two runs' reports (two commits, two machines, two toolkits): every kernel both measured, paired by
     source, name, variant and arch, and within that by release where both have the release (a report of
@@ -158,8 +158,8 @@ def between(
     return Comparison(old_name, new_name, compared, tuple(diffs), releases=False)
 
 
-def _by_ident(records: Sequence[KernelRecord]) -> dict[Ident, dict[str, KernelRecord]]:
-    out: dict[Ident, dict[str, KernelRecord]] = {}
+def _by_ident(records: Sequence[ReportRecord]) -> dict[Ident, dict[str, ReportRecord]]:
+    out: dict[Ident, dict[str, ReportRecord]] = {}
     for rec in records:
         found = ident(rec)
         if found is not None and rec["registers"] is not None:
@@ -167,10 +167,10 @@ def _by_ident(records: Sequence[KernelRecord]) -> dict[Ident, dict[str, KernelRe
     return out
 
 
-def across_releases(records: Sequence[KernelRecord]) -> list[Comparison]:
+def across_releases(records: Sequence[ReportRecord]) -> list[Comparison]:
     """Each pair of consecutive toolkit releases of one run, over the kernels measured with both (a run
     with --regbudget-toolkit=cu12,cu13: "12.9 -> 13.5"). Empty when the run built with one release."""
-    by_release: dict[str, dict[Ident, KernelRecord]] = {}
+    by_release: dict[str, dict[Ident, ReportRecord]] = {}
     for rec in records:
         found = ident(rec)
         if found is not None and rec["registers"] is not None and rec["release"]:

@@ -18,7 +18,7 @@ from typing import cast
 
 from ..core.arch import get_arch
 from ..core.occupancy import occupancy
-from .record import KernelRecord
+from .record import ReportRecord
 from .terminal import baseline_cell, regs_cell
 
 # Chart geometry and colours (the screenshot test looks for STEP_COLOUR and KERNEL_COLOUR pixels).
@@ -72,7 +72,7 @@ for (const th of document.querySelectorAll("table.index th")) {
 """
 
 
-def _staircase(rec: KernelRecord, threads: int) -> list[int]:
+def _staircase(rec: ReportRecord, threads: int) -> list[int]:
     """Resident blocks per SM for 1..255 registers per thread at the record's launch size."""
     return [
         occupancy(
@@ -88,7 +88,7 @@ def _staircase(rec: KernelRecord, threads: int) -> list[int]:
     ]
 
 
-def staircase_svg(rec: KernelRecord) -> str:
+def staircase_svg(rec: ReportRecord) -> str:
     """Resident blocks (left axis) and occupancy (right axis) against registers per thread."""
     threads = rec["launch"][0] if rec["launch"] else 0
     blocks = _staircase(rec, threads)
@@ -167,7 +167,7 @@ def _row(name: str, value: object, baseline: object = None) -> str:
     return f'<tr><th class="l">{escape(name)}</th><td>{shown}</td><td>{base}</td></tr>'
 
 
-def _kernel_section(rec: KernelRecord, anchor: str) -> str:
+def _kernel_section(rec: ReportRecord, anchor: str) -> str:
     base = rec["baseline"] or {}
     occ = (
         None
@@ -232,7 +232,7 @@ def _kernel_section(rec: KernelRecord, anchor: str) -> str:
     return "\n".join(p for p in parts if p)
 
 
-def _compact_section(rec: KernelRecord, anchor: str) -> str:
+def _compact_section(rec: ReportRecord, anchor: str) -> str:
     """A passing, unchanged kernel: the index row's target, its figures in a sentence, no chart."""
     figures = [
         f"{_text(rec['registers'])} registers",
@@ -254,16 +254,16 @@ def _compact_section(rec: KernelRecord, anchor: str) -> str:
     )
 
 
-def _heading(rec: KernelRecord) -> str:
+def _heading(rec: ReportRecord) -> str:
     name, arch, outcome = escape(rec["kernel"]), escape(rec["arch"]), escape(rec["outcome"])
     return f'<h3>{name} [{arch}] <span class="{outcome}">{outcome}</span></h3>'
 
 
-def _where(rec: KernelRecord) -> str:
+def _where(rec: ReportRecord) -> str:
     return f"<code>{escape(rec['nodeid'])}</code> &middot; <code>{escape(rec['source'])}</code>"
 
 
-def _diagnosis(rec: KernelRecord) -> str:
+def _diagnosis(rec: ReportRecord) -> str:
     if not rec["diagnosis"]:
         return ""
     return '<ul class="diag">' + "".join(f"<li>{escape(d)}</li>" for d in rec["diagnosis"]) + "</ul>"
@@ -273,7 +273,7 @@ def _text(value: object) -> str:
     return "-" if value is None else str(value)
 
 
-def _baseline_occupancy(rec: KernelRecord, base: Mapping[str, object]) -> object:
+def _baseline_occupancy(rec: ReportRecord, base: Mapping[str, object]) -> object:
     """The baseline's occupancy at this record's launch: entries keep one figure per launch."""
     per_launch = base.get("occupancy")
     if not isinstance(per_launch, Mapping) or not rec["launch"]:
@@ -294,7 +294,7 @@ def _pair(a: object, b: object) -> str | None:
 FAILED, WARNED, CHANGED, UNCHANGED = range(4)
 
 
-def rank(rec: KernelRecord) -> int:
+def rank(rec: ReportRecord) -> int:
     if rec["outcome"] in ("failed", "error"):
         return FAILED
     if rec["outcome"] == "warned":
@@ -307,7 +307,7 @@ def rank(rec: KernelRecord) -> int:
 _UNSAFE = re.compile(r"[^A-Za-z0-9_]+")
 
 
-def anchor(rec: KernelRecord) -> str:
+def anchor(rec: ReportRecord) -> str:
     """`k-gemm-32-32-sm_90-75e968e363f5`: readable, URL-safe, and the same in every run for the same test,
     kernel and arch (the hash tells apart the tests and kernels that the shortened name does not)."""
     slug = _UNSAFE.sub("-", rec["kernel"]).strip("-")[:40].rstrip("-") or "kernel"
@@ -317,7 +317,7 @@ def anchor(rec: KernelRecord) -> str:
     return f"k-{slug}-{arch}-{digest[:12]}"
 
 
-def anchors(records: Sequence[KernelRecord]) -> list[str]:
+def anchors(records: Sequence[ReportRecord]) -> list[str]:
     """Each record's anchor, unique on the page: one test can measure a kernel twice on one arch (two
     variants), and a second one gets `-2`, in the page's order."""
     used: set[str] = set()
@@ -336,7 +336,7 @@ def anchors(records: Sequence[KernelRecord]) -> list[str]:
 _VERDICT = {"passed": "ok", "failed": "FAILED", "error": "ERROR", "warned": "warned"}
 
 
-def _index_row(rec: KernelRecord, anchor: str) -> str:
+def _index_row(rec: ReportRecord, anchor: str) -> str:
     outcome = rec["outcome"]
     verdict = escape(_VERDICT.get(outcome, outcome))
     occ = "<td>-</td>"
@@ -367,7 +367,7 @@ _COLUMNS = {
 }
 
 
-def _index(ordered: Sequence[KernelRecord], ids: Sequence[str]) -> str:
+def _index(ordered: Sequence[ReportRecord], ids: Sequence[str]) -> str:
     header = "".join(
         f'<th{" data-num" if num else ""}><button type="button">{name}</button></th>'
         for name, num in _COLUMNS.items()
@@ -376,7 +376,7 @@ def _index(ordered: Sequence[KernelRecord], ids: Sequence[str]) -> str:
     return f'<table class="index"><thead><tr>{header}</tr></thead><tbody>\n{rows}\n</tbody></table>'
 
 
-def render(records: Sequence[KernelRecord], *, all_kernels: bool = False) -> str:
+def render(records: Sequence[ReportRecord], *, all_kernels: bool = False) -> str:
     """The page. Failing, warned and changed kernels get a section with the staircase; with `all_kernels`
     (--regbudget-html-all) every kernel does, and the others get a one-paragraph section."""
     # The baseline key tells apart two variants of a kernel in one test, so their order, and so their

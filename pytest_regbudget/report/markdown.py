@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from ..core.baseline import NO_VARIANT
 from ..core.kernel_report import delta_text
 from ..core.text import one_line
-from .record import KernelRecord, sorted_records
+from .record import ReportRecord, sorted_records
 from .terminal import cell, enforced_line, release_label
 
 
@@ -51,13 +51,13 @@ def _md_text(text: str) -> str:
     return one_line(text).replace("|", "\\|")
 
 
-def _md_name(rec: KernelRecord) -> str:
+def _md_name(rec: ReportRecord) -> str:
     """`poly_eval (NACC=8)`: the kernel and its variant, as its baseline entry names it, in a code span."""
     variant = rec["key"][2] if rec["key"] and len(rec["key"]) == 5 else NO_VARIANT
     return _md_code(rec["kernel"] if variant == NO_VARIANT else f"{rec['kernel']} ({variant})")
 
 
-def _md_kind(rec: KernelRecord) -> str:
+def _md_kind(rec: ReportRecord) -> str:
     if rec["outcome"] != "passed":
         return rec["outcome"]
     if rec["baseline_status"] in ("new", "new-release"):
@@ -77,7 +77,7 @@ def _md_count(kind: str, n: int) -> str:
     return f"{n} with no baseline file" if kind == "no baseline" else f"{n} {kind}"
 
 
-def _md_facts(rec: KernelRecord) -> str:
+def _md_facts(rec: ReportRecord) -> str:
     """`102 registers, no spills, occupancy 25% at 256 threads`: what a new kernel brings."""
     parts = [f"{rec['registers']} registers"]
     stores, loads = rec["spill_stores"], rec["spill_loads"]
@@ -92,7 +92,7 @@ def _md_facts(rec: KernelRecord) -> str:
     return ", ".join(parts)
 
 
-def _md_rows(rec: KernelRecord, arch: str) -> tuple[list[str], list[str]]:
+def _md_rows(rec: ReportRecord, arch: str) -> tuple[list[str], list[str]]:
     """A kernel's rows, one per failed or changed metric with the reason, its failures first; and the fixes
     its failures name."""
     kernel = _md_name(rec)
@@ -139,7 +139,7 @@ def _md_rows(rec: KernelRecord, arch: str) -> tuple[list[str], list[str]]:
     return rows, fixes
 
 
-def _md_fold_row(rec: KernelRecord, arch: str) -> str:
+def _md_fold_row(rec: ReportRecord, arch: str) -> str:
     spills = "-" if rec["spill_stores"] is None else f"{rec['spill_stores']}/{rec['spill_loads']}"
     occ = "-"
     if rec["occupancy"] is not None and rec["launch"]:
@@ -175,12 +175,12 @@ def _md_table(
     return [more(len(groups))] if reserve - 1 <= room else [], len(groups)
 
 
-def markdown_report(records: Sequence[KernelRecord], *, limit: int = MARKDOWN_LIMIT) -> str:
+def markdown_report(records: Sequence[ReportRecord], *, limit: int = MARKDOWN_LIMIT) -> str:
     """The run as a pull-request comment and job summary: the verdict in one line, then a row per failed or
     changed metric (failures, warnings, changes, new kernels), the unchanged kernels folded. At most `limit`
     characters: past that, whole kernels are left out, and counted."""
     several = len({r["release"] for r in records if r["release"]}) > 1
-    kinds: list[tuple[KernelRecord, str, str]] = []
+    kinds: list[tuple[ReportRecord, str, str]] = []
     for rec in sorted_records(records):
         # A run that compares toolkits has a row per release: the arch cell says which.
         arch = _md_text(rec["arch"] + (f" ({rec['release']})" if several and rec["release"] else ""))

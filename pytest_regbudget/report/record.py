@@ -22,7 +22,7 @@ class DeltaRecord(TypedDict):
     verdict: str
 
 
-class KernelRecord(TypedDict):
+class ReportRecord(TypedDict):
     nodeid: str
     kernel: str
     entry: str | None
@@ -99,14 +99,14 @@ def _delta_record(d: Delta) -> DeltaRecord:
     return DeltaRecord(metric=d.metric, baseline=d.baseline, now=d.now, delta=d.change, verdict=d.verdict)
 
 
-def to_record(r: KernelReport) -> KernelRecord:
+def to_record(r: KernelReport) -> ReportRecord:
     res, occ = r.resources, r.occupancy
     launch = None
     if r.launch is not None:
         launch = [r.launch.threads] if r.launch.blocks is None else [r.launch.threads, r.launch.blocks]
     # cast: the GPU fields are spread in from a plain dict, which TypedDict's constructor cannot check.
     return cast(
-        KernelRecord,
+        ReportRecord,
         dict(
             nodeid=r.nodeid,
             kernel=r.kernel,
@@ -188,12 +188,12 @@ def _gpu_fields(r: KernelReport) -> dict[str, Any]:
     }
 
 
-def sorted_records(records: Iterable[KernelRecord]) -> list[KernelRecord]:
+def sorted_records(records: Iterable[ReportRecord]) -> list[ReportRecord]:
     return sorted(records, key=lambda r: (r["nodeid"], r["kernel"], r["arch"]))
 
 
 def json_text(
-    records: Sequence[KernelRecord], extra: Mapping[str, object] | None = None, first: Sequence[str] = ()
+    records: Sequence[ReportRecord], extra: Mapping[str, object] | None = None, first: Sequence[str] = ()
 ) -> str:
     """`{"kernels": [...], **extra}`, the kernels sorted by test, kernel and arch; the keys of `extra`
     named in `first` come before the kernels (a reader sees the format and version first)."""

@@ -14,7 +14,7 @@ from ..core.baseline import NO_VARIANT, Key
 from ..core.errors import UnknownArchError
 from ..core.kernel_report import delta_text
 from ..core.text import one_line, safe_block
-from .record import DeltaRecord, KernelRecord, sorted_records
+from .record import DeltaRecord, ReportRecord, sorted_records
 
 _SHORT = {"registers": "regs", "spill_stores": "spill st", "spill_loads": "spill ld", "occupancy": "occ"}
 
@@ -26,7 +26,7 @@ def _delta_cell(d: DeltaRecord) -> str:
     return f"{name} {d['delta']:+g}"
 
 
-def baseline_cell(rec: KernelRecord) -> str:
+def baseline_cell(rec: ReportRecord) -> str:
     status = rec["baseline_status"]
     if status == "none" or rec["registers"] is None:
         return "-"
@@ -45,7 +45,7 @@ def cell(value: object) -> str:
     return "-" if value is None else str(value)
 
 
-def regs_cell(rec: KernelRecord) -> str:
+def regs_cell(rec: ReportRecord) -> str:
     """`168`, or with warpgroup roles `168 (inc 232, dec 40)`: the entry count, then each role's target."""
     roles = rec.get("setmaxnreg") or []
     if rec["registers"] is None or not roles:
@@ -56,12 +56,12 @@ def regs_cell(rec: KernelRecord) -> str:
     return f"{rec['registers']} ({shown}: ignored by ptxas)" if ignored else f"{rec['registers']} ({shown})"
 
 
-def _messages_note(rec: KernelRecord) -> str:
+def _messages_note(rec: ReportRecord) -> str:
     count = len(rec.get("ptxas_messages") or [])
     return f", {count} ptxas msg" if count else ""
 
 
-def enforced(rec: KernelRecord) -> bool:
+def enforced(rec: ReportRecord) -> bool:
     """Held to a baseline entry of its own release with every number comparable (as KernelReport's)."""
     return rec["baseline_status"] == "compared" and rec["spill_stores"] is not None
 
@@ -72,13 +72,13 @@ def release_label(release: str) -> str:
 
 
 def enforced_line(
-    records: Sequence[KernelRecord], *, updating: bool = False, strict: bool = False
+    records: Sequence[ReportRecord], *, updating: bool = False, strict: bool = False
 ) -> str | None:
     """How many baseline entries this run measured were held to an entry of their release, and why the
     others were not: `52 of 52 baseline entries enforced (CUDA 12.9)`. Counted per entry (two tests of one
     kernel variant are one), a kernel without a key (a compile error) not at all. None when nothing was
     measured."""
-    by_key: dict[tuple[str, ...], list[KernelRecord]] = {}
+    by_key: dict[tuple[str, ...], list[ReportRecord]] = {}
     for r in records:
         if r["registers"] is not None and r["key"]:
             by_key.setdefault(tuple(r["key"]), []).append(r)
@@ -116,7 +116,7 @@ def enforced_line(
     return line
 
 
-def summary_lines(records: Sequence[KernelRecord]) -> list[str]:
+def summary_lines(records: Sequence[ReportRecord]) -> list[str]:
     """A fixed-width table, one row per (test, kernel, arch), in a stable order."""
     if not records:
         return []
@@ -175,7 +175,7 @@ def summary_lines(records: Sequence[KernelRecord]) -> list[str]:
     return [fmt(header), fmt("-" * w for w in widths), *(safe_block(fmt(row)) for row in rows)]
 
 
-def _cliff_cell(rec: KernelRecord) -> str:
+def _cliff_cell(rec: ReportRecord) -> str:
     """`+3/-5`: registers it can grow before losing a block / must shed to gain one."""
     if rec["cliff_grow"] is None:
         return "-"
@@ -183,14 +183,14 @@ def _cliff_cell(rec: KernelRecord) -> str:
     return f"+{rec['cliff_grow']}/{shed}"
 
 
-def _sass_cell(rec: KernelRecord) -> str:
+def _sass_cell(rec: ReportRecord) -> str:
     if rec["spill_instructions"] is None:
         return "-"
     return f"{rec['spill_instructions_in_loops']}/{rec['spill_instructions']}"
 
 
 def _with_gpu_columns(
-    header: tuple[str, ...], rows: list[tuple[str, ...]], records: list[KernelRecord]
+    header: tuple[str, ...], rows: list[tuple[str, ...]], records: list[ReportRecord]
 ) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
     """Occupancy and time side by side: either alone can be made to look like an improvement."""
     extra = ("drv regs", "drv occ", "time ms", "noise", "base ms", "ratio")
@@ -210,7 +210,7 @@ def _with_gpu_columns(
     return (*header[:-1], *extra, header[-1]), out
 
 
-def _label(rec: KernelRecord) -> str:
+def _label(rec: ReportRecord) -> str:
     return one_line(f"{rec['kernel']} [{rec['arch']}] ({rec['nodeid']})")
 
 
@@ -219,7 +219,7 @@ STALE_SHOWN = 10
 
 
 def baseline_lines(
-    records: Sequence[KernelRecord],
+    records: Sequence[ReportRecord],
     stale: Sequence[Key],
     *,
     updating: bool,
@@ -293,7 +293,7 @@ def _escape(text: str, prop: bool = False) -> str:
     return text.replace(":", "%3A").replace(",", "%2C") if prop else text
 
 
-def github_annotations(records: Sequence[KernelRecord], rootdir: Path) -> list[str]:
+def github_annotations(records: Sequence[ReportRecord], rootdir: Path) -> list[str]:
     """`::error file=...,line=N,title=...::message` at each failing kernel's __global__ line."""
     base = Path(os.environ.get("GITHUB_WORKSPACE") or rootdir)
     out = []
@@ -314,7 +314,7 @@ def github_annotations(records: Sequence[KernelRecord], rootdir: Path) -> list[s
     return out
 
 
-def nvcc_line(records: Sequence[KernelRecord], nvcc: str | None) -> str | None:
+def nvcc_line(records: Sequence[ReportRecord], nvcc: str | None) -> str | None:
     """Which nvcc built the compiler="nvcc" kernels (`nvcc`: the one this process found, described), when
     there were any. The records tell xdist's controller, which finds no nvcc itself, the version."""
     built = [r for r in records if r["nvrtc_version"].startswith("nvcc ")]
@@ -324,7 +324,7 @@ def nvcc_line(records: Sequence[KernelRecord], nvcc: str | None) -> str | None:
     return f"{', '.join(which)} built {len(built)} kernel(s)"
 
 
-def gpu_line(records: Sequence[KernelRecord], gpu_mode: str) -> str:
+def gpu_line(records: Sequence[ReportRecord], gpu_mode: str) -> str:
     """Where the GPU checks ran, or why not (from the records: this probes nothing)."""
     if gpu_mode == "off":
         return "GPU checks: off (--regbudget-gpu=off)"

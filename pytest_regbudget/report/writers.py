@@ -14,9 +14,9 @@ from msgspec import Struct
 from ..core.baseline import atomic_write
 from . import compare, html
 from .markdown import markdown_report
-from .record import KernelRecord, json_text
+from .record import ReportRecord, json_text
 
-Render = Callable[[Sequence[KernelRecord]], str]
+Render = Callable[[Sequence[ReportRecord]], str]
 
 
 class FileWriter(Struct, frozen=True):
@@ -27,7 +27,7 @@ class FileWriter(Struct, frozen=True):
     skip_empty: bool = False  # nothing to say without records
     required: bool = True  # a file the user asked for: not writing it is an error, not a note
 
-    def write(self, records: Sequence[KernelRecord]) -> None:
+    def write(self, records: Sequence[ReportRecord]) -> None:
         text = self.render(records)
         if self.skip_empty and not text:
             return
@@ -38,7 +38,7 @@ class FileWriter(Struct, frozen=True):
             atomic_write(self.path, text)
 
 
-def _markdown(records: Sequence[KernelRecord]) -> str:
+def _markdown(records: Sequence[ReportRecord]) -> str:
     return markdown_report(records) + compare.markdown(compare.across_releases(records)) if records else ""
 
 
@@ -49,7 +49,7 @@ JSON_FORMAT = "pytest-regbudget-report"
 JSON_VERSION = 2
 
 
-def _json(records: Sequence[KernelRecord], scope: Mapping[str, object]) -> str:
+def _json(records: Sequence[ReportRecord], scope: Mapping[str, object]) -> str:
     # Which toolkit release differs from the next on which kernel, when the run built with several.
     comparisons = [c.to_json() for c in compare.across_releases(records)]
     head = {"format": JSON_FORMAT, "version": JSON_VERSION, "scope": dict(scope)}

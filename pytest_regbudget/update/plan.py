@@ -19,12 +19,12 @@ from msgspec.structs import replace
 from ..core import baseline as bl
 from ..core.baseline import base_nodeid
 from ..core.errors import BaselineError
-from ..report.record import KernelRecord
+from ..report.record import ReportRecord
 from ..report.terminal import key_text
 from .scope import Decision, Rule, decide
 
 
-def entry_of(rec: KernelRecord) -> bl.Entry:
+def entry_of(rec: ReportRecord) -> bl.BaselineEntry:
     """The baseline entry a measured record writes: the one its report made (ratchet.entry_of_report).
     BaselineError when the record has none, or one that its own numbers contradict (an edited report)."""
     where = f"{rec['nodeid']} [{rec['arch']}]"
@@ -44,18 +44,18 @@ def entry_of(rec: KernelRecord) -> bl.Entry:
     return entry
 
 
-def _numbers(entry: bl.Entry) -> tuple[object, ...]:
+def _numbers(entry: bl.BaselineEntry) -> tuple[object, ...]:
     return (entry.compiler, entry.registers, entry.spill_stores, entry.spill_loads, entry.stack, entry.smem)
 
 
 class Fresh(Struct):
     """The entries a run measured, one per key, and the keys two tests measured differently."""
 
-    entries: dict[bl.Key, bl.Entry] = field(default_factory=dict)
+    entries: dict[bl.Key, bl.BaselineEntry] = field(default_factory=dict)
     conflicts: list[str] = field(default_factory=list)
 
 
-def fresh_entries(records: Iterable[KernelRecord]) -> Fresh:
+def fresh_entries(records: Iterable[ReportRecord]) -> Fresh:
     """One entry per kernel variant: the tests that measured it, and every launch's occupancy. A key
     measured with other numbers by another test (here, or on another xdist worker or CI shard) is a
     conflict: the entry could hold only one of them."""
@@ -80,13 +80,13 @@ def fresh_entries(records: Iterable[KernelRecord]) -> Fresh:
 class Plan(Struct, frozen=True):
     """What baseline.update is given: the entries to write, and what it removes."""
 
-    write: Mapping[bl.Key, bl.Entry]
+    write: Mapping[bl.Key, bl.BaselineEntry]
     stale: set[bl.Key]
     decision: Decision
 
 
 def plan(
-    old: bl.Baseline, records: Sequence[KernelRecord], fresh: Mapping[bl.Key, bl.Entry], rule: Rule
+    old: bl.Baseline, records: Sequence[ReportRecord], fresh: Mapping[bl.Key, bl.BaselineEntry], rule: Rule
 ) -> Plan:
     """The update of `old` by a run whose records and fresh entries these are, under the stale `rule`.
 

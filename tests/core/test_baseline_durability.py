@@ -34,7 +34,7 @@ while True:
 """
 
 
-def entries(version: int) -> dict[bl.Key, bl.Entry]:
+def entries(version: int) -> dict[bl.Key, bl.BaselineEntry]:
     return {
         (f"kernels/k{i // 10}.cu", f"kernel_{i % 10}", f"N={i}", "sm_90", "12.9"): replace(
             ENTRY,

@@ -20,7 +20,7 @@ def key(n: int) -> bl.Key:
     return (f"kernels/k{n}.cu", "k", bl.NO_VARIANT, "sm_90", "12.9")
 
 
-def load_entries(path: Path) -> dict[bl.Key, bl.Entry]:
+def load_entries(path: Path) -> dict[bl.Key, bl.BaselineEntry]:
     return dict(bl.load(path).entries)
 
 
@@ -150,7 +150,7 @@ def test_bad_entry_fields_name_the_field(tmp_path: Path, fields: str, needle: st
     assert f'{path}: [kernels."kernels/poly.cu"."k"."-"."sm_90"."12.9"]: {needle}' in str(info.value)
 
 
-# --- Entry.merged -----------------------------------------------------------------------------------------
+# --- BaselineEntry.merged -----------------------------------------------------------------------------------
 
 
 def test_merged_keeps_what_the_new_measurement_did_not_measure() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from msgspec.structs import replace
 
-from pytest_regbudget.core.baseline import Entry
+from pytest_regbudget.core.baseline import BaselineEntry
 from pytest_regbudget.core.checks import check
 from pytest_regbudget.core.kernel_report import Delta, KernelReport, compare
 from pytest_regbudget.core.limits import Launch, Limits
@@ -120,7 +120,7 @@ def test_max_threads_from_launch_bounds_blocks_a_bigger_launch() -> None:
     assert "256" in msg
 
 
-def entry(**changes: object) -> Entry:
+def entry(**changes: object) -> BaselineEntry:
     base = {
         "registers": 72,
         "spill_stores": 0,
@@ -134,7 +134,7 @@ def entry(**changes: object) -> Entry:
         "options_hash": "x",
         "occupancy": {"256 threads": 0.5},
     }
-    return Entry(**{**base, **changes})  # type: ignore[arg-type]
+    return BaselineEntry(**{**base, **changes})  # type: ignore[arg-type]
 
 
 def at256(occupancy: float) -> dict[str, float]:

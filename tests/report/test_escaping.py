@@ -16,7 +16,7 @@ from pytest_regbudget.core.ptxas import parse_ptxas_output
 from pytest_regbudget.core.text import one_line, safe_block
 from pytest_regbudget.report import html
 from pytest_regbudget.report.markdown import markdown_report
-from pytest_regbudget.report.record import KernelRecord, to_record
+from pytest_regbudget.report.record import ReportRecord, to_record
 from pytest_regbudget.report.terminal import baseline_lines, github_annotations, summary_lines
 
 PTXAS = """\
@@ -33,20 +33,20 @@ HOSTILE = ["a|b", "x`y", "``z", FORGED, "%0A", "k\r::warning::cr", "k\u2028::err
 LOG = 'bad.cu(2): error: the global scope has no "error"\n  ::error file=x.cu::forged\n    ^\n'
 
 
-def passed(kernel: str, nodeid: str = "t.py::test_k[sm_90]") -> KernelRecord:
+def passed(kernel: str, nodeid: str = "t.py::test_k[sm_90]") -> ReportRecord:
     return to_record(check(nodeid, kernel, "sm_90", "/src/k.cu", RES, Limits(launch=Launch(256))))
 
 
-def failed(kernel: str, nodeid: str = "t.py::test_k[sm_90]") -> KernelRecord:
+def failed(kernel: str, nodeid: str = "t.py::test_k[sm_90]") -> ReportRecord:
     return to_record(check(nodeid, kernel, "sm_90", "/src/k.cu", RES, Limits(max_regs=32)))
 
 
-def errored(kernel: str, source: str = "k.cu", error: str = LOG) -> KernelRecord:
+def errored(kernel: str, source: str = "k.cu", error: str = LOG) -> ReportRecord:
     report = KernelReport("t.py::test_e[sm_90]", kernel, "sm_90", source, None, error=error, line=2)
     return to_record(report)
 
 
-def all_records() -> list[KernelRecord]:
+def all_records() -> list[ReportRecord]:
     return [make(name) for name in HOSTILE for make in (passed, failed, errored)]
 
 

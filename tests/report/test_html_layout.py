@@ -16,7 +16,7 @@ from pytest_regbudget.core.limits import Launch, Limits
 from pytest_regbudget.core.ptxas import parse_ptxas_output
 from pytest_regbudget.core.ratchet import BaselineRule, entry_of_report, ratchet
 from pytest_regbudget.report import html
-from pytest_regbudget.report.record import KernelRecord, to_record
+from pytest_regbudget.report.record import ReportRecord, to_record
 
 PTXAS = """\
 ptxas info    : Compiling entry function 'k' for 'sm_90'
@@ -35,7 +35,7 @@ def measured(
     max_regs: int | None = None,
     level: str = "fail",
     baseline_regs: int | None = 0,
-) -> KernelRecord:
+) -> ReportRecord:
     """Kernel number `i` through the real verdict: checked, held to a baseline entry, made a record.
     `baseline_regs`: 0 for an entry equal to the measurement, a count for one that differs, None for none."""
     res = replace(RES, registers=24 + (i * 7) % 100)  # 24..123: every launch below fits
@@ -57,13 +57,13 @@ def measured(
     return to_record(ratchet(report, BaselineRule(entry=entry, recorded=True)))
 
 
-def broken(i: int) -> KernelRecord:
+def broken(i: int) -> ReportRecord:
     nodeid = f"tests/test_gen_{i // 30:02d}.py::test_kernel[{i}-sm_90]"
     error = "gemm.cu(3): error: identifier <x> is undefined"
     return to_record(KernelReport(nodeid, f"gemm_{i:03d}<float>", "sm_90", "/src/gemm.cu", None, error=error))
 
 
-def suite(n: int = 900) -> list[KernelRecord]:
+def suite(n: int = 900) -> list[ReportRecord]:
     """A large suite as a pull request sees it: a few kernels fail, warn, changed or are new; most do not."""
     out = []
     for i in range(n):

@@ -22,7 +22,7 @@ from pytest_regbudget.core.ptxas import parse_ptxas_output
 from pytest_regbudget.core.ratchet import BaselineRule, entry_of_report, ratchet
 from pytest_regbudget.report import html
 from pytest_regbudget.report.markdown import MARKDOWN_LIMIT, NEW_ROWS, markdown_report
-from pytest_regbudget.report.record import DeltaRecord, KernelRecord, json_text, to_record
+from pytest_regbudget.report.record import DeltaRecord, ReportRecord, json_text, to_record
 from pytest_regbudget.report.terminal import (
     STALE_SHOWN,
     baseline_lines,
@@ -37,9 +37,9 @@ NODEID = "tests/test_kernels.py::test_poly_eval[sm_90]"
 ROOT = Path("/repo")
 
 
-def record(**overrides: Any) -> KernelRecord:
+def record(**overrides: Any) -> ReportRecord:
     """The kernel of docs/getting-started.md: poly_eval on sm_90, 102 registers, 25% at 256 threads."""
-    rec: KernelRecord = {
+    rec: ReportRecord = {
         "nodeid": NODEID,
         "kernel": "poly_eval",
         "entry": "poly_eval",
@@ -123,8 +123,8 @@ def record(**overrides: Any) -> KernelRecord:
         },
     }
     unknown = set(overrides) - set(rec)
-    assert not unknown, f"not a KernelRecord field: {sorted(unknown)}"
-    return cast(KernelRecord, {**rec, **overrides})
+    assert not unknown, f"not a ReportRecord field: {sorted(unknown)}"
+    return cast(ReportRecord, {**rec, **overrides})
 
 
 def delta(metric: str, baseline: float, now: float, verdict: str) -> DeltaRecord:
@@ -132,7 +132,7 @@ def delta(metric: str, baseline: float, now: float, verdict: str) -> DeltaRecord
 
 
 def entry(**overrides: object) -> dict[str, object]:
-    """A baseline entry as `Entry.to_toml()` writes it into a record."""
+    """A baseline entry as `BaselineEntry.to_toml()` writes it into a record."""
     return {
         "registers": 102,
         "spill_stores": 0,
@@ -150,7 +150,7 @@ def entry(**overrides: object) -> dict[str, object]:
     }
 
 
-def failed_poly() -> KernelRecord:
+def failed_poly() -> ReportRecord:
     """docs/getting-started.md section 6: NACC 32 -> 40 took poly_eval from 102 to 126 registers."""
     return record(
         registers=126,
@@ -168,7 +168,7 @@ def failed_poly() -> KernelRecord:
     )
 
 
-def errored(error: str = 'bad.cu(2): error: identifier "x" is undefined\n  x = 1;\n  ^\n') -> KernelRecord:
+def errored(error: str = 'bad.cu(2): error: identifier "x" is undefined\n  x = 1;\n  ^\n') -> ReportRecord:
     """A kernel that did not compile: no ptxas figures at all."""
     return record(
         nodeid="tests/test_kernels.py::test_bad[sm_90]",
@@ -203,8 +203,8 @@ def columns(line: str) -> list[str]:
 
 
 def test_the_helper_record_has_exactly_the_typed_fields() -> None:
-    assert set(record()) == set(KernelRecord.__required_keys__)
-    with pytest.raises(AssertionError, match="not a KernelRecord field"):
+    assert set(record()) == set(ReportRecord.__required_keys__)
+    with pytest.raises(AssertionError, match="not a ReportRecord field"):
         record(regs=1)
 
 
@@ -295,7 +295,7 @@ def test_summary_spill_and_occupancy_cells() -> None:
     assert columns(summary_lines([rec])[2])[3:8] == ["102", "16/24", "40", "4096", "19% @256"]
 
 
-def baseline_cell(rec: KernelRecord) -> str:
+def baseline_cell(rec: ReportRecord) -> str:
     lines = summary_lines([rec])
     start = lines[0].index("baseline")
     end = lines[0].index("verdict")
@@ -392,7 +392,7 @@ BASE_HEADER = [
 GPU_HEADER = ["drv regs", "drv occ", "time ms", "noise", "base ms", "ratio"]
 
 
-def timed(**overrides: Any) -> KernelRecord:
+def timed(**overrides: Any) -> ReportRecord:
     return record(
         gpu_device="NVIDIA H200",
         driver_registers=102,
@@ -437,7 +437,7 @@ def test_summary_keeps_stack_and_smem_right_justified_with_the_sass_column() -> 
 # --- baseline_lines: improvements and stale entries --------------------------------------------------------
 
 
-def improved(**overrides: Any) -> KernelRecord:
+def improved(**overrides: Any) -> ReportRecord:
     return record(
         baseline_status="compared",
         baseline=entry(registers=126, stack=16),
@@ -553,7 +553,7 @@ def test_baseline_lines_cannot_forge_a_workflow_command() -> None:
 # --- enforced_line: the count at the end of the summary --------------------------------------------------
 
 
-def keyed(kernel: str, release: str = "12.9", **overrides: Any) -> KernelRecord:
+def keyed(kernel: str, release: str = "12.9", **overrides: Any) -> ReportRecord:
     """A record of `kernel` with its own baseline key (records of one key are one entry)."""
     return record(
         kernel=kernel, release=release, key=["kernels/k.cu", kernel, "-", "sm_90", release], **overrides
@@ -656,7 +656,7 @@ def judged(
     limits: Limits | None = None,
     level: Level = "fail",
     nodeid: str = "",
-) -> KernelRecord:
+) -> ReportRecord:
     """The record the plugin writes for `kernel` on sm_90 with `regs` registers and `spills` spill bytes,
     held to `limits` (a 256-thread launch by default) and, given `was` (registers, spills), to that entry;
     judged by budget.check and budget.ratchet themselves, so the violations are worded as a user sees them."""
@@ -805,7 +805,7 @@ def test_markdown_new_kernels_get_a_row_each_then_a_fold() -> None:
         ),
     ],
 )
-def test_markdown_verdict_line_counts_each_kernel_once(records: list[KernelRecord], line: str) -> None:
+def test_markdown_verdict_line_counts_each_kernel_once(records: list[ReportRecord], line: str) -> None:
     text = markdown_report(records)
     assert text.splitlines()[:3] == ["### pytest-regbudget" + (" (sm_90)" if records else ""), "", line]
 
@@ -864,7 +864,7 @@ def test_markdown_says_a_failure_two_tests_share_once() -> None:
     assert text.count(FIX) == 1
 
 
-def failing_suite(n: int) -> list[KernelRecord]:
+def failing_suite(n: int) -> list[ReportRecord]:
     """`n` kernels that each fail three budgets (three rows), and three unchanged ones."""
     limits = Limits(max_regs=32, spills=0, launch=Launch(256))
     failed = judged("kernel", 40, 8, limits=limits, recorded=False)
@@ -990,7 +990,7 @@ def test_json_round_trips_every_field_sorted() -> None:
         (NODEID, "poly_eval"),
         (NODEID, "z"),
     ]
-    assert set(loaded["kernels"][0]) == set(KernelRecord.__required_keys__)
+    assert set(loaded["kernels"][0]) == set(ReportRecord.__required_keys__)
     assert text.startswith('{\n  "kernels": [\n    {\n      "nodeid": ')
     assert text.endswith("}\n")
 
@@ -1029,7 +1029,7 @@ def test_to_record_carries_the_baseline_key_and_options_changed() -> None:
         "new-release",
         ["12.8", "13.5"],
     )
-    assert set(rec) == set(KernelRecord.__required_keys__)
+    assert set(rec) == set(ReportRecord.__required_keys__)
     failed = KernelReport(NODEID, "bad", "sm_90", "/repo/kernels/bad.cu", None, error="bad.cu(2): error")
     assert (to_record(failed)["key"], to_record(failed)["options_changed"]) == (None, False)
     assert json.loads(json_text([rec]))["kernels"][0]["key"] == rec["key"]
