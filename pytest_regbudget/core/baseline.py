@@ -90,12 +90,16 @@ class BaselineEntry(Struct, frozen=True):
     extra: Mapping[str, object] = field(default_factory=dict)
     # ptxas's messages for the kernel (a code, "C7508", or the text): a new one fails the ratchet.
     messages: tuple[str, ...] = ()
+    # Its warpgroups' setmaxnreg targets ("dec 40", "inc 232"), sorted: a changed target fails the ratchet.
+    setmaxnreg: tuple[str, ...] = ()
 
     def to_toml(self) -> dict[str, object]:
         out: dict[str, object] = {n: getattr(self, n) for n in INT_FIELDS if getattr(self, n) is not None}
         out.update({name: getattr(self, name) for name in TEXT_FIELDS})
         if self.messages:
             out["ptxas_messages"] = sorted(self.messages)
+        if self.setmaxnreg:
+            out["setmaxnreg"] = sorted(self.setmaxnreg)
         if self.tests:
             out["tests"] = sorted(self.tests)
         out.update(sorted(self.extra.items()))
@@ -152,7 +156,7 @@ def options_hash(*parts: object) -> str:
 def _entry(where: str, table: object) -> BaselineEntry:
     if not isinstance(table, dict):
         raise BaselineError(f"{where}: expected a table of numbers, found {table!r}")
-    known = {*INT_FIELDS, *TEXT_FIELDS, "occupancy", "gpu", "tests", "ptxas_messages"}
+    known = {*INT_FIELDS, *TEXT_FIELDS, "occupancy", "gpu", "tests", "ptxas_messages", "setmaxnreg"}
     gpu = table.get("gpu", {})
     if not isinstance(gpu, dict) or not all(isinstance(v, dict) for v in gpu.values()):
         raise BaselineError(f'{where}: gpu must hold one table per device, e.g. [...gpu."NVIDIA H200"]')
@@ -190,6 +194,7 @@ def _entry(where: str, table: object) -> BaselineEntry:
         tests=tuple(tests),
         gpu=gpu,
         messages=_message_list(where, table.get("ptxas_messages", [])),
+        setmaxnreg=_targets(where, table.get("setmaxnreg", [])),
         extra={k: v for k, v in table.items() if k not in known},
     )
 
@@ -198,6 +203,15 @@ def _message_list(where: str, value: object) -> tuple[str, ...]:
     if not isinstance(value, list) or not all(isinstance(m, str) for m in value):
         raise BaselineError(f"{where}: ptxas_messages = {value!r}, expected a list of strings")
     return tuple(value)
+
+
+def _targets(where: str, value: object) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(v, str) and _TARGET.fullmatch(v) for v in value):
+        raise BaselineError(f'{where}: setmaxnreg = {value!r}, expected a list such as ["dec 40", "inc 232"]')
+    return tuple(value)
+
+
+_TARGET = re.compile(r"(inc|dec) \d+")
 
 
 def _fraction(value: object) -> bool:

@@ -48,6 +48,7 @@ def entry_of_report(report: KernelReport) -> BaselineEntry:
         nvrtc=report.nvrtc_version,
         compiler=report.compiler,
         messages=tuple(sorted({message_key(m) for m in report.messages})),
+        setmaxnreg=targets_of(report),
         options_hash=report.options_hash,
         # Rounded so that the file does not churn on float noise.
         occupancy={} if occ is None or at is None else {at: round(round(occ.occupancy, 6), 4)},
@@ -107,6 +108,12 @@ def ratchet(report: KernelReport, rule: BaselineRule) -> KernelReport:
             f"new ptxas message(s) since the baseline: {', '.join(new_messages)}; if intended, accept them "
             f"with {UPDATE_HINT} and commit {rule.name}"
         )
+    now = targets_of(report)
+    if rule.enforce and old.setmaxnreg and now != old.setmaxnreg:
+        worse.append(
+            f"setmaxnreg targets {', '.join(old.setmaxnreg)} -> {', '.join(now) or 'none'} since the "
+            f"baseline; if intended, accept them with {UPDATE_HINT} and commit {rule.name}"
+        )
     for d in deltas if rule.enforce else []:
         if d.verdict == "worse":
             allowed = f", tolerance {d.tolerance:g}" if d.tolerance else ""
@@ -123,3 +130,8 @@ def ratchet(report: KernelReport, rule: BaselineRule) -> KernelReport:
         # Another compiler (NVRTC -> nvcc) is a build change like a flag: reported, and still enforced.
         options_changed=old.options_hash != report.options_hash or old.compiler != report.compiler,
     )
+
+
+def targets_of(report: KernelReport) -> tuple[str, ...]:
+    """A kernel's setmaxnreg targets as the baseline keeps them: "dec 40", "inc 232", sorted, once each."""
+    return tuple(sorted({f"{direction} {count}" for direction, count in report.setmaxnreg}))

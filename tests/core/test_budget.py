@@ -5,8 +5,10 @@ from __future__ import annotations
 import pytest
 from msgspec.structs import replace
 
+from pytest_regbudget.core import baseline as bl
 from pytest_regbudget.core.baseline import BaselineEntry
 from pytest_regbudget.core.checks import check
+from pytest_regbudget.core.errors import BaselineError
 from pytest_regbudget.core.kernel_report import Delta, KernelReport, compare
 from pytest_regbudget.core.limits import Launch, Limits
 from pytest_regbudget.core.ptxas import parse_ptxas_output
@@ -350,3 +352,34 @@ def test_the_sampler_stops_once_the_interval_settles_both_ceilings() -> None:
     ceiling_only = time_budgets_settled(report, Limits(max_time_ms=1.2, max_time_ratio=1.1), enforce=False)
     assert ceiling_only is not None
     assert ceiling_only(Interval(1.1, 1.0, 1.15))
+
+
+def test_a_changed_setmaxnreg_target_fails_the_ratchet() -> None:
+    # A warp-specialized kernel: its producer drops to 40 registers, its consumers rise to 232.
+    roles = replace(measured(), setmaxnreg=(("dec", 40), ("inc", 232), ("inc", 232)))
+    recorded = entry_of_report(roles)
+    assert recorded.setmaxnreg == ("dec 40", "inc 232")
+    assert recorded.to_toml()["setmaxnreg"] == ["dec 40", "inc 232"]
+    assert bl.entry_from_table(recorded.to_toml()) == recorded
+    same = ratchet(roles, BaselineRule(recorded, recorded=True))
+    assert (same.outcome, same.violations) == ("passed", [])
+    raised = replace(roles, setmaxnreg=(("dec", 40), ("inc", 240)))
+    worse = ratchet(raised, BaselineRule(recorded, recorded=True))
+    assert worse.outcome == "failed"
+    assert worse.violations == [
+        "setmaxnreg targets dec 40, inc 232 -> dec 40, inc 240 since the baseline; if intended, accept them "
+        "with pytest --regbudget-update and commit the baseline"
+    ]
+    dropped = ratchet(measured(), BaselineRule(recorded, recorded=True))  # ptxas dropped the roles (C7508)
+    assert "inc 232 -> none" in dropped.violations[0]
+    # An update records the new targets rather than judging them.
+    assert ratchet(raised, BaselineRule(recorded, recorded=True, enforce=False)).violations == []
+    # An entry written before targets were recorded holds none: nothing to compare with.
+    assert ratchet(roles, BaselineRule(replace(recorded, setmaxnreg=()), recorded=True)).outcome == "passed"
+
+
+@pytest.mark.parametrize("value", [["inc"], ["inc 232", 40], "inc 232", ["up 232"]])
+def test_a_malformed_setmaxnreg_entry_is_refused(value: object) -> None:
+    table = {**entry_of_report(measured()).to_toml(), "setmaxnreg": value}
+    with pytest.raises(BaselineError, match=r"setmaxnreg = .*expected a list such as \["):
+        bl.entry_from_table(table)
