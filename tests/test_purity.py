@@ -44,7 +44,7 @@ ALLOWED: dict[str, set[str]] = {
 }
 # Third-party modules by folder; the standard library is free, but for the tool-running parts of it.
 THIRD_PARTY: dict[str, set[str]] = {
-    "core": {"filelock", "tomli", "tomli_w", "cxxfilt"},
+    "core": {"filelock", "tomli", "tomli_w", "cxxfilt", "pycxxfilt"},
     "build": {"filelock", "triton", "numba", "cuda"},
     "sources": set(),
     "gpu": {"cupy", "pynvml"},

@@ -6,7 +6,8 @@ name; the entry stays in the JSON record's `entry`.
 
 - `demangle(entry)`: the full C++ name, as GNU c++filt prints it (through the `cxxfilt` package, a ctypes
   binding of libstdc++'s own demangler): `void MatrixMulCUDA<32>(float*, float*, float*, int, int)`. A name
-  that is not mangled (`extern "C"`) comes back as it is, and so does one the demangler rejects.
+  libstdc++ refuses (over 1,024 characters: CUTLASS's) goes to LLVM's demangler (`pycxxfilt`), printed with
+  GNU's spacing. A name that is not mangled (`extern "C"`) comes back as it is, and so does one both reject.
 - `readable(entry)`: that name without its return type and parameter list, with its namespaces and template
   arguments as c++filt prints them: `MatrixMulCUDA<32>`, `cutlass::Kernel2<Foo>`,
   `reduce6<float, 256u, true>`, `apply<void (*)(int)>`.
@@ -65,12 +66,29 @@ _OPEN, _CLOSE = "<([{", ">)]}"
 
 
 @functools.lru_cache(maxsize=1)
-def _demangler() -> Callable[[str], str] | None:
+def _demanglers() -> tuple[Callable[[str], str], ...]:
+    """The demanglers a name is tried with, in order: libstdc++'s through `cxxfilt` (GNU c++filt's output),
+    then LLVM's through `pycxxfilt` (Python 3.11+) for the names libstdc++ refuses: it rejects any mangled
+    name over 1,024 characters, as every CUTLASS sm_90 kernel's is (tests/data/names)."""
+    found: list[Callable[[str], str]] = []
     try:
         import cxxfilt  # a ctypes binding: loads libstdc++ (and runs ldconfig -p) when imported
+
+        found.append(cxxfilt.demangle)
     except (ImportError, OSError):
-        return None
-    return cxxfilt.demangle  # type: ignore[no-any-return]
+        pass
+    try:
+        import pycxxfilt  # only where cxxfilt refused a name
+
+        found.append(lambda entry: _gnu_spacing(pycxxfilt.itanium_demangle(entry) or entry))
+    except ImportError:
+        pass
+    return tuple(found)
+
+
+def _gnu_spacing(name: str) -> str:
+    """LLVM's `Foo<Bar<int>>` as GNU prints it, `Foo<Bar<int> >` (but `operator>>`)."""
+    return re.sub(r"(?<!operator)>(?=>)", "> ", name)
 
 
 # entry -> demangled, as the demangler printed it when the compile cache stored the entry's build: a run
@@ -91,13 +109,12 @@ def demangle(entry: str) -> str:
     known = _LEARNT.get(entry)
     if known is not None:
         return known
-    demangler = _demangler()
-    if demangler is None:
-        return entry
-    try:
-        return demangler(entry)
-    except Exception:  # cxxfilt.InvalidName, or its InternalError/LibraryNotFound
-        return entry
+    for demangler in _demanglers():
+        try:
+            return demangler(entry)
+        except Exception:  # cxxfilt.InvalidName (its InternalError, LibraryNotFound); pycxxfilt's ValueError
+            continue
+    return entry
 
 
 def _split_params(name: str) -> tuple[str, str]:

@@ -274,3 +274,41 @@ def test_nvcc_error_hints(log: str, hint: str) -> None:
     assert hint in missing_header_hint(log)
     if not hint:
         assert missing_header_hint(log) == ""
+
+
+CUTLASS = (Path(__file__).parents[1] / "data" / "names" / "cutlass-sm90-kernel-names.txt").read_text().split()
+
+
+@pytest.mark.skipif(sys.version_info < (3, 11), reason="pycxxfilt, LLVM's demangler, needs Python 3.11")
+def test_cutlass_names_libstdcxx_refuses_demangle_through_llvms() -> None:
+    import cxxfilt
+
+    assert len(CUTLASS) == 3
+    assert all(len(n) > 1024 for n in CUTLASS)
+    for name in CUTLASS:  # the reason for the fallback: libstdc++ refuses every one
+        with pytest.raises(cxxfilt.InvalidName):
+            cxxfilt.demangle(name)
+    shown = [names.readable(n) for n in CUTLASS]
+    assert shown[0].startswith(
+        "ws_kernel<cutlass::gemm::kernel::GemmUniversal<cute::tuple<int, int, int, int>, "
+    )
+    assert all(
+        s.startswith("cutlass::device_kernel<cutlass::gemm::kernel::GemmUniversal<") for s in shown[1:]
+    )
+    assert "KernelTmaWarpSpecializedPingpong" in shown[1]
+    assert "KernelTmaWarpSpecializedCooperative" in shown[2]
+    assert ">>" not in "".join(shown)  # GNU's spacing, as cxxfilt prints every other name
+    assert names.select(["cutlass::device_kernel<*"], CUTLASS) == CUTLASS[1:]
+    assert names.select(["ws_kernel<*"], CUTLASS) == CUTLASS[:1]
+
+
+def test_a_name_no_demangler_takes_comes_back_as_it_is() -> None:
+    for entry in ("_Z7reduce", "_Znotmangled", "_Z3fooILi1EEvv$10"):
+        assert names.demangle(entry) == entry
+    assert names.demangle("scale") == "scale"
+
+
+def test_llvm_output_takes_gnus_spacing_but_for_operators() -> None:
+    gnu = names._gnu_spacing
+    assert gnu("void Kernel<Foo<Bar<int>>>()") == "void Kernel<Foo<Bar<int> > >()"
+    assert gnu("S<int>::operator>>(int)") == "S<int>::operator>>(int)"

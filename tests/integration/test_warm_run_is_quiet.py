@@ -161,7 +161,7 @@ def pytest_unconfigure(config):
 # 11 ms: it imports asyncio) and the demangler (about 9 ms: it runs ldconfig to find libstdc++) serve only a
 # build or an update; CuPy only a GPU run (--regbudget-gpu=off here), Triton only a Triton kernel. Everything
 # else is imported at module level (docs/contributing.md).
-NOT_IMPORTED = ("filelock", "cxxfilt", "cupy", "triton")
+NOT_IMPORTED = ("filelock", "cxxfilt", "pycxxfilt", "cupy", "triton")
 
 
 def test_a_warm_run_imports_nothing_it_does_not_use(
