@@ -28,6 +28,7 @@ import tomli_w
 from msgspec import Struct, field
 from msgspec.structs import replace
 
+from . import names
 from .dirs import default_cache_dir
 from .errors import BaselineError
 from .timing import Interval
@@ -296,7 +297,11 @@ def _section(path: Path, name: str, node: object, depth: int) -> dict[Any, Basel
     out: dict[Any, BaselineEntry] = {}
     for key, table in _tables(path, name, node, depth):
         where = f"{path}: [{name}" + "".join(f'."{k}"' for k in key) + "]"
-        out[key] = _entry(where, table)
+        # A kernel name written before build marks were left out of names (names.stable) is read as today's,
+        # so an older file holds the same kernels; the next update writes it so. Two that become one were the
+        # same kernel recorded from two checkouts: the first is kept.
+        source, kernel, *rest = key
+        out.setdefault((source, names.stable(kernel), *rest), _entry(where, table))
     return out
 
 

@@ -61,6 +61,8 @@ import functools
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
+from .errors import CompileError
+
 CANDIDATES = 10
 _OPEN, _CLOSE = "<([{", ">)]}"
 
@@ -152,13 +154,40 @@ def _drop_return_type(head: str) -> str:
 
 
 def signature(entry: str) -> str:
-    """The demangled name without its return type: `MatrixMulCUDA<32>(float*, float*, float*, int, int)`.
-    A name that is not mangled has no return type: it is returned as it is."""
+    """The demangled name without its return type, and without what depends on where and with which library
+    version it was built (`stable`): `MatrixMulCUDA<32>(float*, float*, float*, int, int)`. A name that is
+    not mangled has no return type: it is returned as it is."""
     full = demangle(entry)
     if full == entry:
         return entry
-    head, params = _split_params(full.strip())
+    head, params = _split_params(stable(full.strip()))
     return _drop_return_type(head.strip()) + params
+
+
+# What a demangled name holds of where and with what it was built, not of what the kernel is: nvcc's hash of
+# the file's path in a file-local name, and the versioned, per-arch inline namespaces of CUB, Thrust and
+# libcu++. The exact name stays in the record (`entry`, `demangled`).
+_BUILD_MARKS = (
+    # A `static` function's namespace: _INTERNAL_<path hash>_<length>_<file>_<hash>; the file is in the key.
+    (re.compile(r"\b_INTERNAL_[0-9a-f]{8}_\d+_\w+?_[0-9a-f]{8}::"), ""),
+    # An anonymous namespace the demangler left as nvcc named it.
+    (re.compile(r"\b_GLOBAL__N__[0-9a-f]{8}_\d+_\w+?_[0-9a-f]{8}\b"), "(anonymous namespace)"),
+    # CUB's and Thrust's ABI namespaces: _V_300500_SM_800 (CCCL 2.5+), CUB_200200_SM_800_NS (older).
+    (re.compile(r"\b_V_\d+(?:_SM_\d+)*(?:_NVHPC)?::"), ""),
+    (re.compile(r"\b(?:CUB|THRUST)_\d+(?:_SM_\d+)*_NS::"), ""),
+    # libcu++'s, in any of its namespaces: cuda::std::__4::, cuda::execution::__4::
+    (re.compile(r"\b(cuda::(?:\w+::)*?)__\d+::"), r"\1"),
+)
+
+
+def stable(name: str) -> str:
+    """A demangled name without its build marks (`_BUILD_MARKS`): the same for a file in any directory, on
+    any arch and with any CCCL release. `cub::_V_300500_SM_800::detail::EmptyKernel<void>` ->
+    `cub::detail::EmptyKernel<void>`; `apply<&_INTERNAL_e7bc940b_4_k_cu_73f58c4c::twice>` ->
+    `apply<&twice>`."""
+    for pattern, replacement in _BUILD_MARKS:
+        name = pattern.sub(replacement, name)
+    return name
 
 
 def readable(entry: str) -> str:
@@ -177,12 +206,23 @@ def shown(requested: str, entry: str) -> str:
 
 
 def display_names(entries: Sequence[str]) -> dict[str, str]:
-    """Each entry's readable name; entries sharing one (overloads) get their signatures instead."""
+    """Each entry's readable name; entries sharing one (overloads) get their signatures instead.
+    CompileError when two entries still share one: their names differ only in build marks (`stable`), and
+    one baseline entry cannot hold both."""
     shown = {e: readable(e) for e in dict.fromkeys(entries)}  # an entry listed twice is no overload
     counts: dict[str, int] = {}
     for name in shown.values():
         counts[name] = counts.get(name, 0) + 1
-    return {e: signature(e) if counts[name] > 1 else name for e, name in shown.items()}
+    final = {e: signature(e) if counts[name] > 1 else name for e, name in shown.items()}
+    seen: dict[str, str] = {}
+    for entry, name in final.items():
+        other = seen.setdefault(name, entry)
+        if other != entry:
+            raise CompileError(
+                f"two kernels read as {name!r} once the path hashes and library versions are left out of "
+                f"their names: {other} and {entry}. One baseline entry cannot hold both: rename one of them"
+            )
+    return final
 
 
 def _unqualified(name: str) -> str:

@@ -27,6 +27,7 @@ import pytest
 
 from ..build.binary import read_binary
 from ..build.options import CompileOptions
+from ..core import names
 from ..core.errors import CompileError, MarkerError, RegbudgetWarning, ToolchainError
 from ..update.scope import COLLECTED
 from . import manifest
@@ -213,7 +214,12 @@ class ManifestCollection:
                 f"cannot list the kernels of {self.manifest.relative(path)} for {self.manifest.label} "
                 f"({table.label}):\n{exc}"
             ) from None
-        return list(dict.fromkeys(found))
+        # One entry per kernel: a CUB kernel's mangled name differs per arch (its namespace names the arch),
+        # and its stable signature does not (names.stable). Each arch's build finds its own entry by name.
+        kernels: dict[str, str] = {}
+        for entry in found:
+            kernels.setdefault(names.signature(entry), entry)
+        return list(kernels.values())
 
 
 def _at_or_below(path: Path, target: Path) -> bool:

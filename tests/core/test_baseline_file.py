@@ -248,3 +248,26 @@ def test_written_files_are_not_private(tmp_path: Path) -> None:
 def test_entry_from_table_reads_what_to_toml_writes() -> None:
     entry = replace(ENTRY, gpu={"NVIDIA H200": {"time_ms": 0.5}}, extra={"gpu_ms": 0.89})
     assert bl.entry_from_table(entry.to_toml()) == entry
+
+
+def test_a_key_written_with_build_marks_reads_as_todays_name(tmp_path: Path) -> None:
+    # A file written before names.stable: CUB's per-arch namespace and nvcc's path hash in the kernel names.
+    old = {
+        ("k.cu", "cub::_V_300500_SM_800::detail::EmptyKernel<void>", "-", "sm_80", "12.9"): ENTRY,
+        ("k.cu", "apply<&_INTERNAL_e7bc940b_4_k_cu_73f58c4c::twice>", "-", "sm_80", "12.9"): ENTRY,
+        # the same kernel recorded from another checkout: one entry, the file's first (6128e6a5 sorts first)
+        ("k.cu", "apply<&_INTERNAL_6128e6a5_4_k_cu_73f58c4c::twice>", "-", "sm_80", "12.9"): replace(
+            ENTRY, registers=99
+        ),
+    }
+    path = tmp_path / "b.toml"
+    path.write_text(bl.dumps(bl.Baseline(old)))
+    assert bl.load(path).entries == {
+        ("k.cu", "apply<&twice>", "-", "sm_80", "12.9"): replace(ENTRY, registers=99),
+        ("k.cu", "cub::detail::EmptyKernel<void>", "-", "sm_80", "12.9"): ENTRY,
+    }
+    # The next update writes today's names, and loses no entry.
+    bl.update(path, {}, set(), lock_dir=tmp_path / "locks")
+    assert "_INTERNAL_" not in path.read_text()
+    assert "_V_300500" not in path.read_text()
+    assert len(bl.load(path).entries) == 2

@@ -12,6 +12,7 @@ import pytest
 from pytest_regbudget.build.compiler import kernel_line
 from pytest_regbudget.build.nvcc import missing_header_hint, wheel_include_dirs
 from pytest_regbudget.core import names
+from pytest_regbudget.core.errors import CompileError
 
 MATMUL16 = "_Z13MatrixMulCUDAILi16EEvPfS0_S0_ii"
 MATMUL32 = "_Z13MatrixMulCUDAILi32EEvPfS0_S0_ii"
@@ -312,3 +313,40 @@ def test_llvm_output_takes_gnus_spacing_but_for_operators() -> None:
     gnu = names._gnu_spacing
     assert gnu("void Kernel<Foo<Bar<int>>>()") == "void Kernel<Foo<Bar<int> > >()"
     assert gnu("S<int>::operator>>(int)") == "S<int>::operator>>(int)"
+
+
+@pytest.mark.parametrize(
+    ("demangled", "stable"),
+    [
+        # nvcc's path hash of a `static` function's file-local namespace, as a template argument
+        ("apply<&_INTERNAL_e7bc940b_4_k_cu_73f58c4c::twice>", "apply<&twice>"),
+        # an anonymous namespace the demangler did not recognise
+        ("_GLOBAL__N__95bb1a45_7_sum_cu_3f6a1c2b::k<1>", "(anonymous namespace)::k<1>"),
+        # CUB's versioned, per-arch namespace (CCCL 2.5+, one arch or several), and older CUB's and Thrust's
+        ("cub::_V_300500_SM_800::detail::EmptyKernel<void>", "cub::detail::EmptyKernel<void>"),
+        ("cub::_V_300500_SM_800_SM_900::detail::EmptyKernel<void>", "cub::detail::EmptyKernel<void>"),
+        ("cub::CUB_200200_SM_800_NS::DeviceReduceKernel<float>", "cub::DeviceReduceKernel<float>"),
+        (
+            "thrust::THRUST_200200_SM_900_NS::cuda_cub::core::_kernel_agent<int>",
+            "thrust::cuda_cub::core::_kernel_agent<int>",
+        ),
+        # libcu++'s ABI namespace in any of its namespaces, but not an identifier that starts with __
+        (
+            "k<cuda::std::__4::plus<void>, (cuda::execution::__4::determinism::__determinism_t)1>",
+            "k<cuda::std::plus<void>, (cuda::execution::determinism::__determinism_t)1>",
+        ),
+        ("MatrixMulCUDA<32>", "MatrixMulCUDA<32>"),
+    ],
+)
+def test_stable_names_leave_out_path_hashes_and_library_versions(demangled: str, stable: str) -> None:
+    assert names.stable(demangled) == stable
+
+
+def test_kernels_of_one_build_that_read_alike_are_an_error_naming_both() -> None:
+    one = "_Z5applyIXadL_ZN34_INTERNAL_e7bc940b_4_k_cu_73f58c4c5twiceEfEEEvPf"
+    other = "_Z5applyIXadL_ZN34_INTERNAL_6128e6a5_4_k_cu_73f58c4c5twiceEfEEEvPf"
+    assert names.display_names([one]) == {one: "apply<&twice>"}
+    with pytest.raises(
+        CompileError, match=rf"two kernels read as 'apply<&twice>\(float\*\)' .*: {one} and {other}"
+    ):
+        names.display_names([one, other])
