@@ -187,7 +187,9 @@ def stable(name: str) -> str:
     `apply<&twice>`."""
     for pattern, replacement in _BUILD_MARKS:
         name = pattern.sub(replacement, name)
-    return name
+    # One spelling of a literal template argument, whatever its type: `256u` and `(ggml_type)10` are `256` and
+    # `10`, as a node id and a name written by hand spell them.
+    return _SPACED_CAST.sub("", _SUFFIX.sub(r"\1", name))
 
 
 def readable(entry: str) -> str:
@@ -251,6 +253,7 @@ _SPACE = re.compile(r"\s+")
 _WORD = re.compile(r"\w")
 _SUFFIX = re.compile(r"(?<![\w.])(\d+)(?:[uU](?:ll|LL|l|L)?|(?:ll|LL|l|L)[uU]?)(?![\w.])")
 _CAST = re.compile(r"(?<=[<,])\([A-Za-z_][\w:]*(?: [A-Za-z_][\w:]*)*\)(?=-?\d)")
+_SPACED_CAST = re.compile(r"(?:(?<=<)|(?<=, ))\([A-Za-z_][\w:]*(?: [A-Za-z_][\w:]*)*\)(?=-?\d)")
 
 
 def _squeeze(match: re.Match[str]) -> str:

@@ -45,14 +45,14 @@ ENTRIES = [
         (
             REDUCE,
             "void reduce6<float, 256u, true>(float*, float*, unsigned int)",
-            "reduce6<float, 256u, true>",
+            "reduce6<float, 256, true>",
         ),
         (KERNEL2, "void cutlass::Kernel2<Foo>(Foo::Params)", "cutlass::Kernel2<Foo>"),
         (FN_POINTER, "void apply<void (*)(int)>(void (*)(int))", "apply<void (*)(int)>"),
         ("_Z3barIXadL_Z4funcvEEEvv", "void bar<&(func())>()", "bar<&(func())>"),
         (OVERLOAD_FLOAT, "k(float*)", "k"),
         (ANONYMOUS, "(anonymous namespace)::anon()", "(anonymous namespace)::anon"),
-        (CHAR_ARG, "void foo<char, (char)65>()", "foo<char, (char)65>"),
+        (CHAR_ARG, "void foo<char, (char)65>()", "foo<char, 65>"),
         ("scale", "scale", "scale"),  # extern "C": not mangled
         ("_Znotmangled", "_Znotmangled", "_Znotmangled"),  # the demangler rejects it: kept as it is
     ],
@@ -186,13 +186,13 @@ def test_candidates_of_a_large_module_stay_short() -> None:
     entries = [f"_Z7reduce{k}IfLj{2**b}ELb{p}EEvPT_S1_j" for k in range(7) for b in range(16) for p in (0, 1)]
     entries = entries[:215]
     listing = names.candidates("reduce6<float, 256, true>", entries)
-    assert listing.startswith("reduce6<float, 256u, true>, ")
+    assert listing.startswith("reduce6<float, 256, true>, ")
     assert listing.endswith(" and 205 more")
     assert len(listing) < 400
 
 
 def test_shown_is_the_readable_name_whatever_the_spelling() -> None:
-    assert names.shown("reduce6<float,256,true>", REDUCE) == "reduce6<float, 256u, true>"
+    assert names.shown("reduce6<float,256u,true>", REDUCE) == "reduce6<float, 256, true>"
     assert names.shown(MATMUL32, MATMUL32) == "MatrixMulCUDA<32>"
     assert names.shown("Kernel2<Foo>", KERNEL2) == "cutlass::Kernel2<Foo>"
     assert names.shown("k(float *)", OVERLOAD_FLOAT) == "k(float*)"
@@ -333,9 +333,13 @@ def test_llvm_output_takes_gnus_spacing_but_for_operators() -> None:
         # libcu++'s ABI namespace in any of its namespaces, but not an identifier that starts with __
         (
             "k<cuda::std::__4::plus<void>, (cuda::execution::__4::determinism::__determinism_t)1>",
-            "k<cuda::std::plus<void>, (cuda::execution::determinism::__determinism_t)1>",
+            "k<cuda::std::plus<void>, 1>",
         ),
         ("MatrixMulCUDA<32>", "MatrixMulCUDA<32>"),
+        # one spelling of a literal template argument: c++filt's suffixes and casts go
+        ("reduce6<float, 256u, true>", "reduce6<float, 256, true>"),
+        ("mul_mat_vec_q<(ggml_type)10, 8>", "mul_mat_vec_q<10, 8>"),
+        ("k<(unsigned char)3, 5ul>", "k<3, 5>"),
     ],
 )
 def test_stable_names_leave_out_path_hashes_and_library_versions(demangled: str, stable: str) -> None:

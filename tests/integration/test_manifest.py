@@ -379,8 +379,8 @@ int main() {
 READABLE = [
     "MatrixMulCUDA<16>",
     "MatrixMulCUDA<32>",
-    "lib::reduce6<float, 256u, true>",
-    "lib::reduce6<double, 192u, false>",
+    "lib::reduce6<float, 256, true>",
+    "lib::reduce6<double, 192, false>",
     "plain_scale",
 ]
 

@@ -6,13 +6,14 @@ from pathlib import Path
 
 import pytest
 
+from pytest_regbudget.core import names
 from pytest_regbudget.core.errors import ManifestError, MarkerError
 from pytest_regbudget.plugin import manifest
 from pytest_regbudget.plugin import manifest as mf
 
 MANGLED_32 = "_Z13MatrixMulCUDAILi32EEvPfS0_S0_ii"
 MANGLED_16 = "_Z13MatrixMulCUDAILi16EEvPfS0_S0_ii"
-REDUCE = "_Z7reduce6IfLj256ELb1EEvPKT_PS0_j"  # reduce6<float, 256u, true>
+REDUCE = "_Z7reduce6IfLj256ELb1EEvPKT_PS0_j"  # reduce6<float, 256, true> (c++filt: 256u)
 ENTRIES = [MANGLED_16, MANGLED_32, REDUCE, "plain_scale"]
 
 
@@ -234,7 +235,7 @@ def test_later_tables_refine_the_kernels_they_select(root: Path) -> None:
     assert list(by_name) == [
         "MatrixMulCUDA<16>",
         "MatrixMulCUDA<32>",
-        "reduce6<float, 256u, true>",
+        "reduce6<float, 256, true>",
         "plain_scale",
     ]
     assert [t.index for t in by_name["MatrixMulCUDA<32>"].tables] == [1, 2]
@@ -246,7 +247,7 @@ def test_later_tables_refine_the_kernels_they_select(root: Path) -> None:
     }
     assert by_name["MatrixMulCUDA<16>"].keys()["max_regs"] == 64
     assert by_name["MatrixMulCUDA<32>"].entry == MANGLED_32
-    assert by_name["reduce6<float, 256u, true>"].variants() == [(("NACC", "8"),), (("NACC", "16"),)]
+    assert by_name["reduce6<float, 256, true>"].variants() == [(("NACC", "8"),), (("NACC", "16"),)]
     assert by_name["MatrixMulCUDA<16>"].variants() == [()]
     budget = by_name["MatrixMulCUDA<32>"].budget(a, root, ())
     assert (budget.kernel, budget.compiler, budget.source) == ("MatrixMulCUDA<32>", "nvcc", a)
@@ -301,7 +302,7 @@ def test_a_name_no_listing_found_is_its_own_kernel_and_patterns_refine_it(root: 
     ("name", "expected"),
     [
         ("MatrixMulCUDA<32>", "MatrixMulCUDA<32>"),
-        ("reduce6<float, 256u, true>", "reduce6<float,256,true>"),
+        ("reduce6<float, 256, true>", "reduce6<float,256,true>"),
         ("cutlass::Kernel2<cutlass::Foo>", "cutlass.Kernel2<cutlass.Foo>"),
         ("k<unsigned int>", "k<unsigned_int>"),
         ("k(float*)", "k(float*)"),
@@ -326,3 +327,11 @@ def test_arch_conflict_with_the_ini(root: Path) -> None:
     message = mf.arch_conflict(m, ["sm_90"])
     assert message is not None
     assert "arch = ['sm_80', 'sm_90'] and ini regbudget_arch = sm_90 disagree" in message
+
+
+def test_an_items_id_is_its_reported_name_without_spaces_and_with_dots() -> None:
+    # ggml's mul_mat_vec_q<(ggml_type)10, 8>, as c++filt prints it: the report and the key say
+    # mul_mat_vec_q<10, 8>, and the id the same name, as pytest can hold it.
+    shown = names.stable("ggml::mul_mat_vec_q<(ggml_type)10, 8>")
+    assert shown == "ggml::mul_mat_vec_q<10, 8>"
+    assert mf.kernel_id(shown) == shown.replace("::", ".").replace(" ", "") == "ggml.mul_mat_vec_q<10,8>"
