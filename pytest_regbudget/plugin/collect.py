@@ -19,7 +19,7 @@ collection error of that file alone, with the compiler's log.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -147,7 +147,8 @@ class ManifestCollection:
         self._start_listings()
         path = Path(node.path)
         manifest = self.manifest
-        entries = self._listing(path) if manifest.lists(path) else None
+        by_arch = self._listing(path) if manifest.lists(path) else None
+        entries = None if by_arch is None else _one_per_kernel(e for held in by_arch.values() for e in held)
         kernels, unmatched = manifest.kernels(
             path, entries, manifest.compiler_of(path, self.session.settings.compiler)
         )
@@ -159,9 +160,18 @@ class ManifestCollection:
             while name in ids:  # two names that read alike once made into ids
                 name += "~"
             ids.add(name)
-            yield from self._kernel_items(node, path, kernel, name)
+            # A listed kernel is collected for the archs whose build holds it (a kernel guarded by
+            # __CUDA_ARCH__ exists on some only); one the tables only name, for every arch.
+            held = None
+            if by_arch is not None and names.match(kernel.name, entries or []) is not None:
+                held = {
+                    arch for arch, found in by_arch.items() if names.match(kernel.name, found) is not None
+                }
+            yield from self._kernel_items(node, path, kernel, name, held)
 
-    def _kernel_items(self, node: KernelFile, path: Path, kernel: Kernel, name: str) -> Iterator[pytest.Item]:
+    def _kernel_items(
+        self, node: KernelFile, path: Path, kernel: Kernel, name: str, held: set[str] | None = None
+    ) -> Iterator[pytest.Item]:
         session = self.session
         for variant in kernel.variants():
             try:
@@ -172,7 +182,7 @@ class ManifestCollection:
                 raise node.CollectError(
                     f"{self.manifest.label}: kernel {kernel.name} of {node.nodeid} (tables {tables}): {exc}"
                 ) from None
-            archs = tuple(session.item_archs(budget))
+            archs = tuple(a for a in session.item_archs(budget) if held is None or a in held)
             prefix = f"{variant_id(variant)}-" if variant else ""
             if not archs:
                 wanted = ",".join(budget.archs or ())
@@ -190,15 +200,16 @@ class ManifestCollection:
                 )
                 yield item
 
-    def _listing(self, path: Path) -> list[str]:
-        """The entries of every kernel the file holds on any of the run's archs (a union, in order)."""
+    def _listing(self, path: Path) -> dict[str, list[str]]:
+        """The entries of every kernel the file holds, per arch of the run."""
         table = self.manifest.listing_table(path)
         archs = self.session.settings.archs
-        found: list[str] = []
+        found: dict[str, list[str]] = {arch: [] for arch in archs}
         try:
             if table.binary:
-                held = read_binary(path, self.session.builder.toolkit_or_none())
-                found = [k.name for k in held if k.arch in archs]
+                for k in read_binary(path, self.session.builder.toolkit_or_none()):
+                    if k.arch in found:
+                        found[k.arch].append(k.name)
             else:
                 compiler = self.manifest.compiler_of(path, self.session.settings.compiler)
                 if compiler not in LISTING_COMPILERS:
@@ -208,18 +219,22 @@ class ManifestCollection:
                     )
                 options = _listing_options(table.keys, self.manifest.rootdir)
                 for arch in archs:
-                    found += self.session.builder.entries(path, arch, options, compiler)
+                    found[arch] = self.session.builder.entries(path, arch, options, compiler)
         except (CompileError, ToolchainError) as exc:
             raise KernelFile.CollectError(
                 f"cannot list the kernels of {self.manifest.relative(path)} for {self.manifest.label} "
                 f"({table.label}):\n{exc}"
             ) from None
-        # One entry per kernel: a CUB kernel's mangled name differs per arch (its namespace names the arch),
-        # and its stable signature does not (names.stable). Each arch's build finds its own entry by name.
-        kernels: dict[str, str] = {}
-        for entry in found:
-            kernels.setdefault(names.signature(entry), entry)
-        return list(kernels.values())
+        return found
+
+
+def _one_per_kernel(entries: Iterable[str]) -> list[str]:
+    """One entry per kernel, in order: a CUB kernel's mangled name differs per arch (its namespace names the
+    arch), and its stable signature does not (names.stable). Each arch's build finds its own entry by name."""
+    kernels: dict[str, str] = {}
+    for entry in entries:
+        kernels.setdefault(names.signature(entry), entry)
+    return list(kernels.values())
 
 
 def _at_or_below(path: Path, target: Path) -> bool:

@@ -565,3 +565,30 @@ def test_a_warm_manifest_run_reads_each_listing_once(pytester: pytest.Pytester) 
     result = pytester.runpytest("--regbudget-arch=sm_80,sm_90", "--regbudget-jobs=1")
     result.assert_outcomes(passed=files * 4)
     result.stdout.fnmatch_lines([f"compile cache *: {files * 2} hits, 0 misses*"])
+
+
+def test_a_kernel_that_exists_on_one_arch_is_collected_for_that_arch_only(pytester: pytest.Pytester) -> None:
+    # NVRTC compiles device code alone: a kernel guarded by __CUDA_ARCH__ is in the sm_90 build only.
+    write(
+        pytester,
+        "kernels/k.cu",
+        """
+        extern "C" __global__ void everywhere(float* x) { x[threadIdx.x] += 1.0f; }
+        #if __CUDA_ARCH__ >= 900
+        extern "C" __global__ void hopper_only(float* x) { x[threadIdx.x] *= 2.0f; }
+        #endif
+        """,
+    )
+    write(pytester, "regbudget.toml", 'arch = ["sm_80", "sm_90"]\n[[kernels]]\nsource = ["kernels/*.cu"]\n')
+    assert sorted(collected(pytester)) == [
+        "kernels/k.cu::everywhere[sm_80]",
+        "kernels/k.cu::everywhere[sm_90]",
+        "kernels/k.cu::hopper_only[sm_90]",
+    ]
+    result, records = run_json(pytester)
+    result.assert_outcomes(passed=3)
+    assert sorted((r["kernel"], r["arch"]) for r in records) == [
+        ("everywhere", "sm_80"),
+        ("everywhere", "sm_90"),
+        ("hopper_only", "sm_90"),
+    ]
