@@ -66,7 +66,6 @@ class Report(Struct, frozen=True):
 
 def read_report(path: Path) -> Report:
     """A --regbudget-json report of this plugin's version; CliError naming the file otherwise."""
-
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -218,7 +217,6 @@ def check_baseline(path: Path) -> list[str]:
     """Problems of a baseline file that loads: entries for archs this plugin does not know, and kernel
     names that differ only in their spelling (two entries for one kernel). The file's own errors (TOML,
     schema) raise CliError."""
-
     try:
         loaded = bl.load(path)
     except BaselineError as exc:
@@ -317,7 +315,6 @@ def explain(
 ) -> list[Row]:
     """Build `kernel` per (bounds, arch), as `__launch_bounds__` placed in its source would, and read each
     build as the plugin does."""
-
     options = CompileOptions.make(defines=list(defines))
     toolkit = discover(named=toolkit_name)
     text = read_source(source)
@@ -359,7 +356,6 @@ def explain(
 def _resources(source: Path, text: str, kernel: str, arch: str, options: Any, toolkit: Any, nvcc: Any) -> Any:
     """The build of `text` (a variant of `source`) as the plugin makes it (`compile_kernel`). nvcc reads a
     file, so its variant is compiled beside a copy, with the source's directory on the include path."""
-
     if nvcc is None:
         return compile_kernel(source, kernel, arch, options, toolkit, source_text=text).resources
     with tempfile.TemporaryDirectory(prefix="regbudget-explain-") as tmp:
@@ -393,7 +389,6 @@ def table(rows: Sequence[Row]) -> list[str]:
 def headroom(root: Path) -> int:
     """Registers of headroom for the suggested budget: ini `regbudget_headroom` (e.g. "registers=8") in the
     project's pyproject.toml or pytest.ini; 0 without one."""
-
     value = ""
     pyproject = root / "pyproject.toml"
     if pyproject.is_file():

@@ -85,7 +85,6 @@ class Builder:
 
     def nvdisasm(self) -> Path:
         """nvdisasm for the SASS diagnostics; SassError (naming the `sass` extra) when there is none."""
-
         found = disasm.find_nvdisasm(self.toolkit_or_none())
         if found is None:
             raise SassError(

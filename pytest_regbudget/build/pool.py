@@ -154,7 +154,6 @@ class Prefetcher:
 
     def _outputs(self, unit: Unit, kernel: str | None) -> UnitOutputs:
         """The unit's outputs: built here, or by the thread already at it."""
-
         future = self._future(unit, kernel)
         # Wait in short slices: a plain result() would hold off Ctrl-C until the build ends.
         while True:
@@ -169,7 +168,6 @@ class Prefetcher:
 
     def _future(self, unit: Unit, kernel: str | None) -> Future[UnitOutputs]:
         """The unit's one future in this process; the first caller builds it."""
-
         with self._lock:
             future = self._units.get(unit)
             if future is not None:

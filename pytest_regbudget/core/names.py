@@ -252,8 +252,10 @@ def base_name(name: str) -> str:
 _SPACE = re.compile(r"\s+")
 _WORD = re.compile(r"\w")
 _SUFFIX = re.compile(r"(?<![\w.])(\d+)(?:[uU](?:ll|LL|l|L)?|(?:ll|LL|l|L)[uU]?)(?![\w.])")
-_CAST = re.compile(r"(?<=[<,])\([A-Za-z_][\w:]*(?: [A-Za-z_][\w:]*)*\)(?=-?\d)")
-_SPACED_CAST = re.compile(r"(?:(?<=<)|(?<=, ))\([A-Za-z_][\w:]*(?: [A-Za-z_][\w:]*)*\)(?=-?\d)")
+# A cast in front of a literal template argument: `(ggml_type)10`, `(unsigned char)3`.
+_CAST_OF_LITERAL = r"\([A-Za-z_][\w:]*(?: [A-Za-z_][\w:]*)*\)(?=-?\d)"
+_CAST = re.compile(r"(?<=[<,])" + _CAST_OF_LITERAL)  # in a name without spaces (normalize)
+_SPACED_CAST = re.compile(r"(?:(?<=<)|(?<=, ))" + _CAST_OF_LITERAL)  # in c++filt's spacing (stable)
 
 
 def _squeeze(match: re.Match[str]) -> str:

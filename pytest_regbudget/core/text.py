@@ -62,6 +62,5 @@ def safe_block(text: str) -> str:
 def close_key_hint(key: str, valid: Sequence[str]) -> str:
     """` (did you mean 'max_regs'?)` for a misspelt key of `valid`, else nothing (markers, tolerances,
     the manifest's tables and the command line say it alike)."""
-
     close = difflib.get_close_matches(key, valid, n=1, cutoff=0.5)
     return f" (did you mean {close[0]!r}?)" if close else ""

@@ -162,7 +162,6 @@ class Device:
         triton.testing.do_bench_cudagraph does): the launch overhead and the events' resolution would
         otherwise be most of the figure. Graph samples run with a warm L2: a flush between the graph's
         launches would cost more than the kernel. A kernel too short even for that is `too_short`."""
-
         cp = self.cupy
         self._opt_in(kernel, dynamic_smem)
         started = time.perf_counter()

@@ -67,7 +67,6 @@ class GpuRunner:
 
     def load_and_probe(self, facts: KernelFacts, limits: Limits, key: str) -> tuple[Any, GpuFacts]:
         """Load exactly the measured cubin and ask the driver about it (at the launch size, if any)."""
-
         dev = gpu.device()
         loaded = dev.load(facts.cubin, facts.entry, key)
         threads = limits.launch.threads if limits.launch else None
@@ -86,7 +85,6 @@ class GpuRunner:
         decided: Callable[[Interval], bool] | None = None,
     ) -> Timing:
         """Time a loaded kernel; a launch the driver refuses raises LaunchError with the arithmetic."""
-
         try:
             dev = gpu.device()
             return dev.benchmark(loaded, grid, block, args, dynamic_smem, flush_l2=flush_l2, decided=decided)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -42,24 +43,14 @@ def project(root: Path) -> None:
 
 
 def run(pytester: pytest.Pytester, cwd: Path, *args: str) -> tuple[pytest.RunResult, list[dict[str, object]]]:
+    """pytest in `cwd` (a fresh process: nvcc's path hashes are made from where the project is)."""
     out = cwd / "r.json"
-    result = (
-        pytester.run("python", "-m", "pytest", *ARGS, f"--regbudget-json={out}", *args, timeout=600)
-        if cwd == pytester.path
-        else _run_in(pytester, cwd, out, *args)
-    )
+    with pytest.MonkeyPatch.context() as mp:
+        mp.chdir(cwd)
+        result = pytester.run(
+            sys.executable, "-m", "pytest", *ARGS, f"--regbudget-json={out}", *args, timeout=600
+        )
     return result, json.loads(out.read_text())["kernels"]
-
-
-def _run_in(pytester: pytest.Pytester, cwd: Path, out: Path, *args: str) -> pytest.RunResult:
-    here = Path.cwd()
-    try:
-        import os
-
-        os.chdir(cwd)
-        return pytester.run("python", "-m", "pytest", *ARGS, f"--regbudget-json={out}", *args, timeout=600)
-    finally:
-        os.chdir(here)
 
 
 @pytest.mark.slow  # four nvcc builds of a CUB reduction
