@@ -203,7 +203,7 @@ def _cmd_merge(args: argparse.Namespace) -> int:
         rule = Rule(merged_scope, archs, prefixes, rootdir, selection, built)
         planned = update.plan(old, records, fresh.entries, rule)
         try:
-            counts = bl.update(path, planned.write, planned.stale)
+            counts = bl.update(path, planned.write, planned.stale, moved=planned.moved)
         except BaselineError as exc:
             raise CliError(f"baseline NOT updated: {exc}") from None
         print(f"baseline {path} updated: {counts}")

@@ -149,6 +149,9 @@ class Builder:
             self._options_hashes[options] = known
         return known
 
+    def build_settings(self, options: CompileOptions) -> tuple[str, ...]:
+        return options.settings(relative_to=self.settings.rootdir)
+
     def cache_line(self, workers: CacheStats) -> str:
         if self.settings.cache_dir is None:
             return "compile cache: off (--regbudget-no-cache)"
@@ -188,6 +191,9 @@ class ItemEnv:
 
     def options_hash(self, options: CompileOptions) -> str:
         return self._builder.options_hash(options)
+
+    def build_settings(self, options: CompileOptions) -> tuple[str, ...]:
+        return self._builder.build_settings(options)
 
     def frontend(self, key: str | None, make: Callable[[], FrontendPtx]) -> FrontendPtx:
         return self._builder.cache.frontend(key, make)

@@ -1,6 +1,6 @@
 """How a kernel is compiled: `CompileOptions` (defines, include directories, compiler and ptxas options, line
-info), turned into flags in one place (`flags`), with the variant its defines name and the identity that keys
-the cache and the baseline's options_hash.
+info), turned into flags in one place (`flags`), with the variant its defines name, the build settings a
+baseline entry records, and the identity that keys the cache and the baseline's options_hash.
 """
 
 from __future__ import annotations
@@ -34,6 +34,10 @@ class CompileOptions(Struct, frozen=True):
     # Files (or globs, or directories) the build reads that the cache cannot find by itself, such as a
     # header named through a macro: hashed into the cache key; the compilers never see them.
     depends: tuple[str, ...] = ()
+    # Defines of the whole build (a manifest table's `defines`), as opposed to `defines`, which choose a
+    # variant: recorded with the entry as a build setting, not in its key, so that a build-wide flag that
+    # changes no code does not re-key every kernel. A variant's define of the same name wins.
+    build_defines: tuple[tuple[str, str | None], ...] = ()
 
     @classmethod
     def make(
@@ -68,10 +72,13 @@ class CompileOptions(Struct, frozen=True):
         Path fields become lists (relative to `relative_to` when given, for a hash that is the same on
         every checkout).
         """
+        # The build's defines in one list, as the compilers see them (and as 0.1 keyed them): moving a define
+        # between the variant and the build settings changes neither the cache key nor the options_hash.
+        merged = replace(self, defines=self.all_defines(), build_defines=())
         every = fields(self)
         values: list[object] = []
         for f in every:
-            value = getattr(self, f.name)
+            value = getattr(merged, f.name)
             if f.name in self._PATHS:
                 value = [os.path.relpath(v, relative_to) if relative_to else v for v in value]
             values.append(value)
@@ -79,15 +86,42 @@ class CompileOptions(Struct, frozen=True):
         # field leaves the options_hash of existing baseline entries alone. Each value keeps its
         # position, so the values left still name exactly one set of options.
         last = len(every) - 1
-        while last >= 4 and getattr(self, every[last].name) == every[last].default:
+        while last >= 4 and getattr(merged, every[last].name) == every[last].default:
             values.pop()
             last -= 1
         return tuple(values)
 
+    def all_defines(self) -> tuple[tuple[str, str | None], ...]:
+        """Every define of the build: the build-wide ones, then the variant's (a variant's value replacing a
+        build-wide one of the same name, in its place)."""
+        if not self.build_defines:
+            return self.defines
+        merged = dict(self.build_defines)
+        merged.update(self.defines)
+        return tuple(merged.items())
+
     def variant(self) -> str:
-        """The defines, as the baseline keys a kernel's variant: "NACC=8,TILE" ("-" for none), sorted, so
-        that the order they are given in does not matter."""
-        return ",".join(k if v is None else f"{k}={v}" for k, v in sorted(self.defines, key=str)) or "-"
+        """The variant's defines, as the baseline keys a kernel's variant: "NACC=8,TILE" ("-" for none),
+        sorted, so that the order they are given in does not matter."""
+        return _variant(self.defines)
+
+    def keyed_before_settings(self) -> str | None:
+        """The variant as versions before build settings keyed it (every define), when that differs from
+        `variant()`: the key a baseline written by them holds this kernel under."""
+        return _variant(self.all_defines()) if self.build_defines else None
+
+    def settings(self, relative_to: Path | None = None) -> tuple[str, ...]:
+        """The build settings a baseline entry records: every flag but the variant's defines, as a reader
+        knows them ("-DGGML_CUDA_F16", "-Iggml/src", "--use_fast_math", "-Xptxas=-O3"); include dirs
+        relative to `relative_to`, so that they read alike on every checkout."""
+        variant = {name for name, _ in self.defines}
+        dirs = [os.path.relpath(d, relative_to) if relative_to else d for d in self.include_dirs]
+        return (
+            *(_define_flag(k, v) for k, v in self.build_defines if k not in variant),
+            *(f"-I{d}" for d in dirs),
+            *self.options,
+            *(f"-Xptxas={o}" for o in self.ptxas_options),
+        )
 
     def with_line_info(self) -> CompileOptions:
         """The same build with -lineinfo (NVRTC and nvcc both take it), for mapping SASS back to source;
@@ -106,10 +140,18 @@ class CompileOptions(Struct, frozen=True):
         "x.h"), then in `toolkit_include_dirs`: the toolkit's headers, which bare NVRTC does not know about
         but every nvcc user expects (nvcc adds them itself).
         """
-        defines = [f"-D{k}" if v is None else f"-D{k}={v}" for k, v in self.defines]
+        defines = [_define_flag(k, v) for k, v in self.all_defines()]
         dirs = [*self.include_dirs, str(source_dir), *(str(d) for d in toolkit_include_dirs)]
         if backend == "nvrtc":
             includes = [f"--include-path={d}" for d in dirs]
             return [f"--gpu-architecture={compute_arch(arch)}", *defines, *includes, *self.options]
         ptxas = [f"-Xptxas={o}" for o in self.ptxas_options]
         return [f"-arch={arch}", *defines, *(f"-I{d}" for d in dirs), *self.options, *ptxas]
+
+
+def _define_flag(name: str, value: str | None) -> str:
+    return f"-D{name}" if value is None else f"-D{name}={value}"
+
+
+def _variant(defines: Sequence[tuple[str, str | None]]) -> str:
+    return ",".join(k if v is None else f"{k}={v}" for k, v in sorted(defines, key=str)) or "-"

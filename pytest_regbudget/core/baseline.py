@@ -93,10 +93,15 @@ class BaselineEntry(Struct, frozen=True):
     messages: tuple[str, ...] = ()
     # Its warpgroups' setmaxnreg targets ("dec 40", "inc 232"), sorted: a changed target fails the ratchet.
     setmaxnreg: tuple[str, ...] = ()
+    # Its build settings: every flag but the variant's defines ("-DGGML_CUDA_F16", "-Iinclude"), so that
+    # a change is reported by name. Recorded, not keyed; () for none, or for an entry written before 0.2.
+    build_settings: tuple[str, ...] = ()
 
     def to_toml(self) -> dict[str, object]:
         out: dict[str, object] = {n: getattr(self, n) for n in INT_FIELDS if getattr(self, n) is not None}
         out.update({name: getattr(self, name) for name in TEXT_FIELDS})
+        if self.build_settings:
+            out["build_settings"] = list(self.build_settings)  # in build order: a define's place matters
         if self.messages:
             out["ptxas_messages"] = sorted(self.messages)
         if self.setmaxnreg:
@@ -154,10 +159,19 @@ def options_hash(*parts: object) -> str:
     return hashlib.sha256(repr(parts).encode()).hexdigest()[:12]
 
 
+# The options_hash of a build with no options (CompileOptions().identity()): an entry that has it and no
+# build_settings recorded none because there were none, not because an older version wrote it.
+NO_OPTIONS_HASH = options_hash((), [], (), ())
+
+
 def _entry(where: str, table: object) -> BaselineEntry:
     if not isinstance(table, dict):
         raise BaselineError(f"{where}: expected a table of numbers, found {table!r}")
-    known = {*INT_FIELDS, *TEXT_FIELDS, "occupancy", "gpu", "tests", "ptxas_messages", "setmaxnreg"}
+    known = {
+        *INT_FIELDS,
+        *TEXT_FIELDS,
+        *("occupancy", "gpu", "tests", "ptxas_messages", "setmaxnreg", "build_settings"),
+    }
     gpu = table.get("gpu", {})
     if not isinstance(gpu, dict) or not all(isinstance(v, dict) for v in gpu.values()):
         raise BaselineError(f'{where}: gpu must hold one table per device, e.g. [...gpu."NVIDIA H200"]')
@@ -194,15 +208,16 @@ def _entry(where: str, table: object) -> BaselineEntry:
         occupancy=occupancy,
         tests=tuple(tests),
         gpu=gpu,
-        messages=_message_list(where, table.get("ptxas_messages", [])),
+        messages=_strings(where, "ptxas_messages", table.get("ptxas_messages", [])),
+        build_settings=_strings(where, "build_settings", table.get("build_settings", [])),
         setmaxnreg=_targets(where, table.get("setmaxnreg", [])),
         extra={k: v for k, v in table.items() if k not in known},
     )
 
 
-def _message_list(where: str, value: object) -> tuple[str, ...]:
+def _strings(where: str, name: str, value: object) -> tuple[str, ...]:
     if not isinstance(value, list) or not all(isinstance(m, str) for m in value):
-        raise BaselineError(f"{where}: ptxas_messages = {value!r}, expected a list of strings")
+        raise BaselineError(f"{where}: {name} = {value!r}, expected a list of strings")
     return tuple(value)
 
 
@@ -245,6 +260,17 @@ class Baseline(Struct, frozen=True):
 
     def archs(self) -> set[str]:
         return {k[ARCH] for k in self.entries}
+
+    def find(self, key: Key, legacy_variant: str | None = None) -> tuple[BaselineEntry | None, Key | None]:
+        """The entry of `key`, and the key it was found under when that is not `key`: a kernel whose variant
+        0.1 keyed with its build-wide defines (`legacy_variant`, see KernelFacts) is looked up there too, and
+        an update moves it (`update`'s `moved`)."""
+        entry = self.entries.get(key)
+        if entry is not None or legacy_variant is None:
+            return entry, None
+        legacy = (key[0], key[1], legacy_variant, key[3], key[4])
+        entry = self.entries.get(legacy)
+        return entry, legacy if entry is not None else None
 
     def releases(self, key: Key) -> list[str]:
         """The releases with an entry for `key`'s kernel variant and arch, whatever `key`'s own release."""
@@ -439,10 +465,12 @@ class UpdateCounts(Struct):
     unchanged: int = 0
     stale: int = 0
     stale_removed: bool = False
+    rekeyed: int = 0  # entries moved to the key this version gives them (see `update`'s `moved`)
 
     def __str__(self) -> str:
         stale = f"{self.stale} stale" + (" (removed)" if self.stale and self.stale_removed else "")
-        return f"{self.added} added, {self.updated} updated, {self.unchanged} unchanged, {stale}"
+        rekeyed = f", {self.rekeyed} re-keyed" if self.rekeyed else ""
+        return f"{self.added} added, {self.updated} updated, {self.unchanged} unchanged, {stale}{rekeyed}"
 
 
 def update(
@@ -450,11 +478,16 @@ def update(
     fresh: Mapping[Key, BaselineEntry],
     remove: set[Key],
     *,
+    moved: Mapping[Key, Key] | None = None,
     lock_dir: Path | None = None,
     lock_timeout: float | None = None,
 ) -> UpdateCounts:
     """Merge `fresh` into the file and drop `remove`, re-reading it under the lock so that concurrent updates
     by other processes are kept.
+
+    `moved` maps a fresh key to the key its entry was read under (a key of an older version, see
+    KernelFacts.legacy_variant): that entry is merged into the fresh one, as an entry under the same key
+    would be (other launches, other GPUs' timings), and removed.
 
     The lock lives in `lock_dir` (default: the compile cache directory, which is where it goes even under
     --regbudget-no-cache) and is waited for at most `lock_timeout` seconds (default LOCK_TIMEOUT). Raises
@@ -470,7 +503,12 @@ def update(
         merged = dict(current.entries)
         for key, entry in fresh.items():
             old = current.entries.get(key)
-            if old is not None:
+            was = (moved or {}).get(key)
+            if old is None and was is not None and was in current.entries:
+                old = merged.pop(was)
+                counts.rekeyed += 1
+                entry = entry.merged(old)
+            elif old is not None:
                 entry = entry.merged(old)
             if old is None:
                 counts.added += 1

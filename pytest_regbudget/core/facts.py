@@ -88,6 +88,12 @@ class KernelFacts(Struct, frozen=True):
     # The defines that select this build of the kernel ("NACC=8,TILE=16"; "-" for none): part of its
     # baseline key, so that each variant has its own entry.
     variant: str = "-"
+    # The variant as versions before 0.2 keyed it (with the build-wide defines too), when it differs: the
+    # key a baseline they wrote holds this kernel under, read until an update re-keys it.
+    legacy_variant: str | None = None
+    # The build's flags but the variant's defines ("-DGGML_CUDA_F16", "-Iinclude"): recorded with the
+    # entry, so that a change is reported by name.
+    build_settings: tuple[str, ...] = ()
     from_file: bool = True  # False: `source` only names it (a code string)
     ptxas_options: tuple[str, ...] = ()  # for the diagnosis (-maxrregcount and friends)
     ptxas_log: str = ""

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from msgspec import Struct, field
 from msgspec.structs import replace
 
-from .baseline import BaselineEntry, base_nodeid
+from .baseline import NO_OPTIONS_HASH, BaselineEntry, Key, base_nodeid
 from .facts import release_of
 from .kernel_report import KernelReport, compare
 from .ptxas import message_key
@@ -28,6 +28,9 @@ class BaselineRule(Struct, frozen=True):
     enforce: bool = True  # False during an update, which accepts whatever it measures
     name: str = "the baseline"  # the file, as the fix names it
     conflict: str | None = None  # another test of this run measured the same kernel variant differently
+    # The key `entry` was read under, when not the kernel's own: an older version's (see
+    # KernelFacts.legacy_variant), which an update moves it from.
+    found_under: Key | None = None
 
 
 def entry_of_report(report: KernelReport) -> BaselineEntry:
@@ -50,6 +53,7 @@ def entry_of_report(report: KernelReport) -> BaselineEntry:
         messages=tuple(sorted({message_key(m) for m in report.messages})),
         setmaxnreg=targets_of(report),
         options_hash=report.options_hash,
+        build_settings=report.build_settings,
         # Rounded so that the file does not churn on float noise.
         occupancy={} if occ is None or at is None else {at: round(round(occ.occupancy, 6), 4)},
         tests=(base_nodeid(report.nodeid),),
@@ -86,6 +90,7 @@ def ratchet(report: KernelReport, rule: BaselineRule) -> KernelReport:
     if rule.conflict is not None:
         report = replace(report, violations=[*report.violations, rule.conflict])
     old = rule.entry
+    report = replace(report, found_under=rule.found_under)
     if old is None:
         if rule.releases:
             return replace(report, baseline_status="new-release", other_releases=rule.releases)
@@ -100,6 +105,7 @@ def ratchet(report: KernelReport, rule: BaselineRule) -> KernelReport:
             deltas=deltas,
             baseline_status="toolkit-mismatch",
             options_changed=old.options_hash != report.options_hash,
+            settings_change=settings_change(old, report),
         )
     worse = []
     new_messages = sorted({message_key(m) for m in report.messages} - set(old.messages))
@@ -129,7 +135,29 @@ def ratchet(report: KernelReport, rule: BaselineRule) -> KernelReport:
         violations=[*report.violations, *worse],
         # Another compiler (NVRTC -> nvcc) is a build change like a flag: reported, and still enforced.
         options_changed=old.options_hash != report.options_hash or old.compiler != report.compiler,
+        settings_change=settings_change(old, report),
     )
+
+
+def settings_change(old: BaselineEntry, report: KernelReport) -> str | None:
+    """What changed in a kernel's build since its entry, as the once-per-run line names it ("added
+    -DGGML_CUDA_F16"); None when nothing did. The entry is still enforced: a flag that costs registers is
+    caught by the numbers."""
+    if old.compiler != report.compiler:
+        return f"compiler {old.compiler} -> {report.compiler}"
+    if old.options_hash == report.options_hash:
+        return None
+    before, now = old.build_settings, report.build_settings
+    if before == now:
+        # The settings read alike: what changed is not a flag (a `depends` glob, or an option's place).
+        return "other build inputs (the options' digest differs)"
+    if not before and old.options_hash != NO_OPTIONS_HASH:
+        # Written before 0.2, which recorded no settings: which of these are new is not known.
+        return f"built with {' '.join(now)}; the entry records no settings"
+    added = [s for s in now if s not in before]
+    removed = [s for s in before if s not in now]
+    parts = [f"added {' '.join(added)}" if added else "", f"removed {' '.join(removed)}" if removed else ""]
+    return "; ".join(p for p in parts if p) or "the same settings in another order"
 
 
 def targets_of(report: KernelReport) -> tuple[str, ...]:

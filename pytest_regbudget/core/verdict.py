@@ -123,6 +123,7 @@ def verdict(
         compiler=provenance.compiler,
         release=provenance.release,
         options_hash=facts.options_hash,
+        build_settings=facts.build_settings,
         line=facts.line,
         gpu_note=gpu_note,
         key=key,

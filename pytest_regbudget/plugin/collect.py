@@ -31,7 +31,7 @@ from ..core import names
 from ..core.errors import CompileError, MarkerError, RegbudgetWarning, ToolchainError
 from ..update.scope import COLLECTED
 from . import manifest
-from .manifest import LISTING_COMPILERS, Kernel, Manifest, kernel_id, variant_id
+from .manifest import LISTING_COMPILERS, Kernel, Manifest, build_options, kernel_id, variant_id
 from .markers import compile_options
 from .session import RegbudgetSession
 from .state import ItemState
@@ -242,14 +242,14 @@ def _at_or_below(path: Path, target: Path) -> bool:
 
 
 def _listing_options(keys: Mapping[str, Any], rootdir: Path) -> CompileOptions:
-    """The compile options a file's listing build uses: its first table's, with that table's first variant."""
+    """The compile options a file's listing build uses: its first table's, with that table's first variant
+    (built as that variant's item is, so the listing build is one of the run's)."""
     given = dict(keys)
     variants = given.pop("variants", None)
+    table_defines = given.pop("defines", None)
     if variants:
-        defines = dict(CompileOptions.make(defines=given.get("defines")).defines)
-        defines.update(CompileOptions.make(defines=variants[0]).defines)
-        given["defines"] = [k if v is None else f"{k}={v}" for k, v in defines.items()]
-    return compile_options(given, rootdir)
+        given["defines"] = variants[0]
+    return build_options(compile_options(given, rootdir), table_defines)
 
 
 def collection(config: pytest.Config) -> ManifestCollection | None:

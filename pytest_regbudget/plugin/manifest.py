@@ -26,7 +26,7 @@ import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import tomli
 from msgspec import Struct, field
@@ -92,23 +92,32 @@ class Kernel(Struct, frozen=True):
         return [CompileOptions.make(defines=v).defines for v in given]
 
     def budget(self, path: Path, rootdir: Path, variant: Sequence[tuple[str, str | None]]) -> Budget:
-        """The Budget of one variant: the merged keys, this file and kernel, the table's defines with the
-        variant's on top. Raises MarkerError for keys that only disagree once merged (min_occupancy from one
+        """The Budget of one variant: the merged keys, this file and kernel. The variant's defines choose
+        it (they are in its key); the tables' `defines` are build settings (recorded, not keyed: see
+        `build_options`). Raises MarkerError for keys that only disagree once merged (min_occupancy from one
         table without a launch from any)."""
         keys = self.keys()
         keys.pop("variants", None)
-        defines = dict(CompileOptions.make(defines=keys.pop("defines", None)).defines)
-        defines.update(variant)
-        if defines:
-            keys["defines"] = [k if v is None else f"{k}={v}" for k, v in defines.items()]
+        table_defines = keys.pop("defines", None)
+        if variant:
+            keys["defines"] = [k if v is None else f"{k}={v}" for k, v in variant]
         keys["binary" if self.tables[0].binary else "source"] = str(path)
         # Parsed once per file and set of keys, not once per kernel: the kernels of a file mostly share
         # their tables, and the name is only carried (a MarkerError is raised anew for each kernel).
         try:
             text = json.dumps(keys)
         except (TypeError, ValueError):  # a TOML date, say: parse_marker says what is wrong with it
-            return parse_marker((), {**keys, "kernel": self.name}, rootdir)
-        return replace(_parsed(text, rootdir), kernel=self.name)
+            budget = parse_marker((), {**keys, "kernel": self.name}, rootdir)
+        else:
+            budget = replace(_parsed(text, rootdir), kernel=self.name)
+        return replace(budget, options=build_options(budget.options, table_defines))
+
+
+def build_options(options: CompileOptions, table_defines: object) -> CompileOptions:
+    """`options` with a manifest table's `defines` (checked with the table) as build-wide defines."""
+    if not table_defines:
+        return options
+    return replace(options, build_defines=CompileOptions.make(defines=cast(Any, table_defines)).defines)
 
 
 @functools.lru_cache(maxsize=256)

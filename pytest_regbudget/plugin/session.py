@@ -338,9 +338,10 @@ class RegbudgetSession:
 
     def _rule(self, key: bl.Key, facts: KernelFacts, nodeid: str, budget: Budget) -> BaselineRule:
         s = self.settings
-        entry = self.baseline.entries.get(key)
+        entry, found_under = self.baseline.find(key, facts.legacy_variant)
         return BaselineRule(
             entry=entry,
+            found_under=found_under,
             releases=tuple(self.baseline.releases(key)) if entry is None else (),
             conflict=self._conflict(key, facts, nodeid),
             recorded=s.baseline_path is not None,
@@ -529,6 +530,7 @@ class RegbudgetSession:
                     s.baseline_path,
                     planned.write,
                     planned.stale,
+                    moved=planned.moved,
                     lock_dir=s.cache_dir,
                 )
             except (BaselineError, OSError) as exc:

@@ -53,9 +53,13 @@ class ReportRecord(TypedDict):
     release: str  # the toolkit release of the numbers ("12.9"), which picks the baseline entry
     options_hash: str
     options_changed: bool  # built with other options than its baseline entry
+    settings_change: (
+        str | None
+    )  # what changed in its build settings since the entry (ratchet.settings_change)
     ptxas_messages: list[str]  # ptxas's warnings and performance-loss notes for this kernel
     setmaxnreg: list[list[object]]  # its warpgroups' register targets: [["inc", 232], ["dec", 40]]
     key: list[str] | None  # the baseline's [source, kernel, variant, arch, release]; None for a compile error
+    found_under: list[str] | None  # the older key its entry was read under, which an update moves it from
     line: int | None
     baseline_status: str  # none (no baseline file), new, new-release, compared, toolkit-mismatch
     other_releases: list[str]  # with new-release: the releases that have an entry for this kernel
@@ -138,9 +142,11 @@ def to_record(r: KernelReport) -> ReportRecord:
             release=r.release,
             options_hash=r.options_hash,
             options_changed=r.options_changed,
+            settings_change=r.settings_change,
             ptxas_messages=list(r.messages),
             setmaxnreg=[[d, n] for d, n in r.setmaxnreg],
             key=list(r.key) if r.key else None,
+            found_under=list(r.found_under) if r.found_under else None,
             line=r.line,
             baseline_status=r.baseline_status,
             other_releases=list(r.other_releases),

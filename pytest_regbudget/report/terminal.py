@@ -248,8 +248,52 @@ def baseline_lines(
         if len(stale) > STALE_SHOWN:
             lines.append(f"  ... and {len(stale) - STALE_SHOWN} more")
         lines.append("  pytest --regbudget-update removes them.")
+    lines += settings_lines(records, updating=updating)
     lines += kept
     return [safe_block(line) for line in lines]
+
+
+SETTINGS_SHOWN = 5  # distinct build-setting changes a run names; the rest are counted
+
+
+def settings_lines(records: Sequence[ReportRecord], *, updating: bool) -> list[str]:
+    """Once per run, not per kernel: the build-setting changes since the baseline, each with how many
+    entries it touches ("build settings changed for 1,200 entries: added -DGGML_CUDA_F16"), and the entries
+    read under an older version's key. Neither fails: the numbers are still enforced."""
+    by_change: dict[str, set[tuple[str, ...]]] = {}
+    moved: set[tuple[str, ...]] = set()
+    for rec in records:
+        key = tuple(rec["key"] or ())
+        change = rec.get("settings_change")
+        if change and rec["baseline_status"] in ("compared", "toolkit-mismatch"):
+            by_change.setdefault(change, set()).add(key)
+        if rec.get("found_under"):
+            moved.add(key)
+    groups = sorted(by_change.items(), key=lambda item: (-len(item[1]), item[0]))
+    then = (
+        "recorded by this update"
+        if updating
+        else "each entry is still held to its numbers; pytest --regbudget-update records the new settings"
+    )
+    lines = [
+        f"build settings changed for {_entries(len(keys))}: {change} ({then})"
+        for change, keys in groups[:SETTINGS_SHOWN]
+    ]
+    rest = {key for _, keys in groups[SETTINGS_SHOWN:] for key in keys}
+    if rest:
+        lines.append(
+            f"build settings changed in {len(groups) - SETTINGS_SHOWN} other ways for {_entries(len(rest))}"
+        )
+    if moved and not updating:
+        lines.append(
+            f"{_entries(len(moved))} read under the key an older pytest-regbudget gave them (build-wide "
+            "defines in the variant); pytest --regbudget-update moves them to their new key"
+        )
+    return lines
+
+
+def _entries(n: int) -> str:
+    return f"{n:,} entr{'y' if n == 1 else 'ies'}"
 
 
 def key_text(key: Sequence[str]) -> str:

@@ -21,11 +21,13 @@ def facts_of(
     compiled: CompiledKernel, options: CompileOptions, env: BuildEnv, *, from_file: bool = True
 ) -> KernelFacts:
     """A compile's facts, with the baseline's digest of `options` (the ones asked for, without the
-    -lineinfo the SASS may have added) and the variant its defines select."""
+    -lineinfo the SASS may have added), the variant its defines select and its build settings."""
     return replace(
         compiled.facts,
         options_hash=env.options_hash(options),
         variant=options.variant(),
+        legacy_variant=options.keyed_before_settings(),
+        build_settings=env.build_settings(options),
         from_file=from_file,
     )
 

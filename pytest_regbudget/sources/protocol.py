@@ -45,6 +45,10 @@ class BuildEnv(Protocol):
         """The baseline's digest of `options` (paths relative to the rootdir)."""
         ...
 
+    def build_settings(self, options: CompileOptions) -> tuple[str, ...]:
+        """The build settings a baseline entry records for `options` (paths relative to the rootdir)."""
+        ...
+
     def frontend(self, key: str | None, make: Callable[[], FrontendPtx]) -> FrontendPtx:
         """A Python front end's build through the compile cache, by the front end's own key (None: not
         cached)."""

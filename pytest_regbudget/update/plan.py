@@ -78,11 +78,13 @@ def fresh_entries(records: Iterable[ReportRecord]) -> Fresh:
 
 
 class Plan(Struct, frozen=True):
-    """What baseline.update is given: the entries to write, and what it removes."""
+    """What baseline.update is given: the entries to write, what it removes, and the entries it moves to
+    a new key (new key -> the older key the run read it under)."""
 
     write: Mapping[bl.Key, bl.BaselineEntry]
     stale: set[bl.Key]
     decision: Decision
+    moved: Mapping[bl.Key, bl.Key] = field(default_factory=dict)
 
 
 def plan(
@@ -91,17 +93,25 @@ def plan(
     """The update of `old` by a run whose records and fresh entries these are, under the stale `rule`.
 
     Each written entry lists the tests that measured it now and the old tests that still may (those this
-    run could not see).
+    run could not see). An entry the run read under an older key (a record's `found_under`) is measured:
+    neither stale nor kept, and moved to its key, unless this run also wrote that older key (a marker's
+    variant that a manifest kernel shared in 0.1): then both are written.
     """
+    moved = {
+        cast(bl.Key, tuple(r["key"])): cast(bl.Key, tuple(was))
+        for r in records
+        if r["key"] and (was := r.get("found_under")) and r["registers"] is not None
+    }
     decision = decide(
         rule,
         {key: entry.tests for key, entry in old.entries.items()},
         {key: entry.compiler for key, entry in old.entries.items()},
-        measured={cast(bl.Key, tuple(r["key"])) for r in records if r["key"]},
+        measured={cast(bl.Key, tuple(r["key"])) for r in records if r["key"]} | set(moved.values()),
     )
     write = {}
     for key, entry in fresh.items():
-        before = old.entries.get(key)
+        before = old.entries.get(key) or old.entries.get(moved.get(key, key))
         still = rule.still_measuring(before.tests, key[bl.ARCH]) if before else []
         write[key] = replace(entry, tests=tuple(sorted({*entry.tests, *still})))
-    return Plan(write, decision.stale_entries(), decision)
+    moves = {new: was for new, was in moved.items() if new in write and was not in write}
+    return Plan(write, decision.stale_entries(), decision, moves)

@@ -89,6 +89,7 @@ SAMPLES: dict[str, Any] = {
     "options": ("-std=c++17",),
     "ptxas_options": ("-O1",),
     "depends": ("/r/cfg.h",),
+    "build_defines": (("GGML_CUDA_F16", None),),
 }
 
 
@@ -117,6 +118,34 @@ def test_options_hash_of_existing_baselines_is_unchanged() -> None:
     old = bl.options_hash(options.defines, ["inc"], options.options, options.ptxas_options)
     assert builder.options_hash(options) == old
     assert builder.options_hash(replace(options, depends=("/r/cfg.h",))) != old
+    # The hash by which a change from no settings at all reads as "added" (ratchet.settings_change).
+    assert builder.options_hash(CompileOptions()) == bl.NO_OPTIONS_HASH
+
+
+def test_a_define_made_build_wide_keeps_the_cache_key_and_the_options_hash(tmp_path: Path) -> None:
+    """A manifest table's defines moved from the key to the build settings: the compilers see the same
+    flags, so neither the cache key nor the hash of a baseline written by 0.1 changes (its entry is still
+    found, and compared, until an update moves it)."""
+    source = tmp_path / "k.cu"
+    source.write_text(KERNEL)
+    keyed = CompileOptions.make(defines=["GGML_A", "N=4", "V=1"])
+    split = replace(keyed, defines=(("V", "1"),), build_defines=(("GGML_A", None), ("N", "4")))
+    builder = Builder(Settings(archs=("sm_90",), rootdir=Path("/r")).build())
+    assert builder.options_hash(split) == builder.options_hash(keyed)
+    assert cache_key(source, KERNEL, "k", "sm_90", split, TOOLKIT) == cache_key(
+        source, KERNEL, "k", "sm_90", keyed, TOOLKIT
+    )
+    assert split.flags("nvcc", "sm_90", tmp_path) == keyed.flags("nvcc", "sm_90", tmp_path)
+    assert (split.variant(), split.keyed_before_settings(), keyed.keyed_before_settings()) == (
+        "V=1",
+        "GGML_A,N=4,V=1",
+        None,
+    )
+    assert split.settings() == ("-DGGML_A", "-DN=4")
+    # A variant's value of a build-wide define wins, in the build-wide define's place.
+    override = replace(split, defines=(("N", "8"),))
+    assert override.all_defines() == (("GGML_A", None), ("N", "8"))
+    assert override.settings() == ("-DGGML_A",)
 
 
 def test_stat_cache_remembers_still_files_only(tmp_path: Path) -> None:

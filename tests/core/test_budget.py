@@ -6,7 +6,7 @@ import pytest
 from msgspec.structs import replace
 
 from pytest_regbudget.core import baseline as bl
-from pytest_regbudget.core.baseline import BaselineEntry
+from pytest_regbudget.core.baseline import NO_OPTIONS_HASH, BaselineEntry
 from pytest_regbudget.core.checks import check
 from pytest_regbudget.core.errors import BaselineError
 from pytest_regbudget.core.kernel_report import Delta, KernelReport, compare
@@ -229,6 +229,43 @@ def test_ratchet_flags_changed_options_and_adds_a_conflict() -> None:
         [clash],
         "failed",
     )
+
+
+def test_ratchet_names_what_changed_in_the_build_settings() -> None:
+    """ratchet.settings_change: the once-per-run line's text (docs/baseline.md, "Build settings")."""
+    report = replace(
+        check("t.py::test", "poly_eval", "sm_90", "k.cu", POLY, Limits()),
+        ptxas_version="12.9.86",
+        compiler="nvcc",
+        release="12.9",
+        options_hash="new",
+        build_settings=("-DGGML_A", "-DGGML_CUDA_F16", "-Iggml/src"),
+    )
+    old = replace(entry_of_report(report), options_hash="old", build_settings=("-DGGML_A", "-Iggml/src"))
+
+    def change(entry: BaselineEntry, now: KernelReport = report) -> str | None:
+        return ratchet(now, BaselineRule(entry, recorded=True)).settings_change
+
+    assert change(old) == "added -DGGML_CUDA_F16"
+    assert change(replace(old, build_settings=("-DGGML_A", "-DOLD", "-Iggml/src", "-DGGML_CUDA_F16"))) == (
+        "removed -DOLD"
+    )
+    assert change(replace(old, options_hash="new")) is None  # the same digest: nothing changed
+    assert change(replace(old, compiler="nvrtc")) == "compiler nvrtc -> nvcc"
+    # An entry from before 0.2 records no settings: which are new is unknown, unless it had no options.
+    assert change(replace(old, build_settings=())) == (
+        "built with -DGGML_A -DGGML_CUDA_F16 -Iggml/src; the entry records no settings"
+    )
+    assert change(replace(old, build_settings=(), options_hash=NO_OPTIONS_HASH)) == (
+        "added -DGGML_A -DGGML_CUDA_F16 -Iggml/src"
+    )
+    assert change(replace(old, build_settings=report.build_settings)) == (
+        "other build inputs (the options' digest differs)"
+    )
+    reordered = replace(old, build_settings=tuple(reversed(report.build_settings)))
+    assert change(reordered) == "the same settings in another order"
+    # Reported, never a failure: the numbers decide.
+    assert ratchet(report, BaselineRule(old, recorded=True)).violations == []
 
 
 def measured(ptxas: str = "12.9.86") -> KernelReport:

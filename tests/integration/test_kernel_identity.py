@@ -84,3 +84,12 @@ def test_keys_do_not_change_with_the_checkout_path_or_the_arch(
     mangled = {str(r["entry"]) for r in records} ^ {str(r["entry"]) for r in moved_records}
     assert any("_INTERNAL_" in m for m in mangled)  # the path hash did change
     moved.stdout.no_fnmatch_line("*stale*")
+
+    # A table-wide define that changes no code: recorded, not keyed; every entry still compared.
+    (second / "regbudget.toml").write_text(MANIFEST + 'defines = ["UNUSED_FLAG"]\n')
+    flagged, flagged_records = run(pytester, second)
+    assert flagged.ret == 0, flagged.stdout.str()
+    assert {r["baseline_status"] for r in flagged_records} == {"compared"}
+    keys = {str(r["key"]) for r in flagged_records}
+    flagged.stdout.fnmatch_lines([f"build settings changed for {len(keys)} entries: added -DUNUSED_FLAG (*"])
+    flagged.stdout.no_fnmatch_line("*stale*")

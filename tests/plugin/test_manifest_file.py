@@ -265,9 +265,13 @@ def test_a_variant_adds_to_the_tables_defines(root: Path) -> None:
     )
     a = root / "kernels" / "a.cu"
     ((kernel,), _) = m.kernels(a, None)
-    first, second = (kernel.budget(a, root, v).options.defines for v in kernel.variants())
-    assert first == (("NACC", "8"), ("DEBUG", "1"))
-    assert second == (("NACC", "4"), ("DEBUG", "1"), ("TILE", "16"))
+    first, second = (kernel.budget(a, root, v).options for v in kernel.variants())
+    # What the compilers get: the table's defines, a variant's value replacing one of the same name.
+    assert first.all_defines() == (("NACC", "8"), ("DEBUG", "1"))
+    assert second.all_defines() == (("NACC", "4"), ("DEBUG", "1"), ("TILE", "16"))
+    # What the key names: the variant's defines alone; the table's are build settings.
+    assert (first.variant(), second.variant()) == ("NACC=8", "TILE=16")
+    assert (first.settings(), second.settings()) == (("-DDEBUG=1",), ("-DNACC=4", "-DDEBUG=1"))
 
 
 def test_patterns_warn_naming_the_kernels_there_are(root: Path) -> None:

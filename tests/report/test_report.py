@@ -70,7 +70,9 @@ def record(**overrides: Any) -> ReportRecord:
         "release": "12.9",
         "options_hash": "a2769e93734c",
         "options_changed": False,
+        "settings_change": None,
         "key": ["kernels/poly.cu", "poly_eval", "-", "sm_90", "12.9"],
+        "found_under": None,
         "line": 12,
         "baseline_status": "none",
         "other_releases": [],
@@ -473,6 +475,43 @@ def test_improvements_list_the_better_metrics_and_end_with_the_update_hint() -> 
         "  zeta [sm_90] (tests/test_z.py::test_k[sm_90]): registers 126 -> 102 (-24), stack 16 -> 0 (-16)",
         "  Run pytest --regbudget-update to lock the improvements in.",
     ]
+
+
+def test_build_setting_changes_are_one_line_per_change_with_the_entries_it_touches() -> None:
+    def changed(i: int, change: str | None, arch: str = "sm_90", **more: Any) -> ReportRecord:
+        return record(
+            kernel=f"k{i}",
+            key=["k.cu", f"k{i}", "-", arch, "12.9"],
+            baseline_status="compared",
+            baseline=entry(),
+            options_changed=change is not None,
+            settings_change=change,
+            **more,
+        )
+
+    records = [changed(i, "added -DGGML_CUDA_F16") for i in range(1200)]
+    # Two tests of one kernel variant are one entry; a new kernel has no entry to have changed.
+    records += [changed(0, "added -DGGML_CUDA_F16", nodeid="tests/t.py::other"), changed(0, None)]
+    records += [record(kernel="fresh", baseline_status="new", settings_change="added -DX")]
+    records += [changed(i, f"added -DFLAG{i}", arch="sm_80") for i in range(7)]
+    lines = baseline_lines(records, [], updating=False)
+    assert lines[0] == (
+        "build settings changed for 1,200 entries: added -DGGML_CUDA_F16 (each entry is still held to its "
+        "numbers; pytest --regbudget-update records the new settings)"
+    )
+    assert len(lines) == 6  # SETTINGS_SHOWN (5) changes, then the rest counted
+    assert lines[-1] == "build settings changed in 3 other ways for 3 entries"
+    assert baseline_lines(records, [], updating=True)[0] == (
+        "build settings changed for 1,200 entries: added -DGGML_CUDA_F16 (recorded by this update)"
+    )
+    # Entries read under an older version's key: said until an update moves them.
+    old_key = ["k.cu", "k0", "TILE=16", "sm_90", "12.9"]
+    found = [changed(0, None, found_under=old_key)]
+    assert baseline_lines(found, [], updating=False) == [
+        "1 entry read under the key an older pytest-regbudget gave them (build-wide defines in the "
+        "variant); pytest --regbudget-update moves them to their new key"
+    ]
+    assert baseline_lines(found, [], updating=True) == []
 
 
 def key(i: int) -> tuple[str, str, str, str, str]:
