@@ -60,12 +60,18 @@ def entries(pytester: pytest.Pytester) -> dict[bl.Key, bl.BaselineEntry]:
 
 
 def test_a_build_wide_define_is_recorded_not_keyed(project: pytest.Pytester) -> None:
-    updated, _ = run_json(project, *ARGS, "--regbudget-update")
+    updated, records = run_json(project, *ARGS, "--regbudget-update")
     assert updated.ret == 0, updated.stdout.str()
     recorded = entries(project)
     # Four entries (two kernels, two variants), keyed by the variant's defines only.
     assert sorted((k[1], k[2]) for k in recorded) == [("k", "-"), ("k", "V=2"), ("k2", "-"), ("k2", "V=2")]
     assert {e.build_settings for e in recorded.values()} == {("-DTILE=16", "-Iinc")}
+    assert sorted(r["nodeid"] for r in records) == [
+        "kernels/a.cu::k2[V_2-sm_90]",
+        "kernels/a.cu::k2[sm_90]",
+        "kernels/a.cu::k[V_2-sm_90]",
+        "kernels/a.cu::k[sm_90]",
+    ]
 
     # A define that changes no code: strict still passes, every entry compared, the change said once.
     manifest(project, '["TILE=16", "UNUSED_FLAG"]')

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from pytest_regbudget.plugin.manifest import kernel_id
+
 KERNELS = """
 #include <cub/device/device_reduce.cuh>
 namespace {
@@ -63,6 +65,11 @@ def test_keys_do_not_change_with_the_checkout_path_or_the_arch(
     updated, records = run(pytester, first, "--regbudget-update")
     assert updated.ret == 0, updated.stdout.str()
     kernels = {r["kernel"] for r in records}
+    # Each node id is the reported name (as an id spells it: manifest.kernel_id) and the arch.
+    assert {r["nodeid"] for r in records} == {
+        f"kernels/lib.cu::{kernel_id(str(r['kernel']))}[{r['arch']}]" for r in records
+    }
+    assert len({r["nodeid"] for r in records}) == len(records)
     assert "(anonymous namespace)::anon_scale<4>" in kernels
     assert "apply<&twice>" in kernels  # not apply<&_INTERNAL_<path hash>_..._lib_cu_<hash>::twice>
     cub = sorted(k for k in map(str, kernels) if k.startswith("cub::"))
