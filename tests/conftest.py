@@ -2,12 +2,14 @@ from __future__ import annotations
 
 import json
 import os
+import textwrap
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from pytest_regbudget.build import toolchain
 from pytest_regbudget.core import baseline as bl
 from pytest_regbudget.core.errors import GpuUnavailable
 from pytest_regbudget.gpu.device import Device, device
@@ -76,3 +78,17 @@ def _private_compile_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator
         os.environ.pop("REGBUDGET_CACHE_DIR", None)
     else:
         os.environ["REGBUDGET_CACHE_DIR"] = old
+
+
+def fake_home(tmp: Path, ptxas_body: str) -> Path:
+    """A CUDA home with the wheels' real NVRTC and a ptxas script; the script gets the real ptxas as $REAL."""
+    real = toolchain.discover()
+    home = tmp / "cuda"
+    (home / "bin").mkdir(parents=True)
+    (home / "lib").mkdir()
+    ptxas = home / "bin" / "ptxas"
+    ptxas.write_text(f'#!/bin/sh\nREAL="{real.ptxas}"\n' + textwrap.dedent(ptxas_body))
+    ptxas.chmod(0o755)
+    for lib in [real.nvrtc, *real.nvrtc.parent.glob("libnvrtc-builtins.so.*")]:
+        (home / "lib" / lib.name).symlink_to(lib)
+    return home

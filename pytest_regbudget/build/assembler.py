@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ..core.errors import CompileError
-from .options import DEFAULT_PTXAS_TIMEOUT
+from .options import DEFAULT_PTXAS_TIMEOUT, Timeouts
 from .toolchain import (
     Toolkit,
     run_tool,
@@ -61,15 +61,18 @@ def run_ptxas(
         return output, cubin
 
 
-def run_compiler(cmd: Sequence[str], timeout: float, what: str) -> tuple[int, str]:
+def run_compiler(
+    cmd: Sequence[str], timeout: float, what: str, setting: str = Timeouts.INI["ptxas"]
+) -> tuple[int, str]:
     """(exit code, stdout + stderr) of a compiler run that must finish within `timeout` seconds; on a
-    timeout the compiler and every process it started are killed."""
+    timeout the compiler and every process it started are killed. `setting` is the ini key that raises it."""
     try:
         return run_tool(cmd, timeout)
     except subprocess.TimeoutExpired:
         raise CompileError(
-            f"{what} did not finish within {timeout:g} s (killed with its child processes); raise "
-            "regbudget_ptxas_timeout or simplify the kernel"
+            f"{what} did not finish within {timeout:g} s (killed with its child processes). Fix: raise "
+            f"the limit in your ini file, e.g. {setting} = {timeout * 2:g} (pytest.ini, or "
+            "[tool.pytest.ini_options] in pyproject.toml), or simplify the kernel"
         ) from None
     except OSError as exc:
         raise CompileError(f"{what}: cannot run {cmd[0]}: {start_failure(exc, cmd[0])}") from None

@@ -17,7 +17,7 @@ from .cache import CacheStats, CompileCache
 from .fingerprint import FORMAT
 from .frontends import FrontendPtx
 from .nvcc import find_nvcc
-from .options import CompileOptions
+from .options import CompileOptions, Timeouts
 from .outputs import CompiledKernel
 from .pool import Prefetcher
 from .toolchain import Nvcc, Toolkit, ToolMemo, discover, kill_running_tools
@@ -27,7 +27,7 @@ from .units import Spec, Unit
 class BuildSettings(Struct, frozen=True):
     rootdir: Path
     cuda_home: str | None
-    ptxas_timeout: float
+    timeouts: Timeouts
     cache_dir: Path | None  # None: --regbudget-no-cache
     jobs: int  # compile threads
     sass: bool  # --regbudget-sass: every kernel's SASS is read
@@ -96,7 +96,7 @@ class Builder:
     def pool(self) -> Prefetcher:
         if self._prefetcher is None:
             self._prefetcher = Prefetcher(
-                self.cache, self.toolkit(), self.settings.jobs, self.settings.ptxas_timeout
+                self.cache, self.toolkit(), self.settings.jobs, self.settings.timeouts
             )
         return self._prefetcher
 
@@ -135,7 +135,7 @@ class Builder:
             arch,
             options,
             self.toolkit(),
-            self.settings.ptxas_timeout,
+            self.settings.timeouts,
             source_text=source_text,
             nvcc=nvcc,
         )
@@ -172,7 +172,7 @@ class ItemEnv:
     def __init__(self, builder: Builder, reads_sass: Callable[[str], bool]) -> None:
         self._builder = builder
         self._reads_sass = reads_sass
-        self.ptxas_timeout = builder.settings.ptxas_timeout
+        self.ptxas_timeout = builder.settings.timeouts.ptxas
 
     def toolkit(self) -> Toolkit:
         return self._builder.toolkit()

@@ -46,25 +46,30 @@ from .fingerprint import (
     depends_fingerprint,
     file_state,
     host_compiler_identity,
+    host_system_dirs,
     identity_digest,
-    inside,
     json_digest,
     listing_digest,
     newest_change,
+    nvcc_probes,
     parse_depfile,
     searched_trees,
     sha256_hex,
     shown_path,
     skip_dirs,
+    tool_states,
 )
 from .frontends import FrontendPtx
-from .options import DEFAULT_PTXAS_TIMEOUT, CompileOptions
+from .nvcc import env_flags, host_compiler
+from .nvcc import environment as nvcc_environment
+from .options import DEFAULT_NVCC_TIMEOUT, DEFAULT_PTXAS_TIMEOUT, CompileOptions, Timeouts
 from .outputs import CompiledKernel, UnitOutputs
 from .toolchain import Nvcc, Toolkit
 from .units import Unit
 
 T = TypeVar("T")
 
+DEFAULT_TIMEOUTS = Timeouts()
 _RECORD_BUILDS = 8  # builds kept per dependency record, newest first
 
 
@@ -76,6 +81,9 @@ class CacheStats(Struct):
     not_cached: int = 0  # compiles whose inputs the key could not cover
     reasons: dict[str, str] = field(default_factory=dict)  # file -> why its kernels are not cached
     disabled: str = ""  # why the cache is off altogether
+    # file -> why its builds are keyed by whole directories (any change there rebuilds them), not by the
+    # files they read and the paths they probed
+    whole_dirs: dict[str, str] = field(default_factory=dict)
 
     def __str__(self) -> str:
         if self.disabled:
@@ -87,6 +95,13 @@ class CacheStats(Struct):
             where, why = min(self.reasons.items())
             more = f"; and {len(self.reasons) - 1} more file(s)" if len(self.reasons) > 1 else ""
             text += f", {self.not_cached} not cached ({where}: {why}{more})"
+        if self.whole_dirs:
+            where, why = min(self.whole_dirs.items())
+            more = f"; and {len(self.whole_dirs) - 1} more" if len(self.whole_dirs) > 1 else ""
+            text += (
+                f", {len(self.whole_dirs)} file(s) keyed by whole directories ({where}: {why}{more}; "
+                "an edit anywhere there rebuilds them)"
+            )
         return text
 
     def merged(self, other: CacheStats) -> CacheStats:
@@ -97,6 +112,7 @@ class CacheStats(Struct):
             self.not_cached + other.not_cached,
             {**other.reasons, **self.reasons},
             self.disabled or other.disabled,
+            {**other.whole_dirs, **self.whole_dirs},
         )
 
     def to_payload(self) -> object:
@@ -162,7 +178,7 @@ class CompileCache:
         arch: str,
         options: CompileOptions,
         toolkit: Toolkit,
-        ptxas_timeout: float = DEFAULT_PTXAS_TIMEOUT,
+        timeouts: Timeouts = DEFAULT_TIMEOUTS,
         *,
         source_text: str | None = None,
         nvcc: Nvcc | None = None,
@@ -174,7 +190,7 @@ class CompileCache:
         label = f"{kernel} [{arch}]"
 
         def build(unit: Unit) -> UnitOutputs:
-            return self.unit(unit, toolkit, ptxas_timeout, source_text=text, label=label)
+            return self.unit(unit, toolkit, timeouts, source_text=text, label=label)
 
         return units.build_kernel(kernel, Unit(source, arch, options, nvcc), text, toolkit, build)
 
@@ -182,7 +198,7 @@ class CompileCache:
         self,
         unit: Unit,
         toolkit: Toolkit,
-        ptxas_timeout: float = DEFAULT_PTXAS_TIMEOUT,
+        timeouts: Timeouts = DEFAULT_TIMEOUTS,
         *,
         source_text: str | None = None,
         label: str = "",
@@ -195,22 +211,23 @@ class CompileCache:
         def build(depfile: Path | None = None) -> UnitOutputs:
             if unit.nvcc is not None:
                 return nvcc.build_nvcc_unit(
-                    unit.source, unit.arch, unit.options, unit.nvcc, ptxas_timeout, depfile, label
+                    unit.source, unit.arch, unit.options, unit.nvcc, timeouts.nvcc, depfile, label
                 )
             return compiler.build_unit(
-                unit.source, text, unit.arch, unit.options, toolkit, unit.names, ptxas_timeout, label
+                unit.source, text, unit.arch, unit.options, toolkit, unit.names, timeouts.ptxas, label
             )
 
         if self.directory is None:
             return build()
         try:
             if unit.nvcc is not None:
-                return self._unit_nvcc(unit, text, unit.nvcc, build, ptxas_timeout)
-            return self._unit_nvrtc(unit, text, toolkit, build, ptxas_timeout)
+                return self._unit_nvcc(unit, text, unit.nvcc, build, timeouts.nvcc)
+            return self._unit_nvrtc(unit, text, toolkit, build, timeouts.ptxas)
         except Uncacheable as exc:  # raised before any build: this is the only one
             self._not_cached(exc)
             return build()
         finally:
+            self.stats.whole_dirs.update(self.digests.whole_dirs)
             self.digests.save()
 
     def stored(self, unit: Unit, toolkit: Toolkit) -> bool:
@@ -239,6 +256,11 @@ class CompileCache:
         self._keys[memo] = key
         return key
 
+    @staticmethod
+    def _toolkit_dirs(nvcc: Nvcc) -> list[str]:
+        """Where nvcc's own headers are (its toolkit, the CUDA wheels' include dirs): not the user's."""
+        return [os.path.realpath(p) for p in (nvcc.path.parent.parent, *nvcc.include_dirs)]
+
     def _record_key(self, unit: Unit, text: str, nvcc: Nvcc) -> str:
         """The key of an nvcc unit's dependency record."""
         return json_digest(
@@ -247,7 +269,9 @@ class CompileCache:
                 "nvcc",
                 nvcc.identity(),
                 str(nvcc.path),
-                host_compiler_identity(),
+                tool_states(nvcc.tools(), self.digests),
+                nvcc_environment(),
+                host_compiler_identity(self.digests),
                 depends_fingerprint(unit.options.depends, self.digests, skip_dirs([], self.directory)),
             ]
         )
@@ -329,22 +353,23 @@ class CompileCache:
     ) -> UnitOutputs:
         skip = skip_dirs([], self.directory)
         record_key = self._record_key(unit, text, nvcc)
-        # The user's include directories and the source's, listed before the build: Uncacheable (a tree
-        # too large) is raised before anything is counted, and a change while nvcc runs shows.
         trees = searched_trees(unit.source, unit.options)
-        listed = [(d, True, listing_digest(d, skip, True)) for d in trees]
 
         def rebuild() -> UnitOutputs:
             return build(None)
 
-        found, builds = self._record_hit(record_key, unit, listed, skip, rebuild)
+        found, builds = self._record_hit(record_key, unit, skip, rebuild)
         if found is not None:
             return found
         with self._locked(record_key, timeout):
             # Another process may have built it while this one waited.
-            found, builds = self._record_hit(record_key, unit, listed, skip, rebuild, quiet=True)
+            found, builds = self._record_hit(record_key, unit, skip, rebuild, quiet=True)
             if found is not None:
                 return found
+            # The user's trees, listed before the build, for a build that turns out to need them (a
+            # computed include): a change while nvcc runs then shows. Uncacheable (a tree too large) is
+            # raised before anything is counted.
+            listed = [(d, True, listing_digest(d, skip, True)) for d in trees]
             self._count("misses")
             started = time.time_ns()
             with tempfile.TemporaryDirectory(prefix="regbudget-deps-") as tmp:
@@ -362,21 +387,34 @@ class CompileCache:
                     )
                 )
                 return outputs
-            opened_in = sorted({os.path.realpath(os.path.dirname(f)) for f in files})
-            dirs = [d for d in opened_in if not inside(d, trees)]
-            # A file or directory that changed while nvcc ran may have been read in either state: store
-            # nothing.
-            if newest_change([*files, *dirs]) >= started - CLOCK_SLACK_NS or not _sound(outputs, unit):
+            system_dirs = [*self._toolkit_dirs(nvcc), *host_system_dirs(host_compiler())]
+            scanned = nvcc_probes(files, unit.source, unit.options, system_dirs, env_flags())
+            # The system headers' directories are listed (a header added there may shadow one); the user's
+            # are probed, and listed whole only when a computed include could read anything in them.
+            dirs = sorted({os.path.realpath(os.path.dirname(f)) for f in scanned.system})
+            if scanned.unresolved:
+                where, written = scanned.unresolved[0]
+                self.digests.whole_dirs[shown_path(where)] = f"{written} goes through a macro"
+            else:
+                listed = []
+            present = [p for p, kind in scanned.probes.items() if kind == "file"]
+            # A file or directory that changed (or a header that appeared) while nvcc ran may have been
+            # read in either state: store nothing.
+            if newest_change([*files, *dirs, *present]) >= started - CLOCK_SLACK_NS or not _sound(
+                outputs, unit
+            ):
                 return outputs
             try:
-                after = [(d, True, listing_digest(d, skip, True)) for d in trees]
+                after = [(d, True, listing_digest(d, skip, True)) for d in trees] if listed else []
                 listed += [(d, False, listing_digest(d, skip, False)) for d in dirs]
             except Uncacheable:
                 return outputs
             if after != listed[: len(after)]:
                 return outputs
             seen = DepBuild(
-                files=tuple((f, file_state(f, self.digests)) for f in files), listings=tuple(listed)
+                files=tuple((f, file_state(f, self.digests)) for f in files),
+                listings=tuple(listed),
+                probes=tuple(sorted(scanned.probes.items())),
             )
             self._store(seen.key(record_key), outputs)
             self._store_record(record_key, [seen, *(b for b in builds if b != seen)][:_RECORD_BUILDS])
@@ -386,16 +424,15 @@ class CompileCache:
         self,
         record_key: str,
         unit: Unit,
-        listed: list[tuple[str, bool, str]],
         skip: frozenset[str],
         rebuild: Callable[[], UnitOutputs],
         *,
         quiet: bool = False,
     ) -> tuple[UnitOutputs | None, list[DepBuild]]:
-        """The entry of the first build in the dependency record whose files and directories are all as
-        they were, and the record's builds."""
+        """The entry of the first build in the dependency record whose files, probes and directories are
+        all as they were, and the record's builds."""
         builds = self._load_record(record_key, quiet=quiet)
-        known = {(d, recursive): state for d, recursive, state in listed}
+        known: dict[tuple[str, bool], str] = {}  # listings made for one build, reused for the next
         for seen in builds:
             if seen.still_valid(self.digests, skip, known):
                 return self._hit(seen.key(record_key), unit, rebuild, quiet=quiet), builds
@@ -560,9 +597,11 @@ def compile_kernel(
     *,
     nvcc: Nvcc | None = None,
     cache: CompileCache | None = None,
+    nvcc_timeout: float = DEFAULT_NVCC_TIMEOUT,
 ) -> CompiledKernel:
     """Compile one kernel of `source` for `arch` (with `nvcc`, by nvcc; else NVRTC and ptxas) and read
     ptxas's report of it, exactly as a pytest run does; from and into `cache` when given, else built anew."""
+    timeouts = Timeouts(ptxas=ptxas_timeout, nvcc=nvcc_timeout)
     return (cache or CompileCache(None)).compile(
-        source, kernel, arch, options, toolkit, ptxas_timeout, source_text=source_text, nvcc=nvcc
+        source, kernel, arch, options, toolkit, timeouts, source_text=source_text, nvcc=nvcc
     )

@@ -20,6 +20,7 @@ import json
 import os
 import re
 import stat
+import subprocess
 import threading
 import time
 from collections.abc import Iterable, Sequence
@@ -44,7 +45,8 @@ from .toolchain import Toolkit
 # The format of the cache's documents (the keys, the stat cache, the entries, the dependency records).
 # 2: an entry keeps the PTX and cubin in a body file of its own, read only when needed (0.2).
 # 3: the outline keeps setmaxnreg instructions, and entries keep ptxas's messages per kernel.
-FORMAT = 3
+# 4: a build is keyed by the files it read and the paths it probed, not by whole directories (0.2).
+FORMAT = 4
 # A tree this large is probably not a kernel's source directory (a home directory, a virtualenv): say so
 # instead of hashing it on every run.
 MAX_TREE_FILES = 20_000
@@ -117,6 +119,8 @@ class StatCache:
         self._real: dict[str, str] = {}
         # What the NVRTC keys of one file's units share (cache_key), per (source, text, options, toolkit).
         self.unit_keys: dict[tuple[object, ...], tuple[str, str]] = {}
+        # Sources whose builds are keyed by whole directories, not by what they read, and why (shown once).
+        self.whole_dirs: dict[str, str] = {}
 
     def _load(self) -> None:
         self._loaded = True
@@ -314,17 +318,47 @@ class _Reach(Struct):
     unresolved: list[tuple[str, str]] = []  # (file, directive as written)
 
 
+def search_path(
+    source: Path,
+    options: CompileOptions,
+    toolkit_dirs: Sequence[str | Path] = (),
+    prepend: Sequence[str] = (),
+    append: Sequence[str] = (),
+) -> list[str]:
+    """The directories a header is looked for in, absolute, in the order of the flags `CompileOptions.flags`
+    gives both compilers: `include_dirs`, the source's own directory, the toolkit's headers, then the -I
+    options (with nvcc, NVCC_PREPEND_FLAGS's -I first and NVCC_APPEND_FLAGS's last)."""
+    dirs = [
+        *option_values(prepend, DIR_OPTIONS),
+        *options.include_dirs,
+        str(source.parent),
+        *map(str, toolkit_dirs),
+        *option_values([*options.options, *append], DIR_OPTIONS),
+    ]
+    return list(dict.fromkeys(os.path.abspath(d) for d in dirs))
+
+
+def candidates(name: str, includer_dir: str, search: Sequence[str]) -> list[str]:
+    """Every path where an `#include` (or `__has_include`) of `name` may be found, in the order they are
+    tried: the includer's directory (for a quoted name), then `search`. Angled names get the includer's
+    directory too, and every path is kept, whatever is found before it: probing a superset of the
+    compiler's search costs a rebuild at worst, never a stale hit."""
+    if os.path.isabs(name):
+        return [name]
+    return [os.path.join(b, name) for b in dict.fromkeys([includer_dir, *search])]
+
+
 def _reach(
     source: Path, text: str, options: CompileOptions, toolkit_dirs: Sequence[Path], digests: StatCache
 ) -> _Reach:
+    """What NVRTC may read for one build: every candidate path of every directive with its state
+    (`lookups`), the headers it reads (`found`: the first candidate that exists, in the compiler's order, and
+    the headers those include in turn), and the directives no candidate list covers (`unresolved`)."""
     here = os.path.abspath(source.parent)
     real = digests.realpath
     toolkit = [real(str(d)) for d in toolkit_dirs]
-    search = [
-        os.path.abspath(d) for d in [*options.include_dirs, *option_values(options.options, DIR_OPTIONS)]
-    ]
-    search.append(here)
-    reach = _Reach(roots={here, *search})
+    search = search_path(source, options, toolkit_dirs)
+    reach = _Reach(roots={d for d in search if not inside(real(d), toolkit)})
     # (file that includes, its directory, its directives, extra candidates for a pre-include)
     pending: list[tuple[str, str, list[Directive], list[str]]] = [
         (str(source), here, text_directives(text), [])
@@ -342,44 +376,47 @@ def _reach(
             if name is None:
                 reach.unresolved.append((includer, written))
                 continue
-            if os.path.isabs(name):
-                candidates = [name]
-            else:
-                # Quoted and angled names alike, and the includer's directory first: a superset of the
-                # places NVRTC looks costs a rebuild at worst.
-                bases = [includer_dir, *extra, *search, *toolkit]
-                candidates = [os.path.join(b, name) for b in bases]
             escapes = os.path.isabs(name) or ".." in Path(name).parts
-            for candidate in candidates:
-                in_toolkit = inside(real(candidate), toolkit)
-                if in_toolkit:
+            for candidate in candidates(name, includer_dir, [*extra, *search]):
+                if candidate in reach.lookups:
+                    continue
+                if inside(real(candidate), toolkit):
                     reach.lookups[candidate] = "toolkit" if os.path.isfile(candidate) else "absent"
-                    continue
-                state = reach.lookups.get(candidate) or file_state(candidate, digests)
-                reach.lookups[candidate] = state
-                if not os.path.isfile(candidate):
-                    continue
-                found = real(candidate)
-                if escapes:
-                    reach.roots.add(os.path.dirname(found))
-                if found in visited:
-                    continue
-                visited.add(found)
-                reach.found[found] = state
-                inner = scanned.get(state)
-                if inner is None:
-                    try:
-                        with open(candidate, "rb") as fh:
-                            data = fh.read()
-                    except OSError:
-                        continue  # unreadable to NVRTC too; its state is in the lookups
-                    inner = directives_of(data, sha256_hex(data))
-                pending.append((candidate, os.path.dirname(candidate), inner, []))
-    reach.roots = {r for r in reach.roots if not inside(real(r), toolkit)}
+                else:
+                    reach.lookups[candidate] = file_state(candidate, digests)
+            # The file the compiler reads: the first that exists in its order, where an angled name skips
+            # the includer's directory.
+            order = [*extra, *search] if "<" in written else [includer_dir, *extra, *search]
+            first = next((c for c in candidates(name, order[0], order) if os.path.isfile(c)), None)
+            if first is None or reach.lookups.get(first) == "toolkit" or written.startswith("__has"):
+                continue  # not found, the toolkit's, or only tested for (__has_include reads nothing)
+            found = real(first)
+            if escapes:
+                reach.roots.add(os.path.dirname(found))
+            if found in visited:
+                continue
+            visited.add(found)
+            reach.found[found] = reach.lookups[first]
+            inner = scanned.get(reach.lookups[first])
+            if inner is None:
+                try:
+                    with open(first, "rb") as fh:
+                        data = fh.read()
+                except OSError:
+                    continue  # unreadable to NVRTC too; its state is in the lookups
+                inner = directives_of(data, sha256_hex(data))
+            pending.append((first, os.path.dirname(first), inner, []))
     return reach
 
 
-def _toolkit_identity(toolkit: Toolkit) -> list[object]:
+def tool_states(paths: Iterable[str | Path], digests: StatCache) -> list[list[str]]:
+    """The contents of the programs and libraries a build runs, not their names or version strings: a
+    ptxas wrapper rewritten in place is another ptxas. Each digest is remembered by the file's stat (the
+    stat cache), so a tool is read once, not once per run."""
+    return [[str(p), file_state(str(p), digests)] for p in paths]
+
+
+def _toolkit_identity(toolkit: Toolkit, digests: StatCache) -> list[object]:
     # A wheel upgrade rewrites the header directories, which changes their modification times.
     dirs = []
     for d in toolkit.include_dirs:
@@ -387,17 +424,22 @@ def _toolkit_identity(toolkit: Toolkit) -> list[object]:
             dirs.append((str(d), os.stat(d).st_mtime_ns))
         except OSError:
             dirs.append((str(d), 0))
-    return [toolkit.nvrtc_version, toolkit.ptxas_version, str(toolkit.ptxas), str(toolkit.nvrtc), dirs]
+    # NVRTC's front end lives partly in libnvrtc-builtins, beside libnvrtc.
+    libraries = [toolkit.nvrtc, *sorted(toolkit.nvrtc.parent.glob("libnvrtc-builtins*"))]
+    return [
+        toolkit.nvrtc_version,
+        toolkit.ptxas_version,
+        dirs,
+        tool_states([toolkit.ptxas, *libraries], digests),
+    ]
 
 
-def host_compiler_identity() -> list[object]:
+def host_compiler_identity(digests: StatCache) -> list[object]:
     # nvcc preprocesses with the host compiler, whose built-in macros the dependency list does not show.
     path = nvcc.host_compiler()
     if path is None:
         return []
-    real = os.path.realpath(path)
-    st = os.stat(real)
-    return [path, real, st.st_size, st.st_mtime_ns]
+    return [path, *tool_states([os.path.realpath(path)], digests)]
 
 
 def depends_fingerprint(patterns: Sequence[str], digests: StatCache, skip: frozenset[str]) -> list[object]:
@@ -469,15 +511,21 @@ def cache_key(
                 "reach with depends=",
             )
         skip = skip_dirs(toolkit.include_dirs, cache_dir)
-        roots = _outermost(digests.realpath(r) for r in reach.roots)
-        trees = [[root, digests.tree(root, skip, fresh)] for root in roots]
+        trees = []
+        if reach.unresolved:
+            # A computed include may read any file: the trees it can reach are keyed whole, with the
+            # depends= files. Every other build is keyed by what it read and probed (`reach.lookups`).
+            where, written = reach.unresolved[0]
+            digests.whole_dirs[shown_path(where)] = f"{written} goes through a macro"
+            roots = _outermost(digests.realpath(r) for r in reach.roots)
+            trees = [[root, digests.tree(root, skip, fresh)] for root in roots]
         # The JSON of the list the key is the digest of, cut around names and arch: made once per file.
         head = json.dumps([FORMAT, digests.realpath(str(source)), sha256_hex(text.encode()), "unit"])
         tail = json.dumps(
             [
                 list(options.identity()),
                 "nvrtc",
-                _toolkit_identity(toolkit),
+                _toolkit_identity(toolkit, digests),
                 sorted(reach.lookups.items()),
                 trees,
                 depends_fingerprint(options.depends, digests, skip),
@@ -506,20 +554,35 @@ def parse_depfile(text: str, cwd: str) -> list[str]:
 
 
 class DepBuild(Struct, frozen=True):
-    """One build in a dependency record: the files nvcc opened and the directories it searched, as they
+    """One build in a dependency record: the files nvcc opened, the paths it may have probed for a header
+    and found nothing (or something it did not open), and the system directories it read from, as they
     were."""
 
     files: tuple[tuple[str, str], ...]  # (path, file_state)
-    listings: tuple[tuple[str, bool, str], ...]  # (directory, recursive, listing_digest)
+    # (directory, recursive, listing_digest): the non-recursive listings of system header directories it
+    # read from; the user's whole trees only for a build with a computed include (see nvcc_probes).
+    listings: tuple[tuple[str, bool, str], ...]
+    probes: tuple[tuple[str, str], ...] = ()  # (path, probe_kind) of every user-side candidate path
 
     def key(self, record_key: str) -> str:
-        return json_digest([record_key, [list(f) for f in self.files], [list(d) for d in self.listings]])
+        return json_digest(
+            [
+                record_key,
+                [list(f) for f in self.files],
+                [list(d) for d in self.listings],
+                [list(p) for p in self.probes],
+            ]
+        )
 
     def still_valid(
         self, digests: StatCache, skip: frozenset[str], listed: dict[tuple[str, bool], str]
     ) -> bool:
-        """Every file as it was, and every directory listing (`listed` holds those already made)."""
+        """Every file as it was, every probed path as it was (a header that now shadows one, a
+        __has_include that now finds one), and every directory listing (`listed` holds those already
+        made)."""
         if not all(file_state(path, digests) == state for path, state in self.files):
+            return False
+        if not all(probe_kind(path) == kind for path, kind in self.probes):
             return False
         for d, recursive, state in self.listings:
             if (d, recursive) not in listed:
@@ -527,6 +590,87 @@ class DepBuild(Struct, frozen=True):
             if listed[d, recursive] != state:
                 return False
         return True
+
+
+def probe_kind(path: str) -> str:
+    """What a header search finds at `path`: "file", "absent", or what stands there instead. Only the kind:
+    the content of a file nvcc opened is in DepBuild.files, and one it did not open was not read."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return "absent"
+    except OSError as exc:
+        return f"error {exc.errno}"
+    return "file" if stat.S_ISREG(st.st_mode) else "directory" if stat.S_ISDIR(st.st_mode) else "other"
+
+
+class NvccProbes(Struct, frozen=True):
+    """What the files of an nvcc build may have looked for, worked out after the build (nvcc_probes)."""
+
+    probes: dict[str, str]  # path -> probe_kind, every user-side candidate of every directive
+    unresolved: list[tuple[str, str]]  # (file, directive): computed includes, which no candidate list covers
+    system: list[str]  # files of the toolkit or the host compiler's own headers, which are not scanned
+
+
+def nvcc_probes(
+    files: Sequence[str],
+    source: Path,
+    options: CompileOptions,
+    system_dirs: Sequence[str],
+    env_flags: tuple[Sequence[str], Sequence[str]] = ((), ()),
+) -> NvccProbes:
+    """The probes of an nvcc build that opened `files` (its depfile): for every #include, __has_include and
+    pre-include of every file it opened outside `system_dirs`, each place in the user's directories where
+    that header may be looked for (`candidates`), and what is there now.
+
+    A header added where none of these looks (a new file nobody includes) changes no build; one added where
+    a build looked (it shadows the header found later, or a __has_include now finds it) changes exactly the
+    builds that looked there. The toolkit's and the host compiler's own headers are not scanned: their
+    directories cannot hold the user's headers, and their files are keyed by content like every other."""
+    # The user's directories in nvcc's order; `env_flags`: NVCC_PREPEND_FLAGS's and NVCC_APPEND_FLAGS's.
+    search = search_path(source, options, (), *env_flags)
+    probes: dict[str, str] = {}
+    unresolved: list[tuple[str, str]] = []
+    system: list[str] = []
+    pre: list[Directive] = [
+        (name, f"pre-include {name}") for name in option_values(options.options, PRE_INCLUDE_OPTIONS)
+    ]
+    work: list[tuple[str, list[Directive], list[str]]] = [(str(source), pre, [os.getcwd()])] if pre else []
+    for path in files:
+        if inside(os.path.realpath(path), system_dirs):
+            system.append(path)
+            continue
+        try:
+            with open(path, "rb") as fh:
+                data = fh.read()
+        except OSError:
+            continue  # gone since nvcc read it: its state in DepBuild.files says so
+        work.append((path, directives_of(data, sha256_hex(data)), []))
+    for includer, found, extra in work:
+        for name, written in found:
+            if name is None:
+                unresolved.append((includer, written))
+                continue
+            for candidate in candidates(name, os.path.dirname(includer), [*extra, *search]):
+                if candidate not in probes:
+                    probes[candidate] = probe_kind(candidate)
+    return NvccProbes(probes, unresolved, system)
+
+
+@functools.lru_cache(maxsize=4)
+def host_system_dirs(compiler: str | None) -> tuple[str, ...]:
+    """The host compiler's own header directories (as `g++ -E -v` lists them), real paths; () when it
+    cannot say, and then every header nvcc opened is scanned, which is slower, not less safe."""
+    if compiler is None:
+        return ()
+    try:
+        out = subprocess.run(
+            [compiler, "-xc++", "-E", "-v", os.devnull], capture_output=True, text=True, timeout=60
+        ).stderr
+    except (OSError, subprocess.SubprocessError):
+        return ()
+    listed = out.partition("#include <...> search starts here:")[2].partition("End of search list.")[0]
+    return tuple(os.path.realpath(line.strip()) for line in listed.splitlines() if line.strip())
 
 
 def searched_trees(source: Path, options: CompileOptions) -> list[str]:

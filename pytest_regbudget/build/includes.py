@@ -12,13 +12,15 @@ from collections.abc import Sequence
 # -- include directives ---------------------------------------------------------------------------------
 # Read as the preprocessor does, not by a pattern over lines: line splices first, then comments become one
 # space (so `#include /* c */ "x.h"` and a directive split with `\` read as written), skipping string and
-# character literals, whose contents are not comments.
+# character literals, whose contents are not comments, and numbers, whose digit separators are not quotes.
 _SPLICE = re.compile(r"\\\r?\n")
 # The lookahead first: every alternative starts with one of these characters, and the engine then skips
 # the other positions at once instead of trying each alternative (and the look-behind) at every character.
 _LEXEME = re.compile(
-    r"(?=[uULR\"'/])"
-    r'(?:(?<![\w])(?:u8|u|U|L)?R"(?P<delim>[^()\\\s"]{0,16})\((?s:.*?)\)(?P=delim)"'
+    r"(?=[uULR\"'/\d.])"
+    # A pp-number, kept whole: its digit separators (1'000'000, C++14) are not character literals.
+    r"(?:(?<![\w.])\.?\d(?:[eEpP][+-]|'(?=\w)|[\w.])*"
+    r'|(?<![\w])(?:u8|u|U|L)?R"(?P<delim>[^()\\\s"]{0,16})\((?s:.*?)\)(?P=delim)"'
     r'|"(?:\\.|[^"\\\n])*"'
     r"|'(?:\\.|[^'\\\n])*'"
     r"|//[^\n]*"

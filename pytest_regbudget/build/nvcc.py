@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import tempfile
@@ -14,7 +15,7 @@ from pathlib import Path
 
 from ..core.errors import CompileError, ToolchainError, Unbuildable
 from .assembler import run_compiler
-from .options import DEFAULT_PTXAS_TIMEOUT, CompileOptions
+from .options import DEFAULT_NVCC_TIMEOUT, CompileOptions, Timeouts
 from .outputs import UnitOutputs
 from .toolchain import (
     VERSION_TIMEOUT,
@@ -135,6 +136,35 @@ def missing_header_hint(log: str) -> str:
     )
 
 
+# The environment variables nvcc documents as changing a build (flags before and after the command line's,
+# the host compiler), and those the host compiler's preprocessor reads for include directories.
+ENVIRONMENT = (
+    "NVCC_PREPEND_FLAGS",
+    "NVCC_APPEND_FLAGS",
+    "NVCC_CCBIN",
+    "CPATH",
+    "CPLUS_INCLUDE_PATH",
+    "C_INCLUDE_PATH",
+)
+
+
+def environment() -> list[list[str]]:
+    """The variables of ENVIRONMENT that are set, with their values: part of an nvcc build's cache key."""
+    return [[name, os.environ[name]] for name in ENVIRONMENT if name in os.environ]
+
+
+def env_flags() -> tuple[list[str], list[str]]:
+    """The flags NVCC_PREPEND_FLAGS and NVCC_APPEND_FLAGS put before and after every nvcc command's own
+    (their -I directories are searched for headers too)."""
+    split: list[list[str]] = []
+    for name in ("NVCC_PREPEND_FLAGS", "NVCC_APPEND_FLAGS"):
+        try:
+            split.append(shlex.split(os.environ.get(name, "")))
+        except ValueError:  # unbalanced quotes: nvcc fails on them itself
+            split.append([])
+    return split[0], split[1]
+
+
 def host_compiler() -> str | None:
     return shutil.which("g++") or shutil.which("c++") or shutil.which("clang++") or shutil.which("cl")
 
@@ -144,7 +174,7 @@ def build_nvcc_unit(
     arch: str,
     options: CompileOptions,
     nvcc: Nvcc,
-    ptxas_timeout: float = DEFAULT_PTXAS_TIMEOUT,
+    timeout: float = DEFAULT_NVCC_TIMEOUT,
     depfile: Path | None = None,
     label: str = "",
 ) -> UnitOutputs:
@@ -176,7 +206,7 @@ def build_nvcc_unit(
             "-o",
             str(cubin_path),
         ]
-        returncode, log = run_compiler(cmd, ptxas_timeout, f"nvcc {nvcc.version} on {label}")
+        returncode, log = run_compiler(cmd, timeout, f"nvcc {nvcc.version} on {label}", Timeouts.INI["nvcc"])
         if returncode != 0:
             raise CompileError(
                 f"nvcc {nvcc.version} could not compile {source} for {arch}:\n{log.strip()}"

@@ -17,9 +17,21 @@ from ..core.arch import compute_arch
 from ..core.facts import Deferred
 
 DEFAULT_PTXAS_TIMEOUT = 300.0
+# nvcc runs the preprocessor, cicc and ptxas over a whole translation unit, host code and all: CUTLASS's
+# sm_90 GEMM files take 290 to 325 s on a 2-core runner, so its default is ptxas's several times over.
+DEFAULT_NVCC_TIMEOUT = 1800.0
 # The two compilers a CUDA source is built with: NVRTC (the kernel alone) or nvcc (the translation unit).
 Backend = Literal["nvrtc", "nvcc"]
 Body = Deferred[tuple[str, bytes]]  # a build's PTX and cubin, read from a cache entry when first needed
+
+
+class Timeouts(Struct, frozen=True):
+    """How long one compiler run may take before it is killed, with the ini key that raises it."""
+
+    ptxas: float = DEFAULT_PTXAS_TIMEOUT  # ptxas over one PTX module (NVRTC's, Triton's, Numba's)
+    nvcc: float = DEFAULT_NVCC_TIMEOUT  # nvcc over one translation unit
+
+    INI: ClassVar[dict[str, str]] = {"ptxas": "regbudget_ptxas_timeout", "nvcc": "regbudget_nvcc_timeout"}
 
 
 class CompileOptions(Struct, frozen=True):

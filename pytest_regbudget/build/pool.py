@@ -17,6 +17,7 @@ from msgspec.structs import replace
 
 from . import compiler, units
 from .cache import CompileCache
+from .options import Timeouts
 from .outputs import CompiledKernel, UnitOutputs
 from .toolchain import Toolkit
 from .units import Spec, Unit
@@ -33,10 +34,10 @@ class Prefetcher:
     A unit is kept while a planned kernel still wants it, and a while after (`_RECENT_UNITS`), so that
     memory does not grow with the number of files in a run."""
 
-    def __init__(self, cache: CompileCache, toolkit: Toolkit, jobs: int, ptxas_timeout: float) -> None:
+    def __init__(self, cache: CompileCache, toolkit: Toolkit, jobs: int, timeouts: Timeouts) -> None:
         self.cache = cache
         self.toolkit = toolkit
-        self.ptxas_timeout = ptxas_timeout
+        self.timeouts = timeouts
         self._lock = threading.Lock()
         self._units: dict[Unit, Future[UnitOutputs]] = {}
         self._kernels: dict[Unit, list[str]] = {}  # file (a unit without names) -> its planned kernels
@@ -177,7 +178,7 @@ class Prefetcher:
                 self._remember(unit)
         try:
             label = self._label(unit, kernel)
-            future.set_result(self.cache.unit(unit, self.toolkit, self.ptxas_timeout, label=label))
+            future.set_result(self.cache.unit(unit, self.toolkit, self.timeouts, label=label))
         except BaseException as exc:
             future.set_exception(exc)
             if not isinstance(exc, Exception):

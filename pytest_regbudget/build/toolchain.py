@@ -572,3 +572,15 @@ class Nvcc(Struct, frozen=True):
     def identity(self) -> list[object]:
         """What a cache key needs to know of this nvcc (its ptxas is the one beside it)."""
         return ["nvcc", self.version, str(self.path), *map(str, self.include_dirs)]
+
+    def tools(self) -> list[Path]:
+        """The files whose contents make an nvcc build: the driver, its profile (include and library paths)
+        and the programs it runs for device code (a missing one is keyed as missing)."""
+        bin_dir = self.path.parent
+        return [
+            self.path,
+            bin_dir / "nvcc.profile",
+            bin_dir / "cudafe++",
+            bin_dir / "ptxas",
+            bin_dir.parent / "nvvm" / "bin" / "cicc",
+        ]

@@ -6,6 +6,8 @@ Every error names the key, the bad value and what would be valid.
 
 from __future__ import annotations
 
+import glob
+import os
 import re
 import shlex
 from collections.abc import Callable, Mapping, Sequence
@@ -383,7 +385,19 @@ def parse_tolerance(value: object, where: str) -> dict[str, float]:
 
 
 def _paths(key: str, kwargs: Mapping[str, object], base_dir: Path) -> tuple[str, ...]:
-    return tuple(str(base_dir / d) for d in _strings(key, kwargs.get(key, ())))
+    """Each path relative to `base_dir`; one that names nothing (a typo, a glob that matches no file) is an
+    error, since the cache would then track nothing where the user meant a file."""
+    paths = []
+    for given in _strings(key, kwargs.get(key, ())):
+        path = str(base_dir / given)
+        magic = any(c in given for c in "*?[")
+        if not (glob.glob(path, recursive=True) if magic else os.path.exists(path)):
+            what = "matches no file" if magic else "names no file or directory"
+            raise MarkerError(
+                f"{key}: {given!r} {what} (relative to {base_dir}); fix the path, or leave it out"
+            )
+        paths.append(path)
+    return tuple(paths)
 
 
 def compile_options(kwargs: Mapping[str, object], base_dir: Path) -> CompileOptions:

@@ -14,7 +14,7 @@ from typing import cast, get_args
 import pytest
 
 from .. import sources
-from ..build.options import DEFAULT_PTXAS_TIMEOUT
+from ..build.options import DEFAULT_NVCC_TIMEOUT, DEFAULT_PTXAS_TIMEOUT, Timeouts
 from ..build.pool import default_jobs
 from ..core.dirs import default_cache_dir
 from ..core.errors import (
@@ -190,6 +190,24 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         f"seconds one ptxas run may take (default {DEFAULT_PTXAS_TIMEOUT:g})",
         default=str(DEFAULT_PTXAS_TIMEOUT),
     )
+    parser.addini(
+        "regbudget_nvcc_timeout",
+        f"seconds one nvcc build of a translation unit may take (default {DEFAULT_NVCC_TIMEOUT:g})",
+        default=str(DEFAULT_NVCC_TIMEOUT),
+    )
+
+
+def _seconds(config: pytest.Config, name: str, default: float) -> float:
+    text = str(config.getini(name))
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0 < value < float("inf"):  # also false for nan
+        raise pytest.UsageError(
+            f"{name} = {text!r}: expected a finite number of seconds > 0, e.g. {default:g}"
+        )
+    return value
 
 
 def _path_option(config: pytest.Config, name: str) -> Path | None:
@@ -209,16 +227,10 @@ def settings_of(config: pytest.Config, manifest: Manifest | None = None) -> Sett
         archs = parse_archs(cli or ini or (manifest.archs if manifest else ()) or [DEFAULT_ARCH])
     except UnknownArchError as exc:
         raise pytest.UsageError(f"regbudget_arch (ini): {exc}") from None
-    timeout_text = str(config.getini("regbudget_ptxas_timeout"))
-    try:
-        timeout = float(timeout_text)
-    except ValueError:
-        timeout = float("nan")
-    if not 0 < timeout < float("inf"):  # also false for nan
-        raise pytest.UsageError(
-            f"regbudget_ptxas_timeout = {timeout_text!r}: expected a finite number of seconds > 0, "
-            f"e.g. {DEFAULT_PTXAS_TIMEOUT:g}"
-        )
+    timeouts = Timeouts(
+        ptxas=_seconds(config, "regbudget_ptxas_timeout", DEFAULT_PTXAS_TIMEOUT),
+        nvcc=_seconds(config, "regbudget_nvcc_timeout", DEFAULT_NVCC_TIMEOUT),
+    )
     try:
         tolerance = parse_tolerance(str(config.getini("regbudget_tolerance")), "regbudget_tolerance (ini)")
     except MarkerError as exc:
@@ -235,7 +247,7 @@ def settings_of(config: pytest.Config, manifest: Manifest | None = None) -> Sett
         rootdir=config.rootpath,
         cuda_home=config.getoption("regbudget_cuda_home"),
         json_path=_path_option(config, "regbudget_json"),
-        ptxas_timeout=timeout,
+        timeouts=timeouts,
         baseline_path=baseline,
         update=bool(config.getoption("regbudget_update")),
         tolerance=tolerance,

@@ -13,7 +13,7 @@ from typing import Any
 from msgspec import Struct, field
 
 from ..build.builder import BuildSettings
-from ..build.options import DEFAULT_PTXAS_TIMEOUT
+from ..build.options import Timeouts
 from ..core.arch import get_arch
 from ..core.baseline import Key
 from ..core.facts import KernelFacts
@@ -31,7 +31,9 @@ class Settings(Struct, frozen=True):
     rootdir: Path
     cuda_home: str | None = None
     json_path: Path | None = None
-    ptxas_timeout: float = DEFAULT_PTXAS_TIMEOUT
+    timeouts: Timeouts = field(
+        default_factory=Timeouts
+    )  # ini regbudget_ptxas_timeout, regbudget_nvcc_timeout
     baseline_path: Path | None = None
     update: bool = False
     tolerance: dict[str, float] = field(default_factory=dict)
@@ -56,7 +58,7 @@ class Settings(Struct, frozen=True):
         return BuildSettings(
             rootdir=self.rootdir,
             cuda_home=self.cuda_home,
-            ptxas_timeout=self.ptxas_timeout,
+            timeouts=self.timeouts,
             cache_dir=self.cache_dir,
             jobs=self.jobs,
             sass=self.sass,

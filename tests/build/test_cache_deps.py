@@ -215,22 +215,38 @@ def project(tmp_path: Path) -> Path:
     return tmp_path / "kernels" / "k.cu"
 
 
-def test_nvrtc_key_covers_the_whole_source_tree(tmp_path: Path) -> None:
+def test_nvrtc_key_covers_what_the_build_reads_and_probes_and_no_more(tmp_path: Path) -> None:
     source = project(tmp_path)
-    text = '#include "../common/cfg.h"\n' + KERNEL
-    key = cache_key(source, text, "k", "sm_90", CompileOptions(), TOOLKIT)
-    # A file no #include names still counts (the scanner is not trusted to be complete) ...
+    text = '#include "cfg.h"\n' + KERNEL
+    options = CompileOptions(include_dirs=(str(tmp_path / "common"),))
+    digests = StatCache(None)
+
+    def key() -> str:
+        return cache_key(source, text, "k", "sm_90", options, TOOLKIT, digests, fresh=True)
+
+    first = key()
+    # What no #include names does not count: a note beside the kernel, a new header nobody includes.
     (tmp_path / "kernels" / "notes.txt").write_text("changed\n")
-    key2 = cache_key(source, text, "k", "sm_90", CompileOptions(), TOOLKIT)
-    assert key2 != key
-    # ... and so does the tree an #include reaches through "..", and a new file anywhere in it.
     (tmp_path / "common" / "new.h").write_text("")
-    key3 = cache_key(source, text, "k", "sm_90", CompileOptions(), TOOLKIT)
-    assert key3 != key2
-    # Reports, the baseline and tests written beside the kernels do not.
-    for name in ["report.json", "regbudget-baseline.toml", "test_k.py"]:
-        (tmp_path / "kernels" / name).write_text("x")
-    assert cache_key(source, text, "k", "sm_90", CompileOptions(), TOOLKIT) == key3
+    assert key() == first
+    # The header it reads does, and so does one that shadows it where the search looks first.
+    (tmp_path / "common" / "cfg.h").write_text("#define N 9\n")
+    edited = key()
+    assert edited != first
+    (tmp_path / "kernels" / "cfg.h").write_text("#define N 2\n")
+    assert key() not in (first, edited)
+    assert digests.whole_dirs == {}
+
+
+def test_a_computed_include_keys_its_trees_whole_and_says_so(tmp_path: Path) -> None:
+    source = project(tmp_path)
+    text = '#define CFG "../common/cfg.h"\n#include CFG\n' + KERNEL
+    options = CompileOptions(depends=(str(tmp_path / "common" / "cfg.h"),))
+    digests = StatCache(None)
+    first = cache_key(source, text, "k", "sm_90", options, TOOLKIT, digests, fresh=True)
+    (tmp_path / "kernels" / "notes.txt").write_text("changed\n")
+    assert cache_key(source, text, "k", "sm_90", options, TOOLKIT, digests, fresh=True) != first
+    assert digests.whole_dirs == {str(source): "#include CFG goes through a macro"}
 
 
 def test_nvrtc_key_ignores_a_cache_dir_inside_the_tree(tmp_path: Path) -> None:
@@ -269,6 +285,11 @@ def test_cache_stats_line() -> None:
     worker = CacheStats(hits=1, corrupt=1, not_cached=1, reasons={"kernels/y.cu": "why"})
     total = stats.merged(CacheStats.from_payload(worker.to_payload()))
     assert CacheStats.from_payload({"hits": "many"}) == CacheStats()  # another version's worker
+    keyed = CacheStats(hits=1, whole_dirs={"kernels/x.cu": "#include CFG goes through a macro"})
+    assert str(keyed) == (
+        "1 hits, 0 misses, 1 file(s) keyed by whole directories (kernels/x.cu: #include CFG goes through "
+        "a macro; an edit anywhere there rebuilds them)"
+    )
     assert str(total) == (
         "4 hits, 1 misses, 1 corrupt entries rebuilt, 3 not cached (kernels/x.cu: #include CFG goes "
         "through a macro; and 1 more file(s))"

@@ -11,7 +11,7 @@ import pytest
 
 from pytest_regbudget.build.cache import CompileCache
 from pytest_regbudget.build.compiler import nvrtc_name_sets
-from pytest_regbudget.build.options import CompileOptions
+from pytest_regbudget.build.options import CompileOptions, Timeouts
 from pytest_regbudget.build.outputs import UnitOutputs
 from pytest_regbudget.build.pool import Prefetcher, _worker_order
 from pytest_regbudget.build.toolchain import Toolkit
@@ -59,7 +59,7 @@ def spec(source: Path, kernel: str, arch: str = "sm_90") -> Spec:
 @pytest.mark.parametrize("jobs", [1, 4])
 def test_concurrent_requests_share_one_build(source: Path, jobs: int) -> None:
     cache = CountingCache()
-    pool = Prefetcher(cache, TOOLKIT, jobs, 10.0)
+    pool = Prefetcher(cache, TOOLKIT, jobs, Timeouts(10.0))
     specs = [spec(source, k) for k in KERNELS]
     pool.submit(specs)
     results: dict[str, int] = {}
@@ -80,7 +80,7 @@ def test_concurrent_requests_share_one_build(source: Path, jobs: int) -> None:
 
 def test_template_names_of_one_file_build_together(source: Path) -> None:
     cache = CountingCache()
-    pool = Prefetcher(cache, TOOLKIT, 1, 10.0)
+    pool = Prefetcher(cache, TOOLKIT, 1, Timeouts(10.0))
     specs = [spec(source, "simple_add<1>"), spec(source, "pressure<2>"), spec(source, "poly_eval")]
     pool.submit(specs)
     for s in specs:
@@ -93,7 +93,7 @@ def test_template_names_of_one_file_build_together(source: Path) -> None:
 
 def test_a_bad_name_in_a_group_sends_each_kernel_to_its_own_build(source: Path) -> None:
     cache = CountingCache()
-    pool = Prefetcher(cache, TOOLKIT, 1, 10.0)
+    pool = Prefetcher(cache, TOOLKIT, 1, Timeouts(10.0))
     specs = [spec(source, "simple_add<1>"), spec(source, "bad<2>")]
     pool.submit(specs)
     assert pool.get(specs[0]).entry == "simple_add"
@@ -125,7 +125,7 @@ def test_built_units_are_let_go_once_no_planned_kernel_wants_them(tmp_path: Path
     """Memory does not grow with the number of files: a unit is kept while its planned kernels are to come,
     then among the last few; without a cache on disk (where it could be found again), for the whole run."""
     cache = CountingCache(tmp_path / "cache" if on_disk else None)
-    pool = Prefetcher(cache, TOOLKIT, 1, 10.0)
+    pool = Prefetcher(cache, TOOLKIT, 1, Timeouts(10.0))
     files = []
     for i in range(40):
         files.append(tmp_path / f"k{i}.cu")
@@ -142,7 +142,7 @@ def test_a_listed_file_serves_its_own_template_instances(source: Path) -> None:
     """A manifest lists a file's kernels with its plain compile; the template instances the file makes
     itself are then picked from that build, not built again with name expressions."""
     cache = CountingCache()
-    pool = Prefetcher(cache, TOOLKIT, 1, 10.0)
+    pool = Prefetcher(cache, TOOLKIT, 1, Timeouts(10.0))
     listed = pool.entries(Unit(source, "sm_90", CompileOptions()))
     assert "_Z5scaleIfLi4EEvPT_S0_" in listed
     specs = [spec(source, "scale<float, 4>"), spec(source, "scale<double, 2>"), spec(source, "pressure")]

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from conftest import ACC_KERNEL, run_json
+from conftest import ACC_KERNEL, fake_home, run_json
 
 from pytest_regbudget.build.fingerprint import FORMAT
 from pytest_regbudget.build.nvcc import find_nvcc
@@ -50,9 +50,35 @@ BOTH_COMPILERS = {
         {"inc1/params.h": BIG},
         marker='include_dirs=["inc1", "inc2"]',
     ),
+    "has-include-through-dot-dot": Case(
+        {
+            "kernels/acc.cu": include(
+                '#if __has_include("../ext/big.h")\n#include "../ext/big.h"\n#else\n#define N 2\n#endif'
+            ),
+            "ext/other.h": "",
+        },
+        {"ext/big.h": BIG},
+    ),
+    "shadowing-header-beside-the-source": Case(
+        {"kernels/acc.cu": include('#include "params.h"'), "inc/params.h": SMALL},
+        {"kernels/params.h": BIG},
+        marker='include_dirs=["inc"]',
+    ),
 }
 
 NVRTC_CASES = {
+    # A C++14 digit separator is not a character literal: read as one, the quote would pair with the one
+    # in the string and hide the #include.
+    "digit-separator": Case(
+        {
+            "kernels/acc.cu": include(
+                "static constexpr int a = 1'0; static constexpr const char* s = \"'/*\";\n"
+                '#include "../ext/cfg.h"\nstatic constexpr const char* t = "*/";'
+            ),
+            "ext/cfg.h": SMALL,
+        },
+        {"ext/cfg.h": BIG},
+    ),
     "commented": Case(
         {"kernels/acc.cu": include('#include /* the size */ "params.h"'), "kernels/params.h": SMALL},
         {"kernels/params.h": BIG},
@@ -306,3 +332,57 @@ def test_corrupt_nvcc_dependency_record_is_rebuilt_not_trusted(
     assert rebuilt == good
     result, _ = run_json(pytester, ARCH)
     result.stdout.fnmatch_lines(["compile cache *: 1 hits, 0 misses*"])
+
+
+# -- what else changes a build: the compiler's environment and the compilers themselves ------------------
+DEFAULT_N = include("#ifndef N\n#define N 2\n#endif")
+
+
+@pytest.mark.parametrize("variable", ["NVCC_PREPEND_FLAGS", "NVCC_APPEND_FLAGS"])
+def test_nvcc_environment_flags_are_in_the_key(
+    pytester: pytest.Pytester,
+    cache_dir: Path,
+    nvcc_available: None,
+    variable: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    project(pytester, Case({"kernels/acc.cu": DEFAULT_N}, {}), compiler="nvcc")
+    _, (before,) = run_json(pytester, ARCH)
+    monkeypatch.setenv(variable, "-DN=9")
+    cached_result, (cached,) = run_json(pytester, ARCH)
+    cached_result.stdout.fnmatch_lines(["compile cache *: 0 hits, 1 misses*"])
+    _, (fresh,) = run_json(pytester, ARCH, "--regbudget-no-cache")
+    assert cached["registers"] == fresh["registers"] != before["registers"]
+
+
+def test_a_ptxas_rewritten_in_place_is_another_ptxas(
+    pytester: pytest.Pytester, cache_dir: Path, tmp_path: Path
+) -> None:
+    """A wrapper script that keeps its path and its version string but changes what it does."""
+    home = fake_home(tmp_path, 'exec "$REAL" "$@"\n')
+    project(pytester, Case({"kernels/acc.cu": include("#define N 9")}, {}))
+    args = (ARCH, f"--regbudget-cuda-home={home}")
+    _, (before,) = run_json(pytester, *args)
+    assert run_json(pytester, *args)[0].stdout.str().count("1 hits, 0 misses") == 1
+    wrapper = home / "bin" / "ptxas"
+    wrapper.write_text(wrapper.read_text().replace('exec "$REAL" "$@"', 'exec "$REAL" -maxrregcount=16 "$@"'))
+    cached_result, (cached,) = run_json(pytester, *args)
+    cached_result.stdout.fnmatch_lines(["compile cache *: 0 hits, 1 misses*"])
+    _, (fresh,) = run_json(pytester, *args, "--regbudget-no-cache")
+    assert cached["registers"] == fresh["registers"] != before["registers"]
+
+
+@pytest.mark.parametrize("depends", ['"../ext/cfg.hh"', '"../ext/*.hh"'])
+def test_depends_that_names_nothing_is_an_error_naming_it(pytester: pytest.Pytester, depends: str) -> None:
+    case = Case(
+        {"kernels/acc.cu": include('#define CFG "../ext/cfg.h"\n#include CFG'), "ext/cfg.h": SMALL},
+        {},
+        marker=f"depends=[{depends}]",
+    )
+    project(pytester, case)
+    result, records = run_json(pytester, ARCH)
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(
+        [f"*depends: '{depends.strip(chr(34))}' * (relative to {pytester.path}); fix the path*"]
+    )
+    assert records == []

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from pytest_regbudget.build.cache import compile_kernel
+from pytest_regbudget.build.nvcc import find_nvcc
 from pytest_regbudget.build.nvrtc import compile_ptx
 from pytest_regbudget.build.options import CompileOptions
 from pytest_regbudget.build.toolchain import Toolkit, discover
@@ -167,6 +168,26 @@ def test_missing_source_is_a_clear_error(toolkit: Toolkit, tmp_path: Path) -> No
 def test_ptxas_timeout_is_enforced(toolkit: Toolkit, kernels: Path) -> None:
     with pytest.raises(CompileError, match=r"ptxas .* on poly_eval \[sm_90\] did not finish within 1e-06 s"):
         compile_kernel(kernels / "hungry.cu", "poly_eval", "sm_90", CompileOptions(), toolkit, 1e-6)
+
+
+def test_nvcc_has_a_timeout_of_its_own_that_says_how_to_raise_it(toolkit: Toolkit, kernels: Path) -> None:
+    """A whole translation unit under nvcc takes longer than one ptxas run: its limit is its own key's."""
+    try:
+        nvcc = find_nvcc(None)
+    except CompileError as exc:
+        pytest.skip(f"no nvcc: {exc}")
+    with pytest.raises(CompileError) as caught:
+        compile_kernel(
+            kernels / "hungry.cu",
+            "poly_eval",
+            "sm_90",
+            CompileOptions(),
+            toolkit,
+            nvcc=nvcc,
+            nvcc_timeout=1e-6,
+        )
+    assert f"nvcc {nvcc.version} on poly_eval [sm_90] did not finish within 1e-06 s" in str(caught.value)
+    assert "raise the limit in your ini file, e.g. regbudget_nvcc_timeout = 2e-06" in str(caught.value)
 
 
 @pytest.mark.parametrize("arch", ["sm_75", "sm_80", "sm_86", "sm_89", "sm_90", "sm_100", "sm_120"])

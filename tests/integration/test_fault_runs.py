@@ -8,12 +8,11 @@ import os
 import signal
 import subprocess
 import sys
-import textwrap
 import time
 from pathlib import Path
 
 import pytest
-from conftest import run_json
+from conftest import fake_home, run_json
 
 from pytest_regbudget.build import toolchain
 from pytest_regbudget.build.nvcc import find_nvcc
@@ -47,20 +46,6 @@ def assert_clean_failure(result: pytest.RunResult) -> None:
     assert "INTERNALERROR" not in out
     assert "Traceback" not in out
     result.stdout.fnmatch_lines(TABLE)
-
-
-def fake_home(tmp: Path, ptxas_body: str) -> Path:
-    """A CUDA home with the wheels' real NVRTC and a ptxas script; the script gets the real ptxas as $REAL."""
-    real = toolchain.discover()
-    home = tmp / "cuda"
-    (home / "bin").mkdir(parents=True)
-    (home / "lib").mkdir()
-    ptxas = home / "bin" / "ptxas"
-    ptxas.write_text(f'#!/bin/sh\nREAL="{real.ptxas}"\n' + textwrap.dedent(ptxas_body))
-    ptxas.chmod(0o755)
-    for lib in [real.nvrtc, *real.nvrtc.parent.glob("libnvrtc-builtins.so.*")]:
-        (home / "lib" / lib.name).symlink_to(lib)
-    return home
 
 
 VERSION_THEN = 'if [ "$1" = --version ]; then exec "$REAL" --version; fi\n'
@@ -208,7 +193,12 @@ def test_ptxas_timeout_kills_the_wrappers_children(pytester: pytest.Pytester, tm
         "-p", "no:cacheprovider", "--regbudget-no-cache", f"--regbudget-cuda-home={home}"
     )
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["*did not finish within 1 s (killed with its child processes)*"])
+    result.stdout.fnmatch_lines(
+        [
+            "*did not finish within 1 s (killed with its child processes). Fix: raise the limit in your ini "
+            "file, e.g. regbudget_ptxas_timeout = 2 (pytest.ini, *"
+        ]
+    )
     assert_clean_failure(result)
     grandchild = int(pid_file.read_text())
     deadline = time.monotonic() + 5
@@ -227,13 +217,16 @@ def _alive(pid: int) -> bool:
 
 
 @pytest.mark.parametrize("value", ["0", "-1", "nan", "inf", "-inf", "x"])
-def test_ptxas_timeout_must_be_finite_and_positive(pytester: pytest.Pytester, value: str) -> None:
-    pytester.makeini(f"[pytest]\nregbudget_ptxas_timeout = {value}\n")
+@pytest.mark.parametrize(("key", "default"), [("ptxas", "300"), ("nvcc", "1800")])
+def test_timeouts_must_be_finite_and_positive(
+    pytester: pytest.Pytester, value: str, key: str, default: str
+) -> None:
+    pytester.makeini(f"[pytest]\nregbudget_{key}_timeout = {value}\n")
     pytester.makepyfile(test_a="def test_a():\n    pass\n")
     result = pytester.runpytest("-p", "no:cacheprovider")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(
-        [f"*regbudget_ptxas_timeout = '{value}': expected a finite number of seconds > 0, e.g. 300*"]
+        [f"*regbudget_{key}_timeout = '{value}': expected a finite number of seconds > 0, e.g. {default}*"]
     )
 
 
