@@ -114,7 +114,7 @@ class Builder:
                 nvcc = self.nvcc() if compiler == "nvcc" else None
             except (CompileError, ToolchainError):
                 continue
-            units.append(Unit(source, arch, options, nvcc))
+            units.append(Unit(source, arch, options.with_line_info(), nvcc))
         with contextlib.suppress(ToolchainError):
             self.pool().prefetch_units(units)
 
@@ -123,7 +123,7 @@ class Builder:
         compile, every extern "C" and non-template kernel; "nvcc": every kernel the file instantiates). The
         build is the one its kernels share: it is made once, and cached."""
         nvcc = self.nvcc() if compiler == "nvcc" else None
-        return self.pool().entries(Unit(source, arch, options, nvcc))
+        return self.pool().entries(Unit(source, arch, options.with_line_info(), nvcc))
 
     def compile(self, spec: Spec, source_text: str | None = None) -> CompiledKernel:
         if source_text is None:
@@ -167,11 +167,10 @@ class Builder:
 
 
 class ItemEnv:
-    """The `BuildEnv` of one test: the run's builder, with line info where that test's SASS is read."""
+    """The `BuildEnv` of one test: the builder of the toolkit it builds with."""
 
-    def __init__(self, builder: Builder, reads_sass: Callable[[str], bool]) -> None:
+    def __init__(self, builder: Builder) -> None:
         self._builder = builder
-        self._reads_sass = reads_sass
         self.ptxas_timeout = builder.settings.timeouts.ptxas
 
     def toolkit(self) -> Toolkit:
@@ -182,9 +181,6 @@ class ItemEnv:
 
     def nvcc(self) -> Nvcc:
         return self._builder.nvcc()
-
-    def line_info(self, arch: str) -> bool:
-        return self._reads_sass(arch)
 
     def compile(self, spec: Spec, source_text: str | None = None) -> CompiledKernel:
         return self._builder.compile(spec, source_text)

@@ -192,7 +192,8 @@ class CompileCache:
         def build(unit: Unit) -> UnitOutputs:
             return self.unit(unit, toolkit, timeouts, source_text=text, label=label)
 
-        return units.build_kernel(kernel, Unit(source, arch, options, nvcc), text, toolkit, build)
+        unit = Unit(source, arch, options.with_line_info(), nvcc)  # as every build is made (with_line_info)
+        return units.build_kernel(kernel, unit, text, toolkit, build)
 
     def unit(
         self,
@@ -367,9 +368,13 @@ class CompileCache:
             if found is not None:
                 return found
             # The user's trees, listed before the build, for a build that turns out to need them (a
-            # computed include): a change while nvcc runs then shows. Uncacheable (a tree too large) is
-            # raised before anything is counted.
-            listed = [(d, True, listing_digest(d, skip, True)) for d in trees]
+            # computed include): a change while nvcc runs then shows. A tree too large to list matters only
+            # to such a build.
+            too_large = None
+            try:
+                listed = [(d, True, listing_digest(d, skip, True)) for d in trees]
+            except Uncacheable as exc:
+                listed, too_large = [], exc
             self._count("misses")
             started = time.time_ns()
             with tempfile.TemporaryDirectory(prefix="regbudget-deps-") as tmp:
@@ -392,6 +397,9 @@ class CompileCache:
             # The system headers' directories are listed (a header added there may shadow one); the user's
             # are probed, and listed whole only when a computed include could read anything in them.
             dirs = sorted({os.path.realpath(os.path.dirname(f)) for f in scanned.system})
+            if scanned.unresolved and too_large is not None:
+                self._not_cached(too_large)
+                return outputs
             if scanned.unresolved:
                 where, written = scanned.unresolved[0]
                 self.digests.whole_dirs[shown_path(where)] = f"{written} goes through a macro"

@@ -136,8 +136,10 @@ class CompileOptions(Struct, frozen=True):
         )
 
     def with_line_info(self) -> CompileOptions:
-        """The same build with -lineinfo (NVRTC and nvcc both take it), for mapping SASS back to source;
-        code generation is unchanged."""
+        """The same build with -lineinfo (NVRTC and nvcc both take it), for mapping SASS back to source.
+        Every build of a file is made so, whether its SASS is read or not: -lineinfo changes no number
+        ptxas reports (tests/integration/test_line_info.py, on every kernel of the repository), and one
+        build then serves a file's listing, its plain kernels and its SASS-read ones."""
         if "-lineinfo" in self.options or "--generate-line-info" in self.options:
             return self
         return replace(self, options=(*self.options, "-lineinfo"))

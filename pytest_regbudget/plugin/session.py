@@ -181,8 +181,7 @@ class RegbudgetSession:
         return sources.make(budget.compiler or self.settings.compiler, spec)
 
     def env(self, state: ItemState) -> ItemEnv:
-        budget = state.budget or Budget()
-        return ItemEnv(self.builder_for(state.toolkit), lambda arch: self._reads_sass(budget, arch))
+        return ItemEnv(self.builder_for(state.toolkit))
 
     def builder_for(self, toolkit: str | None) -> Builder:
         return self.builders.get(toolkit, self.builder)

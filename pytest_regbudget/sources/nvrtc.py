@@ -21,7 +21,7 @@ def facts_of(
     compiled: CompiledKernel, options: CompileOptions, env: BuildEnv, *, from_file: bool = True
 ) -> KernelFacts:
     """A compile's facts, with the baseline's digest of `options` (the ones asked for, without the
-    -lineinfo the SASS may have added), the variant its defines select and its build settings."""
+    -lineinfo every build adds), the variant its defines select and its build settings."""
     return replace(
         compiled.facts,
         options_hash=env.options_hash(options),
@@ -47,10 +47,8 @@ class CompiledFile(Struct, frozen=True):
         return self.path
 
     def _spec(self, arch: str, env: BuildEnv) -> Spec:
-        opts = self.options or CompileOptions()
-        # Line info only when the SASS is read: the spec is what the cache and the prefetcher key on.
-        build = opts.with_line_info() if env.line_info(arch) else opts
-        return (self.path, self.kernel, arch, build, env.nvcc() if self.compiler == "nvcc" else None)
+        opts = (self.options or CompileOptions()).with_line_info()
+        return (self.path, self.kernel, arch, opts, env.nvcc() if self.compiler == "nvcc" else None)
 
     def plan(self, arch: str, env: BuildEnv) -> Spec | None:
         return self._spec(arch, env)
@@ -79,5 +77,5 @@ class CodeString(Struct, frozen=True):
 
     def build(self, arch: str, env: BuildEnv) -> list[KernelFacts]:
         opts = self.options or CompileOptions()
-        spec = (self.name, self.kernel, arch, opts.with_line_info() if env.line_info(arch) else opts, None)
+        spec = (self.name, self.kernel, arch, opts.with_line_info(), None)
         return [facts_of(env.compile(spec, source_text=self.text), opts, env, from_file=False)]

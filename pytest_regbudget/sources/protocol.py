@@ -33,10 +33,6 @@ class BuildEnv(Protocol):
 
     def nvcc(self) -> Nvcc: ...
 
-    def line_info(self, arch: str) -> bool:
-        """Whether this arch's SASS will be read: build with -lineinfo (code generation is unchanged)."""
-        ...
-
     def compile(self, spec: Spec, source_text: str | None = None) -> CompiledKernel:
         """NVRTC or nvcc through the compile cache (and the prefetch pool, for files)."""
         ...

@@ -183,3 +183,29 @@ def test_plain():
     result.assert_outcomes(passed=2, failed=1)
     result.stdout.fnmatch_lines(["*kernel 'tile_sum<nope>' not found in *kernels.cu [[]sm_90[]] (NVRTC: *"])
     assert sorted(r["kernel"] for r in records if r["registers"]) == ["scale", "tile_sum<64>"]
+
+
+@pytest.mark.parametrize("compiler", ["nvcc", "nvrtc"])
+def test_a_listed_file_is_built_once_when_its_sass_is_read(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, compiler: str
+) -> None:
+    """A manifest's `kernels = ["*"]` lists the file's kernels with a build; with --regbudget-sass the same
+    build (every build has -lineinfo) gives the numbers and the SASS: one build per arch, not two."""
+    if compiler == "nvcc":
+        try:
+            find_nvcc(discover())
+        except Exception as exc:  # CompileError: no nvcc wheel or toolkit here
+            pytest.skip(f"no nvcc: {exc}")
+    monkeypatch.setenv("REGBUDGET_CACHE_DIR", str(pytester.path / "cache"))
+    log = pytester.path / "tools.log"
+    home = wrapped_home(pytester.path, log)
+    (pytester.path / "kernels.cu").write_text(NVCC_SOURCE if compiler == "nvcc" else NVRTC_SOURCE)
+    (pytester.path / "regbudget.toml").write_text(
+        f'[[kernels]]\nsource = "kernels.cu"\nkernels = ["*"]\ncompiler = "{compiler}"\n'
+    )
+    args = [f"--regbudget-cuda-home={home}", f"--regbudget-arch={','.join(ARCHS)}", "--regbudget-gpu=off"]
+    result, records = run_json(pytester, *args, "--regbudget-sass", "-n", "0")
+    assert result.ret == 0, result.stdout.str()
+    assert records
+    assert all(r["spill_instructions"] is not None for r in records)
+    assert builds(log, "nvcc" if compiler == "nvcc" else "ptxas") == dict.fromkeys(ARCHS, 1), log.read_text()
