@@ -30,19 +30,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-KERNEL = """#include "shared.h"
-#include "cfg{i}.h"
-extern "C" __global__ void k{i}(const float* x, float* y) {{
-    float v[N];
-#pragma unroll
-    for (int k = 0; k < N; ++k) v[k] = x[threadIdx.x + k * 32] * SCALE;
-    float s = 0;
-    for (int r = 0; r < 8; ++r)
-#pragma unroll
-        for (int k = 0; k < N; ++k) s += v[k] * v[(k + r) % N];
-    y[threadIdx.x] = s;
-}}
-"""
+# The six kernels of tests/integration/test_cache_precision.py (str.format: {i}).
+KERNEL = (ROOT / "tests" / "data" / "edits" / "kernel.cu.in").read_text()
 Edit = tuple[str, Callable[[Path], object]]
 
 

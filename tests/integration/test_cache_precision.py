@@ -18,19 +18,7 @@ from pytest_regbudget.core.errors import CompileError
 
 # Six kernels, each reading the shared header and a config header of its own, found through include_dirs
 # inc1 then inc2; N sets the registers (2 and 9 differ).
-KERNEL = """#include "shared.h"
-#include "cfg{i}.h"
-extern "C" __global__ void k{i}(const float* x, float* y) {{
-    float v[N];
-#pragma unroll
-    for (int k = 0; k < N; ++k) v[k] = x[threadIdx.x + k * 32] * SCALE;
-    float s = 0;
-    for (int r = 0; r < 8; ++r)
-#pragma unroll
-        for (int k = 0; k < N; ++k) s += v[k] * v[(k + r) % N];
-    y[threadIdx.x] = s;
-}}
-"""
+KERNEL = (Path(__file__).parents[1] / "data" / "edits" / "kernel.cu.in").read_text()  # str.format: {i}
 MANIFEST = """
 arch = ["sm_80", "sm_90"]
 [[kernels]]
