@@ -138,3 +138,13 @@ def test_in_the_example_project_a_comment_rebuilds_only_its_files_builds(
     assert all(costs.values()), costs
     assert strings
     assert sum(costs.values()) == cold - len(strings), costs
+    # And what the cache gave is what a build from scratch gives.
+    cached, fresh = pytester.path / "cached.json", pytester.path / "fresh.json"
+    pytester.runpytest_subprocess(*args, f"--regbudget-json={cached}")
+    pytester.runpytest_subprocess(*args, "--regbudget-no-cache", f"--regbudget-json={fresh}")
+
+    def numbers(report: Path) -> list[tuple[object, ...]]:
+        keys = ("nodeid", "kernel", "arch", "registers", "spill_stores", "stack_frame", "shared_mem")
+        return sorted(tuple(r[k] for k in keys) for r in json.loads(report.read_text())["kernels"])
+
+    assert numbers(cached) == numbers(fresh)
