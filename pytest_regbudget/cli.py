@@ -19,12 +19,11 @@ from __future__ import annotations
 
 import argparse
 import configparser
-import json
 import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import tomli
 from msgspec import Struct
@@ -44,11 +43,13 @@ from .core.names import normalize
 from .core.occupancy import occupancy, register_cliff
 from .core.text import close_key_hint, one_line
 from .report import compare
-from .report.record import ReportRecord, json_text
+from .report.record import json_text
 from .report.terminal import key_text, unknown_arch_lines
 from .report.writers import JSON_FORMAT, JSON_VERSION
 from .update import plan as update
+from .update import shards
 from .update.scope import Rule, merge_shards
+from .update.shards import Report
 
 OK, FAILED, BAD_INPUT = 0, 1, 2
 
@@ -58,34 +59,12 @@ class CliError(Exception):
 
 
 # -- reports ----------------------------------------------------------------------------------------------
-class Report(Struct, frozen=True):
-    path: Path
-    records: list[ReportRecord]
-    scope: dict[str, Any]
-
-
 def read_report(path: Path) -> Report:
-    """A --regbudget-json report of this plugin's version; CliError naming the file otherwise."""
+    """A --regbudget-json report of this plugin's version, every record checked; CliError naming the file."""
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise CliError(f"{path}: no such file. Fix: give a report of pytest --regbudget-json=PATH") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise CliError(f"{path}: cannot read it: {exc}") from None
-    except json.JSONDecodeError as exc:
-        raise CliError(
-            f"{path}: not JSON ({exc}); give a report written by pytest --regbudget-json"
-        ) from None
-    if not isinstance(doc, dict) or not isinstance(doc.get("kernels"), list):
-        raise CliError(f'{path}: not a pytest-regbudget report (no "kernels" list)')
-    if doc.get("format") != JSON_FORMAT or doc.get("version") != JSON_VERSION:
-        found = doc.get("version", "1 (no version: a development version before 0.1.0)")
-        raise CliError(
-            f"{path}: report version {found}; this regbudget reads version {JSON_VERSION}. Fix: rerun pytest "
-            "--regbudget-json with this pytest-regbudget"
-        )
-    scope = doc.get("scope")
-    return Report(path, cast(list[ReportRecord], doc["kernels"]), scope if isinstance(scope, dict) else {})
+        return shards.read(path)
+    except shards.BadReport as exc:
+        raise CliError(str(exc)) from None
 
 
 # -- compare ----------------------------------------------------------------------------------------------
@@ -113,7 +92,9 @@ def parse_fail_on(text: str) -> dict[str, float]:
         try:
             amount = float(tol) if tol else 0.0
         except ValueError:
-            raise CliError(f"--fail-on {part!r}: the tolerance must be a number (e.g. registers:4)") from None
+            amount = float("nan")
+        if not 0 <= amount < float("inf"):  # nan compares false: it would never fail
+            raise CliError(f"--fail-on {part!r}: the tolerance must be a number >= 0 (e.g. registers:4)")
         for metric in _FAIL_METRICS[name]:
             out[metric] = amount
     return out
@@ -156,8 +137,25 @@ def _cmd_compare(args: argparse.Namespace) -> int:
 
 
 # -- merge ------------------------------------------------------------------------------------------------
+def _overlap(shards: Sequence[Report]) -> None:
+    """Shards that ran one test (a retried job, overlapping -k selections) must agree on its numbers: the
+    merge could keep only one of them. CliError naming both otherwise."""
+    seen: dict[tuple[str, str, str], tuple[tuple[object, ...], str]] = {}
+    for shard in shards:
+        for r in shard.records:
+            numbers = (r["compiler"], r["registers"], r["spill_stores"], r["spill_loads"], r["stack_frame"])
+            first = seen.setdefault((r["nodeid"], r["kernel"], r["arch"]), (numbers, shard.path.name))
+            if first[0] != numbers:
+                raise CliError(
+                    f"shards disagree: {r['nodeid']} {r['kernel']} [{r['arch']}] measured {first[0][1:]} in "
+                    f"{first[1]} and {numbers[1:]} in {shard.path.name} (registers, spill stores and loads, "
+                    "stack); their entries would conflict. Fix: merge the reports of one run"
+                )
+
+
 def _cmd_merge(args: argparse.Namespace) -> int:
     shards = [read_report(Path(p)) for p in args.reports]
+    _overlap(shards)
     records = [r for shard in shards for r in shard.records]
     try:
         fresh = update.fresh_entries(records)
@@ -169,38 +167,54 @@ def _cmd_merge(args: argparse.Namespace) -> int:
         named = ", ".join(sorted({v for k, v in where.items() if k in first}))
         raise CliError(f"shards disagree: {first} (in {named}); their entries would conflict")
     scopes = [s.scope for s in shards]
-    merged_scope = merge_shards(s.get("run", {}) for s in scopes)
-    prefixes = sorted({p for s in scopes for p in s.get("prefixes", [""])})
-    selection = next((s["selection"] for s in scopes if s.get("selection")), None)
-    archs = sorted({a for s in scopes for a in s.get("archs", [])})
-    built = frozenset((c, r) for s in scopes for c, r in s.get("built", []))
-    rootdir = Path(args.rootdir or next((s["rootdir"] for s in scopes if s.get("rootdir")), "."))
+    merged_scope = merge_shards(s.run.payload() for s in scopes)
+    prefixes = sorted({p for s in scopes for p in s.prefixes})
+    selection = next((s.selection for s in scopes if s.selection), None)
+    archs = sorted({a for s in scopes for a in s.archs})
+    built = frozenset((c, r) for s in scopes for c, r in s.built)
+    rootdir = Path(args.rootdir or next((s.rootdir for s in scopes if s.rootdir), "."))
     scope_doc = {
         "run": merged_scope.payload(),
         "prefixes": prefixes,
         "selection": selection,
         "archs": archs,
-        "toolkits": sorted({t for s in scopes for t in s.get("toolkits", [])}),
+        "toolkits": sorted({t for s in scopes for t in s.toolkits}),
         "built": [list(pair) for pair in sorted(built)],
         "rootdir": str(rootdir),
-        "baseline": next((s["baseline"] for s in scopes if s.get("baseline")), None),
-        "update": any(s.get("update") for s in scopes),
+        "baseline": next((s.baseline for s in scopes if s.baseline), None),
+        "update": any(s.update for s in scopes),
         "merged": [s.path.name for s in shards],
     }
     if args.output:
         head = {"format": JSON_FORMAT, "version": JSON_VERSION, "scope": scope_doc}
         comparisons = [c.to_json() for c in compare.across_releases(records)]
         text = json_text(records, {**head, "toolkit_comparison": comparisons}, first=("format", "version"))
-        bl.atomic_write(Path(args.output), text)
+        try:
+            bl.atomic_write(Path(args.output), text)
+        except OSError as exc:
+            why = exc.strerror or exc
+            raise CliError(f"-o {args.output}: cannot write it: {why}; give a file path") from None
     entries = len(fresh.entries)
     print(f"merged {len(shards)} report(s): {len(records)} kernel records, {entries} baseline entries")
     if args.update:
         path = Path(args.update)
+        if not path.parent.is_dir():
+            raise CliError(
+                f"--update {path}: no directory {path.parent}. Fix: give the path of the project's baseline "
+                "(a new one is created in an existing directory)"
+            )
+        if not path.exists():
+            print(f"baseline {path} does not exist: creating it")
         try:
             old = bl.load(path)
         except BaselineError as exc:
             raise CliError(str(exc)) from None
-        rule = Rule(merged_scope, archs, prefixes, rootdir, selection, built)
+        # Each toolkit's entries are judged by the shards that built that toolkit (Rule.release_scopes).
+        by_release = {
+            pair: merge_shards(s.run.payload() for s in scopes if pair in {tuple(b) for b in s.built})
+            for pair in built
+        }
+        rule = Rule(merged_scope, archs, prefixes, rootdir, selection, built, by_release)
         planned = update.plan(old, records, fresh.entries, rule)
         try:
             counts = bl.update(path, planned.write, planned.stale, moved=planned.moved)

@@ -331,8 +331,26 @@ def _section(path: Path, name: str, node: object, depth: int) -> dict[Any, Basel
     return out
 
 
+def not_a_file(path: Path) -> str:
+    """Why `path` cannot be a file that is read and replaced ("" if it is a regular file, a symbolic link to
+    one, or nothing yet): a device, a FIFO, a socket or a directory would hang a read or be replaced."""
+    try:
+        mode = path.stat().st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        return ""
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    if stat.S_ISREG(mode):
+        return ""
+    kind = "a directory" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode) else "a device or socket"
+    return f"{kind}, not a regular file"
+
+
 def load(path: Path) -> Baseline:
     """The entries of `path`; a missing file is an empty baseline."""
+    special = not_a_file(path)
+    if special:
+        raise BaselineError(f"baseline {path} is {special}. Fix: give the path of a TOML file")
     try:
         data = path.read_bytes()
     except FileNotFoundError:
@@ -439,7 +457,15 @@ def _holder(pid_file: Path) -> str:
 
 
 def atomic_write(path: Path, text: str | bytes) -> None:
-    """Write a temp file beside `path`, then replace: readers never see half a file. Text is UTF-8."""
+    """Write a temp file beside `path`, then replace: readers never see half a file. Text is UTF-8.
+
+    A symbolic link is written through (its target replaced, in the target's directory, so the link stays a
+    link); anything but a regular file or a missing path (a device such as /dev/null, a FIFO, a directory) is
+    refused with OSError rather than replaced."""
+    special = not_a_file(path)
+    if special:
+        raise OSError(errno.EINVAL, f"{path} is {special}", str(path))
+    path = Path(os.path.realpath(path))
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:

@@ -111,7 +111,9 @@ def plan(
     write = {}
     for key, entry in fresh.items():
         before = old.entries.get(key) or old.entries.get(moved.get(key, key))
-        still = rule.still_measuring(before.tests, key[bl.ARCH]) if before else []
+        still = []
+        if before is not None:
+            still = rule.still_measuring(before.tests, key[bl.ARCH], before.compiler, key[bl.RELEASE])
         write[key] = replace(entry, tests=tuple(sorted({*entry.tests, *still})))
     moves = {new: was for new, was in moved.items() if new in write and was not in write}
     return Plan(write, decision.stale_entries(), decision, moves)

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from msgspec import Struct, field
+from msgspec.structs import replace
 
 from ..core.baseline import base_nodeid
 
@@ -143,6 +144,18 @@ class Rule(Struct, frozen=True):
     # The (compiler, release) pairs this run built, e.g. ("nvrtc", "12.9"), ("nvcc", "13.5"): an entry of
     # another is kept (None: not known, every release counts as built).
     built: frozenset[tuple[str, str]] | None = None
+    # A merge of shards built with different toolkits: the scope of the shards that built each (compiler,
+    # release). An entry is judged by what the shards of its own toolkit saw, as the serial updates would
+    # have judged it: a test one cu12 shard deselected is not "run" because a cu13 shard ran it.
+    release_scopes: Mapping[tuple[str, str], RunScope] = field(default_factory=dict)
+
+    def judging(self, compiler: str, release: str) -> Rule:
+        """The rule for an entry of (compiler, release)."""
+        if not self.release_scopes:
+            return self
+        # A pair no shard built keeps the merged scope: the `built` rule keeps its entries.
+        scope = self.release_scopes.get((compiler, release), self.scope)
+        return replace(self, scope=scope, release_scopes={})
 
     def test(self, nodeid: str, arch: str) -> str | None:
         """Why the run could not have seen what test `nodeid` measures on `arch`; None when it could have
@@ -178,6 +191,8 @@ class Rule(Struct, frozen=True):
     def kernel(self, key: Key, tests: Sequence[str], compiler: str = "") -> str | None:
         """Why a kernel's entry is kept; None when it is stale. `tests` measured it last, with `compiler`."""
         source, _, _, arch, release = key
+        if self.release_scopes:
+            return self.judging(compiler, release).kernel(key, tests, compiler)
         if self.scope.interrupted:
             return f"the run was interrupted ({self.scope.interrupted})"
         if not source.startswith(NOT_A_FILE) and not (self.rootdir / source).exists():
@@ -196,9 +211,12 @@ class Rule(Struct, frozen=True):
         reasons = [r for r in (self.test(t, arch) for t in tests) if r is not None]
         return reasons[0] if reasons else None
 
-    def still_measuring(self, tests: Sequence[str], arch: str) -> list[str]:
+    def still_measuring(
+        self, tests: Sequence[str], arch: str, compiler: str = "", release: str = ""
+    ) -> list[str]:
         """The tests of an entry that may still measure it: those this run could not see."""
-        return [t for t in tests if self.test(t, arch) is not None]
+        rule = self.judging(compiler, release)
+        return [t for t in tests if rule.test(t, arch) is not None]
 
 
 # A key's source that is not a file on disk (a code string's name, a Python kernel without a file): its
@@ -220,6 +238,10 @@ def decide(
     """
     stale: set[Key] = set()
     kept: dict[str, list[Key]] = {}
+    foreign = _foreign_rootdir(rule, entries)
+    if foreign:
+        unmeasured = tuple(k for k in sorted(entries) if k not in measured)
+        return Decision(frozenset(), {foreign: unmeasured} if unmeasured else {})
     for key, tests in sorted(entries.items()):
         if key in measured:
             continue
@@ -229,3 +251,18 @@ def decide(
         else:
             kept.setdefault(reason, []).append(key)
     return Decision(frozenset(stale), {r: tuple(k) for r, k in kept.items()})
+
+
+def _foreign_rootdir(rule: Rule, entries: Mapping[Key, Sequence[str]]) -> str:
+    """Why no entry can be judged, if none of the files the baseline names (sources, test files) exists under
+    the rule's rootdir: the keys are relative to another one (`--rootdir=tests`, `merge --rootdir /tmp`), and
+    every entry would look gone. "" when some do."""
+    named = {k[0] for k in entries if not k[0].startswith(NOT_A_FILE)}
+    named |= {test_file(t) for tests in entries.values() for t in tests}
+    if not named or any((rule.rootdir / name).exists() for name in named):
+        return ""
+    return (
+        f"none of the {len(named)} files the baseline names exists under the rootdir {rule.rootdir}, so no "
+        "entry was removed: it was written from another rootdir (run from the baseline's project, or pass "
+        "--rootdir with that directory)"
+    )

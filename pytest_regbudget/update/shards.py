@@ -1,0 +1,130 @@
+"""A --regbudget-json report read back from a file (`read`), by `regbudget merge` and `regbudget compare`:
+from files this process did not write (CI shards, an artifact of another run). Every record and the scope are
+checked against their types before anything uses them, so that a damaged or hand-edited report is one error
+naming the file, the record and the field, never a traceback or a baseline that no longer loads.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any, cast
+
+import msgspec
+from msgspec import Meta, Struct, field
+
+from ..core.arch import get_arch
+from ..core.errors import UnknownArchError
+from ..report.record import ReportRecord
+from ..report.writers import JSON_FORMAT, JSON_VERSION
+from .scope import RunScope
+
+RERUN = "give a report written by pytest --regbudget-json"
+DAMAGED = "an edited or damaged report: rerun pytest --regbudget-json"
+
+
+class BadReport(ValueError):
+    """A report file that cannot be used, with the reason and the fix."""
+
+
+Count = Annotated[int, Meta(ge=0)]
+Key = Annotated[list[str], Meta(min_length=5, max_length=5)]  # [source, kernel, variant, arch, release]
+
+
+class _Record(Struct):
+    """The fields of a record that a merge or a comparison reads, with their types and ranges (the record has
+    more: they are carried as they are)."""
+
+    nodeid: Annotated[str, Meta(min_length=1)]
+    kernel: str
+    arch: str
+    source: str
+    registers: Annotated[int, Meta(ge=0, le=255)] | None
+    spill_stores: Count | None
+    spill_loads: Count | None
+    stack_frame: Count | None
+    shared_mem: Count | None
+    ptxas_version: str
+    compiler: str
+    release: str
+    baseline_status: str
+    key: Key | None
+    const_mem: Count | None = None
+    occupancy: Annotated[float, Meta(ge=0, le=1)] | None = None
+    found_under: Key | None = None
+    measured: dict[str, Any] | None = None
+    time_ms: Annotated[float, Meta(gt=0)] | None = None
+
+
+class Scope(Struct):
+    """What a run could have seen (session.report_scope); every field has the value of a run that says
+    nothing, so a report without a scope merges as one that removes nothing it cannot see."""
+
+    run: RunScope = field(default_factory=RunScope)
+    prefixes: list[str] = field(default_factory=lambda: [""])
+    selection: str | None = None
+    archs: list[str] = field(default_factory=list)
+    toolkits: list[str] = field(default_factory=list)
+    built: list[Annotated[list[str], Meta(min_length=2, max_length=2)]] = field(default_factory=list)
+    rootdir: str | None = None
+    baseline: str | None = None
+    update: bool = False
+
+
+class Report(Struct, frozen=True):
+    path: Path
+    records: list[ReportRecord]
+    scope: Scope
+
+
+def read(path: Path) -> Report:
+    """A --regbudget-json report of this plugin's version, every record and the scope checked; BadReport
+    naming the file (and the record and field) otherwise."""
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise BadReport(f"{path}: no such file. Fix: give a report of pytest --regbudget-json=PATH") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BadReport(f"{path}: cannot read it: {exc}") from None
+    except json.JSONDecodeError as exc:
+        raise BadReport(f"{path}: not JSON ({exc}); {RERUN}") from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("kernels"), list):
+        raise BadReport(f'{path}: not a pytest-regbudget report (no "kernels" list)')
+    if doc.get("format") != JSON_FORMAT or doc.get("version") != JSON_VERSION:
+        found = doc.get("version", "1 (no version: a development version before 0.1.0)")
+        raise BadReport(
+            f"{path}: report version {found}; this regbudget reads version {JSON_VERSION}. Fix: rerun pytest "
+            "--regbudget-json with this pytest-regbudget"
+        )
+    records = [_record(path, i, r) for i, r in enumerate(doc["kernels"])]
+    try:
+        scope = msgspec.convert(doc.get("scope") or {}, Scope)
+    except msgspec.ValidationError as exc:
+        raise BadReport(f"{path}: scope: {exc}; {DAMAGED}") from None
+    for arch in scope.archs:
+        _arch(path, "scope", arch)
+    return Report(path, records, scope)
+
+
+def _record(path: Path, index: int, raw: object) -> ReportRecord:
+    where = f"{path}: kernels[{index}]"
+    if isinstance(raw, dict) and isinstance(raw.get("nodeid"), str):
+        where += f" ({raw['nodeid']})"
+    try:
+        checked = msgspec.convert(raw, _Record)
+    except msgspec.ValidationError as exc:
+        raise BadReport(f"{where}: {exc}; {DAMAGED}") from None
+    _arch(path, where, checked.arch)
+    if checked.key is not None and (checked.key[3], checked.key[4]) != (checked.arch, checked.release):
+        raise BadReport(
+            f"{where}: its key {checked.key} is not of its arch {checked.arch} and release "
+            f"{checked.release}; {DAMAGED}"
+        )
+    return cast(ReportRecord, raw)  # checked above: convert accepts only an object with these fields
+
+
+def _arch(path: Path, where: str, arch: str) -> None:
+    try:
+        get_arch(arch)
+    except UnknownArchError as exc:
+        raise BadReport(f"{where}: {exc}") from None
