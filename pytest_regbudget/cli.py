@@ -285,11 +285,16 @@ def parse_bounds(text: str) -> list[Bounds]:
             continue
         threads, _, blocks = part.partition("x")
         try:
-            out.append(Bounds(int(threads), int(blocks) if blocks else None))
+            bounds = Bounds(int(threads), int(blocks) if blocks else None)
         except ValueError:
+            bounds = Bounds(0)
+        # __launch_bounds__(threads, blocks): threads 1..1024 (every arch's block limit), blocks >= 1.
+        if not 1 <= (bounds.threads or 0) <= 1024 or (bounds.blocks is not None and bounds.blocks < 1):
             raise CliError(
-                f"--bounds {part!r}: expected none, THREADS or THREADSxBLOCKS (e.g. 256x4)"
-            ) from None
+                f"--bounds {part!r}: expected none, THREADS or THREADSxBLOCKS with 1 <= THREADS <= 1024 and "
+                "BLOCKS >= 1 (e.g. 256x4)"
+            )
+        out.append(bounds)
     return out or [Bounds(None)]
 
 

@@ -302,6 +302,11 @@ def parse(text: str, path: Path) -> Baseline:
     if not doc:
         return Baseline()  # an empty file: nothing recorded yet
     version = doc.get("version", 1)  # version 1 wrote none
+    if isinstance(version, bool) or not isinstance(version, int):
+        raise BaselineError(
+            f"{path}: version = {version!r}, expected a whole number (this pytest-regbudget writes "
+            f"{FORMAT_VERSION}). Fix: correct the version"
+        )
     if version in (1, 2):
         raise BaselineError(
             f"{path}: baseline format version {version}, written by a development version of "
@@ -375,12 +380,20 @@ def _decode(data: bytes, path: Path) -> str:
             )
             if data.startswith(boms)
         ),
-        "UTF-16" if b"\x00" in data else None,
+        # UTF-16 without a byte order mark: ASCII text has a NUL in every other byte.
+        "UTF-16" if len(data) >= 2 and data[1::2].count(0) + data[0::2].count(0) >= len(data) // 2 else None,
     )
     if wide is not None:
         raise BaselineError(
             f"baseline {path} is {wide}; TOML files must be UTF-8. Fix: save it as UTF-8, e.g. "
             f"iconv -f {wide} -t UTF-8 {path} > {path}.utf8 && mv {path}.utf8 {path}"
+        )
+    if b"\x00" in data:
+        at = data.index(b"\x00")
+        line = data.count(b"\n", 0, at) + 1
+        raise BaselineError(
+            f"baseline {path}, line {line}: a NUL byte (byte offset {at}), which TOML does not allow. Fix: "
+            "remove it (a damaged file: git checkout restores the committed one)"
         )
     try:
         return data.decode("utf-8-sig")

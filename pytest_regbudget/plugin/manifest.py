@@ -262,8 +262,13 @@ class Found(Struct, frozen=True):
 
 
 def find(rootdir: Path) -> Found | None:
-    """The rootdir's manifest files; None when it can have no manifest."""
+    """The rootdir's manifest files; None when it can have no manifest. ManifestError for a regbudget.toml
+    that is there but is not a file (a directory of that name would otherwise be silently ignored)."""
     standalone, path = rootdir / STANDALONE, rootdir / PYPROJECT
+    if standalone.exists() and not standalone.is_file():
+        raise ManifestError(
+            f"{standalone} is not a file (a directory?): rename it, or make it the manifest file"
+        )
     pyproject: Path | None = path
     text = None
     try:

@@ -227,6 +227,9 @@ def settings_of(config: pytest.Config, manifest: Manifest | None = None) -> Sett
         archs = parse_archs(cli or ini or (manifest.archs if manifest else ()) or [DEFAULT_ARCH])
     except UnknownArchError as exc:
         raise pytest.UsageError(f"regbudget_arch (ini): {exc}") from None
+    if not archs:  # --regbudget-arch= or =,, : nothing would be built, and every listing would look empty
+        given = f"--regbudget-arch={','.join(cli)}" if cli else "regbudget_arch (ini)"
+        raise pytest.UsageError(f"{given} names no arch. Fix: e.g. --regbudget-arch=sm_80,sm_90")
     timeouts = Timeouts(
         ptxas=_seconds(config, "regbudget_ptxas_timeout", DEFAULT_PTXAS_TIMEOUT),
         nvcc=_seconds(config, "regbudget_nvcc_timeout", DEFAULT_NVCC_TIMEOUT),

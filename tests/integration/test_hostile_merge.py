@@ -231,3 +231,54 @@ def test_another_rootdir_removes_nothing_and_says_why(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert "0 stale" in done.stdout
     assert "none of the 2 files the baseline names exists" in done.stdout
+
+
+# -- unclear messages, made clear ------------------------------------------------------------------------
+@pytest.mark.parametrize("bounds", ["0", "1x0", "99999999", "256x-1"])
+def test_explain_refuses_launch_bounds_no_kernel_can_have(bounds: str) -> None:
+    done = regbudget("explain", "hungry.cu::poly_eval", "--bounds", bounds, cwd=KERNELS)
+    bad_input(done, rf"--bounds '{re.escape(bounds)}': expected .* 1 <= THREADS <= 1024 and BLOCKS >= 1")
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b"version = true\n", r"version = True, expected a whole number"),
+        (
+            b"version = 3\n\x00[kernels]\n",
+            r"line 2: a NUL byte \(byte offset 12\), which TOML does not allow",
+        ),
+    ],
+    ids=["version-true", "nul-byte"],
+)
+def test_a_baseline_with_a_bad_version_or_a_nul_byte_says_so(
+    tmp_path: Path, content: bytes, message: str
+) -> None:
+    bad = tmp_path / BASELINE
+    bad.write_bytes(content)
+    done = regbudget("baseline", "check", str(bad))
+    assert done.returncode == 2, done
+    assert re.search(message, done.stderr), done.stderr
+    assert "UTF-16" not in done.stderr
+
+
+@pytest.mark.parametrize("value", ["", ",,"])
+def test_an_arch_option_that_names_no_arch_is_a_usage_error(tmp_path: Path, value: str) -> None:
+    (tmp_path / "test_a.py").write_text("def test_a():\n    pass\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", f"--regbudget-arch={value}"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == pytest.ExitCode.USAGE_ERROR
+    assert f"--regbudget-arch={value} names no arch. Fix: e.g. --regbudget-arch=sm_80,sm_90" in done.stderr
+
+
+def test_a_manifest_that_is_a_directory_is_a_usage_error(tmp_path: Path) -> None:
+    (tmp_path / "regbudget.toml").mkdir()
+    (tmp_path / "test_a.py").write_text("def test_a():\n    pass\n")
+    done = pytest_run(tmp_path)
+    assert done.returncode == pytest.ExitCode.USAGE_ERROR
+    assert "regbudget.toml is not a file (a directory?)" in done.stderr
