@@ -12,12 +12,10 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ..core.arch import get_arch
-from ..core.errors import CompileError
+from ..core.errors import CompileError, ToolchainError
 from .options import CompileOptions
 from .outputs import PtxModule
-from .toolchain import (
-    Toolkit,
-)
+from .toolchain import NVRTC_FIX, Toolkit
 
 
 class _Nvrtc:
@@ -90,9 +88,20 @@ def _fs_bytes(text: str) -> bytes:
     return text.encode(errors="surrogateescape")
 
 
+_UNLOADABLE: dict[Path, ToolchainError] = {}  # a library that failed to load stays failed for the run
+
+
 @functools.lru_cache(maxsize=8)
 def _nvrtc(path: Path) -> _Nvrtc:
-    return _Nvrtc(path)
+    """The library, loaded once; a library that cannot be loaded (damaged, or removed while the run goes on)
+    is one ToolchainError, remembered, not a ctypes traceback in every test."""
+    if path in _UNLOADABLE:
+        raise _UNLOADABLE[path]
+    try:
+        return _Nvrtc(path)
+    except OSError as exc:
+        _UNLOADABLE[path] = ToolchainError(f"the NVRTC library {path} cannot be loaded: {exc}. {NVRTC_FIX}")
+        raise _UNLOADABLE[path] from None
 
 
 def compile_ptx(

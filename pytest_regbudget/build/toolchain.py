@@ -584,3 +584,30 @@ class Nvcc(Struct, frozen=True):
             bin_dir / "ptxas",
             bin_dir.parent / "nvvm" / "bin" / "cicc",
         ]
+
+
+def not_a_library(path: Path) -> str:
+    """Why `path` cannot be a shared library ("" when it may be one): read, not loaded, so that a damaged
+    install is found at start-up without loading anything. ELF on Linux; elsewhere only that it exists."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(4)
+    except OSError as exc:
+        return f"cannot be read ({exc.strerror or exc})"
+    if sys.platform.startswith("linux") and head != b"\x7fELF":
+        return f"is not a shared library (it starts {head!r}, not an ELF header)"
+    return ""
+
+
+NVRTC_FIX = (
+    "Fix: reinstall the NVRTC wheel (pip install --force-reinstall nvidia-cuda-nvrtc-cu12), or point "
+    "--regbudget-cuda-home at a complete toolkit"
+)
+
+
+def check_nvrtc(library: Path) -> None:
+    """ToolchainError when the NVRTC library is damaged (empty, truncated, not a library): once, at start-up.
+    The file is read, not loaded: a fully cached run loads no NVRTC, and this is one read of 4 bytes."""
+    damaged = not_a_library(library)
+    if damaged:
+        raise ToolchainError(f"the NVRTC library {library} {damaged}. {NVRTC_FIX}")

@@ -35,6 +35,8 @@ def pytest_configure(config: pytest.Config) -> None:
         "regbudget(source, kernel, **budgets): compile a CUDA kernel per target arch and check its "
         f"register, spill, stack, shared-memory, launch and occupancy budgets. Keys: {', '.join(VALID_KEYS)}",
     )
+    if config.option.help or config.option.version:
+        return  # expand no glob and build nothing for a question about pytest itself
     try:
         kernels = manifest.load(config.rootpath)
     except ManifestError as exc:

@@ -20,7 +20,6 @@ key. What "*" finds takes a build; that, and the pytest nodes, live in collect.p
 from __future__ import annotations
 
 import functools
-import glob
 import json
 import os
 import re
@@ -391,6 +390,9 @@ def _table(index: int, raw: Mapping[str, Any], label: str, rootdir: Path) -> Tab
     for key, value in keys.items():
         if key == "variants":
             continue
+        if key == "depends":
+            for pattern in _strings(value) or []:
+                contained(pattern, rootdir, lambda m: error("depends", m))
         given: dict[str, object] = {key: value}
         if key == "min_occupancy":
             given["launch"] = (1,)  # its need for a launch is checked once the tables are merged
@@ -429,26 +431,29 @@ def _files(value: object, rootdir: Path, error: Any) -> tuple[Path, ...]:
         raise error(
             f'{value!r}: expected a glob or a list of globs relative to the rootdir, e.g. ["kernels/*.cu"]'
         )
-    root = rootdir.resolve()
     found: list[Path] = []
     for pattern in globs:
-        matched = sorted(
-            p for p in glob.glob(pattern, root_dir=rootdir, recursive=True) if (rootdir / p).is_file()
-        )
+        contained(pattern, rootdir, error)
+        # pathlib's `**` does not descend through symbolic links to directories (a link to / would walk the
+        # file system); a file reached through a link under the rootdir is one of its files.
+        matched = sorted(p for p in rootdir.glob(pattern) if p.is_file())
         if not matched:
             raise error(f"{pattern!r} matches no file (globs are relative to the rootdir {rootdir})")
-        for rel in matched:
-            path = Path(os.path.normpath(rootdir / rel))
-            try:
-                path.resolve().relative_to(root)
-            except ValueError:
-                raise error(
-                    f"{pattern!r} matches {rel}, outside the rootdir {rootdir}: kernels are collected as "
-                    "files of the rootdir (move the manifest up, or give pytest a rootdir above both)"
-                ) from None
+        for path in matched:
             if path not in found:
                 found.append(path)
     return tuple(found)
+
+
+def contained(pattern: str, rootdir: Path, error: Any) -> None:
+    """The one containment rule of the manifest's globs, checked before anything is expanded: relative to the
+    rootdir, and not leaving it (no absolute path, no `..`), so that a pattern can never walk the whole file
+    system (`/**/*.cuh`)."""
+    if os.path.isabs(pattern) or pattern.startswith("~") or ".." in Path(pattern).parts:
+        raise error(
+            f"{pattern!r} is outside the rootdir {rootdir}: the manifest's globs are relative to the rootdir "
+            "and stay in it (move the manifest up, or give pytest a rootdir above both)"
+        )
 
 
 def _patterns(value: object, error: Any) -> tuple[str, ...]:

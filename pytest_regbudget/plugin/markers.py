@@ -243,10 +243,17 @@ def _arch_name(key: str, name: object) -> str:
 
 def _strings(key: str, value: object) -> tuple[str, ...]:
     if isinstance(value, (str, Path)):
-        return (str(value),)
+        return (_no_nul(key, str(value)),)
     if isinstance(value, Sequence) and all(isinstance(v, (str, Path)) for v in value):
-        return tuple(str(v) for v in value)
+        return tuple(_no_nul(key, str(v)) for v in value)
     raise MarkerError(f"{key}={value!r}: expected a string or a list of strings")
+
+
+def _no_nul(key: str, text: str) -> str:
+    """A path or a flag goes to the file system or a compiler's command line, where a NUL byte cannot be."""
+    if "\x00" in text:
+        raise MarkerError(f"{key}={text!r}: a NUL byte (\\x00) cannot be in a path or a compiler flag")
+    return text
 
 
 # A macro name, function-like ones included ("F(x)"), as -D takes it.
@@ -431,11 +438,15 @@ def parse_marker(args: Sequence[object], kwargs: Mapping[str, object], base_dir:
     kernel = kwargs.get("kernel")
     if source is not None and not isinstance(source, (str, Path)):
         raise MarkerError(f"source={source!r}: expected a path to a .cu file")
+    if source is not None:
+        _no_nul("source", str(source))
     if kernel is not None and not isinstance(kernel, str):
         raise MarkerError(f"kernel={kernel!r}: expected a kernel name such as 'poly_eval' or 'gemm<128, 64>'")
     binary = kwargs.get("binary")
     if binary is not None and not isinstance(binary, (str, Path)):
         raise MarkerError(f"binary={binary!r}: expected a path to a cubin, fatbin, object or shared library")
+    if binary is not None:
+        _no_nul("binary", str(binary))
     if binary is not None and source is not None:
         raise MarkerError("give source= (to compile) or binary= (to read a prebuilt binary), not both")
     if (source is None and binary is None) != (kernel is None):

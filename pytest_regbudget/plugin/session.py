@@ -22,7 +22,7 @@ from ..build import disasm
 from ..build.builder import Builder, ItemEnv
 from ..build.cache import CacheStats
 from ..build.compiler import error_location
-from ..build.toolchain import oldest_arch
+from ..build.toolchain import check_nvrtc, oldest_arch
 from ..build.units import Spec
 from ..core import baseline as bl
 from ..core.arch import get_arch
@@ -222,6 +222,9 @@ class RegbudgetSession:
         nvcc = self.settings.nvcc
         if nvcc is not None and not Path(nvcc).is_file():
             raise ToolchainError(f"--regbudget-nvcc={nvcc}: no such file. Fix: give the path of an nvcc")
+        toolkit = self.builder.toolkit_or_none()
+        if toolkit is not None:
+            check_nvrtc(toolkit.nvrtc)
         home = self.settings.cuda_home or os.environ.get("REGBUDGET_CUDA_HOME")
         explicit = self.settings.toolkits or ((None,) if home else ())
         seen: dict[str, str] = {}

@@ -15,7 +15,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import fake_home
 from test_cli import BASELINE, KERNELS, TESTS, bad_input, regbudget
+
+from pytest_regbudget.build import nvrtc
+from pytest_regbudget.core.errors import ToolchainError
 
 Doc = dict[str, Any]
 
@@ -282,3 +286,55 @@ def test_a_manifest_that_is_a_directory_is_a_usage_error(tmp_path: Path) -> None
     done = pytest_run(tmp_path)
     assert done.returncode == pytest.ExitCode.USAGE_ERROR
     assert "regbudget.toml is not a file (a directory?)" in done.stderr
+
+
+# -- tracebacks and hangs, made one line ----------------------------------------------------------------
+def test_help_and_version_expand_no_manifest_glob(tmp_path: Path) -> None:
+    # Expanded, this glob walks the whole file system; --help and --version must not even look.
+    (tmp_path / "regbudget.toml").write_text('[[kernels]]\nsource = ["/**/*.cuh"]\n')
+    for option in ("--help", "--version"):
+        done = subprocess.run(
+            [sys.executable, "-m", "pytest", option], cwd=tmp_path, capture_output=True, text=True, timeout=60
+        )
+        assert done.returncode == 0, done.stderr
+    refused = pytest_run(tmp_path)
+    assert refused.returncode == pytest.ExitCode.USAGE_ERROR
+    assert "'/**/*.cuh' is outside the rootdir" in refused.stderr
+
+
+def test_a_nul_byte_in_a_markers_path_is_a_setup_error_of_that_test(tmp_path: Path) -> None:
+    (tmp_path / "test_n.py").write_text(
+        "import pytest\n"
+        '@pytest.mark.regbudget(source="k\\x00.cu", kernel="k")\n'
+        "def test_nul():\n    pass\n\n"
+        "def test_other():\n    pass\n"
+    )
+    done = pytest_run(tmp_path, "-rE")
+    assert "INTERNALERROR" not in done.stdout + done.stderr
+    assert "1 passed, 1 error" in done.stdout
+    assert "source='k\\x00.cu': a NUL byte (\\x00) cannot be in a path or a compiler flag" in done.stdout
+
+
+def test_a_damaged_nvrtc_library_is_one_error_at_start_up(tmp_path: Path) -> None:
+    home = fake_home(tmp_path, 'exec "$REAL" "$@"\n')
+    for lib in (home / "lib").glob("libnvrtc.so*"):
+        lib.unlink()
+        lib.write_bytes(b"")  # an interrupted download
+    (tmp_path / "p").mkdir()
+    marker = f'@pytest.mark.regbudget(source="{KERNELS / "hungry.cu"}", kernel="poly_eval")\n'
+    tests = "".join(f"{marker}def test_{i}():\n    pass\n" for i in range(2))
+    (tmp_path / "p" / "test_k.py").write_text("import pytest\n" + tests)
+    done = pytest_run(tmp_path / "p", f"--regbudget-cuda-home={home}", "--regbudget-no-cache")
+    assert done.returncode == pytest.ExitCode.USAGE_ERROR
+    assert "is not a shared library" in done.stderr
+    assert "Traceback" not in done.stdout + done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
+
+
+def test_an_nvrtc_library_that_cannot_be_loaded_is_one_remembered_error(tmp_path: Path) -> None:
+    """Removed or damaged while the run goes on: every later build gets the same one-line ToolchainError."""
+    broken = tmp_path / "libnvrtc.so.12"
+    broken.write_bytes(b"\x7fELF" + b"\0" * 12)  # an ELF header and nothing else: loading fails
+    for _ in range(2):
+        with pytest.raises(ToolchainError, match=r"the NVRTC library .* cannot be loaded: .*Fix: reinstall"):
+            nvrtc._nvrtc(broken)

@@ -185,10 +185,37 @@ def test_bad_manifest_is_one_error_naming_file_table_and_key(
 ) -> None:
     if not needles:  # a glob that leaves the rootdir
         (root.parent / "outside.cu").write_text("")
-        needles = ["'../*.cu' matches ../outside.cu, outside the rootdir"]
+        needles = ["'../*.cu' is outside the rootdir", "the manifest's globs are relative to the rootdir"]
     message = error(root, text)
     for needle in needles:
         assert needle in message
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '[[kernels]]\nsource = ["/**/*.cuh"]\n',
+        '[[kernels]]\nsource = "~/k.cu"\n',
+        '[[kernels]]\nsource = "kernels/a.cu"\ndepends = ["/usr/**"]\n',
+        '[[kernels]]\nsource = "kernels/a.cu"\ndepends = ["kernels/../../x.h"]\n',
+    ],
+    ids=["absolute-source", "home-source", "absolute-depends", "escaping-depends"],
+)
+def test_a_glob_outside_the_rootdir_is_refused_before_it_is_expanded(root: Path, text: str) -> None:
+    # Expanded, "/**/*.cuh" walks the file system and "/usr/**" hashes /usr: the check comes first.
+    assert "is outside the rootdir" in error(root, text)
+
+
+def test_globs_do_not_descend_through_directory_links_but_take_linked_files(root: Path) -> None:
+    outside = root.parent / "elsewhere"
+    outside.mkdir()
+    (outside / "far.cu").write_text('extern "C" __global__ void far(float* x) {}\n')
+    (root / "kernels" / "up").symlink_to(root.parent)  # a loop back above the rootdir
+    (root / "kernels" / "far.cu").symlink_to(outside / "far.cu")
+    m = write(root, '[[kernels]]\nsource = ["**/*.cu"]\n')
+    files = {f.relative_to(root).as_posix() for f in m.files()}
+    assert "kernels/far.cu" in files
+    assert not any("up/" in f for f in files)
 
 
 def test_pyproject_error_names_the_prefixed_table(root: Path) -> None:
