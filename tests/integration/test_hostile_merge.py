@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from collections.abc import Callable
@@ -108,9 +109,16 @@ def test_overlapping_shards_that_disagree_are_an_error(shard: Path, tmp_path: Pa
         done = regbudget("merge", *map(str, order), "--update", str(baseline))
         bad_input(done, r"shards disagree: .*test_a.* poly_eval \[sm_90\] measured .* in .* and .* in ")
     assert baseline.read_bytes() == (shard / BASELINE).read_bytes()
-    # Overlapping shards that agree merge as one.
-    done = regbudget("merge", str(shard / "shard.json"), str(shard / "shard.json"), "--update", str(baseline))
+    # Overlapping shards that agree merge as one: the bytes of the serial update of that shard's selection.
+    copy = tmp_path / "copy"
+    shutil.copytree(shard, copy)
+    report = str(copy / "shard.json")
+    done = regbudget("merge", report, report, "--update", BASELINE, "--rootdir", str(copy), cwd=copy)
     assert done.returncode == 0, done.stderr
+    merged = (copy / BASELINE).read_bytes()
+    (copy / BASELINE).write_bytes((shard / BASELINE).read_bytes())
+    assert pytest_run(copy, "-k", "test_a", "--regbudget-update").returncode == 0
+    assert (copy / BASELINE).read_bytes() == merged
 
 
 @pytest.mark.parametrize(
@@ -338,3 +346,15 @@ def test_an_nvrtc_library_that_cannot_be_loaded_is_one_remembered_error(tmp_path
     for _ in range(2):
         with pytest.raises(ToolchainError, match=r"the NVRTC library .* cannot be loaded: .*Fix: reinstall"):
             nvrtc._nvrtc(broken)
+
+
+def test_pytest_refuses_a_baseline_path_that_is_a_fifo(tmp_path: Path) -> None:
+    """A private FIFO stands for /dev/null and such: never read (that hangs), never replaced."""
+    fifo = tmp_path / "fifo.toml"
+    os.mkfifo(fifo)
+    (tmp_path / "hungry.cu").write_text((KERNELS / "hungry.cu").read_text())
+    (tmp_path / "test_k.py").write_text(TESTS.format(a=8, b=16))
+    done = pytest_run(tmp_path, f"--regbudget-baseline={fifo}", "--regbudget-update")
+    assert done.returncode == pytest.ExitCode.USAGE_ERROR
+    assert "is a FIFO, not a regular file" in done.stderr
+    assert fifo.is_fifo()
