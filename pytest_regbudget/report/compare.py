@@ -40,9 +40,25 @@ class Change(Struct, frozen=True):
     new: object
 
     def text(self) -> str:
+        delta = self.delta()
+        shown = f" ({delta})" if delta else ""
         if self.metric == "occupancy" and isinstance(self.old, float) and isinstance(self.new, float):
-            return f"occupancy {self.old:.0%} -> {self.new:.0%}"
-        return f"{_SHORT[self.metric]} {_value(self.old)} -> {_value(self.new)}"
+            return f"occupancy {self.old:.0%} -> {self.new:.0%}{shown}"
+        return f"{_SHORT[self.metric]} {_value(self.old)} -> {_value(self.new)}{shown}"
+
+    def delta(self) -> str:
+        """The change and its share of the old value ("+8, +12.5%"); occupancy in points ("-12.5 pts"); ""
+        where either side is not a number."""
+        old, new = self.old, self.new
+        if isinstance(old, bool) or isinstance(new, bool):
+            return ""
+        if not isinstance(old, (int, float)) or not isinstance(new, (int, float)):
+            return ""
+        if self.metric == "occupancy":
+            return f"{(new - old) * 100:+.1f} pts"
+        change = new - old
+        amount = f"{change:+g}" if isinstance(change, int) else f"{change:+.4g}"
+        return f"{amount}, {change / old:+.1%}" if old else amount
 
 
 class KernelDiff(Struct, frozen=True):
@@ -210,13 +226,15 @@ def markdown(comparisons: Sequence[Comparison]) -> str:
         parts.append(f"#### {c.title()}, {len(c.diffs)} of {c.compared} kernel builds differ\n")
         if not c.diffs:
             continue
-        rows = ["| kernel | arch | metric | " + c.old + " | " + c.new + " |", "|---|---|---|---|---|"]
+        rows = [f"| kernel | arch | metric | {c.old} | {c.new} | change |", "|---|---|---|---|---|---|"]
         for d in c.diffs:
             _source, kernel, variant, arch = d.ident
             name = one_line(kernel if variant == "-" else f"{kernel} ({variant})").replace("|", "\\|")
             for change in d.changes:
                 old, new = _cell(change.metric, change.old), _cell(change.metric, change.new)
-                rows.append(f"| `{name}` | {arch} | {_SHORT[change.metric]} | {old} | {new} |")
+                rows.append(
+                    f"| `{name}` | {arch} | {_SHORT[change.metric]} | {old} | {new} | {change.delta()} |"
+                )
         parts.append("\n".join(rows) + "\n")
     return "\n".join(parts) + ("\n" if parts else "")
 

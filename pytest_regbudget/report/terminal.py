@@ -228,10 +228,14 @@ def baseline_lines(
     """Improvements to lock in and stale entries to remove, each ending with what to do; during an update,
     `kept` says which entries the run could not judge and why."""
     lines = []
+    # An improvement to lock in: every metric held or got better, and the kernel passed. Registers that fell
+    # while spills rose (even within a tolerance) are a trade, not an improvement.
     improved = [
         (rec, [d for d in rec["deltas"] if d["verdict"] == "better"])
         for rec in sorted_records(records)
         if rec["baseline_status"] == "compared"
+        and rec["outcome"] != "failed"
+        and all(d["verdict"] == "better" for d in rec["deltas"])
     ]
     improved = [(rec, ds) for rec, ds in improved if ds]
     if improved and not updating:

@@ -20,7 +20,7 @@ from pytest_regbudget.core.kernel_report import KernelReport
 from pytest_regbudget.core.limits import Launch, Level, Limits
 from pytest_regbudget.core.ptxas import parse_ptxas_output
 from pytest_regbudget.core.ratchet import BaselineRule, entry_of_report, ratchet
-from pytest_regbudget.report import html
+from pytest_regbudget.report import compare, html
 from pytest_regbudget.report.markdown import MARKDOWN_LIMIT, NEW_ROWS, markdown_report
 from pytest_regbudget.report.record import DeltaRecord, ReportRecord, json_text, to_record
 from pytest_regbudget.report.terminal import (
@@ -443,13 +443,21 @@ def improved(**overrides: Any) -> ReportRecord:
     return record(
         baseline_status="compared",
         baseline=entry(registers=126, stack=16),
-        deltas=[
-            delta("registers", 126, 102, "better"),
-            delta("spill_stores", 0, 4, "tolerated"),
-            delta("stack", 16, 0, "better"),
-        ],
+        deltas=[delta("registers", 126, 102, "better"), delta("stack", 16, 0, "better")],
         **overrides,
     )
+
+
+def test_a_kernel_worse_in_any_metric_is_never_called_improved() -> None:
+    """Registers 167 -> 64 while spills went 0 -> 704: a trade (failed or tolerated), never one to lock in."""
+    traded = [delta("registers", 167, 64, "better"), delta("spill_stores", 0, 704, "worse")]
+    failed = record(baseline_status="compared", deltas=traded, outcome="failed")
+    tolerated = record(
+        baseline_status="compared",
+        deltas=[delta("registers", 167, 64, "better"), delta("spill_stores", 0, 4, "tolerated")],
+    )
+    assert baseline_lines([failed, tolerated], [], updating=False) == []
+    assert baseline_lines([improved()], [], updating=False)[0] == "1 kernel(s) improved on the baseline:"
 
 
 def test_no_improvement_and_nothing_stale_says_nothing() -> None:
@@ -1205,3 +1213,21 @@ def test_html_shows_the_time_row_only_for_a_timed_kernel() -> None:
     assert row in html.render([timed()], all_kernels=True)
     # Unchanged, without the table: the time in the section's sentence.
     assert "time on NVIDIA H200 0.3162 ms (baseline 0.3156)" in html.render([timed()])
+
+
+@pytest.mark.parametrize(
+    ("metric", "old", "new", "delta", "text"),
+    [
+        ("registers", 64, 72, "+8, +12.5%", "registers 64 -> 72 (+8, +12.5%)"),
+        ("spill_stores", 0, 704, "+704", "spill stores 0 -> 704 (+704)"),
+        ("occupancy", 0.5, 0.375, "-12.5 pts", "occupancy 50% -> 38% (-12.5 pts)"),
+        ("registers", None, 72, "", "registers - -> 72"),
+        ("time_ms", 2.0, 1.5, "-0.5, -25.0%", "time (ms) 2.0 -> 1.5 (-0.5, -25.0%)"),
+    ],
+)
+def test_compare_changes_show_the_delta_and_its_percent(
+    metric: str, old: object, new: object, delta: str, text: str
+) -> None:
+    change = compare.Change(metric, old, new)
+    assert change.delta() == delta
+    assert change.text() == text
