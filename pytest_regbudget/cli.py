@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import configparser
+import shlex
 import sys
 import tempfile
 from collections.abc import Sequence
@@ -331,10 +332,12 @@ def explain(
     defines: Sequence[str],
     compiler: str,
     toolkit_name: str | None,
+    include_dirs: Sequence[str] = (),
+    flags: Sequence[str] = (),
 ) -> list[Row]:
     """Build `kernel` per (bounds, arch), as `__launch_bounds__` placed in its source would, and read each
     build as the plugin does."""
-    options = CompileOptions.make(defines=list(defines))
+    options = CompileOptions.make(defines=list(defines), include_dirs=include_dirs, options=flags)
     toolkit = discover(named=toolkit_name)
     text = read_source(source)
     rows = []
@@ -431,7 +434,12 @@ def headroom(root: Path) -> int:
 
 
 def suggested_marker(
-    source: Path, kernel: str, rows: Sequence[Row], extra: int, defines: Sequence[str] = ()
+    source: Path,
+    kernel: str,
+    rows: Sequence[Row],
+    extra: int,
+    defines: Sequence[str] = (),
+    build: Sequence[str] = (),
 ) -> str:
     """A marker line of today's numbers (the kernel as written, or the first bounds built) plus headroom."""
     first = rows[0].bounds
@@ -443,6 +451,7 @@ def suggested_marker(
     blocks = f", {first.blocks}" if first.blocks else ""
     launch = "" if first.threads is None else f", launch=({first.threads}{blocks},)"
     given = f", defines={list(defines)!r}" if defines else ""
+    given += "".join(f", {key}" for key in build)  # compiler, include_dirs, options: the build explained
     return (
         f'@pytest.mark.regbudget(source="{source.as_posix()}", kernel="{kernel}"{given}, '
         f"max_regs={max_regs!r}, spills={spills}, stack={stack}{launch})"
@@ -453,10 +462,22 @@ def _cmd_explain(args: argparse.Namespace) -> int:
     source, kernel = split_target(args.target)
     archs = [a.strip() for a in args.arch.split(",") if a.strip()]
     try:
+        flags = shlex.split(args.options)
         rows = explain(
-            source, kernel, archs, parse_bounds(args.bounds), args.defines or [], args.compiler, args.toolkit
+            source,
+            kernel,
+            archs,
+            parse_bounds(args.bounds),
+            args.defines or [],
+            args.compiler,
+            args.toolkit,
+            args.include_dir or [],
+            flags,
         )
-    except (CompileError, ToolchainError, RegbudgetError, ValueError) as exc:
+    except CompileError as exc:
+        # The compiler's whole log: its first line ("could not compile ...") says nothing of why.
+        raise CliError(str(exc).strip() or type(exc).__name__) from None
+    except (ToolchainError, RegbudgetError, ValueError) as exc:
         raise CliError(
             one_line(str(exc).strip().splitlines()[0]) if str(exc).strip() else type(exc).__name__
         ) from None
@@ -465,7 +486,10 @@ def _cmd_explain(args: argparse.Namespace) -> int:
     print("\n".join(table(rows)))
     extra = headroom(Path.cwd())
     print(f"\nsuggested marker (today's numbers + {extra} registers of headroom, ini regbudget_headroom):")
-    print(suggested_marker(source, kernel, rows, extra, args.defines or []))
+    build = [f'compiler="{args.compiler}"'] if args.compiler != "nvrtc" else []
+    build += [f"include_dirs={args.include_dir!r}"] if args.include_dir else []
+    build += [f"options={flags!r}"] if flags else []
+    print(suggested_marker(source, kernel, rows, extra, args.defines or [], build))
     return OK
 
 
@@ -494,6 +518,10 @@ def parser() -> argparse.ArgumentParser:
         "(default none,256,1024,256x4,1024x2)",
     )
     p.add_argument("--defines", "-D", action="append", metavar="NAME[=VALUE]", help="a define, may repeat")
+    p.add_argument(
+        "--include-dir", "-I", action="append", metavar="DIR", help="an include directory, may repeat"
+    )
+    p.add_argument("--options", default="", metavar="FLAGS", help='compiler flags, e.g. "-std=c++17"')
     p.add_argument("--compiler", choices=("nvrtc", "nvcc"), default="nvrtc")
     p.add_argument(
         "--toolkit",

@@ -264,3 +264,32 @@ def test_every_subcommand_has_help() -> None:
         done = regbudget(*args, "--help")
         assert done.returncode == 0, (args, done.stderr)
         assert "usage: regbudget" in done.stdout
+
+
+def test_explain_builds_with_include_dirs_and_options_and_its_marker_says_so(
+    pytester: pytest.Pytester,
+) -> None:
+    """-I and --options join -D; a compile error shows the compiler's whole log; the suggested marker carries
+    the build (and the compiler): pasted into a test beside the sources, it builds the same kernel."""
+    (pytester.path / "inc").mkdir()
+    (pytester.path / "inc" / "cfg.h").write_text("#define NACC 8\n")
+    (pytester.path / "k.cu").write_text('#include "cfg.h"\n' + (KERNELS / "hungry.cu").read_text())
+    failed = regbudget("explain", "k.cu::poly_eval", "--arch", "sm_90", cwd=pytester.path)
+    assert failed.returncode == 2
+    assert 'cannot open source file "cfg.h"' in failed.stderr
+    done = regbudget(
+        "explain",
+        "k.cu::poly_eval",
+        "--arch",
+        "sm_90",
+        "-I",
+        "inc",
+        "--options=-std=c++17",
+        cwd=pytester.path,
+    )
+    assert done.returncode == 0, done.stderr
+    marker = done.stdout.strip().splitlines()[-1]
+    assert "include_dirs=['inc'], options=['-std=c++17']" in marker
+    pytester.makepyfile(test_pasted=f"import pytest\n\n{marker}\ndef test_pasted():\n    pass\n")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--regbudget-arch=sm_90")
+    result.assert_outcomes(passed=1)
