@@ -413,7 +413,10 @@ class CompileCache:
             ):
                 return outputs
             try:
-                after = [(d, True, listing_digest(d, skip, True)) for d in trees] if listed else []
+                # The trees again, for a build keyed by them: unchanged since before the build, or no entry.
+                after = (
+                    [(d, True, listing_digest(d, skip, True)) for d in trees] if scanned.unresolved else []
+                )
                 listed += [(d, False, listing_digest(d, skip, False)) for d in dirs]
             except Uncacheable:
                 return outputs
