@@ -19,10 +19,12 @@ from __future__ import annotations
 
 import argparse
 import configparser
+import platform
 import shlex
 import sys
 import tempfile
 from collections.abc import Sequence
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -44,9 +46,8 @@ from .core.names import normalize
 from .core.occupancy import occupancy, register_cliff
 from .core.text import close_key_hint, one_line
 from .report import compare
-from .report.record import json_text
 from .report.terminal import key_text, unknown_arch_lines
-from .report.writers import JSON_FORMAT, JSON_VERSION
+from .report.writers import report_json
 from .update import plan as update
 from .update import shards
 from .update.scope import Rule, merge_shards
@@ -187,9 +188,14 @@ def _cmd_merge(args: argparse.Namespace) -> int:
         "merged": [s.path.name for s in shards],
     }
     if args.output:
-        head = {"format": JSON_FORMAT, "version": JSON_VERSION, "scope": scope_doc}
-        comparisons = [c.to_json() for c in compare.across_releases(records)]
-        text = json_text(records, {**head, "toolkit_comparison": comparisons}, first=("format", "version"))
+        # Each shard ran somewhere else: the merge says where it ran itself and keeps theirs as read.
+        provenance = {
+            "plugin_version": __version__,
+            "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "host": platform.node() or None,
+            "merged": [s.provenance for s in shards],
+        }
+        text = report_json(records, scope_doc, provenance)
         try:
             bl.atomic_write(Path(args.output), text)
         except OSError as exc:

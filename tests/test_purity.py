@@ -36,7 +36,7 @@ ALLOWED: dict[str, set[str]] = {
     "gpu": {"core", "gpu"},
     "report": {"core", "report"},
     "update": {"core", "report", "update"},
-    "plugin": {"__init__", "core", "build", "sources", "gpu", "report", "update", "plugin"},
+    "plugin": {"__init__", "_version", "core", "build", "sources", "gpu", "report", "update", "plugin"},
     "cli": {"_version", "core", "build", "sources", "report", "update"},
     "__main__": {"cli"},
     "__init__": {"_version", "core", "build", "plugin"},

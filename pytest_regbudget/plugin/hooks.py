@@ -64,7 +64,10 @@ def session_of(config: pytest.Config) -> RegbudgetSession:
 
 
 def pytest_report_header(config: pytest.Config) -> str:
-    return session_of(config).header()
+    found = collect.collection(config)
+    # A manifest of nvcc kernels builds nothing with NVRTC: the header names the nvcc too.
+    nvcc = found is not None and any(t.compiler == "nvcc" for t in found.manifest.tables)
+    return session_of(config).header(nvcc=nvcc)
 
 
 @pytest.hookimpl(trylast=True)
@@ -251,10 +254,13 @@ def _compile_marker_kernel(session: RegbudgetSession, state: ItemState, nodeid: 
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
-    lines = session_of(config).summary()
-    if lines:
-        nvcc = session_of(config).nvcc_line()
-        lines += [session_of(config).cache_line(), *([nvcc] if nvcc else []), session_of(config).gpu_line()]
+    verbosity = config.get_verbosity()
+    mode = config.getoption("regbudget_summary") or ("all" if verbosity > 0 else "changes")
+    # Capped to the terminal as pytest's own lines are (COLUMNS sets it where there is none); -vv as pytest's
+    # diffs: whole.
+    # diffs: whole. pytest's TerminalReporter has no public width; its writer's is what write_sep uses.
+    width = None if verbosity > 1 else int(terminalreporter._tw.fullwidth)
+    lines = session_of(config).summary(mode, width)
     if lines:
         terminalreporter.write_sep("-", "regbudget")
         for line in lines:

@@ -135,6 +135,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "failing and changed ones (a larger page).",
     )
     group.addoption(
+        "--regbudget-summary",
+        choices=("changes", "all", "failures"),
+        default=None,
+        help="which kernels the terminal table shows: changes (the default: failing, warned, changed and new "
+        "ones, then a count of the rest), all (also pytest -v; -vv leaves long names uncut) or failures.",
+    )
+    group.addoption(
         "--regbudget-no-cache",
         action="store_true",
         default=False,

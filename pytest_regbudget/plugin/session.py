@@ -46,12 +46,12 @@ from ..report import compare
 from ..report.record import ReportRecord, to_record
 from ..report.terminal import (
     baseline_lines,
+    compilers_line,
     enforced_line,
     github_annotations,
     gpu_line,
     key_text,
-    nvcc_line,
-    summary_lines,
+    summary_table,
     unknown_arch_lines,
 )
 from ..report.writers import FileWriter, file_writers
@@ -60,6 +60,7 @@ from ..sources.prebuilt import Binary
 from ..update import plan as update
 from ..update.scope import ERROR, Rule, RunScope, with_base
 from .markers import Budget, parse_marker
+from .provenance import provenance
 from .state import ItemState, Settings
 
 WORKEROUTPUT_KEY = "regbudget"
@@ -96,13 +97,21 @@ class RegbudgetSession:
         self.baseline = bl.load(path) if path else bl.Baseline()
 
     # -- what the run prints before and after ----------------------------------------------------------
-    def header(self) -> str:
+    def header(self, *, nvcc: bool = False) -> str:
+        """The toolkit found, and the nvcc when the run is set to use one (`nvcc`: a manifest table names
+        it); the summary's compilers_line says what each kernel was built with in the end."""
         s = self.settings
         archs = ",".join(s.archs)
         try:
             where = "; ".join(b.toolkit().describe() for b in self.builders.values())
         except ToolchainError:
             where = "NO CUDA TOOLKIT FOUND (marked tests will fail and say why)"
+        if nvcc or s.nvcc or s.compiler == "nvcc":
+            try:
+                found = self.builder.nvcc()
+                where += f"; nvcc {found.version} ({found.path}, from {found.origin})"
+            except (CompileError, ToolchainError, Unbuildable) as exc:
+                where += f"; NO NVCC ({str(exc).splitlines()[0]})"
         base = "-"
         if s.baseline_path is not None:
             count = f"{len(self.baseline)} entries" if s.baseline_path.exists() else "not yet written"
@@ -119,16 +128,18 @@ class RegbudgetSession:
             total = total.merged(builder.cache.stats)
         return total
 
-    def nvcc_line(self) -> str | None:
+    def compilers_line(self) -> str | None:
         nvcc = next((n for b in self.builders.values() if (n := b.nvcc_if_found()) is not None), None)
-        return nvcc_line(
+        return compilers_line(
             self.records, None if nvcc is None else f"nvcc {nvcc.version} ({nvcc.path}, from {nvcc.origin})"
         )
 
     def gpu_line(self) -> str:
         return gpu_line(self.records, self.settings.gpu_mode)
 
-    def summary(self) -> list[str]:
+    def summary(self, mode: str = "changes", width: int | None = None) -> list[str]:
+        """The run's section of the terminal summary: where it built and what it found first, then the
+        table (terminal.summary_table), so that its failing rows end next to pytest's own summary."""
         records = self.records
         annotations = github_annotations(records, self.settings.rootdir) if self.settings.annotate else []
         # finish_lines quote paths and OS errors: never let one read as a workflow command.
@@ -137,7 +148,14 @@ class RegbudgetSession:
         if len({r["release"] for r in records}) > 1:  # the toolkits' differences, where there are several
             compared = compare.summary_lines(compare.across_releases(records))
         finish = [*compared, *([counted] if counted else []), *self.finish_lines]
-        return [*summary_lines(records), *(safe_block(line) for line in finish), *annotations]
+        if not records and not finish:
+            return []
+        finish = [self.cache_line(), *filter(None, [self.compilers_line()]), self.gpu_line(), *finish]
+        return [
+            *annotations,
+            *(safe_block(line) for line in finish),
+            *summary_table(records, mode=mode, width=width),
+        ]
 
     def _display(self, path: Path) -> str:
         try:
@@ -558,11 +576,23 @@ class RegbudgetSession:
             markdown_path=s.markdown_path,
             step_summary=s.step_summary,
             scope=self.report_scope(prefixes, selection),
+            provenance=self.provenance() if s.json_path else None,
         )
         for writer in writers:
             if not self._write(writer) and writer.required:
                 exit_code = USAGE_ERROR
         return exit_code
+
+    def provenance(self) -> dict[str, object]:
+        """Where the run was, for the JSON report (plugin/provenance.py)."""
+        found = [b.toolkit_or_none() for b in self.builders.values()]
+        nvcc = next((n for b in self.builders.values() if (n := b.nvcc_if_found()) is not None), None)
+        return provenance(
+            self.records,
+            self.settings.rootdir,
+            toolkits=[t.describe() for t in found if t is not None],
+            nvcc=None if nvcc is None else f"nvcc {nvcc.version} ({nvcc.path}, from {nvcc.origin})",
+        )
 
     def report_scope(self, prefixes: Sequence[str], selection: str | None) -> dict[str, object]:
         """What this run could have seen, for the JSON report: what a later merge of shards needs to decide

@@ -116,10 +116,109 @@ def enforced_line(
     return line
 
 
-def summary_lines(records: Sequence[ReportRecord]) -> list[str]:
-    """A fixed-width table, one row per (test, kernel, arch), in a stable order."""
+# --regbudget-summary: which rows the table shows. "changes" (the default): failing, warned, changed and new
+# rows, then a count of the rest; "all" (or pytest -v): every row; "failures": failing rows only.
+SUMMARY_MODES = ("changes", "all", "failures")
+_FAILING = ("failed", "error")
+# The narrowest a shrunk column gets: a name cut shorter than this no longer says which kernel it is.
+_MIN_CELL = 32
+
+
+def _attention(rec: ReportRecord) -> int:
+    """0 unchanged, 1 changed or new (or with no baseline to compare), 2 warned, 3 failed: the row order,
+    so that failures come last, next to pytest's own summary."""
+    if rec["outcome"] in _FAILING:
+        return 3
+    if rec["outcome"] != "passed":
+        return 2
+    if rec["baseline_status"] == "compared" and not rec["deltas"] and not rec["options_changed"]:
+        return 0
+    return 1
+
+
+def _count_kind(rec: ReportRecord) -> str:
+    rank = _attention(rec)
+    if rank == 3:
+        return "failed"
+    if rank == 2:
+        return "warned"
+    if rank == 0:
+        return "unchanged"
+    status = rec["baseline_status"]
+    return {"new": "new", "new-release": "new", "none": "with no baseline file"}.get(status, "changed")
+
+
+def summary_table(
+    records: Sequence[ReportRecord], *, mode: str = "changes", width: int | None = None
+) -> list[str]:
+    """The terminal's table: the rows `mode` selects, failures last, capped to `width` columns, then one
+    line counting every row by what happened to it."""
     if not records:
         return []
+    floor = {"all": 0, "changes": 1, "failures": 3}[mode]
+    shown = [rec for rec in records if _attention(rec) >= floor]
+    lines = summary_lines(shown, width=width, names_from=records) if shown else []
+    counts = dict.fromkeys(("failed", "warned", "changed", "new", "with no baseline file", "unchanged"), 0)
+    for rec in records:
+        counts[_count_kind(rec)] += 1
+    line = ", ".join(f"{n:,} {what}" for what, n in counts.items() if n)
+    if len(shown) < len(records):
+        line += (
+            f" ({len(records) - len(shown):,} rows not shown: pytest -v or --regbudget-summary=all shows all)"
+        )
+    return [*lines, line]
+
+
+def _test_cells(records: Sequence[ReportRecord]) -> dict[str, str]:
+    """Each nodeid's test cell: the part after the file, or the whole nodeid where that part is shared by
+    tests of several files (one kernel name in three sources)."""
+    short: dict[str, set[str]] = {}
+    for rec in records:
+        short.setdefault(rec["nodeid"].split("::", 1)[-1], set()).add(rec["nodeid"])
+    return {
+        nodeid: name if len(nodeids) == 1 else nodeid for name, nodeids in short.items() for nodeid in nodeids
+    }
+
+
+def _cut(text: str, width: int) -> str:
+    """`text` in `width` characters, its middle replaced by "...": a name's start and its template
+    arguments and [arch] are what tell it from its neighbours."""
+    if len(text) <= width:
+        return text
+    tail = (width - 3) // 2
+    return text[: width - 3 - tail] + "..." + text[len(text) - tail :]
+
+
+def _fit(widths: list[int], header: Sequence[str], width: int | None) -> list[int]:
+    """Column widths that fit in `width` characters, narrowing the wider name column first (never below
+    _MIN_CELL); as they are when they fit or cannot. Numbers and baseline changes are never cut: they are
+    what the row says."""
+    if width is None:
+        return widths
+    widths = list(widths)
+    flexible = [i for i, h in enumerate(header) if h in ("test", "kernel")]
+    while (over := sum(widths) + 2 * (len(widths) - 1) - width) > 0:
+        i = max(flexible, key=lambda j: widths[j])
+        if widths[i] <= _MIN_CELL:
+            break
+        others = max((widths[j] for j in flexible if j != i), default=_MIN_CELL)
+        widths[i] = max(_MIN_CELL, widths[i] - over, min(widths[i] - 1, others))
+    return widths
+
+
+def summary_lines(
+    records: Sequence[ReportRecord],
+    *,
+    width: int | None = None,
+    names_from: Sequence[ReportRecord] | None = None,
+) -> list[str]:
+    """A fixed-width table, one row per (test, kernel, arch) in test order, failures last, at most `width`
+    characters wide. `names_from`: the records whose test names decide which need their file to tell them
+    apart (default: `records`)."""
+    if not records:
+        return []
+    records = sorted(sorted_records(records), key=_attention)
+    tests = _test_cells(names_from if names_from is not None else records)
     header: tuple[str, ...] = (
         "test",
         "kernel",
@@ -134,14 +233,14 @@ def summary_lines(records: Sequence[ReportRecord]) -> list[str]:
         "verdict",
     )
     rows: list[tuple[str, ...]] = []
-    for rec in sorted_records(records):
+    for rec in records:
         spills = "-" if rec["spill_stores"] is None else f"{rec['spill_stores']}/{rec['spill_loads']}"
         occ = "-"
         if rec["occupancy"] is not None and rec["launch"]:
             occ = f"{rec['occupancy']:.0%} @{rec['launch'][0]}"
         rows.append(
             (
-                one_line(rec["nodeid"].split("::", 1)[-1]),
+                one_line(tests.get(rec["nodeid"], rec["nodeid"].split("::", 1)[-1])),
                 one_line(rec["kernel"]),
                 one_line(rec["arch"]),
                 regs_cell(rec),
@@ -154,21 +253,25 @@ def summary_lines(records: Sequence[ReportRecord]) -> list[str]:
                 (rec["outcome"].upper() if rec["outcome"] != "passed" else "ok") + _messages_note(rec),
             )
         )
+    if all(row[0].startswith(row[1]) for row in rows):
+        # Each test is named after its kernel (a manifest's items, a fixture's default): say it once.
+        header, rows = header[:1] + header[2:], [row[:1] + row[2:] for row in rows]
     numeric = {"regs", "stack", "smem"}
     if any(rec["spill_instructions"] is not None for rec in records):
-        header = (*header[:5], "spill instr loop/all", *header[5:])
-        rows = [
-            (*row[:5], _sass_cell(rec), *row[5:])
-            for row, rec in zip(rows, sorted_records(records), strict=True)
-        ]
+        at = header.index("spill st/ld") + 1
+        header = (*header[:at], "spill instr loop/all", *header[at:])
+        rows = [(*row[:at], _sass_cell(rec), *row[at:]) for row, rec in zip(rows, records, strict=True)]
     if any(rec["gpu_device"] for rec in records):
-        header, rows = _with_gpu_columns(header, rows, sorted_records(records))
-    widths = [max(len(h), *(len(row[i]) for row in rows)) for i, h in enumerate(header)]
+        header, rows = _with_gpu_columns(header, rows, records)
+    widths = _fit([max(len(h), *(len(row[i]) for row in rows)) for i, h in enumerate(header)], header, width)
     # Right-justified by name: optional columns (SASS, GPU) shift the positions.
     right = [h in numeric for h in header]
 
     def fmt(row: Iterable[str]) -> str:
-        cells = [c.rjust(w) if r else c.ljust(w) for c, w, r in zip(row, widths, right, strict=True)]
+        cells = [
+            _cut(c, w).rjust(w) if r else _cut(c, w).ljust(w)
+            for c, w, r in zip(row, widths, right, strict=True)
+        ]
         return "  ".join(cells).rstrip()
 
     # The test column leads each row: a non-Python item's id could start with "::".
@@ -362,14 +465,33 @@ def github_annotations(records: Sequence[ReportRecord], rootdir: Path) -> list[s
     return out
 
 
-def nvcc_line(records: Sequence[ReportRecord], nvcc: str | None) -> str | None:
-    """Which nvcc built the compiler="nvcc" kernels (`nvcc`: the one this process found, described), when
-    there were any. The records tell xdist's controller, which finds no nvcc itself, the version."""
-    built = [r for r in records if r["nvrtc_version"].startswith("nvcc ")]
-    if nvcc is None and not built:
+def _made_by(rec: ReportRecord, nvcc: str | None) -> str:
+    """Who made a kernel's numbers: `NVRTC 12.9.86 with ptxas 12.9.86`, `nvcc 13.5.37 (path, from PATH)`."""
+    compiler, frontend, ptxas = (
+        rec["compiler"],
+        one_line(rec["nvrtc_version"]),
+        one_line(rec["ptxas_version"]),
+    )
+    if compiler == "binary":
+        return "prebuilt binaries (read, not compiled)"
+    if frontend.startswith("nvcc "):
+        return nvcc if nvcc is not None and nvcc.startswith(frontend + " ") else frontend
+    name = {"nvrtc": "NVRTC", "string": "NVRTC", "triton": "Triton", "numba": "Numba"}.get(compiler, compiler)
+    return f"{name} {frontend} with ptxas {ptxas}"
+
+
+def compilers_line(records: Sequence[ReportRecord], nvcc: str | None) -> str | None:
+    """What built this run's kernels, with how many each (the header names the toolkit found before any
+    test ran; a manifest of nvcc kernels never uses its NVRTC). `nvcc`: the one this process found,
+    described; the records tell xdist's controller, which finds none itself, the versions."""
+    made: dict[str, int] = {}
+    for rec in records:
+        if rec["nvrtc_version"]:
+            who = _made_by(rec, nvcc)
+            made[who] = made.get(who, 0) + 1
+    if not made:
         return None
-    which = [nvcc] if nvcc is not None else sorted({r["nvrtc_version"] for r in built})
-    return f"{', '.join(which)} built {len(built)} kernel(s)"
+    return "; ".join(f"{who} built {n:,} kernel(s)" for who, n in sorted(made.items(), key=lambda kv: -kv[1]))
 
 
 def gpu_line(records: Sequence[ReportRecord], gpu_mode: str) -> str:

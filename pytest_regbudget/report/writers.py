@@ -43,17 +43,30 @@ def _markdown(records: Sequence[ReportRecord]) -> str:
 
 
 # The JSON report's schema: 2 adds "format", "version", "scope" and "toolkit_comparison" to 0.1's bare
-# {"kernels": [...]}, and "compiler", "release" and a five-part "key" to each record. Readers
-# (`regbudget compare`, `regbudget merge`) refuse other versions.
+# {"kernels": [...]}, and "compiler", "release" and a five-part "key" to each record; 3 adds "provenance"
+# (commit, date, host, GPU, plugin version, compilers: plugin/provenance.py). Readers (`regbudget compare`,
+# `regbudget merge`) read the versions in READABLE_VERSIONS: 3 only adds a field.
 JSON_FORMAT = "pytest-regbudget-report"
-JSON_VERSION = 2
+JSON_VERSION = 3
+READABLE_VERSIONS = (2, 3)
 
 
-def _json(records: Sequence[ReportRecord], scope: Mapping[str, object]) -> str:
+def report_json(
+    records: Sequence[ReportRecord], scope: Mapping[str, object], provenance: Mapping[str, object]
+) -> str:
+    """The --regbudget-json document (also what `regbudget merge -o` writes): format, version and
+    provenance first, then the kernels, the scope and the toolkit comparison."""
     # Which toolkit release differs from the next on which kernel, when the run built with several.
     comparisons = [c.to_json() for c in compare.across_releases(records)]
-    head = {"format": JSON_FORMAT, "version": JSON_VERSION, "scope": dict(scope)}
-    return json_text(records, {**head, "toolkit_comparison": comparisons}, first=("format", "version"))
+    head = {
+        "format": JSON_FORMAT,
+        "version": JSON_VERSION,
+        "provenance": dict(provenance),
+        "scope": dict(scope),
+    }
+    return json_text(
+        records, {**head, "toolkit_comparison": comparisons}, first=("format", "version", "provenance")
+    )
 
 
 def file_writers(
@@ -64,11 +77,19 @@ def file_writers(
     markdown_path: Path | None,
     step_summary: Path | None,
     scope: Mapping[str, object] | None = None,
+    provenance: Mapping[str, object] | None = None,
 ) -> list[FileWriter]:
-    """`scope`: what the run collected and built (session.report_scope), for the JSON report."""
+    """`scope`: what the run collected and built (session.report_scope), for the JSON report; `provenance`
+    where it ran (plugin/provenance.py)."""
     writers = []
     if json_path is not None:
-        writers.append(FileWriter("--regbudget-json", json_path, lambda records: _json(records, scope or {})))
+        writers.append(
+            FileWriter(
+                "--regbudget-json",
+                json_path,
+                lambda records: report_json(records, scope or {}, provenance or {}),
+            )
+        )
     if html_path is not None:
         writers.append(FileWriter("--regbudget-html", html_path, partial(html.render, all_kernels=html_all)))
     if markdown_path is not None:

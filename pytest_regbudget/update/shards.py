@@ -16,7 +16,7 @@ from msgspec import Meta, Struct, field
 from ..core.arch import get_arch
 from ..core.errors import UnknownArchError
 from ..report.record import ReportRecord
-from ..report.writers import JSON_FORMAT, JSON_VERSION
+from ..report.writers import JSON_FORMAT, JSON_VERSION, READABLE_VERSIONS
 from .scope import RunScope
 
 RERUN = "give a report written by pytest --regbudget-json"
@@ -75,6 +75,7 @@ class Report(Struct, frozen=True):
     path: Path
     records: list[ReportRecord]
     scope: Scope
+    provenance: dict[str, object] | None = None  # version 3: where the run was (kept as read, for a merge)
 
 
 def read(path: Path) -> Report:
@@ -90,11 +91,12 @@ def read(path: Path) -> Report:
         raise BadReport(f"{path}: not JSON ({exc}); {RERUN}") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("kernels"), list):
         raise BadReport(f'{path}: not a pytest-regbudget report (no "kernels" list)')
-    if doc.get("format") != JSON_FORMAT or doc.get("version") != JSON_VERSION:
+    if doc.get("format") != JSON_FORMAT or doc.get("version") not in READABLE_VERSIONS:
         found = doc.get("version", "1 (no version: a development version before 0.1.0)")
+        readable = " and ".join(map(str, READABLE_VERSIONS))
         raise BadReport(
-            f"{path}: report version {found}; this regbudget reads version {JSON_VERSION}. Fix: rerun pytest "
-            "--regbudget-json with this pytest-regbudget"
+            f"{path}: report version {found}; this regbudget reads versions {readable} (it writes "
+            f"{JSON_VERSION}). Fix: rerun pytest --regbudget-json with this pytest-regbudget"
         )
     records = [_record(path, i, r) for i, r in enumerate(doc["kernels"])]
     try:
@@ -103,7 +105,8 @@ def read(path: Path) -> Report:
         raise BadReport(f"{path}: scope: {exc}; {DAMAGED}") from None
     for arch in scope.archs:
         _arch(path, "scope", arch)
-    return Report(path, records, scope)
+    provenance = doc.get("provenance")
+    return Report(path, records, scope, provenance if isinstance(provenance, dict) else None)
 
 
 def _record(path: Path, index: int, raw: object) -> ReportRecord:

@@ -160,7 +160,12 @@ def test_compare_lists_changed_kernels_and_fails_on_request(pytester: pytest.Pyt
     bad_input(regbudget("compare", str(a), str(pytester.path / "none.json")), r"none\.json: no such file")
     old = pytester.path / "old.json"
     old.write_text(json.dumps({"kernels": []}))
-    bad_input(regbudget("compare", str(a), str(old)), r"old\.json: report version 1 .*reads version 2")
+    bad_input(regbudget("compare", str(a), str(old)), r"old\.json: report version 1 .*reads versions 2 and 3")
+    # Version 2 (0.1.0, no provenance) is read as it is.
+    v2 = json.loads(a.read_text())
+    del v2["provenance"]
+    (pytester.path / "v2.json").write_text(json.dumps({**v2, "version": 2}))
+    assert regbudget("compare", str(pytester.path / "v2.json"), str(b)).returncode == 0
     bad_input(
         regbudget("compare", str(a), str(b), "--fail-on", "regs"),
         r"--fail-on 'regs': unknown metric \(did you mean 'registers'\?\); use registers, spills",

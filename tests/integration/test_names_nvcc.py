@@ -115,7 +115,7 @@ def test_missing():
             "*kernel 'MatrixMulCUDA<64>' not found in *templates.cu [[]sm_90[]]; the module contains: "
             "MatrixMulCUDA<16>, MatrixMulCUDA<32>, *nvcc 13.5.* built the kernels*",
             # the summary names the nvcc, its version and where it came from
-            "nvcc 13.5.* (*cu13/bin/nvcc, from *) built 5 kernel(s)",
+            "*nvcc 13.5.* (*cu13/bin/nvcc, from *) built 5 kernel(s)*",
         ]
     )
     missing = by_test["test_missing"]["error"]

@@ -3,9 +3,15 @@ traceback, and the baseline untouched by the failure."""
 
 from __future__ import annotations
 
+import json
+import platform
+import subprocess
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
+
+import pytest_regbudget
 
 HUNGRY = Path(__file__).parent.parent / "kernels" / "hungry.cu"
 
@@ -29,9 +35,9 @@ def test_json_path_that_is_a_directory(one_test: pytest.Pytester) -> None:
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stdout.fnmatch_lines(
         [
-            "test_a[[]sm_90[]]*poly_eval*ok",
             "*baseline regbudget-baseline.toml updated: 1 added*",
             "--regbudget-json report NOT written to */out: *; give a file path, not a directory",
+            "test_a[[]sm_90[]]*poly_eval*ok",
         ]
     )
     assert "Traceback" not in result.stdout.str() + result.stderr.str()
@@ -55,7 +61,54 @@ def test_step_summary_in_a_missing_directory_is_reported_not_fatal(
     assert result.ret == pytest.ExitCode.OK
     result.stdout.fnmatch_lines(
         [
-            "test_a[[]sm_90[]]*ok",
             "$GITHUB_STEP_SUMMARY report NOT written to */summary.md: No such file or directory*",
+            "test_a[[]sm_90[]]*ok",
         ]
     )
+
+
+def _git(where: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(where), *args], capture_output=True, text=True, check=True).stdout
+
+
+def test_json_report_says_where_its_numbers_came_from(
+    one_test: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("GITHUB_SHA", raising=False)
+    # Outside a checkout: no commit, and nothing made up.
+    result = one_test.runpytest("--regbudget-json=r.json")
+    result.assert_outcomes(passed=1)
+    doc = json.loads((one_test.path / "r.json").read_text())
+    assert (doc["version"], doc["provenance"]["commit"]) == (3, None)
+    # In a checkout with a change to a tracked file: its commit, dirty.
+    _git(one_test.path, "init", "-q")
+    _git(one_test.path, "add", "test_k.py")
+    _git(one_test.path, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "kernels")
+    head = _git(one_test.path, "rev-parse", "HEAD").strip()
+    result = one_test.runpytest("--regbudget-json=r.json")
+    doc = json.loads((one_test.path / "r.json").read_text())
+    assert list(doc)[:3] == ["format", "version", "provenance"]
+    prov = doc["provenance"]
+    assert prov["commit"] == {"sha": head, "dirty": False, "from": "git"}
+    assert prov["plugin_version"] == pytest_regbudget.__version__
+    assert prov["host"] == platform.node()
+    assert abs(datetime.fromisoformat(prov["date"]) - datetime.now(timezone.utc)) < timedelta(minutes=10)
+    (rec,) = doc["kernels"]
+    assert prov["compilers"] == [
+        {"compiler": "nvrtc", "frontend": rec["nvrtc_version"], "ptxas": rec["ptxas_version"], "kernels": 1}
+    ]
+    assert prov["gpu"] == sorted(filter(None, [rec["gpu_device"]]))
+    assert len(prov["toolkits"]) == 1
+    assert f"NVRTC {rec['nvrtc_version']}, ptxas {rec['ptxas_version']}" in prov["toolkits"][0]
+    (one_test.path / "test_k.py").write_text((one_test.path / "test_k.py").read_text() + "\n# edited\n")
+    one_test.runpytest("--regbudget-json=r.json")
+    assert json.loads((one_test.path / "r.json").read_text())["provenance"]["commit"]["dirty"] is True
+    # GitHub's variable where git cannot tell.
+    monkeypatch.setenv("GITHUB_SHA", "abc123")
+    monkeypatch.setenv("PATH", "")
+    one_test.runpytest_inprocess("--regbudget-json=r.json")
+    assert json.loads((one_test.path / "r.json").read_text())["provenance"]["commit"] == {
+        "sha": "abc123",
+        "dirty": None,
+        "from": "GITHUB_SHA",
+    }

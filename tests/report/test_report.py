@@ -26,10 +26,12 @@ from pytest_regbudget.report.record import DeltaRecord, ReportRecord, json_text,
 from pytest_regbudget.report.terminal import (
     STALE_SHOWN,
     baseline_lines,
+    compilers_line,
     enforced_line,
     github_annotations,
     key_text,
     summary_lines,
+    summary_table,
     unknown_arch_lines,
 )
 
@@ -247,13 +249,98 @@ def test_summary_rows_are_sorted_by_test_kernel_and_arch_whatever_the_input_orde
         record(nodeid="tests/test_a.py::test_x[sm_90]", kernel="m", arch="sm_90"),
     ]
     rows = [columns(line)[:3] for line in summary_lines(records)[2:]]
-    # Plain string order: sm_100 sorts before sm_90.
+    # Plain string order: sm_100 sorts before sm_90. test_x[sm_90] is in two files: each row names its file.
     assert rows == [
-        ["test_x[sm_90]", "m", "sm_90"],
-        ["test_x[sm_90]", "z", "sm_100"],
-        ["test_x[sm_90]", "z", "sm_90"],
-        ["test_x[sm_90]", "a", "sm_90"],
+        ["tests/test_a.py::test_x[sm_90]", "m", "sm_90"],
+        ["tests/test_a.py::test_x[sm_90]", "z", "sm_100"],
+        ["tests/test_a.py::test_x[sm_90]", "z", "sm_90"],
+        ["tests/test_b.py::test_x[sm_90]", "a", "sm_90"],
     ]
+
+
+def _suite(n: int) -> list[ReportRecord]:
+    """`n` unchanged manifest kernels with long CUB-like names, one changed, one new and one regressed."""
+    recs = [
+        record(
+            nodeid=f"kernels/k{i % 7}.cu::flash_attn_combine_results<128,{i}>[sm_80]",
+            kernel=f"flash_attn_combine_results<128,{i}>",
+            arch="sm_80",
+            baseline_status="compared",
+        )
+        for i in range(n)
+    ]
+    changed = [DeltaRecord(metric="registers", baseline=100, now=102, delta=2, verdict="tolerated")]
+    recs[3] = replace_record(recs[3], deltas=changed)
+    recs[5] = replace_record(recs[5], baseline_status="new")
+    worse = [DeltaRecord(metric="registers", baseline=64, now=102, delta=38, verdict="worse")]
+    recs[1] = replace_record(recs[1], outcome="failed", deltas=worse)
+    return recs
+
+
+def replace_record(rec: ReportRecord, **changes: Any) -> ReportRecord:
+    return cast(ReportRecord, {**rec, **changes})
+
+
+def test_summary_table_shows_failing_changed_and_new_rows_then_counts_the_rest_failures_last() -> None:
+    lines = summary_table(_suite(1200))
+    assert len(lines) == 2 + 3 + 1
+    body = [columns(line)[0] for line in lines[2:5]]
+    # Changed and new first, in test order; the failure last, next to pytest's own summary.
+    assert body == [
+        "flash_attn_combine_results<128,3>[sm_80]",
+        "flash_attn_combine_results<128,5>[sm_80]",
+        "flash_attn_combine_results<128,1>[sm_80]",
+    ]
+    assert lines[4].endswith("FAILED")
+    assert lines[-1] == (
+        "1 failed, 1 changed, 1 new, 1,197 unchanged "
+        "(1,197 rows not shown: pytest -v or --regbudget-summary=all shows all)"
+    )
+
+
+def test_summary_table_modes() -> None:
+    suite = _suite(20)
+    assert len(summary_table(suite, mode="all")) == 2 + 20 + 1
+    failures = summary_table(suite, mode="failures")
+    assert [columns(line)[-1] for line in failures[2:-1]] == ["FAILED"]
+    assert failures[-1].startswith("1 failed, 1 changed, 1 new, 17 unchanged (19 rows not shown")
+
+
+def test_summary_table_fits_the_terminal_and_keeps_names_apart() -> None:
+    suite = _suite(30)
+    long = "cub::DeviceRadixSortOnesweepKernel<" + "cub::detail::radix::policy_hub<float,int>," * 8 + ">"
+    suite[1] = replace_record(suite[1], kernel=long, nodeid=f"kernels/cub.cu::{long}[sm_80]")
+    wide = summary_table(suite, mode="all")
+    assert max(map(len, wide)) > 400
+    lines = summary_table(suite, mode="all", width=120)
+    # A name under _MIN_CELL is never cut, whatever the width.
+    assert summary_table([record()], width=40)[2].startswith("test_poly_eval[sm_90]  poly_eval")
+    assert max(map(len, lines[:-1])) <= 120
+    # The kernel column is dropped (each test is named after its kernel); a cut name keeps its start and
+    # its [arch], and no two rows read alike.
+    assert columns(lines[0])[:2] == ["test", "arch"]
+    cut = next(line for line in lines if line.startswith("cub::"))
+    assert "..." in cut
+    assert "[sm_80]" in cut
+    rows = [columns(line)[0] for line in lines[2:-1]]
+    assert len(set(rows)) == len(rows) == 30
+
+
+def test_summary_table_names_the_file_where_a_test_name_repeats() -> None:
+    a = record(nodeid="kernels/a.cu::k[sm_80]", kernel="k", baseline_status="new")
+    b = record(nodeid="kernels/b.cu::k[sm_80]", kernel="k", baseline_status="compared")
+    c = record(nodeid="kernels/b.cu::other[sm_80]", kernel="other", baseline_status="new")
+    # b is unchanged and not shown, but its name still makes a's row name its file.
+    rows = [columns(line)[0] for line in summary_table([a, b, c])[2:-1]]
+    assert rows == ["kernels/a.cu::k[sm_80]", "other[sm_80]"]
+
+
+def test_compilers_line_names_what_built_the_kernels() -> None:
+    nvcc = replace_record(record(), compiler="nvcc", nvrtc_version="nvcc 13.0.88", ptxas_version="13.0.88")
+    where = "nvcc 13.0.88 (/usr/local/cuda/bin/nvcc, from PATH)"
+    line = compilers_line([nvcc, nvcc, record()], where)
+    assert line == f"{where} built 2 kernel(s); NVRTC 12.9.86 with ptxas 12.9.86 built 1 kernel(s)"
+    assert compilers_line([], where) is None
 
 
 def test_summary_test_column_drops_only_the_file_part_of_the_node_id() -> None:
@@ -766,33 +853,26 @@ def test_markdown_puts_each_failure_on_the_row_of_its_metric_failures_first() ->
         "\n"
         f"{FIX}"
         "\n"
-        "<details><summary>1 unchanged kernel</summary>\n"
-        "\n"
-        f"{FOLD}"
-        "| `same` | sm_90 | 40 | 0/0 | 75% @256 |\n"
-        "\n"
-        "</details>\n"
+        "1 unchanged kernel: every number as in the baseline.\n"
         "\n"
     )
 
 
-def test_markdown_folds_the_unchanged_kernels_and_counts_them() -> None:
-    records = [keyed(f"k{i:02d}", baseline_status="compared", baseline=entry()) for i in range(49)]
+def test_markdown_counts_the_unchanged_kernels_after_the_failure() -> None:
+    records = [keyed(f"k{i:02d}", baseline_status="compared", baseline=entry()) for i in range(1199)]
     records.append(judged("gemm", 40, 96, was=(40, 0)))
     text = markdown_report(records)
-    verdict = "**1 failed**, 49 unchanged; 50 of 50 baseline entries enforced (CUDA 12.9)"
+    verdict = "**1 failed**, 1199 unchanged; 1200 of 1200 baseline entries enforced (CUDA 12.9)"
     assert text.splitlines()[2] == verdict
-    table, fold = text.split("<details><summary>49 unchanged kernels</summary>\n\n")
-    assert "`k0" not in table  # the main table has the failure only
-    assert [line for line in table.splitlines() if line.startswith("| ")] == [
+    assert "`k0" not in text  # the unchanged kernels are counted, not listed
+    assert [line for line in text.splitlines() if line.startswith("| ")] == [
         "| verdict | kernel | arch | what |",
         "| **FAILED** | `gemm` | sm_90 | spill_stores 0 -> 96 (+96) is worse than the baseline |",
         "| **FAILED** | `gemm` | sm_90 | spill_loads 0 -> 96 (+96) is worse than the baseline |",
         "| **FAILED** | `gemm` | sm_90 | stack 0 -> 96 (+96) is worse than the baseline |",
     ]
-    rows = [line for line in fold.splitlines() if line.startswith("| `")]
-    assert rows == [f"| `k{i:02d}` | sm_90 | 102 | 0/0 | 25% @256 |" for i in range(49)]
-    assert fold.endswith("\n\n</details>\n\n")
+    assert text.endswith("\n\n1,199 unchanged kernels: every number as in the baseline.\n\n")
+    assert len(text) < 2_000
 
 
 def test_markdown_without_a_baseline_file_folds_the_passing_kernels_apart() -> None:
@@ -972,10 +1052,10 @@ def test_markdown_of_a_huge_suite_fits_a_pull_request_comment() -> None:
     assert MARKDOWN_LIMIT < 65_536
     assert MARKDOWN_LIMIT - 200 < len(text) <= MARKDOWN_LIMIT
     assert re.search(r"\n\n\.\.\. and \d+ more changed kernels \(\d+ of them failed\): see the job's", text)
-    unchanged = markdown_report(failing_suite(0) * 700)  # 2,100 unchanged kernels: the fold is cut too
-    assert len(unchanged) <= MARKDOWN_LIMIT
-    assert "<details><summary>2100 unchanged kernels</summary>" in unchanged
-    assert re.search(r"\n\n\.\.\. and \d+ more: see the job's artifacts\n\n</details>\n\n$", unchanged)
+    fresh = markdown_report([replace_record(r, baseline_status="new") for r in failing_suite(0) * 700])
+    assert len(fresh) <= MARKDOWN_LIMIT  # 2,100 new kernels: the fold is cut too
+    assert "<details><summary>2100 new kernels</summary>" in fresh
+    assert re.search(r"\n\n\.\.\. and \d+ more: see the job's artifacts\n\n</details>\n\n$", fresh)
 
 
 # --- github_annotations ------------------------------------------------------------------------------------
