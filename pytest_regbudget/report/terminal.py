@@ -163,9 +163,9 @@ def summary_table(
         counts[_count_kind(rec)] += 1
     line = ", ".join(f"{n:,} {what}" for what, n in counts.items() if n)
     if len(shown) < len(records):
-        line += (
-            f" ({len(records) - len(shown):,} rows not shown: pytest -v or --regbudget-summary=all shows all)"
-        )
+        hidden = len(records) - len(shown)
+        rows = f"{hidden:,} row{'s' if hidden > 1 else ''}"
+        line += f" ({rows} not shown: pytest -v or --regbudget-summary=all shows all)"
     return [*lines, line]
 
 
