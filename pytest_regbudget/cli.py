@@ -19,11 +19,12 @@ from __future__ import annotations
 
 import argparse
 import configparser
+import os
 import platform
 import shlex
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -33,18 +34,29 @@ from msgspec import Struct
 from msgspec.structs import replace
 
 from ._version import __version__
+from .build.builder import Builder, BuildSettings
 from .build.cache import compile_kernel
 from .build.compiler import place_launch_bounds, read_source
 from .build.nvcc import find_nvcc
-from .build.options import CompileOptions
+from .build.options import CompileOptions, Timeouts
 from .build.toolchain import discover
 from .core import baseline as bl
+from .core import names
 from .core.arch import get_arch
 from .core.checks import max_block
-from .core.errors import BaselineError, CompileError, RegbudgetError, ToolchainError
+from .core.dirs import default_cache_dir
+from .core.errors import (
+    BaselineError,
+    CompileError,
+    ManifestError,
+    MarkerError,
+    RegbudgetError,
+    ToolchainError,
+)
 from .core.names import normalize
 from .core.occupancy import occupancy, register_cliff
 from .core.text import close_key_hint, one_line
+from .project import manifest
 from .report import compare
 from .report.terminal import key_text, unknown_arch_lines
 from .report.writers import report_json
@@ -318,16 +330,74 @@ class Row(Struct, frozen=True):
     cliff: str
 
 
-def split_target(target: str) -> tuple[Path, str]:
-    """`kernels/poly.cu::poly_eval` (the kernel name may hold `::` itself: `ns::k<256>`)."""
+def split_target(target: str) -> tuple[Path, str | None]:
+    """`kernels/poly.cu::poly_eval` (the kernel name may hold `::` itself: `ns::k<256>`); a file alone
+    (`kernels/poly.cu`) has no kernel: explain lists its kernels."""
     parts = target.split("::")
     for i in range(1, len(parts)):
         source = Path("::".join(parts[:i]))
         if source.is_file():
             return source, "::".join(parts[i:])
+    if Path(target).is_file():
+        return Path(target), None
     raise CliError(
-        f"{target}: expected SOURCE::KERNEL with an existing SOURCE file (e.g. kernels/poly.cu::poly_eval)"
+        f"{target}: expected SOURCE::KERNEL with an existing SOURCE file (e.g. kernels/poly.cu::poly_eval), "
+        "or a SOURCE file alone to list its kernels"
     )
+
+
+class Build(Struct, frozen=True):
+    """How explain builds a file: the options and compiler, and the manifest table that gave them, if any."""
+
+    options: CompileOptions
+    compiler: str
+    table: str | None = None  # "regbudget.toml, [[kernels]] table 2"
+    rootdir: Path | None = None  # the manifest's rootdir
+
+
+def _manifests(source: Path) -> Iterable[manifest.Manifest]:
+    """The manifests of the directories above the working directory, then above the source file: the first
+    that lists the file is its project's (a linked checkout's files are listed under the link's path)."""
+    seen: set[Path] = set()
+    for start in (Path.cwd(), source.resolve().parent):
+        for folder in (start, *start.parents):
+            if folder in seen:
+                continue
+            seen.add(folder)
+            try:
+                found = manifest.load(folder)
+            except (ManifestError, MarkerError) as exc:
+                raise CliError(f"regbudget manifest: {exc}") from None
+            if found is not None:
+                yield found
+
+
+def build_of(source: Path, kernel: str | None, given: CompileOptions, compiler: str | None) -> Build:
+    """The build the plugin makes of `source`: the manifest tables that cover it (those that select `kernel`
+    if any do), with `given` (-D, -I, --options) added, the compiler as --compiler names it, else the
+    tables', else NVRTC."""
+    real = source.resolve()
+    for found in _manifests(source):
+        covering = [t for t in found.tables if not t.binary and any(f.resolve() == real for f in t.files)]
+        if not covering:
+            continue
+        chosen = [t for t in covering if kernel is None or names.select(t.patterns, [kernel])] or covering
+        path = next(f for f in chosen[0].files if f.resolve() == real)
+        mk = manifest.Kernel(kernel or "", None, tuple(chosen))
+        try:
+            budget = mk.budget(path, found.rootdir, mk.variants()[0])
+        except MarkerError as exc:
+            raise CliError(f"regbudget manifest: {exc}") from None
+        o = budget.options
+        options = replace(
+            o,
+            defines=(*o.defines, *given.defines),
+            include_dirs=(*o.include_dirs, *given.include_dirs),
+            options=(*o.options, *given.options),
+        )
+        label = ", ".join(t.label for t in chosen)
+        return Build(options, compiler or budget.compiler or "nvrtc", label, found.rootdir)
+    return Build(given, compiler or "nvrtc")
 
 
 def explain(
@@ -335,15 +405,12 @@ def explain(
     kernel: str,
     archs: Sequence[str],
     bounds: Sequence[Bounds],
-    defines: Sequence[str],
+    options: CompileOptions,
     compiler: str,
     toolkit_name: str | None,
-    include_dirs: Sequence[str] = (),
-    flags: Sequence[str] = (),
 ) -> list[Row]:
     """Build `kernel` per (bounds, arch), as `__launch_bounds__` placed in its source would, and read each
     build as the plugin does."""
-    options = CompileOptions.make(defines=list(defines), include_dirs=include_dirs, options=flags)
     toolkit = discover(named=toolkit_name)
     text = read_source(source)
     rows = []
@@ -440,14 +507,11 @@ def headroom(root: Path) -> int:
 
 
 def suggested_marker(
-    source: Path,
-    kernel: str,
-    rows: Sequence[Row],
-    extra: int,
-    defines: Sequence[str] = (),
-    build: Sequence[str] = (),
+    source: Path, kernel: str, rows: Sequence[Row], extra: int, build: Build, tests_dir: Path
 ) -> str:
-    """A marker line of today's numbers (the kernel as written, or the first bounds built) plus headroom."""
+    """A marker line of today's numbers (the kernel as written, or the first bounds built) plus headroom,
+    with the build that made them, ready to paste into a test file in `tests_dir`: a marker's paths are
+    relative to its test file's directory."""
     first = rows[0].bounds
     mine = [r for r in rows if r.bounds == first]
     regs = {r.arch: r.registers + extra for r in mine}
@@ -456,30 +520,60 @@ def suggested_marker(
     stack = max(r.stack for r in mine)
     blocks = f", {first.blocks}" if first.blocks else ""
     launch = "" if first.threads is None else f", launch=({first.threads}{blocks},)"
-    given = f", defines={list(defines)!r}" if defines else ""
-    given += "".join(f", {key}" for key in build)  # compiler, include_dirs, options: the build explained
+
+    def rel(path: str | Path) -> str:
+        return Path(os.path.relpath(os.path.abspath(path), os.path.abspath(tests_dir))).as_posix()
+
+    o = build.options
+    # A marker has no build-wide defines: the manifest table's go with the variant's.
+    defines = [k if v is None else f"{k}={v}" for k, v in o.all_defines()]
+    given = [f'compiler="{build.compiler}"'] if build.compiler != "nvrtc" else []
+    given += [f"defines={defines!r}"] if defines else []
+    given += [f"include_dirs={[rel(d) for d in o.include_dirs]!r}"] if o.include_dirs else []
+    given += [f"options={list(o.options)!r}"] if o.options else []
+    given += [f"ptxas_options={list(o.ptxas_options)!r}"] if o.ptxas_options else []
+    keys = "".join(f", {key}" for key in given)
     return (
-        f'@pytest.mark.regbudget(source="{source.as_posix()}", kernel="{kernel}"{given}, '
+        f'@pytest.mark.regbudget(source="{rel(source)}", kernel="{kernel}"{keys}, '
         f"max_regs={max_regs!r}, spills={spills}, stack={stack}{launch})"
     )
+
+
+def list_kernels(source: Path, build: Build, arch: str, toolkit_name: str | None) -> list[str]:
+    """The readable names of the kernels `source` holds for `arch`, from the build the plugin lists a
+    manifest's files with (NVRTC: extern "C" and non-template kernels; nvcc: every kernel instantiated)."""
+    settings = BuildSettings(
+        rootdir=build.rootdir or Path.cwd(),
+        cuda_home=None,
+        timeouts=Timeouts(),
+        cache_dir=default_cache_dir(),
+        jobs=1,
+        sass=False,
+        toolkit=toolkit_name,
+    )
+    builder = Builder(settings)
+    try:
+        entries = builder.entries(source.absolute(), arch, build.options, build.compiler)
+    finally:
+        builder.close()
+    return sorted({names.readable(e) for e in entries})
 
 
 def _cmd_explain(args: argparse.Namespace) -> int:
     source, kernel = split_target(args.target)
     archs = [a.strip() for a in args.arch.split(",") if a.strip()]
     try:
-        flags = shlex.split(args.options)
-        rows = explain(
-            source,
-            kernel,
-            archs,
-            parse_bounds(args.bounds),
-            args.defines or [],
-            args.compiler,
-            args.toolkit,
-            args.include_dir or [],
-            flags,
+        given = CompileOptions.make(
+            defines=args.defines or [], include_dirs=args.include_dir or [], options=shlex.split(args.options)
         )
+        for arch in archs:
+            get_arch(arch)
+        bounds = parse_bounds(args.bounds)
+        build = build_of(source, kernel, given, args.compiler)
+        if kernel is None:
+            found = list_kernels(source, build, archs[0] if archs else "sm_90", args.toolkit)
+        else:
+            rows = explain(source, kernel, archs, bounds, build.options, build.compiler, args.toolkit)
     except CompileError as exc:
         # The compiler's whole log: its first line ("could not compile ...") says nothing of why.
         raise CliError(str(exc).strip() or type(exc).__name__) from None
@@ -487,16 +581,28 @@ def _cmd_explain(args: argparse.Namespace) -> int:
         raise CliError(
             one_line(str(exc).strip().splitlines()[0]) if str(exc).strip() else type(exc).__name__
         ) from None
+    flags = " ".join([f"compiler {build.compiler}", *build.options.settings(), *_define_flags(build.options)])
+    if build.table:
+        print(f"{source}: built as {build.table} builds it ({flags})")
+    if kernel is None:
+        print(f"{source} holds {len(found)} kernel(s) on {archs[0] if archs else 'sm_90'}:")
+        print("\n".join(f"  {name}" for name in found))
+        print(f"explain one: regbudget explain '{source}::{found[0] if found else 'KERNEL'}'")
+        return OK
     defines = f" ({', '.join(args.defines)})" if args.defines else ""
     print(f"{source}::{kernel}{defines}")
     print("\n".join(table(rows)))
     extra = headroom(Path.cwd())
-    print(f"\nsuggested marker (today's numbers + {extra} registers of headroom, ini regbudget_headroom):")
-    build = [f'compiler="{args.compiler}"'] if args.compiler != "nvrtc" else []
-    build += [f"include_dirs={args.include_dir!r}"] if args.include_dir else []
-    build += [f"options={flags!r}"] if flags else []
-    print(suggested_marker(source, kernel, rows, extra, args.defines or [], build))
+    print(
+        f"\nsuggested marker (today's numbers + {extra} registers of headroom, ini regbudget_headroom), for a"
+    )
+    print(f"test file in {args.tests_dir} (--tests-dir):")
+    print(suggested_marker(source, kernel, rows, extra, build, Path(args.tests_dir)))
     return OK
+
+
+def _define_flags(options: CompileOptions) -> list[str]:
+    return [f"-D{k}" if v is None else f"-D{k}={v}" for k, v in options.defines]
 
 
 # -- the command line ---------------------------------------------------------------------------------------
@@ -528,7 +634,19 @@ def parser() -> argparse.ArgumentParser:
         "--include-dir", "-I", action="append", metavar="DIR", help="an include directory, may repeat"
     )
     p.add_argument("--options", default="", metavar="FLAGS", help='compiler flags, e.g. "-std=c++17"')
-    p.add_argument("--compiler", choices=("nvrtc", "nvcc"), default="nvrtc")
+    p.add_argument(
+        "--compiler",
+        choices=("nvrtc", "nvcc"),
+        default=None,
+        help="default: the manifest table's that covers the file, else nvrtc",
+    )
+    p.add_argument(
+        "--tests-dir",
+        default="tests",
+        metavar="DIR",
+        help="the directory of the test file the suggested marker goes in: its source= and include_dirs "
+        "are relative to it (default tests)",
+    )
     p.add_argument(
         "--toolkit",
         default=None,

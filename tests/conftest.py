@@ -2,6 +2,9 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import subprocess
+import sys
 import textwrap
 from collections.abc import Iterator
 from pathlib import Path
@@ -92,3 +95,22 @@ def fake_home(tmp: Path, ptxas_body: str) -> Path:
     for lib in [real.nvrtc, *real.nvrtc.parent.glob("libnvrtc-builtins.so.*")]:
         (home / "lib" / lib.name).symlink_to(lib)
     return home
+
+
+def regbudget(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """The `regbudget` command, as a user runs it."""
+    return subprocess.run(
+        [sys.executable, "-m", "pytest_regbudget", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+
+
+def bad_input(done: subprocess.CompletedProcess[str], pattern: str) -> None:
+    """Exit status 2 and one line on stderr matching `pattern`, no traceback."""
+    assert done.returncode == 2, done
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    assert re.search(pattern, lines[0]), lines[0]

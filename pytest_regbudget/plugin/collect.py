@@ -29,10 +29,10 @@ from ..build.binary import read_binary
 from ..build.options import CompileOptions
 from ..core import names
 from ..core.errors import CompileError, MarkerError, RegbudgetWarning, ToolchainError
+from ..project import manifest
+from ..project.manifest import LISTING_COMPILERS, Kernel, Manifest, build_options, kernel_id, variant_id
+from ..project.markers import compile_options
 from ..update.scope import COLLECTED
-from . import manifest
-from .manifest import LISTING_COMPILERS, Kernel, Manifest, build_options, kernel_id, variant_id
-from .markers import compile_options
 from .session import RegbudgetSession
 from .state import ItemState
 

@@ -24,13 +24,13 @@ from ..core.gpu_facts import Timing
 from ..core.kernel_report import KernelReport
 from ..core.text import safe_block
 from ..gpu.device import Device, device
+from ..project.markers import Budget, compile_options
 from ..sources import KernelSource, SourceSpec
 from ..sources import make as make_source
 from ..sources.nvrtc import CodeString
 from ..sources.prebuilt import Binary
 from ..sources.python import numba_kernel, triton_kernel
 from .hooks import ITEM_KEY, session_of
-from .markers import Budget, compile_options
 from .session import RegbudgetSession
 from .state import ItemState
 

@@ -18,9 +18,10 @@ from ..core.errors import (
     Unbuildable,
 )
 from ..core.text import safe_block
+from ..project import manifest
+from ..project.markers import VALID_KEYS, duplicate_markers
 from ..update import scope
-from . import collect, manifest
-from .markers import VALID_KEYS, duplicate_markers
+from . import collect
 from .options import ARCH_PARAM, TOOLKIT_PARAM, settings_of
 from .session import WORKEROUTPUT_KEY, RegbudgetSession
 from .state import ItemState

@@ -23,8 +23,8 @@ from ..core.errors import (
 )
 from ..core.verdict import TimeBasis
 from ..gpu.runner import GpuMode
-from .manifest import Manifest, arch_conflict
-from .markers import parse_tolerance
+from ..project.manifest import Manifest, arch_conflict
+from ..project.markers import parse_tolerance
 from .state import Settings, parse_archs
 
 ARCH_PARAM = "regbudget_arch"

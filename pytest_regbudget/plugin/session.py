@@ -42,6 +42,7 @@ from ..core.ratchet import BaselineRule
 from ..core.text import safe_block
 from ..core.verdict import strict, time_budgets_settled, timed, verdict
 from ..gpu.runner import GpuRunner
+from ..project.markers import Budget, parse_marker
 from ..report import compare
 from ..report.record import ReportRecord, to_record
 from ..report.terminal import (
@@ -59,7 +60,6 @@ from ..sources import KernelSource, SourceSpec
 from ..sources.prebuilt import Binary
 from ..update import plan as update
 from ..update.scope import ERROR, Rule, RunScope, with_base
-from .markers import Budget, parse_marker
 from .provenance import provenance
 from .state import ItemState, Settings
 

@@ -21,9 +21,9 @@ from ..core.gpu_facts import Timing
 from ..core.kernel_report import KernelReport
 from ..core.verdict import TimeBasis
 from ..gpu.runner import GpuMode
+from ..project.markers import Budget
 from ..sources import KernelSource
 from ..update.scope import NOT_A_FILE
-from .markers import Budget
 
 
 class Settings(Struct, frozen=True):

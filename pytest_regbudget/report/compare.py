@@ -219,24 +219,45 @@ def summary_lines(comparisons: Sequence[Comparison]) -> list[str]:
     return lines
 
 
-def markdown(comparisons: Sequence[Comparison]) -> str:
-    """A table per pair of releases, for the step summary and --regbudget-markdown."""
-    parts = []
+# GitHub's limit on a comment, less a margin: what `regbudget compare --markdown` prints is pasted as one.
+COMMENT_LIMIT = 65_000
+
+
+def markdown(comparisons: Sequence[Comparison], limit: int = COMMENT_LIMIT) -> str:
+    """A table per pair of releases, for the step summary, --regbudget-markdown and `regbudget compare
+    --markdown`, in at most `limit` characters: past that, whole kernels are left out, and counted."""
+    out: list[str] = []
+    room = limit
     for c in comparisons:
-        parts.append(f"#### {c.title()}, {len(c.diffs)} of {c.compared} kernel builds differ\n")
+        head = f"#### {c.title()}, {len(c.diffs)} of {c.compared} kernel builds differ\n"
+        if len(head) + 1 > room:
+            break
+        out.append(head)
+        room -= len(head) + 1
         if not c.diffs:
             continue
         rows = [f"| kernel | arch | metric | {c.old} | {c.new} | change |", "|---|---|---|---|---|---|"]
+        shown = 0
         for d in c.diffs:
             _source, kernel, variant, arch = d.ident
             name = one_line(kernel if variant == "-" else f"{kernel} ({variant})").replace("|", "\\|")
-            for change in d.changes:
-                old, new = _cell(change.metric, change.old), _cell(change.metric, change.new)
-                rows.append(
-                    f"| `{name}` | {arch} | {_SHORT[change.metric]} | {old} | {new} | {change.delta()} |"
-                )
-        parts.append("\n".join(rows) + "\n")
-    return "\n".join(parts) + ("\n" if parts else "")
+            group = [
+                f"| `{name}` | {arch} | {_SHORT[ch.metric]} | {_cell(ch.metric, ch.old)} | "
+                f"{_cell(ch.metric, ch.new)} | {ch.delta()} |"
+                for ch in d.changes
+            ]
+            cost = sum(len(row) + 1 for row in group)
+            # Room for this kernel and for the line that would count the rest.
+            if sum(len(row) + 1 for row in rows) + cost + 120 > room:
+                break
+            rows += group
+            shown += 1
+        text = "\n".join(rows) + "\n"
+        if shown < len(c.diffs):
+            text += f"\n... and {len(c.diffs) - shown} more kernel builds differ: see the JSON reports\n"
+        out.append(text)
+        room -= len(text) + 1
+    return "\n".join(out) + ("\n" if out else "")
 
 
 def _cell(metric: str, value: object) -> str:

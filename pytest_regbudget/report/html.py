@@ -17,6 +17,7 @@ from html import escape
 from typing import cast
 
 from ..core.arch import get_arch
+from ..core.baseline import NO_VARIANT
 from ..core.occupancy import occupancy
 from .record import ReportRecord
 from .terminal import baseline_cell, regs_cell
@@ -27,6 +28,10 @@ STEP_COLOUR = "#1f77b4"
 KERNEL_COLOUR = "#d62728"
 BASELINE_COLOUR = "#7f7f7f"
 CLIFF_COLOUR = "#2ca02c"
+# The suite picture: unchanged kernels, changed or new ones, failures (KERNEL_COLOUR).
+CALM_COLOUR = "#8da0b3"
+CHANGED_COLOUR = "#ff7f0e"
+SUITE_W, SUITE_H, PANEL_GAP = 900, 320, 60
 
 _CSS = f"""
 body {{ font-family: system-ui, sans-serif; margin: 2rem; color: #222; }}
@@ -35,7 +40,7 @@ table {{ border-collapse: collapse; margin: .5rem 0; }}
 td, th {{ border: 1px solid #ccc; padding: .2rem .6rem; text-align: right; }}
 th {{ background: #f3f3f3; }} td.l, th.l {{ text-align: left; }}
 .index td, .index th {{ text-align: left; }} .index td:not(:last-child) {{ white-space: nowrap; }}
-.index td:nth-child(n+4):nth-child(-n+6), .index th:nth-child(n+4):nth-child(-n+6) {{ text-align: right; }}
+.index td.n, .index th.n {{ text-align: right; }}
 .index button {{
   font: inherit; font-weight: bold; border: 0; background: none; padding: 0; cursor: pointer;
 }}
@@ -133,10 +138,13 @@ def staircase_svg(rec: ReportRecord) -> str:
         parts.append(f'<text x="{WIDTH - RIGHT + 6}" y="{y(b) + 4:.1f}" font-size="11">{occ:.0%}</text>')
     regs_now = rec["registers"]
     base = rec["baseline"]["registers"] if rec["baseline"] else None
+    lines = []
     if isinstance(base, int) and base != regs_now:
-        parts.append(_marker(x(base), BASELINE_COLOUR, f"baseline {base}", dashed=True))
+        lines.append((x(base), BASELINE_COLOUR, f"baseline {base}", True))
     if regs_now is not None:
-        parts.append(_marker(x(regs_now), KERNEL_COLOUR, f"{regs_now} regs"))
+        lines.append((x(regs_now), KERNEL_COLOUR, f"{regs_now} regs", False))
+    parts += [_marker(*line, place) for line, place in zip(lines, _label_places(lines), strict=True)]
+    if regs_now is not None:
         grow = regs_now + (rec["cliff_grow"] or 0)
         for edge, label in (
             # Growing to 255 loses nothing: there is no register count beyond it to lose a block at.
@@ -152,12 +160,46 @@ def staircase_svg(rec: ReportRecord) -> str:
     return "\n".join(parts)
 
 
-def _marker(at: float, colour: str, label: str, dashed: bool = False) -> str:
+# A label's width in the chart's 11 px font, generously: the placement below keeps labels apart by it.
+CHAR_WIDTH = 7.0
+LABEL_GAP = 4.0
+
+
+def label_width(text: str) -> float:
+    return len(text) * CHAR_WIDTH
+
+
+def _label_places(lines: Sequence[tuple[float, str, str, bool]]) -> list[tuple[str, int]]:
+    """Where each marker's label goes, as (text-anchor, row): the right-hand line's label to its right, the
+    left-hand one's to its left, and on a second row where even then they would touch (a line near an edge
+    turns its label inwards). Two labels never overlap, however close the lines are."""
+    if len(lines) < 2:
+        return [_inward(lines[0][0], lines[0][2])] if lines else []
+    left, right = (0, 1) if lines[0][0] <= lines[1][0] else (1, 0)
+    places: list[tuple[str, int]] = [("start", 0), ("start", 0)]
+    places[left], places[right] = ("end", 0), ("start", 0)
+    xl, tl = lines[left][0], lines[left][2]
+    xr, tr = lines[right][0], lines[right][2]
+    fits_left = xl - LABEL_GAP - label_width(tl) >= LEFT
+    fits_right = xr + LABEL_GAP + label_width(tr) <= WIDTH - RIGHT
+    if not (fits_left and fits_right):
+        places[left], places[right] = _inward(xl, tl), (_inward(xr, tr)[0], 1)
+    return places
+
+
+def _inward(at: float, text: str) -> tuple[str, int]:
+    """A lone label: to the right of its line, or to its left where the plot ends first."""
+    return ("start", 0) if at + LABEL_GAP + label_width(text) <= WIDTH - RIGHT else ("end", 0)
+
+
+def _marker(at: float, colour: str, label: str, dashed: bool, place: tuple[str, int]) -> str:
+    anchor, row = place
     dash = ' stroke-dasharray="5,4"' if dashed else ""
+    tx = at + LABEL_GAP if anchor == "start" else at - LABEL_GAP
     return (
         f'<line x1="{at:.1f}" y1="{TOP}" x2="{at:.1f}" y2="{HEIGHT - BOTTOM}" stroke="{colour}" '
-        f'stroke-width="2.5"{dash}/><text x="{at + 4:.1f}" y="{TOP + 12}" font-size="11" '
-        f'fill="{colour}">{escape(label)}</text>'
+        f'stroke-width="2.5"{dash}/><text class="marker" x="{tx:.1f}" y="{TOP + 12 + 14 * row}" '
+        f'font-size="11" text-anchor="{anchor}" fill="{colour}">{escape(label)}</text>'
     )
 
 
@@ -336,44 +378,176 @@ def anchors(records: Sequence[ReportRecord]) -> list[str]:
 _VERDICT = {"passed": "ok", "failed": "FAILED", "error": "ERROR", "warned": "warned"}
 
 
+def _variant(rec: ReportRecord) -> str:
+    """The define set that picks this variant (`NACC=8`), as its baseline entry names it; "-" for none."""
+    return rec["key"][2] if rec["key"] and len(rec["key"]) == 5 else NO_VARIANT
+
+
+def _file(rec: ReportRecord) -> str:
+    """The source as the baseline keys it (relative to the rootdir), else as measured."""
+    return rec["key"][0] if rec["key"] else rec["source"]
+
+
 def _index_row(rec: ReportRecord, anchor: str) -> str:
     outcome = rec["outcome"]
     verdict = escape(_VERDICT.get(outcome, outcome))
-    occ = "<td>-</td>"
+    occ = '<td class="n">-</td>'
     if rec["occupancy"] is not None and rec["launch"]:
-        occ = f'<td data-v="{rec["occupancy"]}">{rec["occupancy"]:.0%} @{rec["launch"][0]}</td>'
+        occ = f'<td class="n" data-v="{rec["occupancy"]}">{rec["occupancy"]:.0%} @{rec["launch"][0]}</td>'
+    spills = '<td class="n">-</td>'
+    if rec["spill_stores"] is not None:
+        total = rec["spill_stores"] + (rec["spill_loads"] or 0)
+        spills = f'<td class="n" data-v="{total}">{rec["spill_stores"]}/{rec["spill_loads"]}</td>'
     # The delta column sorts by the change in registers, the figure a budget is about; a kernel that was not
     # compared has no key and sorts last.
     regs = next((d["delta"] for d in rec["deltas"] if d["metric"] == "registers"), None)
     compared = rec["baseline_status"] in ("compared", "toolkit-mismatch") and rec["registers"] is not None
     delta_key = f' data-v="{regs:g}"' if regs is not None else ' data-v="0"' if compared else ""
     return (
-        f'<tr><td><a href="#{anchor}">{escape(rec["kernel"])}</a></td><td>{escape(rec["arch"])}</td>'
-        f'<td class="{escape(outcome)}" data-v="{rank(rec)}">{verdict}</td><td>{_text(rec["registers"])}</td>'
+        f'<tr><td><a href="#{anchor}">{escape(rec["kernel"])}</a></td><td>{escape(_variant(rec))}</td>'
+        f'<td>{escape(rec["arch"])}</td><td class="{escape(outcome)}" data-v="{rank(rec)}">{verdict}</td>'
+        f'<td class="n">{_text(rec["registers"])}</td>{spills}<td class="n">{_text(rec["stack_frame"])}</td>'
         f"{occ}<td{delta_key}>{escape(baseline_cell(rec))}</td>"
-        f"<td>{escape(rec['nodeid'])}</td></tr>"
+        f"<td>{escape(_file(rec))}</td><td>{escape(rec['nodeid'])}</td></tr>"
     )
 
 
 # The index's columns, and whether each sorts as numbers.
 _COLUMNS = {
     "kernel": False,
+    "variant": False,
     "arch": False,
     "verdict": True,
     "registers": True,
+    "spills st/ld": True,
+    "stack": True,
     "occupancy": True,
     "delta": True,
+    "file": False,
     "test": False,
 }
+_RIGHT = {"registers", "spills st/ld", "stack", "occupancy"}
 
 
 def _index(ordered: Sequence[ReportRecord], ids: Sequence[str]) -> str:
+    right = ' class="n"'
     header = "".join(
-        f'<th{" data-num" if num else ""}><button type="button">{name}</button></th>'
+        f"<th{' data-num' if num else ''}{right if name in _RIGHT else ''}>"
+        f'<button type="button">{name}</button></th>'
         for name, num in _COLUMNS.items()
     )
     rows = "\n".join(_index_row(rec, a) for rec, a in zip(ordered, ids, strict=True))
     return f'<table class="index"><thead><tr>{header}</tr></thead><tbody>\n{rows}\n</tbody></table>'
+
+
+# Registers a kernel can add before it loses a resident block: the picture's bins, nearest the cliff first.
+CLIFF_BINS = ((0, 0, "0"), (1, 2, "1-2"), (3, 4, "3-4"), (5, 8, "5-8"), (9, 16, "9-16"), (17, 32, "17-32"))
+
+
+def _cliff_bin(rec: ReportRecord) -> int | None:
+    grow = rec["cliff_grow"]
+    if grow is None:
+        return None
+    return next((i for i, (lo, hi, _) in enumerate(CLIFF_BINS) if lo <= grow <= hi), len(CLIFF_BINS))
+
+
+def suite_svg(ordered: Sequence[ReportRecord], ids: Sequence[str]) -> str:
+    """The whole suite in one picture: each kernel's registers now against its baseline entry (a point on
+    the diagonal did not move; above it, more registers), and how many kernels sit how near their occupancy
+    cliff. Failures in red and drawn last, each a link to its section."""
+    measured = [(r, a) for r, a in zip(ordered, ids, strict=True) if r["registers"] is not None]
+    left_w = 500
+    top, bottom, left = 28, 44, 44
+    plot = SUITE_H - top - bottom
+
+    def base_of(rec: ReportRecord) -> int:
+        base = rec["baseline"]["registers"] if rec["baseline"] else None
+        return base if isinstance(base, int) else cast(int, rec["registers"])
+
+    high = max([32, *(max(cast(int, r["registers"]), base_of(r)) for r, _ in measured)])
+    high = min(256, -(-high // 32) * 32)
+    side = min(left_w - left - 10, plot)
+
+    def px(v: float) -> float:
+        return left + v / high * side
+
+    def py(v: float) -> float:
+        return top + plot - v / high * plot
+
+    out = [
+        f'<svg class="suite" xmlns="http://www.w3.org/2000/svg" width="{SUITE_W}" height="{SUITE_H}" '
+        'role="img" aria-label="registers against the baseline, and distance to the occupancy cliff">',
+        f'<text x="{left}" y="16" font-size="13" font-weight="bold">Registers now against the baseline'
+        "</text>",
+        f'<rect x="{left}" y="{top}" width="{side:.0f}" height="{plot}" fill="#fafafa" stroke="#ccc"/>',
+        f'<line x1="{px(0):.1f}" y1="{py(0):.1f}" x2="{px(high):.1f}" y2="{py(high):.1f}" stroke="#bbb" '
+        'stroke-dasharray="4,4"/>',
+    ]
+    for tick in range(0, high + 1, 32 if high <= 128 else 64):
+        out.append(
+            f'<text x="{px(tick):.1f}" y="{top + plot + 14}" font-size="10" text-anchor="middle">'
+            f"{tick}</text>"
+        )
+        out.append(
+            f'<text x="{left - 4}" y="{py(tick) + 3:.1f}" font-size="10" text-anchor="end">{tick}</text>'
+        )
+    out.append(
+        f'<text x="{left + side / 2:.0f}" y="{SUITE_H - 14}" font-size="11" text-anchor="middle">'
+        "baseline registers (above the line: more now)</text>"
+    )
+    # Calm points first, failures last: a red point is never hidden under a grey one.
+    for rec, a in sorted(measured, key=lambda ra: -rank(ra[0])):
+        r = rank(rec)
+        colour, size = {
+            FAILED: (KERNEL_COLOUR, 5.5),
+            WARNED: (CHANGED_COLOUR, 4),
+            CHANGED: (CHANGED_COLOUR, 4),
+        }.get(r, (CALM_COLOUR, 2.5))
+        title = escape(f"{rec['kernel']} [{rec['arch']}]: {base_of(rec)} -> {rec['registers']} registers")
+        out.append(
+            f'<a href="#{a}"><circle cx="{px(base_of(rec)):.1f}" cy="{py(cast(int, rec["registers"])):.1f}" '
+            f'r="{size}" fill="{colour}"><title>{title}</title></circle></a>'
+        )
+    # Right: kernels per distance to the cliff, stacked failures / changed / the rest.
+    x0 = left_w + PANEL_GAP
+    bins = [*(label for _, _, label in CLIFF_BINS), "33+"]
+    counts = [[0, 0, 0] for _ in bins]
+    for rec, _ in measured:
+        b = _cliff_bin(rec)
+        if b is not None:
+            r = rank(rec)
+            counts[b][0 if r == FAILED else 1 if r in (WARNED, CHANGED) else 2] += 1
+    most = max([1, *(sum(c) for c in counts)])
+    bar_w = (SUITE_W - x0 - 10) / len(bins)
+    out.append(
+        f'<text x="{x0}" y="16" font-size="13" font-weight="bold">'
+        "Kernels by distance to the occupancy cliff</text>"
+    )
+    for i, (label, (failed, changed, calm)) in enumerate(zip(bins, counts, strict=True)):
+        bx, base_y = x0 + i * bar_w + 4, float(top + plot)
+        for n, colour in ((failed, KERNEL_COLOUR), (changed, CHANGED_COLOUR), (calm, CALM_COLOUR)):
+            h = n / most * (plot - 16)  # room for the count above the tallest bar
+            if n:
+                out.append(
+                    f'<rect x="{bx:.1f}" y="{base_y - h:.1f}" width="{bar_w - 8:.1f}" height="{h:.1f}" '
+                    f'fill="{colour}"><title>{n} kernel(s)</title></rect>'
+                )
+            base_y -= h
+        total = failed + changed + calm
+        out.append(
+            f'<text x="{bx + (bar_w - 8) / 2:.1f}" y="{base_y - 4:.1f}" font-size="10" text-anchor="middle">'
+            f"{total}</text>"
+        )
+        out.append(
+            f'<text x="{bx + (bar_w - 8) / 2:.1f}" y="{top + plot + 14}" font-size="10" text-anchor="middle">'
+            f"{label}</text>"
+        )
+    out.append(
+        f'<text x="{x0 + (SUITE_W - x0) / 2:.0f}" y="{SUITE_H - 14}" font-size="11" text-anchor="middle">'
+        "registers it can add before losing a block</text>"
+    )
+    out.append("</svg>")
+    return "\n".join(out)
 
 
 def render(records: Sequence[ReportRecord], *, all_kernels: bool = False) -> str:
@@ -401,6 +575,13 @@ def render(records: Sequence[ReportRecord], *, all_kernels: bool = False) -> str
         f"<p>{counts[FAILED]} failed or did not build, {counts[WARNED]} warned, {counts[CHANGED]} changed "
         f"against the baseline or new, {counts[UNCHANGED]} passed unchanged. The index lists failures first; "
         "click a column header to sort by it, a kernel to go to its section.</p>",
+        "<h2>The suite</h2>",
+        "<p>Left: each kernel's registers now (up) against its baseline entry (across); on the dashed line "
+        "it did not move. Right: how many kernels sit how near the register count at which they lose a "
+        f'resident block. <span style="color:{KERNEL_COLOUR}">Red</span>: failing; '
+        f'<span style="color:{CHANGED_COLOUR}">orange</span>: warned, changed or new; grey: unchanged. A '
+        "point links to its kernel.</p>",
+        suite_svg(ordered, ids),
         "<h2>Index</h2>",
         _index(ordered, ids),
     ]

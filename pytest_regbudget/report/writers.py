@@ -39,7 +39,11 @@ class FileWriter(Struct, frozen=True):
 
 
 def _markdown(records: Sequence[ReportRecord]) -> str:
-    return markdown_report(records) + compare.markdown(compare.across_releases(records)) if records else ""
+    """The run's report, then the toolkits' differences in what room the comment has left."""
+    if not records:
+        return ""
+    report = markdown_report(records)
+    return report + compare.markdown(compare.across_releases(records), compare.COMMENT_LIMIT - len(report))
 
 
 # The JSON report's schema: 2 adds "format", "version", "scope" and "toolkit_comparison" to 0.1's bare

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -19,30 +18,14 @@ if sys.version_info >= (3, 11):
 else:
     import tomli as tomllib
 
+from conftest import bad_input, regbudget
+
 from pytest_regbudget.build.cache import compile_kernel
 from pytest_regbudget.build.options import CompileOptions
 from pytest_regbudget.build.toolchain import discover
 
 KERNELS = Path(__file__).parent.parent / "kernels"
 BASELINE = "regbudget-baseline.toml"
-
-
-def regbudget(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "pytest_regbudget", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-
-
-def bad_input(done: subprocess.CompletedProcess[str], pattern: str) -> None:
-    """Exit status 2 and one line on stderr matching `pattern`, no traceback."""
-    assert done.returncode == 2, done
-    lines = done.stderr.strip().splitlines()
-    assert len(lines) == 1, done.stderr
-    assert re.search(pattern, lines[0]), lines[0]
 
 
 # --- the command itself ------------------------------------------------------------------------------------
@@ -90,7 +73,8 @@ def test_explain_equals_separate_ptxas_runs_of_each_variant(tmp_path: Path) -> N
         options = CompileOptions.make(defines={"BOUNDS": define} if define else None)
         r = compile_kernel(KERNELS / "hungry.cu", "poly_eval", arch, options, toolkit).resources
         assert shown == (r.registers, r.spill_stores, r.spill_loads, r.stack_frame), (bounds, arch)
-    assert '@pytest.mark.regbudget(source="hungry.cu", kernel="poly_eval", max_regs=' in done.stdout
+    # For a test in tests/ (--tests-dir's default), beside this folder.
+    assert '@pytest.mark.regbudget(source="../hungry.cu", kernel="poly_eval", max_regs=' in done.stdout
 
 
 def test_explain_bad_input_is_one_line_and_status_2(tmp_path: Path) -> None:
@@ -294,7 +278,23 @@ def test_explain_builds_with_include_dirs_and_options_and_its_marker_says_so(
     )
     assert done.returncode == 0, done.stderr
     marker = done.stdout.strip().splitlines()[-1]
-    assert "include_dirs=['inc'], options=['-std=c++17']" in marker
-    pytester.makepyfile(test_pasted=f"import pytest\n\n{marker}\ndef test_pasted():\n    pass\n")
+    # Relative to tests/ (--tests-dir's default), where the test goes: markers resolve paths from their file.
+    assert marker.startswith('@pytest.mark.regbudget(source="../k.cu", kernel="poly_eval"')
+    assert "include_dirs=['../inc'], options=['-std=c++17']" in marker
+    (pytester.path / "tests").mkdir()
+    (pytester.path / "tests" / "test_pasted.py").write_text(
+        f"import pytest\n\n{marker}\ndef test_pasted():\n    pass\n"
+    )
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--regbudget-arch=sm_90")
     result.assert_outcomes(passed=1)
+    # --tests-dir names another directory; --bounds is checked before anything is built.
+    done = regbudget(
+        "explain", "k.cu::poly_eval", "--arch", "sm_90", "-I", "inc", "--tests-dir", ".", cwd=pytester.path
+    )
+    assert 'source="k.cu"' in done.stdout.strip().splitlines()[-1]
+    bad_input(
+        regbudget("explain", "k.cu::poly_eval", "--bounds", "256x0", cwd=pytester.path), r"--bounds '256x0'"
+    )
+    bad_input(
+        regbudget("explain", "k.cu::poly_eval", "--bounds", "2048", cwd=pytester.path), r"--bounds '2048'"
+    )

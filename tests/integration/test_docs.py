@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_regbudget.plugin.markers import VALID_KEYS
+from pytest_regbudget.project.markers import VALID_KEYS
 
 ROOT = Path(__file__).parent.parent.parent
 DOCS = ROOT / "docs"

@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import fake_home
-from test_cli import BASELINE, KERNELS, TESTS, bad_input, regbudget
+from conftest import bad_input, fake_home, regbudget
+from test_cli import BASELINE, KERNELS, TESTS
 
 from pytest_regbudget.build import nvrtc
 from pytest_regbudget.core.errors import ToolchainError

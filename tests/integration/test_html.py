@@ -57,7 +57,9 @@ def test_html_has_a_staircase_per_launch_budgets_and_diagnosis(report: Path) -> 
     assert text.count("<script") == 1  # the index's sort, inline: nothing to fetch
     assert "src=" not in text
     assert "http://" not in text.replace('xmlns="http://www.w3.org/2000/svg"', "")
-    assert text.count("<svg ") == 2  # poly_eval and gemm have a launch size; local_lookup has none
+    # The suite's picture, and a staircase each for poly_eval and gemm (local_lookup has no launch size).
+    assert text.count('<svg class="suite"') == 1
+    assert text.count("<svg ") == 3
     assert text.count('class="steps"') == 2
     assert "gemm&lt;32, 32&gt; [sm_90]" in text  # names are escaped
     assert 'stroke-dasharray="5,4"' in text  # poly_eval's baseline marker (its registers changed)
@@ -88,7 +90,7 @@ def test_gemm():
     out = pytester.path / "report.html"
     result, _ = run_json(pytester, f"--regbudget-html={out}", "--regbudget-gpu=off")
     result.assert_outcomes(passed=1)
-    assert "<svg" not in out.read_text()
+    assert out.read_text().count("<svg") == 1  # the suite's picture only
     assert 'class="compact"' in out.read_text()
     result, _ = run_json(pytester, f"--regbudget-html={out}", "--regbudget-html-all", "--regbudget-gpu=off")
     result.assert_outcomes(passed=1)
@@ -130,6 +132,18 @@ document.body.append(pre);
 """
 
 
+CHROMIUM_FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+
 def _chromium() -> str | None:
     for name in ("chromium", "chromium-browser", "google-chrome"):
         found = shutil.which(name)
@@ -149,17 +163,7 @@ def test_html_renders_in_headless_chromium(report: Path, tmp_path: Path) -> None
     if browser is None:
         pytest.skip("no Chromium: apt-get install chromium (.ci/run installs it)")
     shot = tmp_path / "report.png"
-    flags = [
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        f"--user-data-dir={tmp_path / 'profile'}",
-    ]
+    flags = [*CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / 'profile'}"]
     subprocess.run(
         [browser, *flags, f"--screenshot={shot}", "--window-size=900,2200", report.as_uri()],
         check=True,

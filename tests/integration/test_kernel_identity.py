@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_regbudget.plugin.manifest import kernel_id
+from pytest_regbudget.project.manifest import kernel_id
 
 KERNELS = """
 #include <cub/device/device_reduce.cuh>

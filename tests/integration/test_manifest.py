@@ -592,3 +592,44 @@ def test_a_kernel_that_exists_on_one_arch_is_collected_for_that_arch_only(pytest
         ("everywhere", "sm_90"),
         ("hopper_only", "sm_90"),
     ]
+
+
+def test_a_checkout_linked_from_outside_the_rootdir_is_read_through_its_link(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A performance-CI repository that links the code it checks: the manifest's glob and a marker reach the
+    files through the link, and both key them by the link's path under the rootdir; `**` does not enter the
+    link (it would walk whatever it points at), so a pattern names it."""
+    outside = pytester.path.parent / f"{pytester.path.name}-checkout"
+    (outside / "lib" / "sub").mkdir(parents=True)
+    (outside / "lib" / "poly.cu").write_text(HUNGRY.replace("#define NACC 64", "#define NACC 8"))
+    (outside / "lib" / "sub" / "deep.cu").write_text(HUNGRY.replace("#define NACC 64", "#define NACC 16"))
+    project = pytester.path / "perf"
+    project.mkdir()
+    (project / "vendor").symlink_to(outside / "lib", target_is_directory=True)
+    (project / "pytest.ini").write_text("[pytest]\n")
+    (project / "regbudget.toml").write_text('arch = ["sm_90"]\n[[kernels]]\nsource = ["vendor/**/*.cu"]\n')
+    (project / "tests").mkdir()
+    (project / "tests" / "test_linked.py").write_text(
+        "import pytest\n"
+        '@pytest.mark.regbudget(source="../vendor/poly.cu", kernel="poly_eval")\n'
+        "def test_linked():\n    pass\n"
+    )
+    monkeypatch.chdir(project)
+    result, records = run_json(pytester, "--rootdir", str(project), "--regbudget-update")
+    result.assert_outcomes(passed=3)
+    keys = sorted({tuple(r["key"][:2]) for r in records})
+    assert keys == [("vendor/poly.cu", "poly_eval"), ("vendor/sub/deep.cu", "poly_eval")]
+    baseline = bl.load(project / "regbudget-baseline.toml")
+    assert sorted({key[0] for key in baseline.entries}) == ["vendor/poly.cu", "vendor/sub/deep.cu"]
+    # The rerun from another checkout of the same repository (the link elsewhere) finds every entry.
+    moved = pytester.path / "perf2"
+    project.rename(moved)
+    monkeypatch.chdir(moved)
+    result, records = run_json(pytester, "--rootdir", str(moved), "--regbudget-strict")
+    result.assert_outcomes(passed=3)
+    assert {r["baseline_status"] for r in records} == {"compared"}
+    # At the top, `**` does not follow the link: the pattern matches nothing, and says where it looked.
+    (moved / "regbudget.toml").write_text('arch = ["sm_90"]\n[[kernels]]\nsource = ["**/*.cu"]\n')
+    result, _ = run_json(pytester, "--rootdir", str(moved))
+    result.stderr.fnmatch_lines(["*'**/*.cu' matches no file*"])

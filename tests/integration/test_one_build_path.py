@@ -42,7 +42,7 @@ def test_compile_kernel_explain_and_the_plugin_build_through_one_function(
     numbers.append((r.registers, r.spill_stores, r.spill_loads, r.stack_frame))
     assert built == [("poly_eval", "sm_90", compiler)]
 
-    (row,) = cli.explain(source, "poly_eval", ["sm_90"], [cli.Bounds(None)], [], compiler, None)
+    (row,) = cli.explain(source, "poly_eval", ["sm_90"], [cli.Bounds(None)], CompileOptions(), compiler, None)
     numbers.append((row.registers, row.spill_stores, row.spill_loads, row.stack))
     assert built == [built[0]] * 2
 

@@ -136,7 +136,8 @@ def test_a_page_of_900_kernels_stays_under_1_5_mb() -> None:
     # A chart for each failing, warned and changed kernel that has a launch size, none for the others.
     shown = [r for r in records if html.rank(r) != html.UNCHANGED and r["registers"] is not None]
     assert 20 < len(shown) < 60
-    assert page.count("<svg ") == len(shown)
+    assert page.count('<svg xmlns="http://www.w3.org/2000/svg" width=') == len(shown)
+    assert page.count('<svg class="suite"') == 1  # and the suite's picture
 
 
 def test_failing_kernels_come_first_in_the_index_and_have_charts() -> None:
@@ -144,30 +145,45 @@ def test_failing_kernels_come_first_in_the_index_and_have_charts() -> None:
     page = html.render(records)
     parsed = Page(page)
     header, *rows = parsed.rows
-    assert header == ["kernel", "arch", "verdict", "registers", "occupancy", "delta", "test"]
+    assert header == [
+        "kernel",
+        "variant",
+        "arch",
+        "verdict",
+        "registers",
+        "spills st/ld",
+        "stack",
+        "occupancy",
+        "delta",
+        "file",
+        "test",
+    ]
     assert len(rows) == len(records)
-    verdicts = [row[2] for row in rows]
+    verdicts = [row[3] for row in rows]
     failing = sum(1 for r in records if r["outcome"] in ("failed", "error"))
     warned = sum(1 for r in records if r["outcome"] == "warned")
     assert {"FAILED", "ERROR"} == set(verdicts[:failing])
     assert set(verdicts[failing : failing + warned]) == {"warned"}
     assert set(verdicts[failing + warned :]) == {"ok"}
     # After the warnings, the changed and new kernels, then the unchanged ones.
-    deltas = [row[5] for row in rows[failing + warned :]]
+    deltas = [row[8] for row in rows[failing + warned :]]
     changed = [d for d in deltas if d != "="]
     assert deltas[: len(changed)] == changed
     assert {d.split()[0] for d in changed} == {"regs", "new"}
     by_id = sections(page)
     for row, link in zip(rows, parsed.links, strict=True):
         body = by_id[link.removeprefix("#")]
-        if row[2] == "ERROR":  # no figures, no chart: the compiler's words
+        if row[3] == "ERROR":  # no figures, no chart: the compiler's words
             assert "identifier &lt;x&gt; is undefined" in body
-        elif row[2] != "ok" or row[5] != "=":
+        elif row[3] != "ok" or row[8] != "=":
             assert 'class="steps"' in body, row
         else:
             assert "<svg" not in body, row
-    assert rows[0][1] == "sm_90"
-    assert rows[0][6].startswith("tests/test_gen_")
+    assert rows[0][2] == "sm_90"
+    assert rows[0][10].startswith("tests/test_gen_")
+    # The figures a reviewer scans for, and which file and variant a repeated name is.
+    ok = next(row for row in rows if row[3] == "ok")
+    assert (ok[1], ok[5], ok[6], ok[9]) == ("-", "0/0", "0", "/src/gemm.cu")
 
 
 def test_every_kernel_has_a_section_with_a_unique_id_that_its_index_row_links_to() -> None:
@@ -188,7 +204,7 @@ def test_all_kernels_draws_a_chart_for_every_kernel_that_has_a_launch() -> None:
 
 def test_a_page_without_a_change_has_no_detail_heading() -> None:
     page = html.render([measured(1), measured(2)])
-    assert "<svg" not in page
+    assert page.count("<svg") == 1  # the suite's picture, no staircase
     assert "Failing, warned and changed" not in page
     assert page.count('class="compact"') == 2
     assert "0 failed or did not build, 0 warned, 0 changed against the baseline or new, 2 passed" in page
@@ -197,8 +213,9 @@ def test_a_page_without_a_change_has_no_detail_heading() -> None:
 def test_index_cells_carry_numeric_sort_keys() -> None:
     worse = measured(11, baseline_regs=24 + 77 - 8)
     (row,) = re.findall(r"<tr><td><a .*?</tr>", html.render([worse]))
-    assert '<td class="failed" data-v="0">FAILED</td><td>101</td>' in row
-    assert '<td data-v="0.25">25% @512</td><td data-v="8">regs +8</td>' in row
+    assert '<td class="failed" data-v="0">FAILED</td><td class="n">101</td>' in row
+    assert '<td class="n" data-v="0">0/0</td><td class="n">0</td>' in row
+    assert '<td class="n" data-v="0.25">25% @512</td><td data-v="8">regs +8</td>' in row
     # No baseline entry: no key, so a numeric sort puts it last.
     (row,) = re.findall(r"<tr><td><a .*?</tr>", html.render([measured(1, baseline_regs=None)]))
     assert "<td>new</td>" in row
@@ -248,4 +265,4 @@ def test_user_text_in_the_index_is_escaped() -> None:
     assert "alert(2)</script>" not in page
     _, *rows = parsed.rows
     assert [row[0] for row in rows] == [hostile, "<script>alert(2)</script>"]
-    assert rows[0][6] == f"t.py::test[{hostile}]"
+    assert rows[0][10] == f"t.py::test[{hostile}]"

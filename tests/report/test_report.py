@@ -1169,6 +1169,35 @@ def test_json_of_no_records_is_an_empty_list() -> None:
 # --- html: the page and its staircase ----------------------------------------------------------------------
 
 
+def _label_boxes(svg: str) -> list[tuple[float, float, float, float]]:
+    """Each marker label's box (left, right, top, bottom) as the chart lays it out: its anchor, its row and
+    the width the layout assumes for the 11 px font (html.label_width)."""
+    boxes = []
+    for x, y, anchor, text in re.findall(
+        r'<text class="marker" x="([\d.]+)" y="([\d.]+)" font-size="11" text-anchor="(\w+)"[^>]*>([^<]*)<',
+        svg,
+    ):
+        w = html.label_width(text)
+        left = float(x) if anchor == "start" else float(x) - w
+        boxes.append((left, left + w, float(y) - 11, float(y) + 2))
+    return boxes
+
+
+@pytest.mark.parametrize("now", [2, 24, 102, 200, 250, 255])
+@pytest.mark.parametrize("delta", [-12, -6, -3, -2, -1, 1, 2, 3, 6, 12])
+def test_staircase_labels_never_overlap_nor_leave_the_chart(now: int, delta: int) -> None:
+    base = now - delta
+    if not 1 <= base <= 255:
+        return
+    svg = html.staircase_svg(record(registers=now, baseline=entry(registers=base)))
+    a, b = _label_boxes(svg)
+    apart = a[1] <= b[0] or b[1] <= a[0] or a[3] <= b[2] or b[3] <= a[2]
+    assert apart, (a, b)
+    for left, right, _, _ in (a, b):
+        assert left >= 0
+        assert right <= html.WIDTH
+
+
 def test_staircase_has_the_steps_the_kernel_and_its_cliffs() -> None:
     svg = html.staircase_svg(record(baseline=entry(registers=96)))
     assert svg.startswith('<svg xmlns="http://www.w3.org/2000/svg" width="640" height="260" role="img" ')
@@ -1311,3 +1340,27 @@ def test_compare_changes_show_the_delta_and_its_percent(
     change = compare.Change(metric, old, new)
     assert change.delta() == delta
     assert change.text() == text
+
+
+def test_compare_markdown_is_bounded_like_a_pull_request_comment() -> None:
+    diffs = tuple(
+        compare.KernelDiff(
+            ("k.cu", f"cub::DeviceRadixSortOnesweepKernel<{i}, float, int>", "-", "sm_90"),
+            "old.json",
+            "new.json",
+            (compare.Change("registers", 64, 72), compare.Change("spill_stores", 0, 16)),
+        )
+        for i in range(3000)
+    )
+    text = compare.markdown([compare.Comparison("old.json", "new.json", 5000, diffs, releases=False)])
+    assert len(text) <= compare.COMMENT_LIMIT < 65_536
+    rows = [line for line in text.splitlines() if line.startswith("| `")]
+    shown = len(rows) // 2
+    assert 100 < shown < 3000
+    assert len(rows) % 2 == 0  # a kernel's rows are kept together
+    assert f"... and {3000 - shown} more kernel builds differ: see the JSON reports" in text
+    assert rows[0].endswith("| registers | 64 | 72 | +8, +12.5% |")
+    # Small comparisons are whole.
+    small = compare.markdown([compare.Comparison("a", "b", 5, diffs[:3], releases=False)])
+    assert small.count("| `") == 6
+    assert "more kernel builds" not in small

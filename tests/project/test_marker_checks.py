@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from pytest_regbudget.core.errors import MarkerError
-from pytest_regbudget.plugin.markers import duplicate_markers, parse_marker
+from pytest_regbudget.project.markers import duplicate_markers, parse_marker
 
 BASE = Path("/proj/tests")
 

@@ -6,7 +6,7 @@ import pytest
 
 from pytest_regbudget.core.errors import MarkerError
 from pytest_regbudget.core.limits import Launch, Limits
-from pytest_regbudget.plugin.markers import parse_marker
+from pytest_regbudget.project.markers import parse_marker
 
 BASE = Path("/proj/tests")
 

@@ -8,8 +8,8 @@ import pytest
 
 from pytest_regbudget.core import names
 from pytest_regbudget.core.errors import ManifestError, MarkerError
-from pytest_regbudget.plugin import manifest
-from pytest_regbudget.plugin import manifest as mf
+from pytest_regbudget.project import manifest
+from pytest_regbudget.project import manifest as mf
 
 MANGLED_32 = "_Z13MatrixMulCUDAILi32EEvPfS0_S0_ii"
 MANGLED_16 = "_Z13MatrixMulCUDAILi16EEvPfS0_S0_ii"

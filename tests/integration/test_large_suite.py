@@ -1,0 +1,169 @@
+"""A repository of 300 kernels x 2 archs (600 items) with one regression, read as a reviewer reads it: the
+whole `pytest -q` output fits a screen with the failure at its end, the Markdown fits a pull-request comment
+with the failure at its top, and the HTML is small and shows the suite's picture, in a real headless
+Chromium, with no two chart labels on top of each other. Real NVRTC and ptxas from the wheels."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+from html import unescape
+from pathlib import Path
+
+import pytest
+from PIL import Image
+from test_html import CHROMIUM_FLAGS, _chromium, _near
+
+from pytest_regbudget.report.html import CALM_COLOUR, KERNEL_COLOUR
+from pytest_regbudget.report.markdown import MARKDOWN_LIMIT
+
+FILES, PER_FILE = 3, 100
+REGRESSED = "k01_042"
+
+
+def kernel(name: str, accumulators: int) -> str:
+    """A kernel whose registers grow with its accumulators (each stays live across the loop)."""
+    return f"""
+extern "C" __global__ void {name}(const float* __restrict__ x, float* __restrict__ y, int n) {{
+    int t = blockIdx.x * blockDim.x + threadIdx.x;
+    float acc[{accumulators}];
+#pragma unroll
+    for (int k = 0; k < {accumulators}; ++k) acc[k] = x[(t + k * 131) % n];
+    for (int d = 0; d < n; ++d) {{
+#pragma unroll
+        for (int k = 0; k < {accumulators}; ++k) acc[k] = fmaf(acc[k], acc[(k + 1) % {accumulators}], x[d]);
+    }}
+    float s = 0.0f;
+#pragma unroll
+    for (int k = 0; k < {accumulators}; ++k) s += acc[k];
+    if (t < n) y[t] = s;
+}}
+"""
+
+
+def write_kernels(root: Path, extra: int = 0) -> None:
+    (root / "kernels").mkdir(exist_ok=True)
+    for f in range(FILES):
+        names = [f"k{f:02d}_{i:03d}" for i in range(PER_FILE)]
+        text = "".join(kernel(n, 2 + i % 24 + (extra if n == REGRESSED else 0)) for i, n in enumerate(names))
+        (root / "kernels" / f"k{f:02d}.cu").write_text(text)
+
+
+@pytest.fixture(scope="module")
+def suite(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("large")
+    (root / "pytest.ini").write_text("[pytest]\n")
+    (root / "regbudget.toml").write_text(
+        'arch = ["sm_80", "sm_90"]\n[[kernels]]\nsource = ["kernels/*.cu"]\nlaunch = [256]\n'
+    )
+    write_kernels(root)
+    done = pytest_in(root, "--regbudget-update")
+    assert done.returncode == 0, done.stdout[-3000:]
+    write_kernels(root, extra=6)  # one kernel of 300 grows: it fails on both archs
+    return root
+
+
+def pytest_in(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "COLUMNS": "120"}
+    return subprocess.run(
+        ["pytest", "-q", "-p", "no:cacheprovider", *args],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=900,
+    )
+
+
+@pytest.mark.slow
+def test_a_600_item_run_reads_as_a_reviewer_needs(suite: Path, tmp_path: Path) -> None:
+    done = pytest_in(suite, "--regbudget-markdown=report.md", "--regbudget-html=report.html")
+    assert done.returncode == 1, done.stdout[-3000:]
+    lines = done.stdout.splitlines()
+    keep = os.environ.get("REGBUDGET_SCREENSHOT_DIR")
+    if keep:  # the closing note quotes it
+        (Path(keep) / "large-suite-output.txt").write_text(done.stdout)
+    assert len(lines) < 40, done.stdout
+    assert re.search(r"2 failed, 598 passed", lines[-1])
+    assert REGRESSED in "\n".join(lines[-15:])
+    section = lines[lines.index(next(line for line in lines if " regbudget " in line)) :]
+    table = section[section.index(next(line for line in section if line.startswith("test "))) :]
+    assert all(len(line) <= 120 for line in table), table
+    # A kernel's two regressions name their fix once.
+    assert done.stdout.count("if intended, accept it with pytest --regbudget-update") == 2
+    table = [line for line in lines if line.startswith(f"{REGRESSED}[")]
+    assert len(table) == 2
+    assert all(line.endswith("FAILED") for line in table)
+    assert any(line.startswith("2 failed, 598 unchanged (598 rows not shown") for line in lines)
+
+    markdown = (suite / "report.md").read_text()
+    assert len(markdown) < 65_536
+    assert len(markdown) <= MARKDOWN_LIMIT
+    rows = [line for line in markdown.splitlines() if line.startswith("| ")]
+    assert rows[1].startswith(f"| **FAILED** | `{REGRESSED}` | sm_80 | registers ")  # under the header
+    assert markdown.rstrip().endswith("598 unchanged kernels: every number as in the baseline.")
+
+    page = suite / "report.html"
+    assert page.stat().st_size < 1_500_000, page.stat().st_size
+    text = page.read_text()
+    assert text.count('<svg class="suite"') == 1
+    assert text.count('class="steps"') == 2  # a staircase for each failing item only
+    browser = _chromium()
+    if browser is None:
+        pytest.skip("no Chromium: apt-get install chromium (.ci/run installs it)")
+    flags = [*CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / 'profile'}"]
+    shot = tmp_path / "suite.png"
+    subprocess.run(
+        [browser, *flags, f"--screenshot={shot}", "--window-size=1000,800", page.as_uri()],
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
+    if keep:
+        shutil.copy(shot, Path(keep) / "large-suite.png")
+    image = Image.open(shot).convert("RGB")
+    data = image.tobytes()
+    pixels = [tuple(data[i : i + 3]) for i in range(0, len(data), 3)]
+    # The suite's picture is in the first screen: grey points and bars, and the red failing points.
+    assert sum(1 for p in pixels if _near(p, CALM_COLOUR)) > 2000
+    assert sum(1 for p in pixels if _near(p, KERNEL_COLOUR)) > 50
+    # The labels of every chart as the browser lays them out: no two of one chart overlap.
+    harnessed = tmp_path / "boxes.html"
+    harnessed.write_text(text.replace("</body>", f"<script>{BOXES}</script></body>", 1))
+    run = subprocess.run(
+        [browser, *flags, "--dump-dom", harnessed.as_uri()],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    found = re.search(r'<pre id="boxes">(.*?)</pre>', run.stdout, re.DOTALL)
+    assert found is not None, run.stdout[-2000:]
+    charts = json.loads(unescape(found[1]))
+    assert len(charts) == 2
+    for labels in charts:
+        assert len(labels) == 2  # the baseline's and the kernel's
+        a, b = labels
+        assert (
+            a["right"] <= b["left"]
+            or b["right"] <= a["left"]
+            or a["bottom"] <= b["top"]
+            or b["bottom"] <= a["top"]
+        )
+
+
+# Each staircase's marker labels, as rendered boxes, in <pre id="boxes">.
+BOXES = """
+const charts = Array.from(document.querySelectorAll("svg:not(.suite)"), (svg) =>
+  Array.from(svg.querySelectorAll("text.marker"), (t) => {
+    const r = t.getBoundingClientRect();
+    return { text: t.textContent, left: r.left, right: r.right, top: r.top, bottom: r.bottom };
+  }));
+const pre = document.createElement("pre");
+pre.id = "boxes";
+pre.textContent = JSON.stringify(charts);
+document.body.append(pre);
+"""
