@@ -51,27 +51,38 @@ What the binary records and what it does not, as checked against `nvcc -Xptxas -
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import json
 import math
+import re
 import subprocess
 import tempfile
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from msgspec import Struct
+from msgspec.structs import replace
 
+from ..core import names
 from ..core.arch import get_arch
 from ..core.cuobjdump import (
     ElfInfo,
     KernelAttributes,
     ResourceUsage,
+    elf_block_archs,
     parse_elf_dump,
+    parse_elf_list,
     parse_resource_usage,
     parse_sass_local_accesses,
     spill_bytes,
     version_tuple,
 )
-from ..core.errors import BinaryError, ParseError, UnknownArchError
+from ..core.errors import BinaryError, CompileError, ParseError, UnknownArchError
+from . import store
+from .fingerprint import file_sha256, settled, sha256_hex
+from .options import DEFAULT_CUOBJDUMP_TIMEOUT, Timeouts
 from .toolchain import Toolkit, find_tool
 
 CUOBJDUMP_FIX = (
@@ -106,11 +117,39 @@ class BinaryKernel(Struct, frozen=True):
     relocatable: bool = False  # from an unlinked -rdc object: REG/STACK do not include callees yet
     toolkit: str | None = None  # CUDA version of the ptxas that built it, "12.9"; None if not recorded
     elf: int = 0  # which ELF of the file (cuobjdump's order), to tell same-arch copies apart
+    # Where the name is in several ELFs of this arch (a library's translation units each instantiate it):
+    # this copy's tag (`copy_tags`), so that each copy is a kernel of its own; None for a name held once.
+    copy: str | None = None
+
+    @property
+    def entry(self) -> str:
+        """The name the plugin knows the kernel by: the mangled name, with a copy's tag."""
+        return self.name if self.copy is None else f"{self.name}{names.COPY_MARK}{self.copy}"
 
 
 def find_cuobjdump(toolkit: Toolkit | None) -> Path | None:
     """The toolkit's own cuobjdump (beside its ptxas), else the wheels' (CUDA 13, then 12), else PATH's."""
     return find_tool("cuobjdump", toolkit, "cuda_cuobjdump")
+
+
+def describe_cuobjdump(toolkit: Toolkit | None) -> str | None:
+    """`cuobjdump 13.5.37 (/path/bin/cuobjdump)`, for the run's header and summary; None without one."""
+    found = find_cuobjdump(toolkit)
+    if found is None:
+        return None
+    return f"cuobjdump {_version(found) or '(version unknown)'} ({found})"
+
+
+@functools.lru_cache(maxsize=8)
+def _version(cuobjdump: Path) -> str | None:
+    try:
+        done = subprocess.run(
+            [str(cuobjdump), "--version"], capture_output=True, text=True, timeout=60, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    found = re.search(r"\bV(\d+\.\d+\.\d+)", done.stdout)
+    return found.group(1) if found else None
 
 
 def _keep_all(line: str) -> bool:
@@ -138,17 +177,20 @@ def _run(
     path: Path,
     timeout: float,
     keep: Callable[[str], bool] = _keep_all,
+    cwd: Path | None = None,
 ) -> list[str]:
     """cuobjdump's stdout lines that `keep` accepts; its output goes through a file, as it can be huge."""
-    cmd = [str(cuobjdump), *args, str(path)]
+    cmd = [str(cuobjdump), *args, str(path.absolute())]
     with tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace") as out:
         try:
             proc = subprocess.run(
-                cmd, stdout=out, stderr=subprocess.PIPE, text=True, timeout=timeout, check=False
+                cmd, stdout=out, stderr=subprocess.PIPE, text=True, timeout=timeout, check=False, cwd=cwd
             )
         except subprocess.TimeoutExpired:
             raise BinaryError(
-                f"`{' '.join(cmd)}` did not finish within {timeout:g} s; pass a larger timeout"
+                f"`{' '.join(cmd)}` did not finish within {timeout:g} s ({_TIMEOUT_KEY} seconds per 100 MB "
+                f"of the file read). Fix: raise ini {_TIMEOUT_KEY} (now "
+                f"{timeout / max(1.0, path.stat().st_size / _PER_BYTES):g})"
             ) from None
         except OSError as exc:
             raise BinaryError(f"cannot run {cuobjdump} on {path}: {exc}") from exc
@@ -164,11 +206,30 @@ def _run(
         return [line.rstrip("\n") for line in out if keep(line)]
 
 
-def read_binary(path: Path, toolkit: Toolkit | None = None, timeout: float = 120) -> list[BinaryKernel]:
-    """Every kernel x arch that `path` holds compiled code for (PTX-only entries have no resources).
+# Seconds one cuobjdump run may take, per 100 MB of the file it reads: a pass over a whole library scales
+# with its size; the runs over one extracted cubin are small. ini regbudget_cuobjdump_timeout raises it.
+_TIMEOUT_KEY = Timeouts.INI["cuobjdump"]
+_PER_BYTES = 100 * 1024 * 1024
 
-    Runs `cuobjdump --dump-resource-usage` and `--dump-elf`, and `--dump-sass` for the kernels that ptxas
-    marked spills in. Raises BinaryError without cuobjdump, or if the file is not a CUDA binary.
+
+def read_binary(
+    path: Path,
+    toolkit: Toolkit | None = None,
+    timeout: float = DEFAULT_CUOBJDUMP_TIMEOUT,
+    *,
+    archs: Collection[str] | None = None,
+    cache_dir: Path | None = None,
+    jobs: int = 1,
+) -> list[BinaryKernel]:
+    """Every kernel x arch (of `archs`, default all) that `path` holds compiled code for (PTX-only
+    entries have no resources).
+
+    One `cuobjdump --dump-resource-usage` pass over the file gives every number but spills and launch
+    bounds; the ELFs of the archs asked for are then extracted and read one by one (`--dump-elf`, and
+    `--dump-sass` for the kernels that ptxas marked spills in), `jobs` at a time. With a `cache_dir`, a
+    file's facts are kept per arch under its content digest, and each cubin's under its own, so an
+    unchanged library (or a rebuilt one whose cubins did not change) costs no cuobjdump run.
+    Raises BinaryError without cuobjdump, or if the file is not a CUDA binary.
     """
     path = Path(path)
     cuobjdump = find_cuobjdump(toolkit)
@@ -179,34 +240,275 @@ def read_binary(path: Path, toolkit: Toolkit | None = None, timeout: float = 120
         )
     if not path.is_file():
         raise BinaryError(f"cannot read the CUDA binary {path}: no such file")
-    # Once per process while the file is as it was: a manifest reads a library for its listing and again for
-    # each of its kernels' items.
-    st = path.stat()
-    return list(_read(path, (st.st_size, st.st_mtime_ns, st.st_ino, st.st_dev), cuobjdump, timeout))
+    file = _File.of(path, cuobjdump, timeout)
+    wanted = sorted(archs) if archs is not None else sorted({a for a in file.listing().archs if a})
+    return [k for arch in wanted for k in _held(file, arch, cache_dir, jobs).kernels]
+
+
+class Held(Struct, frozen=True):
+    """A binary's kernels for one arch, with the lookups every item of a library makes (thousands of
+    items look themselves up in the same list): by entry, and by the normalized readable name."""
+
+    kernels: tuple[BinaryKernel, ...]
+    by_entry: dict[str, BinaryKernel]
+    by_name: dict[str, str]  # normalized readable name -> entry, for the names no two entries share
+    shown: dict[str, str]  # entry -> the name reports show (names.display_names)
+    empty: int  # ELFs of this arch that hold no kernel (host-only or device-function-only units)
+
+
+def read_arch(
+    path: Path,
+    cuobjdump: Path,
+    arch: str,
+    *,
+    timeout: float = DEFAULT_CUOBJDUMP_TIMEOUT,
+    cache_dir: Path | None = None,
+    jobs: int = 1,
+) -> Held:
+    """read_binary of one arch with `cuobjdump` (find_cuobjdump's), with its lookups: the same object while
+    the file is unchanged."""
+    try:
+        file = _File.of(path, cuobjdump, timeout)
+    except OSError:
+        raise BinaryError(f"cannot read the CUDA binary {path}: no such file") from None
+    return _held(file, arch, cache_dir, jobs)
+
+
+@functools.lru_cache(maxsize=64)
+def _held(file: _File, arch: str, cache_dir: Path | None, jobs: int) -> Held:
+    facts = _arch_kernels(file, arch, cache_dir, jobs)
+    kernels = tuple(copy_tags(facts.kernels))
+    entries = [k.entry for k in kernels]
+    by_name: dict[str, list[str]] = {}
+    for e in dict.fromkeys(entries):
+        by_name.setdefault(names.normalize(names.readable(e)), []).append(e)
+    try:
+        shown = names.display_names(entries)
+    except CompileError as exc:
+        raise BinaryError(f"{file.path} [{arch}]: {exc}") from None
+    return Held(
+        kernels,
+        {k.entry: k for k in kernels},
+        {name: found[0] for name, found in by_name.items() if len(found) == 1},
+        shown,
+        facts.empty,
+    )
+
+
+class _Listing(Struct, frozen=True):
+    """The whole-file pass: every function's resources, and each ELF's arch and file name."""
+
+    usages: tuple[ResourceUsage, ...]
+    archs: tuple[str | None, ...]  # per ELF, in cuobjdump's order
+    names: tuple[str, ...]  # per ELF, --list-elf's names; () for a bare cubin (the file is its one ELF)
+
+
+class _File(Struct, frozen=True):
+    path: Path
+    stamp: tuple[int, ...]  # size, mtime, ctime, inode, device: the file as it was when read
+    cuobjdump: Path
+    timeout: float
+    is_settled: bool  # still for longer than a timestamp tick: its digest may be remembered by its stat
+
+    @classmethod
+    def of(cls, path: Path, cuobjdump: Path, timeout: float) -> _File:
+        st = path.stat()
+        stamp = (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev)
+        return cls(path, stamp, cuobjdump, timeout, settled(st))
+
+    def whole_file_timeout(self) -> float:
+        return self.timeout * max(1.0, self.stamp[0] / _PER_BYTES)
+
+    def listing(self) -> _Listing:
+        return _listing(self)
+
+    def run(
+        self, args: Sequence[str], target: Path, timeout: float, keep: Callable[[str], bool] = _keep_all
+    ) -> list[str]:
+        return _run(self.cuobjdump, args, target, timeout, keep)
 
 
 @functools.lru_cache(maxsize=32)
-def _read(path: Path, stamp: tuple[int, ...], cuobjdump: Path, timeout: float) -> tuple[BinaryKernel, ...]:
-    usage_text = "\n".join(_run(cuobjdump, ["--dump-resource-usage"], path, timeout))
-    elf_lines = _run(cuobjdump, ["--dump-elf"], path, timeout, _not_hex)
+def _listing(file: _File) -> _Listing:
+    """Once per process while the file is as it was: a manifest reads a library for its listing and again
+    for each of its kernels' items."""
+    timeout = file.whole_file_timeout()
+    text = "\n".join(file.run(["--dump-resource-usage"], file.path, timeout))
     try:
-        usages = parse_resource_usage(usage_text)
-        elves = parse_elf_dump(elf_lines)
-        accesses: list[dict[str, dict[int, str]]] = []
-        # Widths of the marked instructions, only where some kernel has marks: the SASS can be large.
-        marked = sorted({u.name for u in usages if u.elf < len(elves) and _marks(elves[u.elf], u.name)})
-        if marked:
-            with tempfile.TemporaryDirectory(prefix="regbudget-cuobjdump-") as tmp:
-                # An options file, because a library's list of kernel names can outgrow a command line.
-                options = Path(tmp) / "functions.txt"
-                options.write_text(f"--function {','.join(marked)}\n")
-                sass = _run(
-                    cuobjdump, ["--dump-sass", "--options-file", str(options)], path, timeout, _is_sass
-                )
-            accesses = parse_sass_local_accesses(sass)
-        return tuple(combine_listings(usages, elves, accesses))
+        usages = parse_resource_usage(text)
+        archs = elf_block_archs(text)
+        names = parse_elf_list("\n".join(file.run(["--list-elf"], file.path, timeout)))
     except ParseError as exc:
-        raise BinaryError(f"cannot read cuobjdump's listings of {path}: {exc}") from exc
+        raise BinaryError(f"cannot read cuobjdump's listings of {file.path}: {exc}") from exc
+    if archs == [None]:
+        # A bare cubin (cuobjdump lists it as one ELF file, but prints no fatbin header and extracts none) is
+        # its own one ELF; its ELF header names its arch (a small file, read twice).
+        names = []
+        elves = parse_elf_dump(file.run(["--dump-elf"], file.path, timeout, _not_hex))
+        archs = [elf.arch for elf in elves] or [None]
+        usages = [replace(u, arch=archs[0]) for u in usages]
+    if names and len(names) != len(archs):
+        raise BinaryError(
+            f"cannot read {file.path}: cuobjdump lists {len(names)} ELF files but prints resources for "
+            f"{len(archs)}; read the extracted cubins instead (cuobjdump -xelf all)"
+        )
+    return _Listing(tuple(usages), tuple(archs), tuple(names))
+
+
+class _CubinFacts(Struct, frozen=True):
+    """What one cubin's ELF and SASS say, kept under the cubin's digest."""
+
+    elf: ElfInfo
+    accesses: dict[str, dict[int, str]]
+
+
+class _ArchFacts(Struct, frozen=True):
+    """A file's kernels for one arch, kept under the file's digest."""
+
+    kernels: tuple[BinaryKernel, ...]
+    empty: int  # ELFs of this arch without a kernel
+
+
+# The cache documents' own version: a change of BinaryKernel or of what is read changes it.
+_CACHE_FORMAT = 1
+
+
+@functools.lru_cache(maxsize=64)
+def _arch_kernels(file: _File, arch: str, cache_dir: Path | None, jobs: int) -> _ArchFacts:
+    folder = None if cache_dir is None else cache_dir / "binaries"
+    doc = None
+    if folder is not None:
+        tool = file.cuobjdump.stat()
+        digest = _file_digest(file, folder)
+        key = sha256_hex(f"{_CACHE_FORMAT}|{digest}|{arch}|{tool.st_size}|{tool.st_mtime_ns}".encode())
+        doc = str(folder / f"file-{key}.json")
+        try:
+            return store.read(doc, _ArchFacts)
+        except (OSError, ValueError):
+            pass  # not there, or damaged: read the file again
+    facts = _read_arch(file, arch, folder, jobs)
+    if doc is not None:
+        with contextlib.suppress(OSError):
+            store.write(doc, facts)
+    return facts
+
+
+def _file_digest(file: _File, folder: Path) -> str:
+    """The file's content digest, remembered by path, size, mtime and inode: a warm run hashes nothing."""
+    stamp = sha256_hex(json.dumps([str(file.path.resolve()), *file.stamp]).encode())
+    memo = str(folder / f"stamp-{stamp}.json")
+    try:
+        return store.read(memo, str)
+    except (OSError, ValueError):
+        pass
+    digest = file_sha256(file.path)
+    if file.is_settled:
+        with contextlib.suppress(OSError):
+            store.write(memo, digest)
+    return digest
+
+
+def _read_arch(file: _File, arch: str, folder: Path | None, jobs: int) -> _ArchFacts:
+    listing = file.listing()
+    mine = [i for i, a in enumerate(listing.archs) if a == arch or (a is None and len(listing.archs) == 1)]
+    usages = [u for u in listing.usages if u.elf in mine]
+    with tempfile.TemporaryDirectory(prefix="regbudget-cuobjdump-") as tmp:
+        cubins = _extract(file, listing, mine, Path(tmp))
+        with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+            found = list(pool.map(lambda item: _cubin_facts(file, item[1], folder), cubins.items()))
+    facts = dict(zip(cubins, found, strict=True))
+    # The fatbin's arch for each ELF (sm_90a where its header says 90a), the file's own for a bare cubin.
+    elves = {i: replace(f.elf, index=i, arch=listing.archs[i] or f.elf.arch) for i, f in facts.items()}
+    try:
+        kernels = combine_listings(usages, elves, {i: f.accesses for i, f in facts.items()})
+    except ParseError as exc:
+        raise BinaryError(f"cannot read cuobjdump's listings of {file.path}: {exc}") from exc
+    held = {k.elf for k in kernels}
+    return _ArchFacts(tuple(kernels), sum(1 for i in mine if i not in held))
+
+
+def copy_tags(kernels: Sequence[BinaryKernel]) -> list[BinaryKernel]:
+    """`kernels` (of one arch), each copy of a kernel that several ELFs hold tagged by what stays stable from
+    build to build. A copy is a name (its stable signature: a `static` kernel's mangled name differs per
+    file) that several ELFs hold. Its tag is its cubin's anchor, the first kernel name (in sort order) that
+    no other ELF of the arch holds, read as `base_name.hash` (`trsv_ln_exec.b8058f`: the hash of the
+    anchor's mangled name tells apart two instantiations of one template). A copy whose cubin holds no name
+    of its own (one translation unit linked twice) is told apart by its place among the copies: `#2`."""
+    ident = {k.name: names.signature(k.name) for k in kernels}
+    where: dict[str, set[int]] = {}
+    for k in kernels:
+        where.setdefault(ident[k.name], set()).add(k.elf)
+    if all(len(elves) == 1 for elves in where.values()):
+        return list(kernels)
+    anchors: dict[int, str] = {}
+    for k in sorted(kernels, key=lambda k: k.name):
+        if len(where[ident[k.name]]) == 1:
+            anchors.setdefault(k.elf, k.name)
+    out = []
+    for k in kernels:
+        elves = sorted(where[ident[k.name]])
+        if len(elves) == 1:
+            out.append(k)
+            continue
+        anchor = anchors.get(k.elf)
+        if anchor is not None and [anchors.get(e) for e in elves].count(anchor) == 1:
+            tag = f"{names.base_name(anchor)}.{sha256_hex(anchor.encode())[:6]}"
+        else:
+            tag = f"#{elves.index(k.elf) + 1}"
+        out.append(replace(k, copy=tag))
+    return out
+
+
+def _extract(file: _File, listing: _Listing, elves: Sequence[int], tmp: Path) -> dict[int, Path]:
+    """The ELFs `elves` of the file as cubins of their own: the file itself when it is a bare cubin."""
+    if not listing.names:
+        return dict.fromkeys(elves, file.path)
+    wanted = [listing.names[i] for i in elves]
+    if not wanted:
+        return {}
+    # An options file: a library's list of names outgrows a command line. A name is a "partial file name",
+    # and libcublas.so.3.sm_90.cubin is part of libcublas.so.3.sm_90a.cubin: extracting more is harmless.
+    options = tmp / "extract.txt"
+    options.write_text(f"--extract-elf {','.join(wanted)}\n", encoding="utf-8")
+    out = tmp / "elves"
+    out.mkdir()
+    _run(file.cuobjdump, ["--options-file", str(options)], file.path, file.whole_file_timeout(), cwd=out)
+    cubins = {i: out / name for i, name in zip(elves, wanted, strict=True)}
+    missing = [p.name for p in cubins.values() if not p.is_file()]
+    if missing:
+        raise BinaryError(f"cuobjdump --extract-elf did not write {missing[:3]} from {file.path}")
+    return cubins
+
+
+def _cubin_facts(file: _File, cubin: Path, folder: Path | None) -> _CubinFacts:
+    doc = None
+    if folder is not None:
+        doc = str(folder / f"cubin-{_CACHE_FORMAT}-{file_sha256(cubin)}.json")
+        try:
+            return store.read(doc, _CubinFacts)
+        except (OSError, ValueError):
+            pass
+    # A cubin's own size sets its timeout: the one of a whole library when the file is its one ELF.
+    timeout = file.timeout * max(1.0, cubin.stat().st_size / _PER_BYTES)
+    elves = parse_elf_dump(file.run(["--dump-elf"], cubin, timeout, _not_hex))
+    if len(elves) != 1:
+        raise BinaryError(f"cannot read {file.path}: an extracted ELF reads as {len(elves)} ELFs")
+    elf = elves[0]
+    # Widths of the marked instructions, only where some kernel has marks: the SASS can be large.
+    marked = sorted(name for name in elf.kernels if _marks(elf, name))
+    accesses: dict[str, dict[int, str]] = {}
+    if marked:
+        with tempfile.TemporaryDirectory(prefix="regbudget-cuobjdump-") as tmp:
+            options = Path(tmp) / "functions.txt"
+            options.write_text(f"--function {','.join(marked)}\n", encoding="utf-8")
+            sass = file.run(["--dump-sass", "--options-file", str(options)], cubin, timeout, _is_sass)
+        per_elf = parse_sass_local_accesses(sass)
+        accesses = {name: dict(offsets) for name, offsets in (per_elf[0] if per_elf else {}).items()}
+    facts = _CubinFacts(elf, accesses)
+    if doc is not None:
+        with contextlib.suppress(OSError):
+            store.write(doc, facts)
+    return facts
 
 
 def _marks(elf: ElfInfo, name: str) -> bool:
@@ -216,22 +518,26 @@ def _marks(elf: ElfInfo, name: str) -> bool:
 
 def combine_listings(
     usages: Sequence[ResourceUsage],
-    elves: Sequence[ElfInfo],
-    accesses: Sequence[Mapping[str, Mapping[int, str]]] = (),
+    elves: Sequence[ElfInfo] | Mapping[int, ElfInfo],
+    accesses: Sequence[Mapping[str, Mapping[int, str]]] | Mapping[int, Mapping[str, Mapping[int, str]]] = (),
 ) -> list[BinaryKernel]:
-    """The kernels of the three parsed listings of one file (device functions are left out).
+    """The kernels of the three parsed listings of one file (device functions are left out): the ELF
+    listing and SASS accesses in cuobjdump's order, or by ELF index (the extracted cubins of some ELFs).
 
     `accesses` (from `parse_sass_local_accesses`) is needed only for kernels with marked spills; without
     it their spill bytes are None.
     """
+    by_elf = dict(elves) if isinstance(elves, Mapping) else dict(enumerate(elves))
+    seen = dict(accesses) if isinstance(accesses, Mapping) else dict(enumerate(accesses))
     # Both listings print the same ELFs in the same order; check that before pairing them up.
     for u in usages:
-        if u.elf >= len(elves) or (u.arch is not None and u.arch != elves[u.elf].arch):
+        if u.elf not in by_elf or (u.arch is not None and u.arch != by_elf[u.elf].arch):
             raise ParseError(
                 f"the resource listing's ELF {u.elf} ({u.arch}) has no counterpart in the ELF listing"
             )
+    elves = by_elf
     return [
-        _kernel(u, elves[u.elf], accesses[u.elf] if u.elf < len(accesses) else {})
+        _kernel(u, elves[u.elf], seen.get(u.elf, {}))
         for u in usages
         # --dump-resource-usage lists the device functions of relocatable objects too. A linked ELF whose
         # symbol table this parser could not read (cuobjdump 13.0 prints it in another layout, seen on an

@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from pathlib import Path
 
 from msgspec import Struct
@@ -13,6 +13,7 @@ from msgspec import Struct
 from ..core import baseline as bl
 from ..core.errors import CompileError, SassError, ToolchainError
 from . import disasm
+from .binary import BinaryKernel, Held, describe_cuobjdump, find_cuobjdump, read_arch, read_binary
 from .cache import CacheStats, CompileCache
 from .fingerprint import FORMAT
 from .frontends import FrontendPtx
@@ -42,6 +43,8 @@ class Builder:
         self._toolkit: Toolkit | None = None
         self._toolkit_error: str | None = None
         self._nvcc: Nvcc | None = None
+        self._cuobjdump: Path | None = None  # found once per run: a library's thousands of items each ask
+        self._binaries: dict[tuple[Path, str], tuple[tuple[int, ...], Held]] = {}
         self._prefetcher: Prefetcher | None = None
         self._options_hashes: dict[CompileOptions, str] = {}
         # What discovery and `nvcc --version` found, remembered in the cache: a warm run starts no process.
@@ -118,6 +121,37 @@ class Builder:
         with contextlib.suppress(ToolchainError):
             self.pool().prefetch_units(units)
 
+    def binary(self, path: Path, archs: Collection[str]) -> list[BinaryKernel]:
+        """The kernels of a prebuilt binary for `archs`, through the binary cache (binary.read_binary)."""
+        return [k for arch in sorted(archs) for k in self.binary_arch(path, arch).kernels]
+
+    def cuobjdump(self) -> str | None:
+        """The cuobjdump that reads prebuilt binaries, described (`cuobjdump 13.5.37 (path)`)."""
+        return describe_cuobjdump(self.toolkit_or_none())
+
+    def binary_arch(self, path: Path, arch: str) -> Held:
+        # A library's thousands of items each ask for the same file: one stat tells whether it is as read.
+        try:
+            st = path.stat()
+        except OSError:
+            st = None
+        stamp = None if st is None else (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+        known = self._binaries.get((path, arch))
+        if stamp is not None and known is not None and known[0] == stamp:
+            return known[1]
+        s = self.settings
+        if self._cuobjdump is None:
+            self._cuobjdump = find_cuobjdump(self.toolkit_or_none())
+            if self._cuobjdump is None:
+                read_binary(path, self.toolkit_or_none())  # raises, saying what is missing and the fix
+        assert self._cuobjdump is not None
+        held = read_arch(
+            path, self._cuobjdump, arch, timeout=s.timeouts.cuobjdump, cache_dir=s.cache_dir, jobs=s.jobs
+        )
+        if stamp is not None:
+            self._binaries[(path, arch)] = (stamp, held)
+        return held
+
     def entries(self, source: Path, arch: str, options: CompileOptions, compiler: str) -> list[str]:
         """The entries of every kernel `source` holds for `arch`, built by `compiler` ("nvrtc": its plain
         compile, every extern "C" and non-template kernel; "nvcc": every kernel the file instantiates). The
@@ -193,3 +227,6 @@ class ItemEnv:
 
     def frontend(self, key: str | None, make: Callable[[], FrontendPtx]) -> FrontendPtx:
         return self._builder.cache.frontend(key, make)
+
+    def binary(self, path: Path, arch: str) -> Held:
+        return self._builder.binary_arch(path, arch)

@@ -83,6 +83,21 @@ def sha256_hex(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+def file_sha256(path: Path) -> str:
+    """A file's SHA-256, read in pieces: a library can be half a gigabyte."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def settled(st: os.stat_result) -> bool:
+    """Whether a file has been still for longer than a timestamp tick: only then may its digest be
+    remembered by its stat (an edit of the same size within the tick would keep the old one)."""
+    return time.time_ns() - max(st.st_mtime_ns, st.st_ctime_ns) > _RACY_NS
+
+
 def json_digest(parts: object) -> str:
     return sha256_hex(json.dumps(parts, sort_keys=True).encode())
 
@@ -150,7 +165,7 @@ class StatCache:
             digest = sha256_hex(fh.read())
         # Remembered only once the file has been still for longer than a timestamp tick: an edit of the
         # same size within the tick would otherwise keep this digest.
-        if time.time_ns() - max(st.st_mtime_ns, st.st_ctime_ns) > _RACY_NS:
+        if settled(st):
             with self._lock:
                 self._entries[path] = [*ident, digest]
                 self._dirty = True

@@ -20,6 +20,8 @@ DEFAULT_PTXAS_TIMEOUT = 300.0
 # nvcc runs the preprocessor, cicc and ptxas over a whole translation unit, host code and all: CUTLASS's
 # sm_90 GEMM files take 290 to 325 s on a 2-core runner, so its default is ptxas's several times over.
 DEFAULT_NVCC_TIMEOUT = 1800.0
+# cuobjdump over 100 MB of a binary (a whole library's pass scales with its size; one cubin is small).
+DEFAULT_CUOBJDUMP_TIMEOUT = 300.0
 # The two compilers a CUDA source is built with: NVRTC (the kernel alone) or nvcc (the translation unit).
 Backend = Literal["nvrtc", "nvcc"]
 Body = Deferred[tuple[str, bytes]]  # a build's PTX and cubin, read from a cache entry when first needed
@@ -30,8 +32,13 @@ class Timeouts(Struct, frozen=True):
 
     ptxas: float = DEFAULT_PTXAS_TIMEOUT  # ptxas over one PTX module (NVRTC's, Triton's, Numba's)
     nvcc: float = DEFAULT_NVCC_TIMEOUT  # nvcc over one translation unit
+    cuobjdump: float = DEFAULT_CUOBJDUMP_TIMEOUT  # cuobjdump, per 100 MB of the file it reads
 
-    INI: ClassVar[dict[str, str]] = {"ptxas": "regbudget_ptxas_timeout", "nvcc": "regbudget_nvcc_timeout"}
+    INI: ClassVar[dict[str, str]] = {
+        "ptxas": "regbudget_ptxas_timeout",
+        "nvcc": "regbudget_nvcc_timeout",
+        "cuobjdump": "regbudget_cuobjdump_timeout",
+    }
 
 
 class CompileOptions(Struct, frozen=True):

@@ -101,6 +101,25 @@ def _elf_blocks(lines: Iterable[str]) -> list[_Block]:
     return blocks
 
 
+def elf_block_archs(text: str) -> list[str | None]:
+    """The arch of each ELF block of a listing, in order, empty ones included (a bare cubin: [None])."""
+    return [block.arch for block in _elf_blocks(text.splitlines())]
+
+
+_LISTED_ELF = re.compile(r"^ELF file\s+(\d+):\s*(\S.*?)\s*$")
+
+
+def parse_elf_list(text: str) -> list[str]:
+    """The ELF file names of `cuobjdump --list-elf` (`ELF file    3: libcublas.so.3.sm_90.cubin`), in
+    order: the names `--extract-elf` takes. [] for a file that is not a fatbin container (a bare cubin)."""
+    found = [(int(m.group(1)), m.group(2)) for line in text.splitlines() if (m := _LISTED_ELF.match(line))]
+    if [n for n, _ in found] != list(range(1, len(found) + 1)):
+        raise ParseError(
+            f"--list-elf numbers its files {[n for n, _ in found][:5]}..., not 1, 2, 3, ...", "", 0
+        )
+    return [name for _, name in found]
+
+
 # ---------------------------------------------------------------------------------------------------
 # --dump-resource-usage
 

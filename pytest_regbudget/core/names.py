@@ -153,10 +153,29 @@ def _drop_return_type(head: str) -> str:
     return head[spaces[-1] + 1 :] if spaces else head
 
 
+# One kernel name in several cubins of one library (its translation units each instantiate it): each copy's
+# entry carries a tag after this mark (`_Z10dtrsv_initPi@dtrsv_kernel.3fa9c1`, build/binary.py), kept by
+# every name below, so that two copies are two kernels. A mangled name never holds it.
+COPY_MARK = "@"
+
+
+def split_copy(entry: str) -> tuple[str, str]:
+    """(`entry` without its copy tag, the tag with its mark or "")."""
+    base, mark, tag = entry.partition(COPY_MARK)
+    return (base, mark + tag) if base and tag else (entry, "")
+
+
 def signature(entry: str) -> str:
     """The demangled name without its return type, and without what depends on where and with which library
     version it was built (`stable`): `MatrixMulCUDA<32>(float*, float*, float*, int, int)`. A name that is
-    not mangled has no return type: it is returned as it is."""
+    not mangled has no return type: it is returned as it is. A copy's tag stays at the end."""
+    base, tag = split_copy(entry)
+    return _signature(base) + tag
+
+
+# Remembered: a library's thousands of entries are read by every pattern and every item of a manifest.
+@functools.lru_cache(maxsize=1 << 16)
+def _signature(entry: str) -> str:
     full = demangle(entry)
     if full == entry:
         return entry
@@ -192,9 +211,12 @@ def stable(name: str) -> str:
     return _SPACED_CAST.sub("", _SUFFIX.sub(r"\1", name))
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def readable(entry: str) -> str:
-    """The name a report shows: `_Z13MatrixMulCUDAILi32EEvPfS0_S0_ii` -> `MatrixMulCUDA<32>`."""
-    return _split_params(signature(entry))[0]
+    """The name a report shows: `_Z13MatrixMulCUDAILi32EEvPfS0_S0_ii` -> `MatrixMulCUDA<32>`; a copy's
+    tag stays (`dtrsv_init@dtrsv_kernel.3fa9c1`)."""
+    base, tag = split_copy(entry)
+    return _split_params(_signature(base))[0] + tag
 
 
 def shown(requested: str, entry: str) -> str:
@@ -264,6 +286,7 @@ def _squeeze(match: re.Match[str]) -> str:
     return " " if between_words else ""
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def normalize(name: str) -> str:
     """The form two spellings of one kernel name share (the rules are in this module's docstring)."""
     text = _SPACE.sub(_squeeze, name.strip())

@@ -25,7 +25,6 @@ from typing import Any
 
 import pytest
 
-from ..build.binary import read_binary
 from ..build.options import CompileOptions
 from ..core import names
 from ..core.errors import CompileError, MarkerError, RegbudgetWarning, ToolchainError
@@ -152,8 +151,14 @@ class ManifestCollection:
         kernels, unmatched = manifest.kernels(
             path, entries, manifest.compiler_of(path, self.session.settings.compiler)
         )
+        if by_arch is not None and not entries and manifest.listing_table(path).binary:
+            # A binary of host code or device functions only: one line for all of them, not a warning each.
+            self.session.empty_binaries[manifest.relative(path)] = 0
+            unmatched = []
         for message in unmatched:
             warnings.warn(RegbudgetWarning(message), stacklevel=1)
+        # Each arch's kernels by readable name, read once: a library lists thousands, and each is looked up.
+        shown = {arch: {names.readable(e) for e in found} for arch, found in (by_arch or {}).items()}
         ids: set[str] = set()
         for kernel in kernels:
             name = kernel_id(kernel.name)
@@ -163,7 +168,9 @@ class ManifestCollection:
             # A listed kernel is collected for the archs whose build holds it (a kernel guarded by
             # __CUDA_ARCH__ exists on some only); one the tables only name, for every arch.
             held = None
-            if by_arch is not None and names.match(kernel.name, entries or []) is not None:
+            if by_arch is not None and kernel.entry is not None:
+                held = {arch for arch, found in shown.items() if names.readable(kernel.entry) in found}
+            elif by_arch is not None and names.match(kernel.name, entries or []) is not None:
                 held = {
                     arch for arch, found in by_arch.items() if names.match(kernel.name, found) is not None
                 }
@@ -207,9 +214,12 @@ class ManifestCollection:
         found: dict[str, list[str]] = {arch: [] for arch in archs}
         try:
             if table.binary:
-                for k in read_binary(path, self.session.builder.toolkit_or_none()):
-                    if k.arch in found:
-                        found[k.arch].append(k.name)
+                for arch in archs:
+                    held = self.session.builder.binary_arch(path, arch)
+                    found[arch] = [k.entry for k in held.kernels]
+                    empty = self.session.empty_binaries
+                    rel = self.manifest.relative(path)
+                    empty[rel] = empty.get(rel, 0) + held.empty
             else:
                 compiler = self.manifest.compiler_of(path, self.session.settings.compiler)
                 if compiler not in LISTING_COMPILERS:

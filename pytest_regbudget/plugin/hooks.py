@@ -68,7 +68,8 @@ def pytest_report_header(config: pytest.Config) -> str:
     found = collect.collection(config)
     # A manifest of nvcc kernels builds nothing with NVRTC: the header names the nvcc too.
     nvcc = found is not None and any(t.compiler == "nvcc" for t in found.manifest.tables)
-    return session_of(config).header(nvcc=nvcc)
+    binaries = found is not None and all(t.binary for t in found.manifest.tables)
+    return session_of(config).header(nvcc=nvcc, binaries=binaries)
 
 
 @pytest.hookimpl(trylast=True)

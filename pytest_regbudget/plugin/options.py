@@ -14,7 +14,12 @@ from typing import cast, get_args
 import pytest
 
 from .. import sources
-from ..build.options import DEFAULT_NVCC_TIMEOUT, DEFAULT_PTXAS_TIMEOUT, Timeouts
+from ..build.options import (
+    DEFAULT_CUOBJDUMP_TIMEOUT,
+    DEFAULT_NVCC_TIMEOUT,
+    DEFAULT_PTXAS_TIMEOUT,
+    Timeouts,
+)
 from ..build.pool import default_jobs
 from ..core.dirs import default_cache_dir
 from ..core.errors import (
@@ -202,6 +207,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         f"seconds one nvcc build of a translation unit may take (default {DEFAULT_NVCC_TIMEOUT:g})",
         default=str(DEFAULT_NVCC_TIMEOUT),
     )
+    parser.addini(
+        "regbudget_cuobjdump_timeout",
+        "seconds one cuobjdump run may take per 100 MB of the binary it reads "
+        f"(default {DEFAULT_CUOBJDUMP_TIMEOUT:g})",
+        default=str(DEFAULT_CUOBJDUMP_TIMEOUT),
+    )
 
 
 def _seconds(config: pytest.Config, name: str, default: float) -> float:
@@ -240,6 +251,7 @@ def settings_of(config: pytest.Config, manifest: Manifest | None = None) -> Sett
     timeouts = Timeouts(
         ptxas=_seconds(config, "regbudget_ptxas_timeout", DEFAULT_PTXAS_TIMEOUT),
         nvcc=_seconds(config, "regbudget_nvcc_timeout", DEFAULT_NVCC_TIMEOUT),
+        cuobjdump=_seconds(config, "regbudget_cuobjdump_timeout", DEFAULT_CUOBJDUMP_TIMEOUT),
     )
     try:
         tolerance = parse_tolerance(str(config.getini("regbudget_tolerance")), "regbudget_tolerance (ini)")

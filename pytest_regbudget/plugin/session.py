@@ -48,6 +48,7 @@ from ..report.record import ReportRecord, to_record
 from ..report.terminal import (
     baseline_lines,
     compilers_line,
+    empty_binaries_line,
     enforced_line,
     github_annotations,
     gpu_line,
@@ -90,6 +91,9 @@ class RegbudgetSession:
         self._measured: dict[bl.Key, tuple[str, tuple[object, ...]]] = {}  # key -> (first test, its numbers)
         self.scope = RunScope()
         self.finish_lines: list[str] = []
+        # Binaries a manifest names, and how many of their cubins of the run's archs hold no kernel (0: the
+        # whole file holds none): said in one line at the end.
+        self.empty_binaries: dict[str, int] = {}
         self.worker_cache = CacheStats()  # the controller's sum over workers
         self._parsed: dict[int, tuple[Mark, Budget | None, str | None]] = {}
         # Raises BaselineError (a usage error) before any test runs, leaving the file untouched.
@@ -97,7 +101,7 @@ class RegbudgetSession:
         self.baseline = bl.load(path) if path else bl.Baseline()
 
     # -- what the run prints before and after ----------------------------------------------------------
-    def header(self, *, nvcc: bool = False) -> str:
+    def header(self, *, nvcc: bool = False, binaries: bool = False) -> str:
         """The toolkit found, and the nvcc when the run is set to use one (`nvcc`: a manifest table names
         it); the summary's compilers_line says what each kernel was built with in the end."""
         s = self.settings
@@ -106,6 +110,11 @@ class RegbudgetSession:
             where = "; ".join(b.toolkit().describe() for b in self.builders.values())
         except ToolchainError:
             where = "NO CUDA TOOLKIT FOUND (marked tests will fail and say why)"
+        if binaries:
+            # A manifest of prebuilt binaries compiles nothing: what reads them comes first.
+            where = (
+                f"{self.builder.cuobjdump() or 'NO CUOBJDUMP FOUND'}; toolkit for compiled kernels: {where}"
+            )
         if nvcc or s.nvcc or s.compiler == "nvcc":
             try:
                 found = self.builder.nvcc()
@@ -130,9 +139,9 @@ class RegbudgetSession:
 
     def compilers_line(self) -> str | None:
         nvcc = next((n for b in self.builders.values() if (n := b.nvcc_if_found()) is not None), None)
-        return compilers_line(
-            self.records, None if nvcc is None else f"nvcc {nvcc.version} ({nvcc.path}, from {nvcc.origin})"
-        )
+        described = None if nvcc is None else f"nvcc {nvcc.version} ({nvcc.path}, from {nvcc.origin})"
+        read = any(r["compiler"] == "binary" for r in self.records)
+        return compilers_line(self.records, described, self.builder.cuobjdump() if read else None)
 
     def gpu_line(self) -> str:
         return gpu_line(self.records, self.settings.gpu_mode)
@@ -148,6 +157,7 @@ class RegbudgetSession:
         if len({r["release"] for r in records}) > 1:  # the toolkits' differences, where there are several
             compared = compare.summary_lines(compare.across_releases(records))
         finish = [*compared, *([counted] if counted else []), *self.finish_lines]
+        finish += empty_binaries_line(self.empty_binaries, self.settings.archs)
         if not records and not finish:
             return []
         finish = [self.cache_line(), *filter(None, [self.compilers_line()]), self.gpu_line(), *finish]
@@ -503,6 +513,7 @@ class RegbudgetSession:
             "records": self.records,
             "scope": self.scope.payload(),
             "conflicts": self.conflicts,
+            "empty_binaries": self.empty_binaries,
         }
 
     def merge_worker(self, payload: dict[str, Any]) -> None:
@@ -510,6 +521,8 @@ class RegbudgetSession:
         self.worker_cache = self.worker_cache.merged(CacheStats.from_payload(payload.get("cache")))
         self.scope.merge(payload.get("scope", {}))
         self.conflicts += payload.get("conflicts", [])
+        for file, count in payload.get("empty_binaries", {}).items():
+            self.empty_binaries[file] = max(count, self.empty_binaries.get(file, 0))
 
     # -- end of run (controller only) ------------------------------------------------------------------
     def _stale_rule(self, prefixes: Sequence[str], selection: str | None) -> Rule:

@@ -6,7 +6,7 @@ lines (stale entries, kept entries, how many were enforced), and GitHub annotati
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from ..core.arch import get_arch
@@ -472,26 +472,52 @@ def _made_by(rec: ReportRecord, nvcc: str | None) -> str:
         one_line(rec["nvrtc_version"]),
         one_line(rec["ptxas_version"]),
     )
-    if compiler == "binary":
-        return "prebuilt binaries (read, not compiled)"
     if frontend.startswith("nvcc "):
         return nvcc if nvcc is not None and nvcc.startswith(frontend + " ") else frontend
     name = {"nvrtc": "NVRTC", "string": "NVRTC", "triton": "Triton", "numba": "Numba"}.get(compiler, compiler)
     return f"{name} {frontend} with ptxas {ptxas}"
 
 
-def compilers_line(records: Sequence[ReportRecord], nvcc: str | None) -> str | None:
-    """What built this run's kernels, with how many each (the header names the toolkit found before any
-    test ran; a manifest of nvcc kernels never uses its NVRTC). `nvcc`: the one this process found,
-    described; the records tell xdist's controller, which finds none itself, the versions."""
+def compilers_line(
+    records: Sequence[ReportRecord], nvcc: str | None, cuobjdump: str | None = None
+) -> str | None:
+    """What built this run's kernels, with how many each, and what read the prebuilt ones (the header names
+    the toolkit found before any test ran; a manifest of nvcc kernels never uses its NVRTC). `nvcc`,
+    `cuobjdump`: the ones this process found, described; the records tell xdist's controller, which finds
+    none itself, the versions."""
     made: dict[str, int] = {}
+    read = 0
     for rec in records:
-        if rec["nvrtc_version"]:
+        if rec["compiler"] == "binary":
+            read += 1
+        elif rec["nvrtc_version"]:
             who = _made_by(rec, nvcc)
             made[who] = made.get(who, 0) + 1
-    if not made:
-        return None
-    return "; ".join(f"{who} built {n:,} kernel(s)" for who, n in sorted(made.items(), key=lambda kv: -kv[1]))
+    parts = [f"{who} built {n:,} kernel(s)" for who, n in sorted(made.items(), key=lambda kv: -kv[1])]
+    if read:
+        parts.append(f"{cuobjdump or 'cuobjdump'} read {read:,} kernel(s) from prebuilt binaries")
+    return "; ".join(parts) or None
+
+
+def empty_binaries_line(empty: Mapping[str, int], archs: Sequence[str]) -> list[str]:
+    """One line for the binaries and library cubins that hold no kernel for the run's archs (host code, or
+    device functions only), instead of a warning each. `empty`: file -> empty cubins (0: the whole file)."""
+    files = sorted(f for f, n in empty.items() if n == 0)
+    cubins = sum(n for n in empty.values() if n > 0)
+    if not files and not cubins:
+        return []
+    parts = []
+    if files:
+        shown = ", ".join(one_line(f) for f in files[:3]) + (
+            f" and {len(files) - 3} more" if len(files) > 3 else ""
+        )
+        parts.append(f"{len(files)} binary file(s) ({shown})")
+    if cubins:
+        parts.append(f"{cubins} cubin(s) inside {sum(1 for n in empty.values() if n > 0)} library file(s)")
+    return [
+        f"{' and '.join(parts)} hold no kernel for {', '.join(archs)} (host code or device functions only): "
+        "nothing to check there"
+    ]
 
 
 def gpu_line(records: Sequence[ReportRecord], gpu_mode: str) -> str:

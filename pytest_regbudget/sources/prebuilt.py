@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from msgspec import Struct
@@ -34,32 +35,42 @@ class Binary(Struct, frozen=True):
         return None
 
     def build(self, arch: str, env: BuildEnv) -> list[KernelFacts]:
-        held = binary.read_binary(self.path, env.toolkit_or_none())
-        mine = [k for k in held if k.arch == arch]
-        if not mine:
-            archs = ", ".join(sorted({k.arch for k in held})) or "none"
+        held = env.binary(self.path, arch)
+        if not held.kernels:
+            every = binary.read_binary(self.path, env.toolkit_or_none())  # which archs it does hold: rare
+            archs = ", ".join(sorted({k.arch for k in every})) or "none"
             raise CompileError(
                 f"{self.path} holds no machine code for {arch} (it holds: {archs}); build it with "
                 f"-gencode arch=compute_XX,code={arch} or restrict the test with archs="
             )
-        entries = [k.name for k in mine]
+        mine: Sequence[binary.BinaryKernel] = held.kernels
+        shown = dict(held.shown) if self.kernel is None else {}
         if self.kernel is not None:
-            entry = names.match(self.kernel, entries)
+            # A name as the listing gave it (every item of a manifest's "*"): its entry and name at once.
+            entry = held.by_name.get(names.normalize(self.kernel))
+            entries: list[str] = []
+            if entry is not None:
+                shown[entry] = held.shown[entry]
+            else:
+                entries = list(held.by_entry)
+                entry = names.match(self.kernel, entries)
+                if entry is not None:
+                    shown[entry] = names.shown(self.kernel, entry)
             if entry is None:
                 raise KernelNotFoundError(
                     f"kernel {self.kernel!r} not found in {self.path} [{arch}]; it contains: "
                     f"{names.candidates(self.kernel, entries)}. Name a kernel as listed, template "
                     "arguments included ('gemm<128, 64>'), an overload with its parameters ('k(float*)'), or "
-                    "by its mangled name"
+                    "by its mangled name; a name held by several of its cubins, with the tag that tells them "
+                    "apart ('dtrsv_init@trsv_ln_exec.b8058f', docs/sources.md)"
                 )
-            mine = [k for k in mine if k.name == entry]
-        shown = names.display_names(entries)
+            mine = [held.by_entry[entry]]
         made = Provenance(
             "binary", frontend="prebuilt", ptxas="prebuilt", origin=f"prebuilt {self.path.name}"
         )
         # A binary has no compile options; the digest of none keeps its entries comparable across runs.
         digest = env.options_hash(CompileOptions())
-        return [self._facts(k, made, digest, shown[k.name]) for k in mine]
+        return [self._facts(k, made, digest, shown[k.entry]) for k in mine]
 
     def _facts(self, k: binary.BinaryKernel, made: Provenance, digest: str, shown: str) -> KernelFacts:
         spilled = "" if k.spill_stores is not None else " (spills not recorded in the binary)"
@@ -72,18 +83,21 @@ class Binary(Struct, frozen=True):
             stack_frame=k.stack,
             shared_mem=k.shared,
             const_mem=k.const,
-            const_banks=(),
+            const_banks=k.const_banks,
             barriers=0,
+            # cuobjdump's own fields, each constant bank apart (bank 2 holds a kernel's literals).
             ptxas_line=(
-                f"cuobjdump: REG:{k.registers} STACK:{k.stack} SHARED:{k.shared} LOCAL:{k.local}{spilled}"
+                f"cuobjdump: REG:{k.registers} STACK:{k.stack} SHARED:{k.shared} LOCAL:{k.local}"
+                + "".join(f" CONSTANT[{bank}]:{size}" for bank, size in k.const_banks)
+                + spilled
             ),
             max_threads=k.max_threads,
             min_blocks_per_sm=k.min_blocks,
             spills_known=k.spill_stores is not None,
         )
         return KernelFacts(
-            kernel=shown if self.kernel is None else names.shown(self.kernel, k.name),
-            entry=k.name,
+            kernel=shown,
+            entry=k.entry,
             arch=k.arch,
             source=self.path,
             resources=resources,

@@ -11,6 +11,7 @@ from typing import Protocol
 
 from msgspec import Struct
 
+from ..build.binary import Held
 from ..build.frontends import FrontendPtx
 from ..build.options import CompileOptions
 from ..build.outputs import CompiledKernel
@@ -48,6 +49,10 @@ class BuildEnv(Protocol):
     def frontend(self, key: str | None, make: Callable[[], FrontendPtx]) -> FrontendPtx:
         """A Python front end's build through the compile cache, by the front end's own key (None: not
         cached)."""
+        ...
+
+    def binary(self, path: Path, arch: str) -> Held:
+        """The kernels a prebuilt binary holds for `arch` (cuobjdump, through the binary cache)."""
         ...
 
 
