@@ -370,7 +370,7 @@ class _ArchFacts(Struct, frozen=True):
 
 
 # The cache documents' own version: a change of BinaryKernel or of what is read changes it.
-_CACHE_FORMAT = 1
+_CACHE_FORMAT = 2  # 2: a linked kernel without a stack frame has spills 0 whatever its ptxas
 
 
 @functools.lru_cache(maxsize=64)
@@ -556,6 +556,10 @@ def _kernel(usage: ResourceUsage, elf: ElfInfo, accesses: Mapping[str, Mapping[i
         marked = len(attrs.spill_offsets)
     elif elf.toolkit is not None and version_tuple(elf.toolkit) >= _ANNOTATING_PTXAS:
         spills, marked = (0, 0), 0  # a ptxas that marks spills marked none
+    elif usage.stack == 0 and not elf.relocatable:
+        # Spills live in the stack frame: a linked kernel without one spilled nothing, whichever ptxas built
+        # it (a relocatable object's STACK is 0 until nvlink settles it).
+        spills, marked = (0, 0), None
     else:
         spills, marked = None, None
     # PTX forbids .reqntid together with .maxntid, so at most one of them is set.
