@@ -420,3 +420,39 @@ def test_a_malformed_setmaxnreg_entry_is_refused(value: object) -> None:
     table = {**entry_of_report(measured()).to_toml(), "setmaxnreg": value}
     with pytest.raises(BaselineError, match=r"setmaxnreg = .*expected a list such as \["):
         bl.entry_from_table(table)
+
+
+def _roles(registers: int, messages: tuple[str, ...] = ()) -> list[str]:
+    """The role checks of a warp-specialized kernel: dec 40 for 128 producer threads, inc 232 for 256."""
+    from pathlib import Path
+
+    from pytest_regbudget.core.facts import KernelFacts, Provenance
+    from pytest_regbudget.core.verdict import _role_and_message_checks
+
+    facts = KernelFacts(
+        kernel="k",
+        entry="k",
+        arch="sm_90a",
+        source=Path("k.cu"),
+        resources=replace(POLY, registers=registers, arch="sm_90a"),
+        provenance=Provenance("nvrtc", frontend="12.9.86", ptxas="12.9.86", origin="test"),
+        messages=messages,
+        setmaxnreg=(("dec", 40), ("inc", 232)),
+    )
+    limits = Limits(setmaxnreg_threads=(("dec", 128), ("inc", 256)))
+    return _role_and_message_checks(facts, limits)
+
+
+def test_role_arithmetic_says_the_allocation_unit_and_is_silent_once_ptxas_dropped_the_roles() -> None:
+    # 154 registers are allocated as 160 a thread: the product (of 160) says so. 40 x 128 + 232 x 256 =
+    # 64,512 > 61,440: an inc would wait.
+    (need,) = _roles(154)
+    assert "more than the block's 154 (allocated as 160, in units of 8) x 384 = 61,440 at entry" in need
+    assert "would wait forever" in need
+    # 168 is a whole unit: said as it is, and 168 x 384 = 64,512 holds the roles exactly.
+    assert _roles(168) == []
+    (launch,) = _roles(171)
+    assert launch.startswith("setmaxnreg: 171 (allocated as 176, in units of 8) registers at entry x 384 ")
+    # After C7508 the roles are not in effect: nothing waits, so nothing is said of waiting.
+    dropped = "(C7508) Potential Performance Loss: 'setmaxnreg' ignored; unable to determine register count"
+    assert _roles(154, (dropped,)) == []

@@ -108,6 +108,9 @@ def test_roles_drops_and_messages_on_sm_90a_and_sm_75(project: pytest.Pytester) 
     assert not re.search(r"C7508.*roles|roles.*C7508", log)
     dropped = recs["test_dropped[sm_90a]"]
     assert [m[:7] for m in dropped["ptxas_messages"]] == ["(C7508)"]
+    # The JSON says the roles were dropped, not only that the PTX asks for them.
+    assert (dropped["setmaxnreg"] != [], dropped["setmaxnreg_dropped"]) == (True, True)
+    assert recs["test_roles[sm_90a]"]["setmaxnreg_dropped"] is False
     assert dropped["outcome"] == "failed"
     assert any("setmaxnreg required, but ptxas dropped them: (C7508)" in v for v in dropped["violations"])
     result.stdout.fnmatch_lines(["*(inc 232, dec 40: ignored by ptxas)*FAILED, 1 ptxas msg*"])

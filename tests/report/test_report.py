@@ -90,6 +90,7 @@ def record(**overrides: Any) -> ReportRecord:
         "time_ms": None,
         "ptxas_messages": [],
         "setmaxnreg": [],
+        "setmaxnreg_dropped": False,
         "ci_low_ms": None,
         "ci_high_ms": None,
         "time_status": None,
