@@ -46,7 +46,8 @@ from .toolchain import Toolkit
 # 2: an entry keeps the PTX and cubin in a body file of its own, read only when needed (0.2).
 # 3: the outline keeps setmaxnreg instructions, and entries keep ptxas's messages per kernel.
 # 4: a build is keyed by the files it read and the paths it probed, not by whole directories (0.2).
-FORMAT = 4
+# 5: an nvcc unit places a module-level ptxas message (C7508) on its kernel with ptxas -e, as NVRTC's do.
+FORMAT = 5
 # A tree this large is probably not a kernel's source directory (a home directory, a virtualenv): say so
 # instead of hashing it on every run.
 MAX_TREE_FILES = 20_000

@@ -215,4 +215,26 @@ def build_nvcc_unit(
             )
         ptx = "\n".join(p.read_text() for p in sorted(Path(tmp).glob("*.ptx")))
         cubin = cubin_path.read_bytes()
-    return UnitOutputs.of(ptx, "", log, cubin)
+
+    ptxas = nvcc.path.parent / "ptxas"
+
+    def one_entry(entry: str) -> str:
+        # As for NVRTC's modules: nvcc's own ptxas over the kept PTX with -e compiles that entry alone, and a
+        # module-level message (C7508 names no function) it prints again is that entry's.
+        with tempfile.TemporaryDirectory(prefix="regbudget-nvcc-") as tmp:
+            ptx_path = Path(tmp) / "unit.ptx"
+            ptx_path.write_text(ptx, encoding="utf-8")
+            cmd = [
+                str(ptxas),
+                f"-arch={arch}",
+                *options.ptxas_options,
+                "-e",
+                entry,
+                str(ptx_path),
+                "-o",
+                str(Path(tmp) / "entry.cubin"),
+            ]
+            return run_compiler(cmd, timeout, f"ptxas {nvcc.version} -e on {label}", Timeouts.INI["nvcc"])[1]
+
+    # Without a ptxas beside nvcc (a wrapper elsewhere), the message goes to each kernel it can be about.
+    return UnitOutputs.of(ptx, "", log, cubin, one_entry=one_entry if ptxas.is_file() else None)

@@ -14,6 +14,7 @@ import pytest
 
 from pytest_regbudget.build.assembler import run_ptxas
 from pytest_regbudget.build.cache import compile_kernel
+from pytest_regbudget.build.nvcc import find_nvcc
 from pytest_regbudget.build.nvrtc import compile_ptx
 from pytest_regbudget.build.options import CompileOptions
 from pytest_regbudget.build.toolchain import discover
@@ -154,3 +155,36 @@ def test_a_new_ptxas_message_fails_the_ratchet(project: pytest.Pytester) -> None
     assert "ptxas_messages = [" in (project.path / "regbudget-baseline.toml").read_text()
     _, recs = run(project, "--regbudget-arch=sm_75")
     assert recs["test_m[sm_75]"]["outcome"] == "passed"
+
+
+NVCC_TESTS = """
+import pytest
+
+@pytest.mark.regbudget(source="roles.cu", kernel="roles", compiler="nvcc", setmaxnreg="required")
+def test_roles():
+    pass
+
+@pytest.mark.regbudget(source="roles.cu", kernel="dropped", compiler="nvcc", setmaxnreg="required")
+def test_dropped():
+    pass
+"""
+
+
+def test_nvcc_builds_attribute_the_dropped_roles_to_their_kernel(pytester: pytest.Pytester) -> None:
+    """nvcc's ptxas prints C7508 once for the file: `ptxas -e` over the kept PTX places it on `dropped` (no
+    __launch_bounds__), not on `roles`, whose roles are kept (CUTLASS and FlashAttention-3 ship such
+    files)."""
+    try:
+        find_nvcc(None)
+    except Exception as exc:  # CompileError: no nvcc wheel or toolkit here
+        pytest.skip(f"no nvcc: {exc}")
+    shutil.copy(KERNELS / "roles.cu", pytester.path / "roles.cu")
+    pytester.makepyfile(test_k=NVCC_TESTS)
+    result, recs = run(pytester, "--regbudget-arch=sm_90a")
+    result.assert_outcomes(passed=1, failed=1)
+    roles, dropped = recs["test_roles[sm_90a]"], recs["test_dropped[sm_90a]"]
+    assert roles["compiler"] == "nvcc"
+    assert (roles["outcome"], roles["ptxas_messages"], roles["setmaxnreg_dropped"]) == ("passed", [], False)
+    assert [m[:7] for m in dropped["ptxas_messages"]] == ["(C7508)"]
+    assert dropped["setmaxnreg_dropped"] is True
+    assert any("setmaxnreg required, but ptxas dropped them: (C7508)" in v for v in dropped["violations"])
