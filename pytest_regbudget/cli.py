@@ -38,7 +38,7 @@ from .build.builder import Builder, BuildSettings
 from .build.cache import compile_kernel
 from .build.compiler import place_launch_bounds, read_source
 from .build.nvcc import find_nvcc
-from .build.options import CompileOptions, Timeouts
+from .build.options import CompileOptions, Timeouts, define_flag
 from .build.toolchain import discover
 from .core import baseline as bl
 from .core import names
@@ -581,7 +581,8 @@ def _cmd_explain(args: argparse.Namespace) -> int:
         raise CliError(
             one_line(str(exc).strip().splitlines()[0]) if str(exc).strip() else type(exc).__name__
         ) from None
-    flags = " ".join([f"compiler {build.compiler}", *build.options.settings(), *_define_flags(build.options)])
+    variant = [define_flag(k, v) for k, v in build.options.defines]
+    flags = " ".join([f"compiler {build.compiler}", *build.options.settings(), *variant])
     if build.table:
         print(f"{source}: built as {build.table} builds it ({flags})")
     if kernel is None:
@@ -599,10 +600,6 @@ def _cmd_explain(args: argparse.Namespace) -> int:
     print(f"test file in {args.tests_dir} (--tests-dir):")
     print(suggested_marker(source, kernel, rows, extra, build, Path(args.tests_dir)))
     return OK
-
-
-def _define_flags(options: CompileOptions) -> list[str]:
-    return [f"-D{k}" if v is None else f"-D{k}={v}" for k, v in options.defines]
 
 
 # -- the command line ---------------------------------------------------------------------------------------

@@ -55,12 +55,12 @@ import contextlib
 import functools
 import json
 import math
-import re
 import subprocess
 import tempfile
 from collections.abc import Callable, Collection, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import TypeVar
 
 from msgspec import Struct
 from msgspec.structs import replace
@@ -79,16 +79,19 @@ from ..core.cuobjdump import (
     spill_bytes,
     version_tuple,
 )
-from ..core.errors import BinaryError, CompileError, ParseError, UnknownArchError
+from ..core.errors import BinaryError, CompileError, ParseError, ToolchainError, UnknownArchError
 from . import store
 from .fingerprint import file_sha256, settled, sha256_hex
 from .options import DEFAULT_CUOBJDUMP_TIMEOUT, Timeouts
 from .toolchain import Toolkit, find_tool
+from .toolchain import ptxas_version as tool_version
 
 CUOBJDUMP_FIX = (
     'pip install "nvidia-cuda-cuobjdump" (CUDA 13; "nvidia-cuda-cuobjdump-cu12" for CUDA 12), '
     "or install a CUDA toolkit and put its bin/ (which has cuobjdump) on PATH"
 )
+T = TypeVar("T")
+
 # The first ptxas seen to mark spill instructions; 12.4 and older were checked and do not.
 _ANNOTATING_PTXAS = (12, 9)
 
@@ -137,19 +140,12 @@ def describe_cuobjdump(toolkit: Toolkit | None) -> str | None:
     found = find_cuobjdump(toolkit)
     if found is None:
         return None
-    return f"cuobjdump {_version(found) or '(version unknown)'} ({found})"
-
-
-@functools.lru_cache(maxsize=8)
-def _version(cuobjdump: Path) -> str | None:
     try:
-        done = subprocess.run(
-            [str(cuobjdump), "--version"], capture_output=True, text=True, timeout=60, check=False
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    found = re.search(r"\bV(\d+\.\d+\.\d+)", done.stdout)
-    return found.group(1) if found else None
+        # cuobjdump answers --version as ptxas does ("Cuda compilation tools, ..., V13.5.37").
+        version = tool_version(found)
+    except ToolchainError:
+        version = "(version unknown)"
+    return f"cuobjdump {version} ({found})"
 
 
 def _keep_all(line: str) -> bool:
@@ -232,17 +228,25 @@ def read_binary(
     Raises BinaryError without cuobjdump, or if the file is not a CUDA binary.
     """
     path = Path(path)
+    file = _File.of(path, require_cuobjdump(path, toolkit), timeout)
+    wanted = sorted(archs) if archs is not None else file.archs()
+    return [k for arch in wanted for k in _held(file, arch, cache_dir, jobs).kernels]
+
+
+def require_cuobjdump(path: Path, toolkit: Toolkit | None) -> Path:
+    """find_cuobjdump's, else BinaryError saying where it looked and the fix."""
     cuobjdump = find_cuobjdump(toolkit)
     if cuobjdump is None:
         raise BinaryError(
             f"cannot read the CUDA binary {path}: that needs cuobjdump, and none was found (searched the "
             f"toolkit's bin/, the pip wheels and PATH). Fix: {CUOBJDUMP_FIX}."
         )
-    if not path.is_file():
-        raise BinaryError(f"cannot read the CUDA binary {path}: no such file")
-    file = _File.of(path, cuobjdump, timeout)
-    wanted = sorted(archs) if archs is not None else sorted({a for a in file.listing().archs if a})
-    return [k for arch in wanted for k in _held(file, arch, cache_dir, jobs).kernels]
+    return cuobjdump
+
+
+def held_archs(path: Path, toolkit: Toolkit | None) -> list[str]:
+    """The archs `path` holds machine code for, from the whole-file pass alone (no ELF is read)."""
+    return _File.of(Path(path), require_cuobjdump(path, toolkit), DEFAULT_CUOBJDUMP_TIMEOUT).archs()
 
 
 class Held(Struct, frozen=True):
@@ -267,11 +271,7 @@ def read_arch(
 ) -> Held:
     """read_binary of one arch with `cuobjdump` (find_cuobjdump's), with its lookups: the same object while
     the file is unchanged."""
-    try:
-        file = _File.of(path, cuobjdump, timeout)
-    except OSError:
-        raise BinaryError(f"cannot read the CUDA binary {path}: no such file") from None
-    return _held(file, arch, cache_dir, jobs)
+    return _held(_File.of(path, cuobjdump, timeout), arch, cache_dir, jobs)
 
 
 @functools.lru_cache(maxsize=64)
@@ -312,7 +312,10 @@ class _File(Struct, frozen=True):
 
     @classmethod
     def of(cls, path: Path, cuobjdump: Path, timeout: float) -> _File:
-        st = path.stat()
+        try:
+            st = path.stat()
+        except OSError:
+            raise BinaryError(f"cannot read the CUDA binary {path}: no such file") from None
         stamp = (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev)
         return cls(path, stamp, cuobjdump, timeout, settled(st))
 
@@ -321,6 +324,9 @@ class _File(Struct, frozen=True):
 
     def listing(self) -> _Listing:
         return _listing(self)
+
+    def archs(self) -> list[str]:
+        return sorted({a for a in self.listing().archs if a})
 
     def run(
         self, args: Sequence[str], target: Path, timeout: float, keep: Callable[[str], bool] = _keep_all
@@ -373,6 +379,21 @@ class _ArchFacts(Struct, frozen=True):
 _CACHE_FORMAT = 2  # 2: a linked kernel without a stack frame has spills 0 whatever its ptxas
 
 
+def _kept(doc: str | None, kind: type[T], make: Callable[[], T], keep: bool = True) -> T:
+    """The payload of the cache document `doc`, else `make()`, stored there when `keep`. A missing or
+    damaged document reads as absent, and one that cannot be written only costs a read next time."""
+    if doc is not None:
+        try:
+            return store.read(doc, kind)
+        except (OSError, ValueError):
+            pass
+    made = make()
+    if doc is not None and keep:
+        with contextlib.suppress(OSError):
+            store.write(doc, made)
+    return made
+
+
 @functools.lru_cache(maxsize=64)
 def _arch_kernels(file: _File, arch: str, cache_dir: Path | None, jobs: int) -> _ArchFacts:
     folder = None if cache_dir is None else cache_dir / "binaries"
@@ -382,30 +403,13 @@ def _arch_kernels(file: _File, arch: str, cache_dir: Path | None, jobs: int) -> 
         digest = _file_digest(file, folder)
         key = sha256_hex(f"{_CACHE_FORMAT}|{digest}|{arch}|{tool.st_size}|{tool.st_mtime_ns}".encode())
         doc = str(folder / f"file-{key}.json")
-        try:
-            return store.read(doc, _ArchFacts)
-        except (OSError, ValueError):
-            pass  # not there, or damaged: read the file again
-    facts = _read_arch(file, arch, folder, jobs)
-    if doc is not None:
-        with contextlib.suppress(OSError):
-            store.write(doc, facts)
-    return facts
+    return _kept(doc, _ArchFacts, lambda: _read_arch(file, arch, folder, jobs))
 
 
 def _file_digest(file: _File, folder: Path) -> str:
     """The file's content digest, remembered by path, size, mtime and inode: a warm run hashes nothing."""
     stamp = sha256_hex(json.dumps([str(file.path.resolve()), *file.stamp]).encode())
-    memo = str(folder / f"stamp-{stamp}.json")
-    try:
-        return store.read(memo, str)
-    except (OSError, ValueError):
-        pass
-    digest = file_sha256(file.path)
-    if file.is_settled:
-        with contextlib.suppress(OSError):
-            store.write(memo, digest)
-    return digest
+    return _kept(str(folder / f"stamp-{stamp}.json"), str, lambda: file_sha256(file.path), file.is_settled)
 
 
 def _read_arch(file: _File, arch: str, folder: Path | None, jobs: int) -> _ArchFacts:
@@ -481,13 +485,11 @@ def _extract(file: _File, listing: _Listing, elves: Sequence[int], tmp: Path) ->
 
 
 def _cubin_facts(file: _File, cubin: Path, folder: Path | None) -> _CubinFacts:
-    doc = None
-    if folder is not None:
-        doc = str(folder / f"cubin-{_CACHE_FORMAT}-{file_sha256(cubin)}.json")
-        try:
-            return store.read(doc, _CubinFacts)
-        except (OSError, ValueError):
-            pass
+    doc = None if folder is None else str(folder / f"cubin-{_CACHE_FORMAT}-{file_sha256(cubin)}.json")
+    return _kept(doc, _CubinFacts, lambda: _read_cubin(file, cubin))
+
+
+def _read_cubin(file: _File, cubin: Path) -> _CubinFacts:
     # A cubin's own size sets its timeout: the one of a whole library when the file is its one ELF.
     timeout = file.timeout * max(1.0, cubin.stat().st_size / _PER_BYTES)
     elves = parse_elf_dump(file.run(["--dump-elf"], cubin, timeout, _not_hex))
@@ -504,11 +506,7 @@ def _cubin_facts(file: _File, cubin: Path, folder: Path | None) -> _CubinFacts:
             sass = file.run(["--dump-sass", "--options-file", str(options)], cubin, timeout, _is_sass)
         per_elf = parse_sass_local_accesses(sass)
         accesses = {name: dict(offsets) for name, offsets in (per_elf[0] if per_elf else {}).items()}
-    facts = _CubinFacts(elf, accesses)
-    if doc is not None:
-        with contextlib.suppress(OSError):
-            store.write(doc, facts)
-    return facts
+    return _CubinFacts(elf, accesses)
 
 
 def _marks(elf: ElfInfo, name: str) -> bool:

@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from msgspec import Struct
@@ -13,7 +13,7 @@ from msgspec import Struct
 from ..core import baseline as bl
 from ..core.errors import CompileError, SassError, ToolchainError
 from . import disasm
-from .binary import BinaryKernel, Held, describe_cuobjdump, find_cuobjdump, read_arch, read_binary
+from .binary import Held, describe_cuobjdump, read_arch, require_cuobjdump
 from .cache import CacheStats, CompileCache
 from .fingerprint import FORMAT
 from .frontends import FrontendPtx
@@ -121,10 +121,6 @@ class Builder:
         with contextlib.suppress(ToolchainError):
             self.pool().prefetch_units(units)
 
-    def binary(self, path: Path, archs: Collection[str]) -> list[BinaryKernel]:
-        """The kernels of a prebuilt binary for `archs`, through the binary cache (binary.read_binary)."""
-        return [k for arch in sorted(archs) for k in self.binary_arch(path, arch).kernels]
-
     def cuobjdump(self) -> str | None:
         """The cuobjdump that reads prebuilt binaries, described (`cuobjdump 13.5.37 (path)`)."""
         return describe_cuobjdump(self.toolkit_or_none())
@@ -141,10 +137,7 @@ class Builder:
             return known[1]
         s = self.settings
         if self._cuobjdump is None:
-            self._cuobjdump = find_cuobjdump(self.toolkit_or_none())
-            if self._cuobjdump is None:
-                read_binary(path, self.toolkit_or_none())  # raises, saying what is missing and the fix
-        assert self._cuobjdump is not None
+            self._cuobjdump = require_cuobjdump(path, self.toolkit_or_none())
         held = read_arch(
             path, self._cuobjdump, arch, timeout=s.timeouts.cuobjdump, cache_dir=s.cache_dir, jobs=s.jobs
         )

@@ -10,7 +10,6 @@ from __future__ import annotations
 import functools
 import os
 import re
-import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -19,6 +18,7 @@ from ..core.errors import CompileError
 from ..core.facts import Deferred, KernelFacts, Provenance
 from ..core.ptxas import KernelResources, ptx_setmaxnreg
 from .assembler import run_ptxas
+from .fingerprint import settled
 from .nvrtc import compile_ptx, name_expression_errors
 from .options import DEFAULT_PTXAS_TIMEOUT, CompileOptions
 from .outputs import BuildOutputs, CompiledKernel, UnitOutputs, not_found
@@ -57,7 +57,7 @@ def read_source(source: Path) -> str:
             f"Fix: save the file as UTF-8, e.g. iconv -f latin1 -t utf-8 {source} > {source}.utf8 && "
             f"mv {source}.utf8 {source}"
         ) from None
-    if time.time_ns() - max(st.st_mtime_ns, st.st_ctime_ns) > _RACY_NS:
+    if settled(st):
         if len(_SOURCES) >= 512:
             _SOURCES.clear()
         _SOURCES[stamp] = text
@@ -65,7 +65,6 @@ def read_source(source: Path) -> str:
 
 
 _SOURCES: dict[tuple[str, int, int, int, int], str] = {}
-_RACY_NS = 2_000_000_000  # as the cache's StatCache: a younger file may change again within its tick
 
 
 def build_unit(

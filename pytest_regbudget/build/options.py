@@ -136,7 +136,7 @@ class CompileOptions(Struct, frozen=True):
         variant = {name for name, _ in self.defines}
         dirs = [os.path.relpath(d, relative_to) if relative_to else d for d in self.include_dirs]
         return (
-            *(_define_flag(k, v) for k, v in self.build_defines if k not in variant),
+            *(define_flag(k, v) for k, v in self.build_defines if k not in variant),
             *(f"-I{d}" for d in dirs),
             *self.options,
             *(f"-Xptxas={o}" for o in self.ptxas_options),
@@ -161,7 +161,7 @@ class CompileOptions(Struct, frozen=True):
         "x.h"), then in `toolkit_include_dirs`: the toolkit's headers, which bare NVRTC does not know about
         but every nvcc user expects (nvcc adds them itself).
         """
-        defines = [_define_flag(k, v) for k, v in self.all_defines()]
+        defines = [define_flag(k, v) for k, v in self.all_defines()]
         dirs = [*self.include_dirs, str(source_dir), *(str(d) for d in toolkit_include_dirs)]
         if backend == "nvrtc":
             includes = [f"--include-path={d}" for d in dirs]
@@ -170,7 +170,7 @@ class CompileOptions(Struct, frozen=True):
         return [f"-arch={arch}", *defines, *(f"-I{d}" for d in dirs), *self.options, *ptxas]
 
 
-def _define_flag(name: str, value: str | None) -> str:
+def define_flag(name: str, value: str | None) -> str:
     return f"-D{name}" if value is None else f"-D{name}={value}"
 
 

@@ -560,6 +560,10 @@ class Nvcc(Struct, frozen=True):
     # them): CCCL, the profiler API, a library's (nvidia-cublas)
     include_dirs: tuple[Path, ...] = ()
 
+    def describe(self) -> str:
+        """`nvcc 13.5.37 (/path/bin/nvcc, from PATH)`: the header's, the summary's and the JSON's words."""
+        return f"nvcc {self.version} ({self.path}, from {self.origin})"
+
     def provenance(self) -> Provenance:
         # The report and the baseline record the versions that built the kernel: nvcc's own.
         return Provenance(

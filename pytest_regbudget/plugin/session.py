@@ -118,7 +118,7 @@ class RegbudgetSession:
         if nvcc or s.nvcc or s.compiler == "nvcc":
             try:
                 found = self.builder.nvcc()
-                where += f"; nvcc {found.version} ({found.path}, from {found.origin})"
+                where += f"; {found.describe()}"
             except (CompileError, ToolchainError, Unbuildable) as exc:
                 where += f"; NO NVCC ({str(exc).splitlines()[0]})"
         base = "-"
@@ -139,7 +139,7 @@ class RegbudgetSession:
 
     def compilers_line(self) -> str | None:
         nvcc = next((n for b in self.builders.values() if (n := b.nvcc_if_found()) is not None), None)
-        described = None if nvcc is None else f"nvcc {nvcc.version} ({nvcc.path}, from {nvcc.origin})"
+        described = None if nvcc is None else nvcc.describe()
         read = any(r["compiler"] == "binary" for r in self.records)
         return compilers_line(self.records, described, self.builder.cuobjdump() if read else None)
 
@@ -604,7 +604,7 @@ class RegbudgetSession:
             self.records,
             self.settings.rootdir,
             toolkits=[t.describe() for t in found if t is not None],
-            nvcc=None if nvcc is None else f"nvcc {nvcc.version} ({nvcc.path}, from {nvcc.origin})",
+            nvcc=None if nvcc is None else nvcc.describe(),
         )
 
     def report_scope(self, prefixes: Sequence[str], selection: str | None) -> dict[str, object]:

@@ -37,8 +37,7 @@ class Binary(Struct, frozen=True):
     def build(self, arch: str, env: BuildEnv) -> list[KernelFacts]:
         held = env.binary(self.path, arch)
         if not held.kernels:
-            every = binary.read_binary(self.path, env.toolkit_or_none())  # which archs it does hold: rare
-            archs = ", ".join(sorted({k.arch for k in every})) or "none"
+            archs = ", ".join(binary.held_archs(self.path, env.toolkit_or_none())) or "none"
             raise CompileError(
                 f"{self.path} holds no machine code for {arch} (it holds: {archs}); build it with "
                 f"-gencode arch=compute_XX,code={arch} or restrict the test with archs="
