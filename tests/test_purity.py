@@ -56,7 +56,7 @@ ALLOWED: dict[str, set[str]] = {
 }
 # Third-party modules by folder; the standard library is free, but for the tool-running parts of it.
 THIRD_PARTY: dict[str, set[str]] = {
-    "core": {"filelock", "tomli", "tomli_w", "cxxfilt", "pycxxfilt"},
+    "core": {"filelock", "tomli", "tomli_w", "cxxfilt", "pycxxfilt", "elftools"},
     "build": {"filelock", "triton", "numba", "cuda"},
     "sources": set(),
     "project": {"tomli"},

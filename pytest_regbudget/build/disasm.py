@@ -23,8 +23,11 @@ def find_nvdisasm(toolkit: Toolkit | None) -> Path | None:
     return find_tool("nvdisasm", None, "cuda_nvdisasm")
 
 
-def disassemble(nvdisasm: Path, cubin: bytes, function: str, timeout: float = 120.0) -> SassReport:
-    """`nvdisasm -c -gi` (code only, with line info and inlining) over `cubin`, parsed for `function`."""
+def disassemble(
+    nvdisasm: Path, cubin: bytes, function: str, timeout: float = 120.0, *, spills: bool = True
+) -> SassReport:
+    """`nvdisasm -c -gi` (code only, with line info and inlining) over `cubin`, parsed for `function`;
+    `spills`: whether ptxas counted spill bytes (see parse_sass)."""
     with tempfile.TemporaryDirectory(prefix="regbudget-sass-") as tmp:
         path = Path(tmp) / "kernel.cubin"
         path.write_bytes(cubin)
@@ -37,4 +40,4 @@ def disassemble(nvdisasm: Path, cubin: bytes, function: str, timeout: float = 12
             raise SassError(f"cannot run nvdisasm: {start_failure(exc, nvdisasm)}") from None
     if returncode != 0:
         raise SassError(f"nvdisasm ({nvdisasm}) failed (exit {returncode}): {output.strip()}")
-    return parse_sass(output, function)
+    return parse_sass(output, function, spills=spills)

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 from .occupancy import occupancy
 from .ptxas import KernelResources
-from .sass import LocalAccess, SassReport
+from .sass import Call, LocalAccess, Loop, Role, SassReport
 
 
 def _lines(accesses: Sequence[LocalAccess], limit: int = 4) -> str:
@@ -53,31 +53,7 @@ def diagnose(
         )
     # 2./3. Where the spills are.
     if spills and sass is not None:
-        spilled = [a for a in sass.local if a.spill]
-        in_loops = [a for a in spilled if a.loop is not None]
-        if in_loops:
-            # One source loop may be several SASS loops (an unrolled body and its remainder): named once, by
-            # its own lines, innermost (deepest) nest first.
-            by_source: dict[str, list[LocalAccess]] = {}
-            depth: dict[str, int] = {}
-            for a in in_loops:
-                assert a.loop is not None
-                by_source.setdefault(a.loop.where(), []).append(a)
-                depth[a.loop.where()] = max(depth.get(a.loop.where(), 0), a.loop.depth)
-            for where in sorted(by_source, key=lambda w: (-depth[w], w)):
-                count = len(by_source[where])
-                nest = f" (nesting depth {depth[where]})" if depth[where] > 1 else ""
-                out.append(
-                    f"{count} spill/refill instruction(s) inside the loop at {where}{nest} run on every "
-                    f"iteration ({len(in_loops)} of {len(spilled)} spill instructions are in loops): this is "
-                    "where the spills cost. Fix: fewer live values in that loop (less unrolling, smaller "
-                    "per-thread arrays) or a looser __launch_bounds__/maxrregcount."
-                )
-        elif spilled:
-            out.append(
-                f"all {len(spilled)} spill instruction(s) are outside loops (at {_lines(spilled)}): they run "
-                "at most once per thread and are probably cheap."
-            )
+        out += _spill_sentences(sass)
     elif spills:
         out.append(
             f"{r.spill_stores} bytes of spill stores and {r.spill_loads} bytes of loads: run with "
@@ -110,3 +86,116 @@ def diagnose(
             "argument or __maxnreg__."
         )
     return out
+
+
+# What an extern call in a kernel is, and how it goes away.
+_KNOWN_CALLS = {
+    "__assertfail": (
+        "assert() compiled without NDEBUG",
+        'build with -DNDEBUG (defines={"NDEBUG": 1}, or -DNDEBUG in the nvcc flags)',
+    ),
+    "vprintf": (
+        "printf() in device code",
+        "take the printf out of the kernel, or compile it out of production builds",
+    ),
+    "malloc": ("device-side malloc()", "allocate on the host and pass the buffer in"),
+    "free": ("device-side free()", "allocate on the host and pass the buffer in"),
+}
+
+
+def callee_names(sass: SassReport | None, callees: Sequence[str] = ()) -> list[str]:
+    """The extern functions a kernel calls: the ELF's call graph where known, else what nvdisasm declares."""
+    return list(callees) or (list(sass.externs) if sass else [])
+
+
+def explain_callees(names: Sequence[str]) -> str:
+    """`__assertfail (assert() compiled without NDEBUG; fix: build with -DNDEBUG ...)`, one per callee."""
+    parts = []
+    for name in names:
+        what, fix = _KNOWN_CALLS.get(name, (None, None))
+        parts.append(f"{name} ({what}; fix: {fix})" if what else name)
+    return ", ".join(parts)
+
+
+def _spill_sentences(sass: SassReport) -> list[str]:
+    """The spills grouped by the innermost loop that holds them and the warpgroup role they run in, the
+    costliest first, each with the fix its cause calls for."""
+    spilled = [a for a in sass.local if a.spill]
+    in_loops = [a for a in spilled if a.loop is not None]
+    out: list[str] = []
+    groups: dict[tuple[str, Role | None], list[LocalAccess]] = {}
+    for a in in_loops:
+        assert a.loop is not None
+        # One source loop may be several SASS loops (an unrolled body and its remainder): named once.
+        groups.setdefault((a.loop.where(), a.role), []).append(a)
+    for (where, role), accesses in sorted(groups.items(), key=lambda g: (-len(g[1]), g[0][0])):
+        loops = {a.loop for a in accesses if a.loop is not None}
+        in_role = f", in the {role.describe()}," if role else ""
+        out.append(
+            f"{len(accesses)} spill/refill instruction(s) inside the loop at {where}{in_role} run on every "
+            f"iteration ({len(in_loops)} of {len(spilled)} spill instructions are in loops): this is where "
+            f"the spills cost. {_loop_fix(sass, loops, role)}"
+        )
+    outside = [a for a in spilled if a.loop is None]
+    if outside:
+        roles = sorted({a.role.describe() for a in outside if a.role})
+        in_roles = f"; in the {' and the '.join(roles)}" if roles else ""
+        out.append(
+            f"{'all ' if not in_loops else ''}{len(outside)} spill instruction(s) are outside loops (at "
+            f"{_lines(outside)}{in_roles}): they run at most once per thread and are probably cheap."
+        )
+    explained = {c.address for a in in_loops for c in _calls_in(sass, {a.loop} if a.loop else set())}
+    # A call in another role than the spills' (a consumer's assert, the producer's spills) saves none of them.
+    spill_roles = {a.role for a in spilled}
+    others = [
+        c for c in sass.calls if c.address not in explained and (c.role is None or c.role in spill_roles)
+    ]
+    if others and spilled:
+        names = callee_names(sass)
+        out.append(
+            f"the kernel also calls {' or '.join(names) or 'an extern function'} at "
+            f"{', '.join(sorted({c.where() for c in others}, key=_place_key))}: each call saves the "
+            f"registers live across it to local memory. {_call_fix(names)}"
+        )
+    return out
+
+
+def _calls_in(sass: SassReport, loops: set[Loop]) -> list[Call]:
+    return [c for c in sass.calls if any(lp.start <= c.address <= lp.end for lp in loops)]
+
+
+def _call_fix(names: Sequence[str]) -> str:
+    fixes = [_KNOWN_CALLS[n][1] for n in names if n in _KNOWN_CALLS]
+    return (
+        f"Fix: {'; '.join(fixes)}." if fixes else "Fix: inline the callee or move the call out of the kernel."
+    )
+
+
+def _loop_fix(sass: SassReport, loops: set[Loop], role: Role | None) -> str:
+    """The fix for spills in `loops`: the call they save registers around, else the role's budget, else the
+    loop's live values."""
+    calls = _calls_in(sass, loops)
+    if calls:
+        names = callee_names(sass)
+        what = " or ".join(f"{n} ({_KNOWN_CALLS[n][0]})" if n in _KNOWN_CALLS else n for n in names)
+        return (
+            f"The loop calls {what or 'an extern function'} at "
+            f"{', '.join(sorted({c.where() for c in calls}, key=_place_key))}, and the registers live across "
+            f"the call are saved to local memory around it. {_call_fix(names)}"
+        )
+    if role is not None and role.direction == "dec":
+        return (
+            f"The producer runs on {role.count} registers after setmaxnreg.dec {role.count}. Fix: raise the "
+            f"dec target (to {role.count + 8} or more; the consumers' inc must still fit the block's pool, "
+            "see setmaxnreg_threads), or keep fewer values live in the producer's loop."
+        )
+    if role is not None:
+        return (
+            f"Register pressure in the consumers' mainloop at {role.count} registers (setmaxnreg.inc "
+            f"{role.count}). Fix: fewer live values in that loop (a smaller tile or accumulator fragment, "
+            "fewer stages in flight), or a higher inc target if the producer's dec leaves room."
+        )
+    return (
+        "Fix: fewer live values in that loop (less unrolling, smaller per-thread arrays) or a looser "
+        "__launch_bounds__/maxrregcount."
+    )

@@ -127,6 +127,9 @@ class KernelReport(Struct, frozen=True):
     time_status: TimeStatus | None = None  # pass, fail, or ambiguous (noisy, decided on the median)
     messages: tuple[str, ...] = ()  # ptxas's warnings and performance-loss notes for this kernel
     setmaxnreg: tuple[tuple[str, int], ...] = ()  # its warpgroups' register targets, by direction
+    # The PTX asks for roles the machine code does not keep: no USETMAXREG in its SASS where that was read,
+    # else ptxas's C7508 for this kernel. The kernel then runs at its entry count throughout.
+    setmaxnreg_dropped: bool = False
     other_releases: tuple[str, ...] = ()  # releases with an entry for this kernel, when its own has none
 
     @property

@@ -15,13 +15,31 @@ from msgspec import Struct
 
 from .errors import SassError
 
+Frame = tuple[str, int]  # (file, line) of one level of an inline stack
+
+
+class Role(Struct, frozen=True):
+    """The warpgroup role code runs in: after `setmaxnreg.dec N` the producer's, after `inc N` a consumer."""
+
+    direction: str  # "dec" or "inc"
+    count: int
+
+    @property
+    def name(self) -> str:
+        return "producer" if self.direction == "dec" else "consumer"
+
+    def describe(self) -> str:
+        return f"{self.name} (after setmaxnreg.{self.direction} {self.count})"
+
 
 class Loop(Struct, frozen=True):
     start: int  # address of the branch target (the loop head)
     end: int  # address of the backward branch
+    # Where the loop is written: the file of the function its backward branch belongs to, once inlining is
+    # undone (`nvdisasm -gi`), so a loop of a library header inlined into the kernel is named in that header.
     file: str | None
-    # Source lines of the loop's instructions, sorted: for an inlined helper's instruction, the line of its
-    # call in the kernel (`nvdisasm -gi`), so that a loop is named by its own lines, not the helper's.
+    # Source lines of the loop's instructions in that function, sorted: for an instruction of a helper the
+    # loop calls, the line of the call, so that a loop is named by its own lines, not the helper's.
     lines: tuple[int, ...]
     depth: int = 1  # 1 for an outermost loop, 2 for a loop in it, and so on
 
@@ -36,6 +54,20 @@ class LocalAccess(Struct, frozen=True):
     file: str | None
     line: int | None
     loop: Loop | None  # the innermost loop holding it
+    role: Role | None = None  # the warpgroup role it runs in, where every path to it agrees
+
+    def where(self) -> str:
+        return _where(self.file, (self.line,) if self.line else ())
+
+
+class Call(Struct, frozen=True):
+    """A call that leaves the kernel: `CALL.ABS` to an extern function (`__assertfail`, `vprintf`)."""
+
+    address: int
+    file: str | None
+    line: int | None
+    loop: Loop | None
+    role: Role | None
 
     def where(self) -> str:
         return _where(self.file, (self.line,) if self.line else ())
@@ -46,6 +78,11 @@ class SassReport(Struct, frozen=True):
     instructions: int
     local: tuple[LocalAccess, ...]
     loops: tuple[Loop, ...]
+    # The setmaxnreg instructions the machine code kept, in order ("inc", 232): none where ptxas dropped them.
+    setmaxnreg: tuple[tuple[str, int], ...] = ()
+    calls: tuple[Call, ...] = ()
+    # Extern functions the module declares (nvdisasm's SYMBOLS), the candidates for what `calls` call.
+    externs: tuple[str, ...] = ()
 
     @property
     def local_instructions(self) -> int:
@@ -73,13 +110,16 @@ _SECTION = re.compile(r"^\s*\.section\s+\.text\.(\S+?),")
 _LABEL = re.compile(r"^(\.L_x_\d+):")
 _INSTR = re.compile(r"^\s*/\*([0-9a-fA-F]+)\*/\s+(.*?)\s*;(.*)$")
 _LINE = re.compile(r'//## File "([^"]+)", line (\d+)')
-# `nvdisasm -gi` (and -g on newer nvdisasm): `line 2 inlined at "k.cu", line 8`, possibly a chain; the last
-# call site is the line in the kernel's own body.
+# `nvdisasm -gi`: an inlined instruction's location is its own line and the chain of call sites, either on one
+# comment (`line 2 inlined at "k.cu", line 8`) or, in newer releases, one comment per level, innermost first.
 _INLINED_AT = re.compile(r'inlined at "([^"]+)", line (\d+)')
-# A loop around USETMAXREG is setmaxnreg's allocation retry, not a loop of the user's.
-_SETMAXREG = re.compile(r"\bUSETMAXREG\b")
+_SETMAXREG = re.compile(r"\bUSETMAXREG\.(\w+)(?:\.\w+)*\s+(?:\w+,\s*)?(0x[0-9a-fA-F]+|\d+)")
 _BRANCH = re.compile(r"\b(?:BRA|BRX|JMP)\b[^`]*`\((\.L_x_\d+)\)")
 _LOCAL = re.compile(r"\b(?:STL|LDL)(?:\.\w+)*\b")
+_EXTERN_CALL = re.compile(r"\bCALL\.ABS\b")
+_PREDICATED = re.compile(r"^@!?U?P[0-6]\s")
+_ENDS = re.compile(r"^(?:@!?U?P\w+\s+)?(?:EXIT|RET|BRA|BRX|JMP|JMX)\b")
+_EXTERN = re.compile(r"^\s*\.type\s+([\w$.]+),@function")
 
 
 def instruction(line: str) -> tuple[int, str, str] | None:
@@ -96,9 +136,24 @@ def local_opcode(instruction: str) -> str | None:
     return None if found is None else found.group(0)
 
 
-def parse_sass(text: str, function: str) -> SassReport:
-    """The facts of `function` in `nvdisasm -c -g` output. Raises SassError if it is not there."""
+class _Instruction(Struct, frozen=True):
+    address: int
+    text: str
+    spill_mark: bool
+    stack: tuple[
+        Frame, ...
+    ]  # its inline stack, innermost first: (file, line) of its own line, then call sites
+
+
+_UNSEEN, _NONE, _MIXED = "unseen", "none", "mixed"
+
+
+def parse_sass(text: str, function: str, *, spills: bool = True) -> SassReport:
+    """The facts of `function` in `nvdisasm -c -g` or `-gi` output. Raises SassError if it is not there.
+
+    `spills=False` (ptxas reported no spill bytes): no local access is a spill, whatever its address."""
     sections: dict[str, list[str]] = {}
+    declared: list[str] = []
     body: list[str] | None = None
     for line in text.splitlines():
         section = _SECTION.match(line)
@@ -106,65 +161,167 @@ def parse_sass(text: str, function: str) -> SassReport:
             body = sections.setdefault(section.group(1), [])
         elif body is not None:
             body.append(line)
+        extern = _EXTERN.match(line)
+        if extern:
+            declared.append(extern.group(1))
     if function not in sections:
         raise SassError(f"nvdisasm output has no function {function!r} (it has: {', '.join(sections)})")
-    lines = sections[function]
+    instrs, labels = _instructions(sections[function])
+    loops = _loops(instrs, labels)
+    roles = _roles(instrs, labels)
 
-    # (address, text, spill mark, file, line) per instruction; labels resolve to the next instruction. The
-    # kernel-level location of each (the call site of an inlined helper's line) is kept apart, for loops.
-    instrs: list[tuple[int, str, bool, str | None, int | None]] = []
-    kernel_lines: list[tuple[str | None, int | None]] = []
-    current_outer: tuple[str | None, int | None] = (None, None)
+    def innermost_loop(address: int) -> Loop | None:
+        return next((lp for lp in loops if lp.start <= address <= lp.end), None)
+
+    marked = any(i.spill_mark for i in instrs)
+    local = []
+    calls = []
+    setmaxnreg = []
+    for ins, role in zip(instrs, roles, strict=True):
+        file, at = ins.stack[0] if ins.stack else (None, None)
+        if _EXTERN_CALL.search(ins.text):
+            calls.append(Call(ins.address, file, at, innermost_loop(ins.address), role))
+        found = _SETMAXREG.search(ins.text)
+        if found:
+            setmaxnreg.append(_role(found))
+        op = local_opcode(ins.text)
+        if op is None:
+            continue
+        # Older nvdisasm does not mark spills; then a stack-pointer-relative access is taken for one (where
+        # ptxas counted spill bytes: a local array is addressed from the stack pointer too).
+        spill = spills and (
+            ins.spill_mark if marked else bool(re.search(r"\[R1(?:\+0x[0-9a-f]+)?\]", ins.text))
+        )
+        local.append(
+            LocalAccess(ins.address, op.partition(".")[0], spill, file, at, innermost_loop(ins.address), role)
+        )
+    return SassReport(
+        function=function,
+        instructions=len(instrs),
+        local=tuple(local),
+        loops=tuple(loops),
+        setmaxnreg=tuple((r.direction, r.count) for r in setmaxnreg),
+        calls=tuple(calls),
+        externs=tuple(dict.fromkeys(n for n in declared if n not in sections)),
+    )
+
+
+def _role(found: re.Match[str]) -> Role:
+    # TRY_ALLOC raises the count (setmaxnreg.inc, retried until the pool has them); DEALLOC lowers it.
+    return Role("dec" if found.group(1) == "DEALLOC" else "inc", int(found.group(2), 0))
+
+
+def _instructions(lines: list[str]) -> tuple[list[_Instruction], dict[str, int]]:
+    """The function's instructions with their inline stacks, and its labels (each resolves to the next
+    instruction's address)."""
+    instrs: list[_Instruction] = []
     labels: dict[str, int] = {}
     pending: list[str] = []
-    file: str | None = None
-    src_line: int | None = None
+    stack: list[Frame] = []
+    in_location = False
     for line in lines:
         loc = _LINE.search(line)
         if loc:
-            file, src_line = loc.group(1), int(loc.group(2))
-            calls = _INLINED_AT.findall(line)
-            current_outer = (calls[-1][0], int(calls[-1][1])) if calls else (file, src_line)
+            # A run of location comments is one location: its first line is the instruction's own, every
+            # `inlined at` (on it or on the lines after it) one call site further out.
+            own = (loc.group(1), int(loc.group(2)))
+            if not in_location:
+                stack = [own]
+            for frame in [own, *((f, int(n)) for f, n in _INLINED_AT.findall(line))]:
+                if frame != stack[-1]:
+                    stack.append(frame)
+            in_location = True
             continue
+        in_location = False
         label = _LABEL.match(line)
         if label:
             pending.append(label.group(1))
             continue
         ins = instruction(line)
         if ins:
-            address, text_, rest = ins
+            address, text_, _ = ins
             labels.update(dict.fromkeys(pending, address))
             pending = []
-            instrs.append((address, text_, "SpillRefill" in rest, file, src_line))
-            kernel_lines.append(current_outer)
+            # nvdisasm marks a spill or refill `(*"SpillRefill"*)`, before the `;` or after it.
+            instrs.append(_Instruction(address, text_, "SpillRefill" in line, tuple(stack)))
+    return instrs, labels
 
+
+def _loops(instrs: list[_Instruction], labels: dict[str, int]) -> list[Loop]:
+    """Loops as backward branches, innermost (shortest) first, each named where its branch is written."""
     spans = []
-    for address, text_, _, _, _ in instrs:
-        branch = _BRANCH.search(text_)
+    for n, ins in enumerate(instrs):
+        branch = _BRANCH.search(ins.text)
         # A branch to an earlier instruction closes a loop (a branch to itself after EXIT is not one).
-        if branch and labels.get(branch.group(1), address) < address:
+        if branch and labels.get(branch.group(1), ins.address) < ins.address:
             start = labels[branch.group(1)]
-            inside = [n for n, i in enumerate(instrs) if start <= i[0] <= address]
-            if any(_SETMAXREG.search(instrs[n][1]) for n in inside):
+            inside = [i for i, other in enumerate(instrs) if start <= other.address <= ins.address]
+            if any(_SETMAXREG.search(instrs[i].text) for i in inside):
                 continue  # setmaxnreg's register-allocation retry
-            spans.append((start, address, inside))
+            spans.append((start, ins.address, n, inside))
     loops = []
-    for start, end, inside in spans:
-        files = [kernel_lines[n][0] for n in inside if kernel_lines[n][0]]
-        main_file = max(set(files), key=files.count) if files else None
-        lines_in = tuple(sorted({ln for f, ln in (kernel_lines[n] for n in inside) if ln and f == main_file}))
-        depth = sum(1 for s, e, _ in spans if s <= start and end <= e)
-        loops.append(Loop(start, end, main_file, lines_in, depth))
-    loops.sort(key=lambda lp: lp.end - lp.start)  # innermost (shortest) first
+    for start, end, latch, inside in spans:
+        file, lines_in = _loop_source(instrs, latch, inside)
+        depth = sum(1 for s, e, _, _ in spans if s <= start and end <= e)
+        loops.append(Loop(start, end, file, lines_in, depth))
+    loops.sort(key=lambda lp: lp.end - lp.start)
+    return loops
 
-    marked = any(i[2] for i in instrs)
-    local = []
-    for address, text_, spill_mark, file_, line_ in instrs:
-        op = local_opcode(text_)
-        if op is None:
-            continue
-        # Older nvdisasm does not mark spills; then a stack-pointer-relative access is taken for one.
-        spill = spill_mark if marked else bool(re.search(r"\[R1(?:\+0x[0-9a-f]+)?\]", text_))
-        loop = next((lp for lp in loops if lp.start <= address <= lp.end), None)
-        local.append(LocalAccess(address, op.partition(".")[0], spill, file_, line_, loop))
-    return SassReport(function=function, instructions=len(instrs), local=tuple(local), loops=tuple(loops))
+
+def _loop_source(
+    instrs: list[_Instruction], branch: int, inside: list[int]
+) -> tuple[str | None, tuple[int, ...]]:
+    """The file and lines of the function the loop is written in: its backward branch's innermost frame, with
+    each instruction of the loop counted at that level (an instruction of a helper the loop calls, by the line
+    of the call). Without line info on the branch, the file most of the loop's instructions are in."""
+    own = instrs[branch].stack
+    if own:
+        calls = tuple(reversed(own[1:]))  # the call chain from the kernel down to the loop's function
+        level = len(calls)
+        found = set()
+        for i in inside:
+            chain = tuple(reversed(instrs[i].stack))
+            if len(chain) > level and chain[:level] == calls and chain[level][0] == own[0][0]:
+                found.add(chain[level][1])
+        return own[0][0], tuple(sorted(found))
+    outer = [instrs[i].stack[-1] for i in inside if instrs[i].stack]
+    if not outer:
+        return None, ()
+    files = [f for f, _ in outer]
+    main = max(set(files), key=files.count)
+    return main, tuple(sorted({n for f, n in outer if f == main}))
+
+
+def _roles(instrs: list[_Instruction], labels: dict[str, int]) -> list[Role | None]:
+    """The warpgroup role each instruction runs in: the last setmaxnreg on every path from the entry to it,
+    over the control-flow graph (a producer's code may sit after a consumer's in the listing), None where
+    no setmaxnreg comes before it or paths disagree."""
+    index = {ins.address: n for n, ins in enumerate(instrs)}
+    state: list[Role | str] = [_UNSEEN] * len(instrs)
+    if instrs:
+        state[0] = _NONE
+    work = [0] if instrs else []
+    while work:
+        n = work.pop()
+        found = _SETMAXREG.search(instrs[n].text)
+        out = _role(found) if found else state[n]
+        for m in _successors(instrs, n, labels, index):
+            joined = out if state[m] == _UNSEEN or state[m] == out else _MIXED
+            if joined != state[m]:
+                state[m] = joined
+                work.append(m)
+    return [s if isinstance(s, Role) else None for s in state]
+
+
+def _successors(
+    instrs: list[_Instruction], n: int, labels: dict[str, int], index: dict[int, int]
+) -> list[int]:
+    text_ = instrs[n].text
+    out = []
+    branch = _BRANCH.search(text_)
+    if branch and branch.group(1) in labels and labels[branch.group(1)] in index:
+        out.append(index[labels[branch.group(1)]])
+    # EXIT, RET and an unconditional branch end the path; a predicated one may fall through.
+    if (not _ENDS.match(text_) or _PREDICATED.match(text_)) and n + 1 < len(instrs):
+        out.append(n + 1)
+    return out

@@ -6,6 +6,7 @@ Owns the wording of every budget verdict: which number, which limit, which arch,
 from __future__ import annotations
 
 import fnmatch
+import re
 from collections.abc import Callable
 from typing import Literal
 
@@ -14,6 +15,8 @@ from msgspec.structs import replace
 from .arch import get_arch
 from .baseline import Key
 from .checks import check
+from .diagnosis import callee_names, explain_callees
+from .elf import callees
 from .facts import KernelFacts
 from .gpu_facts import GpuFacts, Timing
 from .kernel_report import KernelReport
@@ -115,9 +118,12 @@ def verdict(
         sass,
         facts.ptxas_options,
     )
+    dropped = _roles_dropped(facts, sass)
     report = replace(
         checked,
-        violations=[*checked.violations, *_role_and_message_checks(facts, limits)],
+        violations=[*checked.violations, *_role_and_message_checks(facts, limits, dropped)],
+        diagnosis=[*checked.diagnosis, *_call_messages(facts, sass)],
+        setmaxnreg_dropped=dropped,
         ptxas_version=provenance.ptxas,
         nvrtc_version=provenance.frontend,
         compiler=provenance.compiler,
@@ -133,7 +139,41 @@ def verdict(
     return report if baseline is None else ratchet(report, baseline)
 
 
-def _role_arithmetic(facts: KernelFacts, limits: Limits) -> list[str]:
+def _roles_dropped(facts: KernelFacts, sass: SassReport | None) -> bool:
+    """Whether the kernel's setmaxnreg roles are gone from its machine code. Its SASS decides where it was
+    read (USETMAXREG.TRY_ALLOC/DEALLOC are the roles); else ptxas's C7508, which each build attributes to
+    the kernel it is about with `ptxas -e` on that entry alone."""
+    if not facts.setmaxnreg:
+        return False
+    if sass is not None:
+        return not sass.setmaxnreg
+    return any("C7508" in m for m in facts.messages)
+
+
+# ptxas's notes that a call serialized the wgmma pipeline; they do not name the call.
+_CALL_NOTE = re.compile(r"\bC75(?:10|17)\b|[Ee]xtern calls|function calls?\b")
+
+
+def _call_messages(facts: KernelFacts, sass: SassReport | None) -> list[str]:
+    """For ptxas's C7510/C7517: the functions the kernel calls (from its ELF's call graph, else its SASS),
+    with the fix for the ones we know (`__assertfail`: -DNDEBUG)."""
+    notes = [m for m in facts.messages if _CALL_NOTE.search(m)]
+    if not notes:
+        return []
+    cubin = facts.cubin
+    names = callee_names(sass, callees(cubin, facts.entry) if cubin else ())
+    code = message_key(notes[0])
+    if not names:
+        return [
+            f"{code}: ptxas serialized the wgmma pipeline around a call; the kernel's call graph names none"
+        ]
+    return [
+        f"{code}: ptxas serialized the wgmma pipeline around the kernel's calls; it calls "
+        f"{explain_callees(names)}"
+    ]
+
+
+def _role_arithmetic(facts: KernelFacts, limits: Limits, dropped: bool) -> list[str]:
     """With setmaxnreg_threads: the block's registers at entry (the CTA pool setmaxnreg moves registers
     within) must fit the register file, and the roles' counts x their threads must fit that pool."""
     threads_by_role = dict(limits.setmaxnreg_threads or ())
@@ -153,7 +193,7 @@ def _role_arithmetic(facts: KernelFacts, limits: Limits) -> list[str]:
             f"setmaxnreg: {shown} registers at entry x {block} threads = {pool:,} > {most:,} registers per "
             f"block on {facts.arch}: the block does not launch"
         )
-    if any("C7508" in m for m in facts.messages):
+    if dropped:
         return out  # ptxas dropped the roles: the block runs at its entry count, and no inc waits
     missing = sorted(set(threads_by_role) - set(targets))
     if missing:
@@ -173,13 +213,13 @@ def _role_arithmetic(facts: KernelFacts, limits: Limits) -> list[str]:
     return out
 
 
-def _role_and_message_checks(facts: KernelFacts, limits: Limits) -> list[str]:
+def _role_and_message_checks(facts: KernelFacts, limits: Limits, dropped: bool) -> list[str]:
     out = []
     roles = facts.setmaxnreg
-    dropped = [m for m in facts.messages if "C7508" in m]
+    said = next((m.rstrip(".") for m in facts.messages if "C7508" in m), "its SASS has no USETMAXREG")
     shown = ", ".join(f"{d} {n}" for d, n in roles) or "none"
     if limits.setmaxnreg == "required" and (not roles or dropped):
-        why = f"ptxas dropped them: {dropped[0].rstrip('.')}" if dropped else "the kernel has no setmaxnreg"
+        why = f"ptxas dropped them: {said}" if dropped else "the kernel has no setmaxnreg"
         out.append(
             f"setmaxnreg required, but {why}. Fix: give the kernel __launch_bounds__ (ptxas needs the "
             "register count at entry to honour setmaxnreg)"
@@ -188,12 +228,12 @@ def _role_and_message_checks(facts: KernelFacts, limits: Limits) -> list[str]:
         now = tuple(sorted(set(roles)))
         if dropped:
             wanted = dict(limits.setmaxnreg)
-            out.append(f"setmaxnreg {wanted} expected, but ptxas dropped them: {dropped[0].rstrip('.')}")
+            out.append(f"setmaxnreg {wanted} expected, but ptxas dropped them: {said}")
         elif now != limits.setmaxnreg:
             out.append(
                 f"setmaxnreg targets {shown}, expected {', '.join(f'{d} {n}' for d, n in limits.setmaxnreg)}"
             )
-    out += _role_arithmetic(facts, limits)
+    out += _role_arithmetic(facts, limits, dropped)
     allowed = limits.ptxas_warnings
     if isinstance(allowed, int) and len(facts.messages) > allowed:
         out.append(

@@ -342,7 +342,13 @@ class RegbudgetSession:
             limits = replace(limits, dynamic_smem=facts.dynamic_smem)
         sass_report = None
         if self._reads_sass(budget, arch) and facts.cubin:
-            sass_report = disasm.disassemble(self.builder.nvdisasm(), facts.cubin, facts.entry)
+            res = facts.resources
+            sass_report = disasm.disassemble(
+                self.builder.nvdisasm(),
+                facts.cubin,
+                facts.entry,
+                spills=bool(res.spill_stores or res.spill_loads) or not res.spills_known,
+            )
         gpu_facts = None
         if arch == gpu_arch and facts.cubin:
             loaded, gpu_facts = self.gpu.load_and_probe(facts, limits, f"{nodeid}/{kernel_id}")

@@ -58,7 +58,8 @@ class ReportRecord(TypedDict):
     )  # what changed in its build settings since the entry (ratchet.settings_change)
     ptxas_messages: list[str]  # ptxas's warnings and performance-loss notes for this kernel
     setmaxnreg: list[list[object]]  # its warpgroups' register targets: [["inc", 232], ["dec", 40]]
-    # The PTX asks for the roles, but ptxas dropped them (C7508): the kernel runs at its entry count.
+    # The PTX asks for the roles, but the machine code does not keep them (no USETMAXREG in its SASS, or
+    # ptxas's C7508): the kernel runs at its entry count.
     setmaxnreg_dropped: bool
     key: list[str] | None  # the baseline's [source, kernel, variant, arch, release]; None for a compile error
     found_under: list[str] | None  # the older key its entry was read under, which an update moves it from
@@ -147,7 +148,7 @@ def to_record(r: KernelReport) -> ReportRecord:
             settings_change=r.settings_change,
             ptxas_messages=list(r.messages),
             setmaxnreg=[[d, n] for d, n in r.setmaxnreg],
-            setmaxnreg_dropped=bool(r.setmaxnreg) and any("C7508" in m for m in r.messages),
+            setmaxnreg_dropped=r.setmaxnreg_dropped,
             key=list(r.key) if r.key else None,
             found_under=list(r.found_under) if r.found_under else None,
             line=r.line,

@@ -50,9 +50,10 @@ def regs_cell(rec: ReportRecord) -> str:
     roles = rec.get("setmaxnreg") or []
     if rec["registers"] is None or not roles:
         return cell(rec["registers"])
-    ignored = any("C7508" in m for m in rec.get("ptxas_messages") or [])
+    # A record written before the field (JSON version 2) says it by ptxas's C7508 alone.
+    ignored = rec.get("setmaxnreg_dropped", any("C7508" in m for m in rec.get("ptxas_messages") or []))
     shown = ", ".join(f"{d} {n}" for d, n in roles)
-    # The PTX asks for the roles; after a C7508 the kernel runs at its entry count throughout.
+    # The PTX asks for the roles; once dropped the kernel runs at its entry count throughout.
     return f"{rec['registers']} ({shown}: ignored by ptxas)" if ignored else f"{rec['registers']} ({shown})"
 
 

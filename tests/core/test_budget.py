@@ -427,7 +427,7 @@ def _roles(registers: int, messages: tuple[str, ...] = ()) -> list[str]:
     from pathlib import Path
 
     from pytest_regbudget.core.facts import KernelFacts, Provenance
-    from pytest_regbudget.core.verdict import _role_and_message_checks
+    from pytest_regbudget.core.verdict import _role_and_message_checks, _roles_dropped
 
     facts = KernelFacts(
         kernel="k",
@@ -440,7 +440,7 @@ def _roles(registers: int, messages: tuple[str, ...] = ()) -> list[str]:
         setmaxnreg=(("dec", 40), ("inc", 232)),
     )
     limits = Limits(setmaxnreg_threads=(("dec", 128), ("inc", 256)))
-    return _role_and_message_checks(facts, limits)
+    return _role_and_message_checks(facts, limits, _roles_dropped(facts, None))
 
 
 def test_role_arithmetic_says_the_allocation_unit_and_is_silent_once_ptxas_dropped_the_roles() -> None:

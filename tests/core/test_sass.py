@@ -85,11 +85,13 @@ RESOURCES = parse_ptxas_output(
 
 
 def test_diagnosis_names_the_hot_loop() -> None:
-    (sentence,) = diagnose(RESOURCES, "sm_90", parse_sass(SPILLS, "hot"))
+    sentence, outside = diagnose(RESOURCES, "sm_90", parse_sass(SPILLS, "hot"))
     assert sentence.startswith(
         "78 spill/refill instruction(s) inside the loop at spills.cu:11-13 run on every"
     )
     assert "(78 of 160 spill instructions are in loops)" in sentence
+    assert "in the producer" not in sentence  # no setmaxnreg, no role
+    assert outside.startswith("82 spill instruction(s) are outside loops (at spills.cu:")
 
 
 def test_diagnosis_calls_branch_spills_cheap() -> None:
@@ -171,3 +173,70 @@ def test_setmaxnregs_allocation_retry_is_not_a_loop() -> None:
     report = parse_sass(text, "roles")
     # Only the kernel's own loop (roles.cu line 10), never one at the kernel's first line around USETMAXREG.
     assert {loop.where() for loop in report.loops} == {"roles.cu:10"}
+
+
+# nvdisasm 13.5 -c -gi over a real nvcc 13.5 -lineinfo build of tests/kernels/ws_gemm (sm_90a): CUTLASS's
+# shape, every collective inlined into one `op(params, smem)` call (ws_gemm.cu:8).
+WS_GEMM = (DATA / "ws_gemm_sm90a_gi.txt").read_text()
+WS_ASSERT = (DATA / "ws_gemm_assert_sm90a_gi.txt").read_text()
+ENTRY = "_Z13device_kernelI10GemmKernelEv6Params"
+WS_RESOURCES = replace(
+    RESOURCES, arch="sm_90a", registers=168, spill_stores=416, spill_loads=420, stack_frame=448
+)
+
+
+def test_a_loop_of_an_inlined_library_header_is_named_in_that_header() -> None:
+    # Each location is printed one level per comment, innermost first: the spill's own line is in the
+    # collective, its call chain goes through kernel_op.hpp to ws_gemm.cu:8.
+    assert 'File "ws_gemm/collective.hpp", line 22 inlined at "ws_gemm/kernel_op.hpp", line 11' in WS_GEMM
+    report = parse_sass(WS_GEMM, ENTRY)
+    in_loops = [a for a in report.local if a.spill and a.loop is not None]
+    assert in_loops
+    assert {a.loop.where() for a in in_loops if a.loop} == {"collective.hpp:22-28"}
+    assert {a.file for a in in_loops} == {"ws_gemm/collective.hpp"}
+    assert all(lp.file != "ws_gemm/ws_gemm.cu" for lp in report.loops)
+
+
+def test_roles_come_from_the_machine_code_over_the_control_flow() -> None:
+    report = parse_sass(WS_GEMM, ENTRY)
+    assert report.setmaxnreg == (("inc", 232), ("dec", 40))  # TRY_ALLOC 0xe8, DEALLOC 0x28
+    # The producer's code follows the consumers' EXIT in the listing; every spill is the producer's.
+    assert {a.role.describe() for a in report.local if a.spill and a.role} == {
+        "producer (after setmaxnreg.dec 40)"
+    }
+    assert all(a.role is not None for a in report.local if a.spill)
+    # The consumers' assert is a call in the consumer role; nvdisasm declares what it calls.
+    (call,) = report.calls
+    assert call.role is not None
+    assert call.role.describe() == "consumer (after setmaxnreg.inc 232)"
+    assert call.where() == "collective.hpp:34"
+    assert report.externs == ("__assertfail",)
+    # Without the USETMAXREG instructions (ptxas dropped the roles) nothing has a role.
+    dropped = "\n".join(line for line in WS_GEMM.splitlines() if "USETMAXREG" not in line)
+    bare = parse_sass(dropped, ENTRY)
+    assert bare.setmaxnreg == ()
+    assert all(a.role is None for a in bare.local)
+
+
+def test_producer_spills_advise_the_dec_target_and_an_assert_in_the_loop_advises_ndebug() -> None:
+    hot, outside = diagnose(WS_RESOURCES, "sm_90a", parse_sass(WS_GEMM, ENTRY))
+    assert hot.startswith(
+        "101 spill/refill instruction(s) inside the loop at collective.hpp:22-28, in the producer"
+    )
+    assert "Fix: raise the dec target (to 48 or more" in hot
+    assert "NDEBUG" not in hot
+    assert outside.startswith(
+        "60 spill instruction(s) are outside loops (at collective.hpp:21, collective.hpp:31;"
+    )
+    # The consumers' assert saves none of the producer's registers: not blamed.
+    checked = replace(WS_RESOURCES, spill_stores=64, spill_loads=64, stack_frame=128)
+    hot, *_ = diagnose(checked, "sm_90a", parse_sass(WS_ASSERT, ENTRY))
+    assert "inside the loop at collective.hpp:22-28, in the producer (after setmaxnreg.dec 40)" in hot
+    assert "The loop calls __assertfail (assert() compiled without NDEBUG) at collective.hpp:26" in hot
+    assert hot.endswith('Fix: build with -DNDEBUG (defines={"NDEBUG": 1}, or -DNDEBUG in the nvcc flags).')
+
+
+def test_without_spill_bytes_no_local_access_is_a_spill() -> None:
+    unmarked = WS_GEMM.replace('(*"SpillRefill"*)', "")
+    assert parse_sass(unmarked, ENTRY).spill_instructions > 0  # the stack-pointer fallback
+    assert parse_sass(unmarked, ENTRY, spills=False).spill_instructions == 0
