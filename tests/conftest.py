@@ -92,7 +92,7 @@ def fake_home(tmp: Path, ptxas_body: str) -> Path:
     ptxas = home / "bin" / "ptxas"
     ptxas.write_text(f'#!/bin/sh\nREAL="{real.ptxas}"\n' + textwrap.dedent(ptxas_body))
     ptxas.chmod(0o755)
-    for lib in [real.nvrtc, *real.nvrtc.parent.glob("libnvrtc-builtins.so.*")]:
+    for lib in [real.require_nvrtc(), *real.require_nvrtc().parent.glob("libnvrtc-builtins.so.*")]:
         (home / "lib" / lib.name).symlink_to(lib)
     return home
 

@@ -441,7 +441,8 @@ def _toolkit_identity(toolkit: Toolkit, digests: StatCache) -> list[object]:
         except OSError:
             dirs.append((str(d), 0))
     # NVRTC's front end lives partly in libnvrtc-builtins, beside libnvrtc.
-    libraries = [toolkit.nvrtc, *sorted(toolkit.nvrtc.parent.glob("libnvrtc-builtins*"))]
+    nvrtc = toolkit.require_nvrtc()
+    libraries = [nvrtc, *sorted(nvrtc.parent.glob("libnvrtc-builtins*"))]
     return [
         toolkit.nvrtc_version,
         toolkit.ptxas_version,

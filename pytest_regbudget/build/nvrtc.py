@@ -113,7 +113,7 @@ def compile_ptx(
     name_expressions: Sequence[str] = (),
 ) -> PtxModule:
     """NVRTC: one translation unit to PTX for `compute_XX`. Raises CompileError with NVRTC's log."""
-    nvrtc = _nvrtc(toolkit.nvrtc)
+    nvrtc = _nvrtc(toolkit.require_nvrtc())
     flags = options.flags("nvrtc", arch, Path(source_name).parent, toolkit.include_dirs)
     _check_nvrtc_arch(nvrtc, arch, toolkit)
     status, log, ptx, lowered = nvrtc.compile(source_text, source_name, flags, name_expressions)

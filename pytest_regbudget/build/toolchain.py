@@ -27,7 +27,7 @@ from typing import Any
 from msgspec import Struct
 
 from ..core.baseline import atomic_write
-from ..core.errors import ToolchainError
+from ..core.errors import ToolchainError, Unbuildable
 from ..core.facts import Provenance
 
 PIP_FIX = (
@@ -40,8 +40,10 @@ _EXE = ".exe" if sys.platform == "win32" else ""
 class Toolkit(Struct, frozen=True):
     origin: str  # where it was found, for the report header: "pip wheels (nvidia-cuda-nvcc-cu12 12.9.86)"
     ptxas: Path
-    nvrtc: Path  # the NVRTC shared library
-    nvrtc_version: str  # "12.9" or "12.9.86"; only major.minor is guaranteed
+    # The NVRTC shared library; None for a toolkit named for its nvcc alone (--regbudget-toolkit=system on a
+    # CUDA install without NVRTC): it builds compiler="nvcc" kernels, and NVRTC kernels are skipped under it.
+    nvrtc: Path | None
+    nvrtc_version: str  # "12.9" or "12.9.86"; only major.minor is guaranteed; "" without NVRTC
     ptxas_version: str  # "12.9.86"
     include_dirs: tuple[Path, ...] = ()  # the toolkit's own headers, as nvcc adds them
     nvdisasm: Path | None = None
@@ -52,7 +54,19 @@ class Toolkit(Struct, frozen=True):
         return ".".join(self.ptxas_version.split(".")[:2])
 
     def describe(self) -> str:
+        if self.nvrtc is None:
+            return f"{self.origin}: no NVRTC (nvcc kernels only), ptxas {self.ptxas_version}"
         return f"{self.origin}: NVRTC {self.nvrtc_version}, ptxas {self.ptxas_version}"
+
+    def require_nvrtc(self) -> Path:
+        """The NVRTC library; Unbuildable (the item is skipped, with why) for a toolkit without one."""
+        if self.nvrtc is None:
+            raise Unbuildable(
+                f'toolkit {self.origin} has no NVRTC: it builds only compiler="nvcc" kernels, with its '
+                f'nvcc. Fix: build this kernel with compiler="nvcc", or compare NVRTC kernels with a '
+                "toolkit that has NVRTC (cu12, cu13)"
+            )
+        return self.nvrtc
 
 
 class _Search:
@@ -184,10 +198,25 @@ def _toolkit_from_dirs(
     include_dirs: Iterable[Path],
     search: _Search,
     nvrtc_version: str | None = None,
+    nvcc_only: bool = False,
 ) -> Toolkit | None:
+    """The toolkit of these directories. With `nvcc_only`, one without NVRTC is taken where nvcc is beside
+    its ptxas (a toolkit named for its nvcc kernels)."""
     bin_dirs, lib_dirs = list(bin_dirs), list(lib_dirs)
     ptxas = next((d / f"ptxas{_EXE}" for d in bin_dirs if (d / f"ptxas{_EXE}").is_file()), None)
     nvrtc = next((lib for d in lib_dirs if d.is_dir() for lib in _nvrtc_libs(d)), None)
+    nvdisasm = next((d / f"nvdisasm{_EXE}" for d in bin_dirs if (d / f"nvdisasm{_EXE}").is_file()), None)
+    if ptxas is not None and nvrtc is None and nvcc_only and (ptxas.parent / f"nvcc{_EXE}").is_file():
+        search.note(origin, f"no libnvrtc in {', '.join(map(str, lib_dirs))}: nvcc kernels only")
+        return Toolkit(
+            origin=origin,
+            ptxas=ptxas,
+            nvrtc=None,
+            nvrtc_version="",
+            ptxas_version=ptxas_version(ptxas),
+            include_dirs=tuple(d for d in include_dirs if d.is_dir()),
+            nvdisasm=nvdisasm,
+        )
     if ptxas is None or nvrtc is None:
         missing = " and ".join(
             what for what, found in (("ptxas", ptxas), ("libnvrtc", nvrtc)) if found is None
@@ -204,7 +233,6 @@ def _toolkit_from_dirs(
             "CUDA toolkits; install matching versions, e.g. "
             f'pip install "nvidia-cuda-nvcc-cu12=={ptxas_ver}" "nvidia-cuda-nvrtc-cu12=={ptxas_ver}"'
         )
-    nvdisasm = next((d / f"nvdisasm{_EXE}" for d in bin_dirs if (d / f"nvdisasm{_EXE}").is_file()), None)
     return Toolkit(
         origin=origin,
         ptxas=ptxas,
@@ -222,15 +250,24 @@ def _home_include_dirs(home: Path) -> list[Path]:
     return [*incs, *(i / "cccl" for i in incs)]
 
 
-def toolkit_from_home(home: Path, origin: str, search: _Search | None = None) -> Toolkit | None:
-    """A CUDA install tree (/usr/local/cuda) or a wheel root (site-packages/nvidia/cu13)."""
+def toolkit_from_home(
+    home: Path, origin: str, search: _Search | None = None, *, nvcc_only: bool = False
+) -> Toolkit | None:
+    """A CUDA install tree (/usr/local/cuda) or a wheel root (site-packages/nvidia/cu13); with `nvcc_only`,
+    also one with nvcc and ptxas but no NVRTC."""
     search = search or _Search()
     if not home.is_dir():
         search.note(origin, f"{home} is not a directory")
         return None
     lib_dirs = [home / "lib64", home / "lib", *sorted(home.glob("targets/*/lib"))]
     return _toolkit_from_dirs(
-        origin, [home / "bin"], lib_dirs, _home_include_dirs(home), search, nvrtc_version=None
+        origin,
+        [home / "bin"],
+        lib_dirs,
+        _home_include_dirs(home),
+        search,
+        nvrtc_version=None,
+        nvcc_only=nvcc_only,
     )
 
 
@@ -349,22 +386,25 @@ def _discover_named(name: str, env: Mapping[str, str]) -> Toolkit:
     if name in ("cu12", "cu13"):
         found = _from_wheels(search, [_WHEELS[0 if name == "cu12" else 1]])
     elif name == "system":
-        found = _from_system(env, search)
+        # A named toolkit is asked for by name: one that has nvcc but no NVRTC still builds nvcc kernels.
+        found = _from_system(env, search, nvcc_only=True)
     else:
-        found = toolkit_from_home(Path(name), name, search)
+        found = toolkit_from_home(Path(name), name, search, nvcc_only=True)
     if found is not None:
         return found
     tried = "\n".join(f"  - {t}" for t in search.tried)
     fix = _NAMED_FIX.get(name, "point it at a CUDA toolkit's home (the directory of bin/ptxas and lib64)")
-    raise ToolchainError(f"toolkit {name!r} has no NVRTC and ptxas:\n{tried}\nFix: {fix}")
+    raise ToolchainError(
+        f"toolkit {name!r} has neither NVRTC and ptxas nor nvcc and ptxas:\n{tried}\nFix: {fix}"
+    )
 
 
-def _from_system(env: Mapping[str, str], search: _Search) -> Toolkit | None:
+def _from_system(env: Mapping[str, str], search: _Search, *, nvcc_only: bool = False) -> Toolkit | None:
     """CUDA_HOME, CUDA_PATH, then the toolkit of the ptxas on PATH."""
     for var in ("CUDA_HOME", "CUDA_PATH"):
         value = env.get(var)
         if value:
-            found = toolkit_from_home(Path(value), f"{var}={value}", search)
+            found = toolkit_from_home(Path(value), f"{var}={value}", search, nvcc_only=nvcc_only)
             if found:
                 return found
         else:
@@ -376,7 +416,7 @@ def _from_system(env: Mapping[str, str], search: _Search) -> Toolkit | None:
             [Path(ptxas_on_path).parent.parent, Path(ptxas_on_path).resolve().parent.parent]
         )
         for home in homes:
-            found = toolkit_from_home(home, f"PATH ({ptxas_on_path})", search)
+            found = toolkit_from_home(home, f"PATH ({ptxas_on_path})", search, nvcc_only=nvcc_only)
             if found:
                 return found
     else:
@@ -438,7 +478,7 @@ def _toolkit_to_json(tk: Toolkit) -> dict[str, object]:
     return {
         "origin": tk.origin,
         "ptxas": str(tk.ptxas),
-        "nvrtc": str(tk.nvrtc),
+        "nvrtc": None if tk.nvrtc is None else str(tk.nvrtc),
         "nvrtc_version": tk.nvrtc_version,
         "ptxas_version": tk.ptxas_version,
         "include_dirs": [str(d) for d in tk.include_dirs],
@@ -451,7 +491,7 @@ def _toolkit_from_json(doc: Mapping[str, Any]) -> Toolkit:
     return Toolkit(
         origin=str(doc["origin"]),
         ptxas=Path(doc["ptxas"]),
-        nvrtc=Path(doc["nvrtc"]),
+        nvrtc=None if doc["nvrtc"] is None else Path(doc["nvrtc"]),
         nvrtc_version=str(doc["nvrtc_version"]),
         ptxas_version=str(doc["ptxas_version"]),
         include_dirs=tuple(Path(d) for d in doc["include_dirs"]),
@@ -463,7 +503,7 @@ def _discovery_inputs(tk: Toolkit, cuda_home: str | None, env: Mapping[str, str]
     """What discovery's answer depends on: the tools found, and every directory whose entries decide what
     is found (site-packages and the `nvidia` wheels in it, the homes named, PATH). A directory's stat
     changes when an entry is added or removed there: a wheel installed, upgraded or removed."""
-    files = [tk.ptxas, tk.nvrtc, *([tk.nvdisasm] if tk.nvdisasm else [])]
+    files = [tk.ptxas, *(f for f in (tk.nvrtc, tk.nvdisasm) if f is not None)]
     site = [Path(p) for p in sys.path if Path(p).name in ("site-packages", "dist-packages")]
     dirs = [f.parent for f in files] + [*nvidia_roots(), *site]
     for root in nvidia_roots():

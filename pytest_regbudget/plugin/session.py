@@ -34,7 +34,7 @@ from ..core.errors import (
     ToolchainError,
     Unbuildable,
 )
-from ..core.facts import KernelFacts
+from ..core.facts import KernelFacts, release_of
 from ..core.gpu_facts import Timing
 from ..core.kernel_report import KernelReport
 from ..core.limits import Launch
@@ -221,14 +221,23 @@ class RegbudgetSession:
             return False
         if budget is None:
             return True  # a test that compiles through the fixture alone
-        return budget.binary is None and (budget.compiler or self.settings.compiler) in ("nvrtc", "nvcc")
+        compiler = budget.compiler or self.settings.compiler
+        if compiler == "nvcc" and self.settings.nvcc is not None:
+            return False  # a pinned nvcc builds it whatever the toolkit: once, not once per toolkit
+        return budget.binary is None and compiler in ("nvrtc", "nvcc")
 
     def item_params(self, budget: Budget | None, archs: Sequence[str]) -> list[tuple[str, str | None, str]]:
         """(arch, toolkit, id) per item of a test or manifest kernel: one per arch, or per (arch, toolkit)
-        with the toolkit's release in the id ("sm_90-12.9") when several are compared."""
+        with the release that builds it in the id ("sm_90-12.9") when several are compared: the toolkit's,
+        or for compiler="nvcc" its nvcc's."""
         if not self.multiplied(budget):
             return [(arch, None, arch) for arch in archs]
-        return [(a, name, f"{a}-{self.release_of(name)}") for a in archs for name in self.settings.toolkits]
+        nvcc = budget is not None and (budget.compiler or self.settings.compiler) == "nvcc"
+        return [
+            (a, name, f"{a}-{self.nvcc_release_of(name) if nvcc else self.release_of(name)}")
+            for a in archs
+            for name in self.settings.toolkits
+        ]
 
     def _check_arch(self, toolkit: str, arch: str) -> None:
         """Unbuildable (a skip) where the toolkit's release no longer targets `arch` (CUDA 13: sm_75 up)."""
@@ -244,6 +253,14 @@ class RegbudgetSession:
     def release_of(self, toolkit: str | None) -> str:
         return self.builder_for(toolkit).toolkit().release
 
+    def nvcc_release_of(self, toolkit: str | None) -> str:
+        """The release of the nvcc that builds nvcc kernels under `toolkit`; the toolkit's where it has
+        none (its items are then skipped with the reason when they run)."""
+        try:
+            return release_of(self.builder_for(toolkit).nvcc().version)
+        except (CompileError, ToolchainError):
+            return self.release_of(toolkit)
+
     def check_toolkits(self) -> None:
         """Find every toolkit named on the command line or in the ini now: one usage error at startup, not
         the same failure in every test. ToolchainError says which and why."""
@@ -251,7 +268,7 @@ class RegbudgetSession:
         if nvcc is not None and not Path(nvcc).is_file():
             raise ToolchainError(f"--regbudget-nvcc={nvcc}: no such file. Fix: give the path of an nvcc")
         toolkit = self.builder.toolkit_or_none()
-        if toolkit is not None:
+        if toolkit is not None and toolkit.nvrtc is not None:
             check_nvrtc(toolkit.nvrtc)
         home = self.settings.cuda_home or os.environ.get("REGBUDGET_CUDA_HOME")
         explicit = self.settings.toolkits or ((None,) if home else ())

@@ -29,8 +29,8 @@ def home_with_ptxas_copy(root: Path, tk: Toolkit) -> Path:
     (root / "bin").mkdir(parents=True)
     (root / "lib64").mkdir()
     shutil.copy2(tk.ptxas, root / "bin" / "ptxas")
-    (root / "lib64" / tk.nvrtc.name).symlink_to(tk.nvrtc)
-    for builtins in tk.nvrtc.parent.glob("libnvrtc-builtins.so.*"):
+    (root / "lib64" / tk.require_nvrtc().name).symlink_to(tk.require_nvrtc())
+    for builtins in tk.require_nvrtc().parent.glob("libnvrtc-builtins.so.*"):
         (root / "lib64" / builtins.name).symlink_to(builtins)
     return root
 

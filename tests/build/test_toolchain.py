@@ -25,8 +25,8 @@ def make_home(root: Path, tk: Toolkit, lib: str = "lib64") -> Path:
     (root / lib).mkdir()
     (root / "include" / "cccl").mkdir(parents=True)
     (root / "bin" / "ptxas").symlink_to(tk.ptxas)
-    (root / lib / tk.nvrtc.name).symlink_to(tk.nvrtc)
-    for builtins in tk.nvrtc.parent.glob("libnvrtc-builtins.so.*"):
+    (root / lib / tk.require_nvrtc().name).symlink_to(tk.require_nvrtc())
+    for builtins in tk.require_nvrtc().parent.glob("libnvrtc-builtins.so.*"):
         (root / lib / builtins.name).symlink_to(builtins)
     return root
 
@@ -68,7 +68,7 @@ def test_env_home_and_lib_layout(tmp_path: Path, wheels: Toolkit) -> None:
     home = make_home(tmp_path / "cuda", wheels, lib="lib")
     tk = discover(env={"REGBUDGET_CUDA_HOME": str(home)})
     assert tk.origin == f"REGBUDGET_CUDA_HOME={home}"
-    assert tk.nvrtc.parent == home / "lib"
+    assert tk.require_nvrtc().parent == home / "lib"
 
 
 def test_broken_explicit_home_is_an_error_not_a_fallback(tmp_path: Path) -> None:
@@ -95,7 +95,7 @@ def test_without_wheels_cuda_home_then_cuda_path_then_path(tmp_path: Path, wheel
     assert discover(env={"CUDA_PATH": str(b), "PATH": str(c / "bin")}).origin == f"CUDA_PATH={b}"
     tk = discover(env={"PATH": str(c / "bin")})
     assert tk.origin.startswith("PATH (")
-    assert tk.nvrtc.parent == c / "lib64"
+    assert tk.require_nvrtc().parent == c / "lib64"
 
 
 @pytest.mark.usefixtures("no_wheels")

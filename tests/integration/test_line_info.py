@@ -27,10 +27,16 @@ SOURCES = sorted(
 OPTIONS = CompileOptions.make(defines={"NACC": 8})  # hungry.cu's and poly.cu's unroll; others ignore it
 # What some files need: host code (nvcc only), template instances named for NVRTC (nvcc builds only what host
 # code launches), an arch with setmaxnreg.
-NVCC_ONLY = {"app.cu", "templates.cu", "wheel_headers.cu"}
+NVCC_ONLY = {
+    "app.cu",
+    "templates.cu",
+    "wheel_headers.cu",
+    "wgmma_assert.cu",
+    "ws_gemm.cu",
+}  # <cassert>: nvcc's
 NVRTC_ONLY = {"softmax.cu"}  # its templates are launched from Python, never from host code
 NAMES = {"softmax.cu": ("softmax<128>", "softmax<1024>")}
-ARCHS = {"roles.cu": ("sm_90a",)}
+ARCHS = {"roles.cu": ("sm_90a",), "wgmma_assert.cu": ("sm_90a",), "ws_gemm.cu": ("sm_90a",)}
 CASES = [
     pytest.param(compiler, relative, id=f"{compiler}-{relative}")
     for relative in SOURCES

@@ -76,7 +76,7 @@ def wrapped_home(root: Path, log: Path) -> Path:
         script = home / "bin" / tool
         script.write_text(f'#!/bin/sh\necho "{tool} $*" >> "{log}"\nexec "{target}" "$@"\n')
         script.chmod(0o755)
-    for lib in [real.nvrtc, *real.nvrtc.parent.glob("libnvrtc-builtins.so.*")]:
+    for lib in [real.require_nvrtc(), *real.require_nvrtc().parent.glob("libnvrtc-builtins.so.*")]:
         (home / "lib" / lib.name).symlink_to(lib)
     return home
 

@@ -5,11 +5,16 @@ and ptxas of both releases; the comparison is checked against separate builds wi
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import subprocess
 import sys
+import zipfile
 from pathlib import Path
 from typing import Any
 
 import pytest
+from filelock import FileLock
 
 from pytest_regbudget.build.cache import compile_kernel
 from pytest_regbudget.build.options import CompileOptions
@@ -43,6 +48,62 @@ NVCC = """
 def test_poly_nvcc():
     pass
 """
+
+
+# A CUDA 13.0 toolkit as a user's system install without NVRTC: nvcc, ptxas, NVVM, the CRT, the runtime
+# headers and CCCL of 13.0, from their wheels, laid out as one CUDA home (bin/, nvvm/, include/).
+CUDA_13_0 = ["nvidia-cuda-nvcc", "nvidia-nvvm", "nvidia-cuda-crt", "nvidia-cuda-runtime", "nvidia-cuda-cccl"]
+SPIN = """
+@pytest.mark.regbudget(source="kernels/timing.cu", kernel="spin", compiler="nvcc", launch=(256,))
+def test_spin_nvcc():
+    pass
+"""
+
+
+@pytest.fixture(scope="session")
+def cuda_13_0_home() -> Path:
+    """The 13.0 wheels downloaded once into a cache that outlives the run (REGBUDGET_TEST_DOWNLOADS, else
+    ~/.cache/pytest-regbudget-tests), unpacked into a CUDA home, under a lock for xdist's workers. A
+    download that fails fails the test: CI reaches PyPI, as it does to install the test extras."""
+    cache = Path(
+        os.environ.get("REGBUDGET_TEST_DOWNLOADS", Path.home() / ".cache" / "pytest-regbudget-tests")
+    )
+    home = cache / "cuda-13.0-nvcc-home"
+    cache.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(cache / "cuda-13.0.lock")):
+        if (home / "bin" / "nvcc").is_file():
+            return home
+        wheels = cache / "cuda-13.0-wheels"
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "download",
+                "-q",
+                "--no-deps",
+                "--only-binary=:all:",
+                "-d",
+                str(wheels),
+            ]
+            + [f"{name}==13.0.*" for name in CUDA_13_0],
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
+        assert done.returncode == 0, f"cannot download the CUDA 13.0 wheels:\n{done.stdout}{done.stderr}"
+        unpacked = cache / "cuda-13.0-unpacking"
+        shutil.rmtree(unpacked, ignore_errors=True)
+        for wheel in sorted(wheels.glob("*.whl")):
+            with zipfile.ZipFile(wheel) as archive:
+                archive.extractall(unpacked)
+        root = unpacked / "nvidia" / "cu13"
+        for tool in [*(root / "bin").iterdir(), *(root / "nvvm" / "bin").iterdir()]:
+            tool.chmod(0o755)  # zip keeps no mode bits
+        shutil.rmtree(home, ignore_errors=True)
+        root.rename(home)
+        shutil.rmtree(unpacked, ignore_errors=True)
+    return home
 
 
 def module_of(*bodies: str) -> str:
@@ -200,8 +261,8 @@ def test_an_older_arch_than_a_release_builds_is_skipped_with_the_reason(project:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--regbudget-toolkit=cu14"], "*toolkit 'cu14' has no NVRTC and ptxas:*"),
-        (["--regbudget-toolkit=cu12,{empty}"], "*toolkit '{empty}' has no NVRTC and ptxas:*"),
+        (["--regbudget-toolkit=cu14"], "*toolkit 'cu14' has neither NVRTC and ptxas nor nvcc and ptxas:*"),
+        (["--regbudget-toolkit=cu12,{empty}"], "*toolkit '{empty}' has neither NVRTC and ptxas nor nvcc*"),
         (["--regbudget-cuda-home={empty}"], "*found no CUDA toolkit with both NVRTC and ptxas*"),
         (["--regbudget-nvcc={empty}/nvcc"], "*--regbudget-nvcc={empty}/nvcc: no such file*"),
         (["--regbudget-toolkit=cu12,{cu12home}"], "*are both CUDA 12.*share one baseline entry per kernel*"),
@@ -217,8 +278,8 @@ def test_a_bad_toolkit_is_one_usage_error_at_startup(
     (cu12home / "bin").mkdir(parents=True)
     (cu12home / "bin" / "ptxas").symlink_to(toolkits["cu12"].ptxas)
     (cu12home / "lib").mkdir()
-    (cu12home / "lib" / toolkits["cu12"].nvrtc.name).symlink_to(toolkits["cu12"].nvrtc)
-    for lib in toolkits["cu12"].nvrtc.parent.glob("libnvrtc-builtins*"):
+    (cu12home / "lib" / toolkits["cu12"].require_nvrtc().name).symlink_to(toolkits["cu12"].require_nvrtc())
+    for lib in toolkits["cu12"].require_nvrtc().parent.glob("libnvrtc-builtins*"):
         (cu12home / "lib" / lib.name).symlink_to(lib)
     filled = [a.format(empty=empty, cu12home=cu12home) for a in args]
     before = sorted(p.name for p in project.path.iterdir())
@@ -272,3 +333,68 @@ def test_switching_between_one_toolkit_and_several_rewrites_no_entry(project: py
     result, _ = run(project, "--regbudget-toolkit=cu13", "--regbudget-update")
     result.stdout.fnmatch_lines(["*updated: 0 added, 0 updated, 2 unchanged, 0 stale*"])
     assert (project.path / BASELINE).read_text() == text
+
+
+def test_a_system_toolkit_with_nvcc_but_no_nvrtc_compares_nvcc_kernels(
+    project: pytest.Pytester,
+    toolkits: dict[str, Toolkit],
+    cuda_13_0_home: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """--regbudget-toolkit=cu13,system where the system CUDA (CUDA_HOME) is a 13.0 install with nvcc and no
+    NVRTC: nvcc kernels build with both nvccs, each labelled with the release that built it, NVRTC kernels
+    are skipped under system with the reason, and the comparison shows 13.0 -> 13.5 for the nvcc kernels."""
+    assert not list((cuda_13_0_home / "lib").glob("libnvrtc*"))
+    (project.path / "kernels" / "timing.cu").write_text((KERNELS / "timing.cu").read_text())
+    project.makepyfile(test_k=module_of(POLY, NVCC, SPIN))
+    monkeypatch.setenv("CUDA_HOME", str(cuda_13_0_home))
+    new = toolkits["cu13"].release
+    result, report = run(
+        project, "--regbudget-arch=sm_90", "--regbudget-toolkit=cu13,system", "--regbudget-update"
+    )
+    # poly (NVRTC): cu13 only; poly_nvcc and spin_nvcc: with both.
+    result.assert_outcomes(passed=1 + 2 + 2, skipped=1)
+    result.stdout.fnmatch_lines(
+        ['*SKIPPED*has no NVRTC: it builds only compiler="nvcc" kernels*'], consecutive=False
+    )
+    releases = {r["nodeid"].split("::")[-1]: r["release"] for r in report["kernels"]}
+    assert releases == {
+        f"test_poly[sm_90-{new}]": new,
+        f"test_poly_nvcc[sm_90-{new}]": new,
+        "test_poly_nvcc[sm_90-13.0]": "13.0",
+        f"test_spin_nvcc[sm_90-{new}]": new,
+        "test_spin_nvcc[sm_90-13.0]": "13.0",
+    }
+    for rec in report["kernels"]:
+        if rec["compiler"] == "nvcc":  # built by the nvcc of its label's release
+            assert rec["nvrtc_version"].startswith(f"nvcc {rec['release']}.")
+    # spin's registers differ between nvcc 13.0 and 13.5 (whatever they are: checked against the builds).
+    by_release = {r["release"]: r["registers"] for r in report["kernels"] if "spin" in r["nodeid"]}
+    assert by_release["13.0"] != by_release[new]
+    (comparison,) = report["toolkit_comparison"]
+    assert (comparison["old"], comparison["new"]) == ("13.0", new)
+    listed = {
+        d["kernel"]: {c["metric"]: (c["old"], c["new"]) for c in d["changes"]}
+        for d in comparison["differences"]
+    }
+    assert listed["spin"]["registers"] == (by_release["13.0"], by_release[new])
+    result.stdout.fnmatch_lines(
+        [f"*13.0 -> {new}: *", f"*spin*[[]sm_90[]]: registers {by_release['13.0']} -> {by_release[new]}*"]
+    )
+
+
+def test_a_pinned_nvcc_is_not_labelled_with_each_toolkits_release(
+    project: pytest.Pytester, toolkits: dict[str, Toolkit], cuda_13_0_home: Path
+) -> None:
+    """With --regbudget-nvcc, nvcc kernels are built once, by that nvcc, and labelled by it: not once per
+    --regbudget-toolkit under releases that did not build them."""
+    project.makepyfile(test_k=module_of(POLY, NVCC))
+    nvcc = cuda_13_0_home / "bin" / "nvcc"
+    result, report = run(
+        project, "--regbudget-arch=sm_90", "--regbudget-toolkit=cu12,cu13", f"--regbudget-nvcc={nvcc}"
+    )
+    result.assert_outcomes(passed=2 + 1)
+    nvcc_recs = [r for r in report["kernels"] if r["compiler"] == "nvcc"]
+    assert [(r["nodeid"].split("::")[-1], r["release"]) for r in nvcc_recs] == [
+        ("test_poly_nvcc[sm_90]", "13.0")
+    ]
