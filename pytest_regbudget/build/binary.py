@@ -76,6 +76,7 @@ from ..core.cuobjdump import (
     parse_elf_list,
     parse_resource_usage,
     parse_sass_local_accesses,
+    parse_sass_roles,
     spill_bytes,
     version_tuple,
 )
@@ -117,6 +118,8 @@ class BinaryKernel(Struct, frozen=True):
     maxntid: tuple[int, ...] | None = None
     reqntid: tuple[int, ...] | None = None
     register_limit: int | None = None  # EIATTR_MAXREG_COUNT when below the 255 default
+    # Its warpgroups' register targets as its SASS keeps them (("inc", 232), ("dec", 40)); () for none.
+    setmaxnreg: tuple[tuple[str, int], ...] = ()
     relocatable: bool = False  # from an unlinked -rdc object: REG/STACK do not include callees yet
     toolkit: str | None = None  # CUDA version of the ptxas that built it, "12.9"; None if not recorded
     elf: int = 0  # which ELF of the file (cuobjdump's order), to tell same-arch copies apart
@@ -163,6 +166,7 @@ def _is_sass(line: str) -> bool:
         not stripped.startswith("/*")
         or "STL" in line
         or "LDL" in line
+        or "USETMAXREG" in line
         or stripped.startswith(("Fatbin", "arch", "Function"))
     )
 
@@ -366,6 +370,8 @@ class _CubinFacts(Struct, frozen=True):
 
     elf: ElfInfo
     accesses: dict[str, dict[int, str]]
+    # The setmaxnreg targets in the SASS of each kernel with EIATTR_REG_RECONFIG.
+    roles: dict[str, tuple[tuple[str, int], ...]] = {}
 
 
 class _ArchFacts(Struct, frozen=True):
@@ -376,7 +382,8 @@ class _ArchFacts(Struct, frozen=True):
 
 
 # The cache documents' own version: a change of BinaryKernel or of what is read changes it.
-_CACHE_FORMAT = 2  # 2: a linked kernel without a stack frame has spills 0 whatever its ptxas
+# 2: a linked kernel without a stack frame has spills 0 whatever its ptxas; 3: setmaxnreg roles from the SASS.
+_CACHE_FORMAT = 3
 
 
 def _kept(doc: str | None, kind: type[T], make: Callable[[], T], keep: bool = True) -> T:
@@ -427,6 +434,7 @@ def _read_arch(file: _File, arch: str, folder: Path | None, jobs: int) -> _ArchF
         kernels = combine_listings(usages, elves, {i: f.accesses for i, f in facts.items()})
     except ParseError as exc:
         raise BinaryError(f"cannot read cuobjdump's listings of {file.path}: {exc}") from exc
+    kernels = [replace(k, setmaxnreg=facts[k.elf].roles.get(k.name, ())) for k in kernels]
     held = {k.elf for k in kernels}
     return _ArchFacts(tuple(kernels), sum(1 for i in mine if i not in held))
 
@@ -496,17 +504,23 @@ def _read_cubin(file: _File, cubin: Path) -> _CubinFacts:
     if len(elves) != 1:
         raise BinaryError(f"cannot read {file.path}: an extracted ELF reads as {len(elves)} ELFs")
     elf = elves[0]
-    # Widths of the marked instructions, only where some kernel has marks: the SASS can be large.
+    # Widths of the marked instructions, and the targets of the kernels that reconfigure registers (their
+    # ELF says so, not with which targets), only for those kernels: the SASS can be large.
     marked = sorted(name for name in elf.kernels if _marks(elf, name))
+    reconfigured = sorted(name for name, attrs in elf.kernels.items() if attrs.reg_reconfig)
+    wanted = sorted({*marked, *reconfigured})
     accesses: dict[str, dict[int, str]] = {}
-    if marked:
+    roles: dict[str, tuple[tuple[str, int], ...]] = {}
+    if wanted:
         with tempfile.TemporaryDirectory(prefix="regbudget-cuobjdump-") as tmp:
             options = Path(tmp) / "functions.txt"
-            options.write_text(f"--function {','.join(marked)}\n", encoding="utf-8")
+            options.write_text(f"--function {','.join(wanted)}\n", encoding="utf-8")
             sass = file.run(["--dump-sass", "--options-file", str(options)], cubin, timeout, _is_sass)
         per_elf = parse_sass_local_accesses(sass)
         accesses = {name: dict(offsets) for name, offsets in (per_elf[0] if per_elf else {}).items()}
-    return _CubinFacts(elf, accesses)
+        per_elf_roles = parse_sass_roles(sass)
+        roles = dict(per_elf_roles[0]) if per_elf_roles else {}
+    return _CubinFacts(elf, accesses, roles)
 
 
 def _marks(elf: ElfInfo, name: str) -> bool:

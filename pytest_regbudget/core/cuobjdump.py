@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from msgspec import Struct, field
 
 from .errors import ParseError
-from .sass import instruction, local_opcode
+from .sass import instruction, local_opcode, setmaxnreg_of
 
 
 class ResourceUsage(Struct, frozen=True):
@@ -41,6 +41,8 @@ class KernelAttributes(Struct, frozen=True):
     # Offsets (in the kernel's .text section) of the instructions ptxas marked SpillRefill, callees'
     # code excluded; None when the section has no EIATTR_ANNOTATIONS at all.
     spill_offsets: tuple[int, ...] | None = None
+    # EIATTR_REG_RECONFIG: the kernel moves registers between warpgroups (setmaxnreg kept); its SASS says how.
+    reg_reconfig: bool = False
 
 
 class ElfInfo(Struct, frozen=True):
@@ -294,6 +296,7 @@ def _kernel_attributes(
     maxntid = reqntid = None
     limit: int | None = None
     marks: list[int] | None = None
+    reconfig = False
     for name, value in attrs:
         if name == "EIATTR_MAX_THREADS":
             maxntid = _dims(value)
@@ -305,6 +308,8 @@ def _kernel_attributes(
                 limit = numbers[0]
         elif name == "EIATTR_ANNOTATIONS":
             marks = (marks or []) + [int(x, 0) for x in _SPILL_MARK.findall(value)]
+        elif name == "EIATTR_REG_RECONFIG":
+            reconfig = True
     if marks is not None:
         # A non-inlined callee is compiled into its caller's section (a LOCAL FUNC symbol inside it);
         # ptxas reports its spills under its own name, so they are not the kernel's.
@@ -314,6 +319,7 @@ def _kernel_attributes(
         reqntid=reqntid,
         register_limit=limit,
         spill_offsets=None if marks is None else tuple(sorted(marks)),
+        reg_reconfig=reconfig,
     )
 
 
@@ -374,6 +380,23 @@ def parse_sass_local_accesses(text: str | Iterable[str]) -> list[dict[str, dict[
             elif current is not None and (ins := instruction(line)) and (opcode := local_opcode(ins[1])):
                 current[ins[0]] = opcode
         result.append(functions)
+    return result
+
+
+def parse_sass_roles(text: str | Iterable[str]) -> list[dict[str, tuple[tuple[str, int], ...]]]:
+    """Per ELF, per function: the setmaxnreg targets its SASS keeps, in order (`USETMAXREG.TRY_ALLOC
+    ... 0xe8` is ("inc", 232), `DEALLOC 0x28` is ("dec", 40))."""
+    lines = text.splitlines() if isinstance(text, str) else text
+    result: list[dict[str, tuple[tuple[str, int], ...]]] = []
+    for block in _elf_blocks(lines):
+        functions: dict[str, list[tuple[str, int]]] = {}
+        current: list[tuple[str, int]] | None = None
+        for _, line in block.lines:
+            if m := _SASS_FUNCTION.match(line):
+                current = functions.setdefault(m.group(1), [])
+            elif current is not None and (ins := instruction(line)) and (role := setmaxnreg_of(ins[1])):
+                current.append(role)
+        result.append({name: tuple(roles) for name, roles in functions.items() if roles})
     return result
 
 

@@ -206,6 +206,16 @@ def parse_sass(text: str, function: str, *, spills: bool = True) -> SassReport:
     )
 
 
+def setmaxnreg_of(instruction: str) -> tuple[str, int] | None:
+    """("inc", 232) for `USETMAXREG.TRY_ALLOC.CTAPOOL UP0, 0xe8`, ("dec", 40) for `USETMAXREG.DEALLOC.CTAPOOL
+    0x28`; None for any other instruction. nvdisasm and cuobjdump print it alike."""
+    found = _SETMAXREG.search(instruction)
+    if found is None:
+        return None
+    role = _role(found)
+    return role.direction, role.count
+
+
 def _role(found: re.Match[str]) -> Role:
     # TRY_ALLOC raises the count (setmaxnreg.inc, retried until the pool has them); DEALLOC lowers it.
     return Role("dec" if found.group(1) == "DEALLOC" else "inc", int(found.group(2), 0))

@@ -102,4 +102,5 @@ class Binary(Struct, frozen=True):
             resources=resources,
             provenance=made,
             options_hash=digest,
+            setmaxnreg=k.setmaxnreg,
         )

@@ -462,3 +462,39 @@ def test_cuobjdump_13_0_listing_recorded_on_a_gpu_machine() -> None:
         kernels[("_Z9transposeILi32EEvPKfPfi", "sm_90")].shared == 32 * 33 * 4
     )  # 5248 minus the 1 KiB reserve
     assert kernels[("scale", "sm_80")].registers == 8
+
+
+def test_setmaxnreg_roles_are_read_from_a_binarys_sass(
+    tmp_path: Path, cuobjdump: Path, pytester: pytest.Pytester
+) -> None:
+    """A binary carries no PTX: its ELF marks a kernel that kept its roles (EIATTR_REG_RECONFIG), and the SASS
+    of that kernel alone is read for the targets (USETMAXREG). roles.cu built by NVRTC + ptxas for sm_90a:
+    `roles` keeps them, `dropped` (no launch bounds) lost them to C7508."""
+    roles_cu = Path(__file__).parents[1] / "kernels" / "roles.cu"
+    compiled = compile_kernel(roles_cu, "roles", "sm_90a", CompileOptions(), discover())
+    path = tmp_path / "roles.cubin"
+    path.write_bytes(compiled.cubin)
+    kernels = {k.name: k for k in read_binary(path)}
+    assert kernels["roles"].setmaxnreg == (("inc", 232), ("dec", 40))
+    assert kernels["dropped"].setmaxnreg == ()
+    assert kernels["tooMany"].setmaxnreg == ()
+    # As a budget: "required" holds for the kernel that kept them and fails the one that lost them.
+    shutil.copy(path, pytester.path / "roles.cubin")
+    pytester.makepyfile(
+        test_b="""
+import pytest
+
+@pytest.mark.regbudget(binary="roles.cubin", kernel="roles", setmaxnreg={"inc": 232, "dec": 40})
+def test_kept():
+    pass
+
+@pytest.mark.regbudget(binary="roles.cubin", kernel="dropped", setmaxnreg="required")
+def test_lost():
+    pass
+"""
+    )
+    result = pytester.runpytest("-p", "no:cacheprovider", "--regbudget-arch=sm_90a", "-v")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(
+        ["*test_kept*PASSED*", "*setmaxnreg required, but the kernel has no setmaxnreg*"]
+    )
