@@ -130,11 +130,17 @@ def _spill_sentences(sass: SassReport) -> list[str]:
         groups.setdefault((a.loop.where(), a.role), []).append(a)
     for (where, role), accesses in sorted(groups.items(), key=lambda g: (-len(g[1]), g[0][0])):
         loops = {a.loop for a in accesses if a.loop is not None}
+        # A library's small loop (a pipeline's barrier wait) is named with the loop of the user's around it.
+        around = _enclosing(sass, loops, where)
+        within = f" (within the loop at {around})" if around else ""
+        # The instructions' own lines where they are in another file than the loop (a helper it calls).
+        elsewhere = [a for a in accesses if a.line and a.loop is not None and a.file != a.loop.file]
+        at = f", at {_lines(elsewhere)}" if elsewhere else ""
         in_role = f", in the {role.describe()}," if role else ""
         out.append(
-            f"{len(accesses)} spill/refill instruction(s) inside the loop at {where}{in_role} run on every "
-            f"iteration ({len(in_loops)} of {len(spilled)} spill instructions are in loops): this is where "
-            f"the spills cost. {_loop_fix(sass, loops, role)}"
+            f"{len(accesses)} spill/refill instruction(s) inside the loop at {where}{within}{at}{in_role} "
+            f"run on every iteration ({len(in_loops)} of {len(spilled)} spill instructions are in loops): "
+            f"this is where the spills cost. {_loop_fix(sass, loops, role)}"
         )
     outside = [a for a in spilled if a.loop is None]
     if outside:
@@ -160,8 +166,18 @@ def _spill_sentences(sass: SassReport) -> list[str]:
     return out
 
 
+def _enclosing(sass: SassReport, loops: set[Loop], where: str) -> str | None:
+    """Where the innermost loop around all of `loops` that is written elsewhere than `where` is."""
+    around = [
+        lp
+        for lp in sass.loops
+        if lp.where() != where and all(lp.contains(inner.start) and lp.size > inner.size for inner in loops)
+    ]
+    return min(around, key=lambda lp: lp.size).where() if around else None
+
+
 def _calls_in(sass: SassReport, loops: set[Loop]) -> list[Call]:
-    return [c for c in sass.calls if any(lp.start <= c.address <= lp.end for lp in loops)]
+    return [c for c in sass.calls if any(lp.contains(c.address) for lp in loops)]
 
 
 def _call_fix(names: Sequence[str]) -> str:

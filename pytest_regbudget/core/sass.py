@@ -42,9 +42,22 @@ class Loop(Struct, frozen=True):
     # loop calls, the line of the call, so that a loop is named by its own lines, not the helper's.
     lines: tuple[int, ...]
     depth: int = 1  # 1 for an outermost loop, 2 for a loop in it, and so on
+    # Its instructions, as (first, last) address runs: a loop's code need not be one stretch of the listing.
+    ranges: tuple[tuple[int, int], ...] = ()
+    # The line of its backward branch in that file: the loop statement (`for`, `while`), what it is named by.
+    # Its instructions' lines may reach far from it (a value computed before the loop, rematerialized in it).
+    line: int | None = None
 
     def where(self) -> str:
-        return _where(self.file, self.lines)
+        return _where(self.file, (self.line,) if self.line is not None else self.lines)
+
+    def contains(self, address: int) -> bool:
+        return any(first <= address <= last for first, last in self.ranges or ((self.start, self.end),))
+
+    @property
+    def size(self) -> int:
+        """How much code it holds (bytes of instructions), to order loops innermost first."""
+        return sum(last - first for first, last in self.ranges or ((self.start, self.end),))
 
 
 class LocalAccess(Struct, frozen=True):
@@ -171,7 +184,7 @@ def parse_sass(text: str, function: str, *, spills: bool = True) -> SassReport:
     roles = _roles(instrs, labels)
 
     def innermost_loop(address: int) -> Loop | None:
-        return next((lp for lp in loops if lp.start <= address <= lp.end), None)
+        return next((lp for lp in loops if lp.contains(address)), None)
 
     marked = any(i.spill_mark for i in instrs)
     local = []
@@ -258,24 +271,89 @@ def _instructions(lines: list[str]) -> tuple[list[_Instruction], dict[str, int]]
 
 
 def _loops(instrs: list[_Instruction], labels: dict[str, int]) -> list[Loop]:
-    """Loops as backward branches, innermost (shortest) first, each named where its branch is written."""
-    spans = []
-    for n, ins in enumerate(instrs):
-        branch = _BRANCH.search(ins.text)
-        # A branch to an earlier instruction closes a loop (a branch to itself after EXIT is not one).
-        if branch and labels.get(branch.group(1), ins.address) < ins.address:
-            start = labels[branch.group(1)]
-            inside = [i for i, other in enumerate(instrs) if start <= other.address <= ins.address]
-            if any(_SETMAXREG.search(instrs[i].text) for i in inside):
-                continue  # setmaxnreg's register-allocation retry
-            spans.append((start, ins.address, n, inside))
+    """The natural loops of the control-flow graph, innermost (least code) first, each named where its
+    backward branch is written. A loop is a header and every instruction that reaches a branch back to it
+    without passing it: an out-of-line block (a barrier wait's retry, placed at the end of the function) is in
+    the loop that branches to it, and a backward jump that is not a loop (that block's jump back to where it
+    came from) is none, since its target does not dominate it."""
+    index = {ins.address: n for n, ins in enumerate(instrs)}
+    successors = [_successors(instrs, n, labels, index) for n in range(len(instrs))]
+    predecessors: list[list[int]] = [[] for _ in instrs]
+    for n, out in enumerate(successors):
+        for m in out:
+            predecessors[m].append(n)
+    reached = _reachable(successors)
+    bodies: dict[int, set[int]] = {}
+    latches: dict[int, int] = {}
+    for n, out in enumerate(successors):
+        for head in out:
+            if head > n or n not in reached:
+                continue
+            body = _natural_loop(predecessors, head, n)
+            if body is None:
+                continue
+            bodies.setdefault(head, set()).update(body)
+            latches[head] = max(latches.get(head, n), n)
     loops = []
-    for start, end, latch, inside in spans:
-        file, lines_in = _loop_source(instrs, latch, inside)
-        depth = sum(1 for s, e, _, _ in spans if s <= start and end <= e)
-        loops.append(Loop(start, end, file, lines_in, depth))
-    loops.sort(key=lambda lp: lp.end - lp.start)
+    for head, body in bodies.items():
+        if any(_SETMAXREG.search(instrs[i].text) for i in body):
+            continue  # setmaxnreg's register-allocation retry
+        inside = sorted(body)
+        file, lines_in = _loop_source(instrs, latches[head], inside)
+        own = instrs[latches[head]].stack
+        line = own[0][1] if own else None
+        depth = sum(1 for other in bodies.values() if body <= other)
+        loops.append(
+            Loop(
+                instrs[head].address,
+                instrs[latches[head]].address,
+                file,
+                lines_in,
+                depth,
+                _ranges(instrs, inside),
+                line,
+            )
+        )
+    loops.sort(key=lambda lp: (lp.size, lp.start))
     return loops
+
+
+def _reachable(successors: list[list[int]]) -> set[int]:
+    seen = {0} if successors else set()
+    todo = list(seen)
+    while todo:
+        for m in successors[todo.pop()]:
+            if m not in seen:
+                seen.add(m)
+                todo.append(m)
+    return seen
+
+
+def _natural_loop(predecessors: list[list[int]], head: int, latch: int) -> set[int] | None:
+    """The instructions that reach `latch` without passing `head`, with both; None when the function's entry
+    is among them (`head` does not dominate `latch`: not a loop)."""
+    body = {head, latch}
+    todo = [latch] if latch != head else []
+    while todo:
+        n = todo.pop()
+        if n == 0 and head != 0:
+            return None
+        for m in predecessors[n]:
+            if m not in body:
+                body.add(m)
+                todo.append(m)
+    return body
+
+
+def _ranges(instrs: list[_Instruction], inside: list[int]) -> tuple[tuple[int, int], ...]:
+    """The loop's instructions as runs of consecutive ones: (first address, last address) each."""
+    runs: list[tuple[int, int]] = []
+    for i in inside:
+        if runs and i == runs[-1][1] + 1:
+            runs[-1] = (runs[-1][0], i)
+        else:
+            runs.append((i, i))
+    return tuple((instrs[a].address, instrs[b].address) for a, b in runs)
 
 
 def _loop_source(
