@@ -217,6 +217,13 @@ def get_arch(name: str) -> ArchLimits:
     raise UnknownArchError(_unknown_message(name))
 
 
+def runs_on(arch: str, device_arch: str) -> bool:
+    """Whether a cubin built for `arch` loads on a device of `device_arch`: its own arch, and the
+    arch-specific variant of it (an sm_90a cubin runs on an H100 or H200, which report sm_90)."""
+    match = _NAME.fullmatch(arch)
+    return arch == device_arch or (match is not None and bool(match[2]) and f"sm_{match[1]}" == device_arch)
+
+
 def compute_arch(name: str) -> str:
     """The NVRTC/PTX virtual arch for a real one: `compute_90a` for `sm_90a`."""
     return "compute_" + get_arch(name).name.removeprefix("sm_")

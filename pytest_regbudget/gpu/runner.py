@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
-from ..core.arch import get_arch
+from ..core.arch import get_arch, runs_on
 from ..core.errors import GpuUnavailable, LaunchError, UnknownArchError
 from ..core.facts import KernelFacts
 from ..core.gpu_facts import GpuFacts, Timing
@@ -59,11 +59,14 @@ class GpuRunner:
             get_arch(dev.arch)
         except UnknownArchError:
             return None, f"GPU checks skipped: {dev.name} is {dev.arch}, which this version does not know"
-        if arch == dev.arch:
+        # An sm_90a build (wgmma, setmaxnreg) runs on the sm_90 device as it is: no sm_90 build, which such a
+        # kernel would not even compile for, is made for it.
+        if runs_on(arch, dev.arch):
+            return arch, None
+        own = next((a for a in item_archs if runs_on(a, dev.arch)), None)
+        if own is None and item_archs and arch == item_archs[0]:
             return dev.arch, None
-        if dev.arch not in item_archs and item_archs and arch == item_archs[0]:
-            return dev.arch, None
-        return None, f"GPU checks run in the {dev.arch} instance of this test"
+        return None, f"GPU checks run in the {own or dev.arch} instance of this test"
 
     def load_and_probe(self, facts: KernelFacts, limits: Limits, key: str) -> tuple[Any, GpuFacts]:
         """Load exactly the measured cubin and ask the driver about it (at the launch size, if any)."""
