@@ -29,6 +29,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import tomli
 from msgspec import Struct
 from msgspec.structs import replace
@@ -41,7 +42,7 @@ from .build.nvcc import find_nvcc
 from .build.options import CompileOptions, Timeouts, define_flag
 from .build.toolchain import discover
 from .core import baseline as bl
-from .core import names
+from .core import names, trend
 from .core.arch import get_arch
 from .core.checks import max_block
 from .core.dirs import default_cache_dir
@@ -56,6 +57,7 @@ from .core.errors import (
 from .core.names import normalize
 from .core.occupancy import occupancy, register_cliff
 from .core.text import close_key_hint, one_line
+from .history import git as history_git
 from .project import manifest
 from .report import compare
 from .report.terminal import key_text, unknown_arch_lines
@@ -602,6 +604,157 @@ def _cmd_explain(args: argparse.Namespace) -> int:
     return OK
 
 
+# -- history and blame --------------------------------------------------------------------------------------
+def _versions(args: argparse.Namespace) -> history_git.Versions:
+    cache = None if args.no_cache else default_cache_dir()
+    try:
+        return history_git.versions(Path(args.baseline), since=args.since, until=args.until, cache_dir=cache)
+    except history_git.GitError as exc:
+        raise CliError(str(exc)) from None
+
+
+def _history_notes(found: history_git.Versions) -> list[str]:
+    """What the rows cannot show: unreadable versions, a shallow clone, no version at all."""
+    notes = []
+    for v in found.versions:
+        if v.samples is None:
+            notes.append(
+                f"unreadable, skipped: {v.commit.sha[:10]} {v.commit.date[:10]} {v.commit.subject}: {v.error}"
+            )
+    if found.shallow:
+        notes.append(f"shallow clone: {history_git.SHALLOW_FIX}")
+    if not found.versions:
+        notes.append(f"no commit of {found.path} in this range")
+    return notes
+
+
+def _row(series: trend.Series, change: trend.Change) -> dict[str, object]:
+    """One row of `history`, as the terminal prints it and the JSON holds it."""
+    return {
+        "commit": change.commit.sha,
+        "date": change.commit.date,
+        "subject": change.commit.subject,
+        "kind": change.kind,
+        "changed": change.changed(),
+        **{m: change.values.get(m) for m in trend.METRICS},
+        "before": {m: change.before.get(m) for m in trend.METRICS},
+    }
+
+
+def _filters(args: argparse.Namespace) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    return _csv(args.arch), _csv(args.release)
+
+
+def _csv(value: str | None) -> tuple[str, ...]:
+    return tuple(x for x in (value or "").split(",") if x)
+
+
+def _cmd_history(args: argparse.Namespace) -> int:
+    found = _versions(args)
+    archs, releases = _filters(args)
+    series = trend.history(found.versions, args.pattern, archs, releases)
+    notes = _history_notes(found)
+    if args.json:
+        doc = {
+            "baseline": found.path,
+            "shallow": found.shallow,
+            "unreadable": [
+                {"commit": v.commit.sha, "date": v.commit.date, "subject": v.commit.subject, "error": v.error}
+                for v in found.versions
+                if v.samples is None
+            ],
+            "kernels": [
+                {
+                    "source": s.source,
+                    "kernel": s.kernel,
+                    "variant": s.variant,
+                    "arch": s.arch,
+                    "release": s.release,
+                    "rows": [_row(s, c) for c in s.changes],
+                }
+                for s in series
+            ],
+        }
+        print(msgspec.json.format(msgspec.json.encode(doc), indent=2).decode())
+        return OK
+    readable = sum(1 for v in found.versions if v.samples is not None)
+    print(
+        f"{found.path}: {len(found.versions)} version(s) on this branch, {readable} readable; "
+        f"{len(series)} kernel(s) match"
+    )
+    for s in series:
+        print(f"\n{s.name()}")
+        rows = [
+            [
+                c.commit.sha[:10],
+                c.commit.date[:10],
+                _cut(c.commit.subject, 40),
+                *(trend.shown(m, c.values.get(m)) if c.kind != "removed" else "-" for m in trend.METRICS),
+                _what(c),
+            ]
+            for c in s.changes
+        ]
+        print(
+            _table(
+                ["commit", "date", "subject", "regs", "spills", "stack", "occupancy", "time ms", "change"],
+                rows,
+            )
+        )
+    for note in notes:
+        print(note)
+    return OK
+
+
+def _what(change: trend.Change) -> str:
+    if change.kind != "changed":
+        return change.kind
+    return ", ".join(
+        f"{m} {trend.shown(m, change.before.get(m))} -> {trend.shown(m, change.values.get(m))}"
+        for m in change.changed()
+    )
+
+
+def _cut(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def _table(header: list[str], rows: list[list[str]]) -> str:
+    widths = [max(len(str(x)) for x in col) for col in zip(header, *rows, strict=True)]
+    lines = [
+        "  ".join(str(x).ljust(w) for x, w in zip(line, widths, strict=True)).rstrip()
+        for line in [header, ["-" * w for w in widths], *rows]
+    ]
+    return "\n".join(lines)
+
+
+def _cmd_blame(args: argparse.Namespace) -> int:
+    found = _versions(args)
+    archs, releases = _filters(args)
+    series = trend.history(found.versions, args.kernel, archs, releases)
+    if not series:
+        raise CliError(
+            f"no kernel matching {args.kernel!r} in any version of {found.path}"
+            + (f" for {', '.join(archs + releases)}" if archs or releases else "")
+            + "; regbudget history lists the kernels it holds"
+        )
+    for s in series:
+        rows = trend.blame(s, args.metric)
+        print(s.name())
+        if not rows:
+            print(f"  {args.metric}: never changed")
+        for n, c in enumerate(rows):
+            label = "last changed" if n == 0 else "changed"
+            before = "(new)" if c.kind == "added" else trend.shown(args.metric, c.before.get(args.metric))
+            after = "(gone)" if c.kind == "removed" else trend.shown(args.metric, c.values.get(args.metric))
+            print(
+                f"  {label}: {args.metric} {before} -> {after} in {c.commit.sha[:10]} {c.commit.date[:10]} "
+                f"{c.commit.subject}"
+            )
+    for note in _history_notes(found):
+        print(note)
+    return OK
+
+
 # -- the command line ---------------------------------------------------------------------------------------
 def parser() -> argparse.ArgumentParser:
     main = argparse.ArgumentParser(
@@ -669,6 +822,41 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--update", metavar="BASELINE", help="apply the shards' entries to this baseline file")
     p.add_argument("--rootdir", help="the project's rootdir (default: the one the shards ran in)")
     p.set_defaults(run=_cmd_merge)
+
+    for name, help_text in (
+        ("history", "each kernel's numbers over the baseline file's git history, one row per change"),
+        ("blame", "the commits where one metric of a kernel changed, the last first: git blame for numbers"),
+    ):
+        h = sub.add_parser(name, help=help_text)
+        if name == "history":
+            h.add_argument(
+                "pattern",
+                nargs="?",
+                metavar="KERNEL-PATTERN",
+                help="fnmatch pattern of kernel names or SOURCE::KERNEL",
+            )
+            h.add_argument("--json", action="store_true", help="write the rows as JSON")
+            h.set_defaults(run=_cmd_history)
+        else:
+            h.add_argument(
+                "kernel", metavar="KERNEL", help="a kernel name or fnmatch pattern (or SOURCE::KERNEL)"
+            )
+            h.add_argument(
+                "--metric", default="spills", choices=trend.METRICS, help="the metric (default spills)"
+            )
+            h.set_defaults(run=_cmd_blame)
+        h.add_argument(
+            "--baseline",
+            default="regbudget-baseline.toml",
+            help="the baseline file (default regbudget-baseline.toml)",
+        )
+        h.add_argument("--since", help="a revision (the range starts after it) or a date git understands")
+        h.add_argument("--until", help="a revision (the range ends at it) or a date")
+        h.add_argument("--arch", help="only these archs, comma-separated")
+        h.add_argument("--release", help="only these CUDA releases, comma-separated (12.9,13.0)")
+        h.add_argument(
+            "--no-cache", action="store_true", help="parse every version again (not from the cache)"
+        )
 
     p = sub.add_parser("baseline", help="baseline file commands")
     base = p.add_subparsers(dest="baseline_command", required=True, metavar="COMMAND")
