@@ -48,6 +48,7 @@ ALLOWED: dict[str, set[str]] = {
         "gpu",
         "report",
         "update",
+        "history",
         "plugin",
     },
     "cli": {"_version", "core", "build", "sources", "project", "report", "update", "history"},

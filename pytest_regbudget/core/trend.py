@@ -182,3 +182,64 @@ def shown(metric: str, value: object) -> str:
     if metric == "time_ms" and isinstance(value, float):
         return f"{value:.3f}"
     return str(value)
+
+
+# -- what the HTML report draws ------------------------------------------------------------------------
+HISTORY_COMMITS = 50  # the last commits of the baseline a report's charts show
+# Occupancy bands of the suite's picture over time, as (lowest, label): a kernel in the first that holds it.
+BANDS = ((0.75, ">= 75%"), (0.5, "50-75%"), (0.25, "25-50%"), (0.0, "< 25%"))
+
+
+class Point(Struct, frozen=True, array_like=True):
+    """A kernel at one commit (or the run, `commit` "now"): what its chart plots."""
+
+    commit: str
+    date: str
+    registers: int
+    spills: int  # stores + loads, bytes
+
+
+class SuitePoint(Struct, frozen=True, array_like=True):
+    """The whole baseline at one commit: total spill bytes and kernels per occupancy band (BANDS' order)."""
+
+    commit: str
+    date: str
+    spills: int
+    bands: tuple[int, ...]
+
+
+class Trails(Struct, frozen=True):
+    """A report's history: each kernel's points by its identity, the suite's, and what limits them."""
+
+    kernels: dict[str, tuple[Point, ...]]  # by trail_key
+    suite: tuple[SuitePoint, ...]
+    note: str | None = None  # why there is less than asked (a shallow clone, no history)
+
+
+def trail_key(key: Sequence[str]) -> str:
+    """A baseline key (source, kernel, variant, arch, release) as the trails are indexed by."""
+    return "\x1f".join((key[0], normalize(key[1]), *key[2:5]))
+
+
+def _band(occupancy: float) -> int:
+    return next(n for n, (low, _) in enumerate(BANDS) if occupancy >= low)
+
+
+def trails(versions: Sequence[Version], last: int = HISTORY_COMMITS, note: str | None = None) -> Trails:
+    """The last `last` readable versions as chart points, per kernel and for the suite."""
+    readable = [v for v in versions if v.samples is not None][-last:] if last > 0 else []
+    kernels: dict[str, list[Point]] = {}
+    suite = []
+    for v in readable:
+        assert v.samples is not None
+        total = 0
+        bands = [0] * len(BANDS)
+        for s in v.samples:
+            spills = (s.spill_stores or 0) + (s.spill_loads or 0)
+            total += spills
+            if s.occupancy is not None:
+                bands[_band(s.occupancy)] += 1
+            point = Point(v.commit.sha[:10], v.commit.date[:10], s.registers, spills)
+            kernels.setdefault(trail_key(_identity(s)), []).append(point)
+        suite.append(SuitePoint(v.commit.sha[:10], v.commit.date[:10], total, tuple(bands)))
+    return Trails({k: tuple(p) for k, p in kernels.items()}, tuple(suite), note)

@@ -208,6 +208,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=str(DEFAULT_NVCC_TIMEOUT),
     )
     parser.addini(
+        "regbudget_html_history",
+        "commits of the baseline file's git history the HTML report's charts show (default 50; 0: none)",
+        default="50",
+    )
+    parser.addini(
         "regbudget_cuobjdump_timeout",
         "seconds one cuobjdump run may take per 100 MB of the binary it reads "
         f"(default {DEFAULT_CUOBJDUMP_TIMEOUT:g})",
@@ -226,6 +231,13 @@ def _seconds(config: pytest.Config, name: str, default: float) -> float:
             f"{name} = {text!r}: expected a finite number of seconds > 0, e.g. {default:g}"
         )
     return value
+
+
+def _count(config: pytest.Config, name: str) -> int:
+    text = str(config.getini(name)).strip()
+    if not text.isdigit():
+        raise pytest.UsageError(f"{name} = {text!r}: expected a whole number >= 0, e.g. 50")
+    return int(text)
 
 
 def _path_option(config: pytest.Config, name: str) -> Path | None:
@@ -283,6 +295,7 @@ def settings_of(config: pytest.Config, manifest: Manifest | None = None) -> Sett
         compiler=_compiler(config),
         html_path=_path_option(config, "regbudget_html"),
         html_all=bool(config.getoption("regbudget_html_all")),
+        html_history=_count(config, "regbudget_html_history"),
         strict=bool(config.getoption("regbudget_strict") or config.getini("regbudget_strict")),
         time_basis=_time_basis(config),
         toolkits=_toolkits(config),

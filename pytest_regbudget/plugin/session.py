@@ -25,6 +25,7 @@ from ..build.compiler import error_location
 from ..build.toolchain import check_nvrtc, oldest_arch
 from ..build.units import Spec
 from ..core import baseline as bl
+from ..core import trend
 from ..core.arch import get_arch
 from ..core.errors import (
     BaselineError,
@@ -40,8 +41,10 @@ from ..core.kernel_report import KernelReport
 from ..core.limits import Launch
 from ..core.ratchet import BaselineRule
 from ..core.text import safe_block
+from ..core.trend import Trails
 from ..core.verdict import strict, time_budgets_settled, timed, verdict
 from ..gpu.runner import GpuRunner
+from ..history import git as history_git
 from ..project.markers import Budget, parse_marker
 from ..report import compare
 from ..report.record import ReportRecord, to_record
@@ -609,6 +612,7 @@ class RegbudgetSession:
             json_path=s.json_path,
             html_path=s.html_path,
             html_all=s.html_all,
+            trails=self._trails() if s.html_path else None,
             markdown_path=s.markdown_path,
             step_summary=s.step_summary,
             scope=self.report_scope(prefixes, selection),
@@ -646,6 +650,18 @@ class RegbudgetSession:
             "baseline": self._display(self.settings.baseline_path) if self.settings.baseline_path else None,
             "update": self.settings.update,
         }
+
+    def _trails(self) -> Trails | None:
+        """The baseline's last commits for the HTML report's charts; a note instead where git cannot say."""
+        s = self.settings
+        if s.baseline_path is None or s.html_history == 0:
+            return None
+        try:
+            found = history_git.versions(s.baseline_path, cache_dir=s.cache_dir)
+        except history_git.GitError as exc:
+            return Trails({}, (), f"No history charts: {exc}.")
+        note = f"Shallow clone: {history_git.SHALLOW_FIX}." if found.shallow else None
+        return trend.trails(found.versions, s.html_history, note)
 
     def _write(self, writer: FileWriter) -> bool:
         """Write one report file; a failure becomes a summary line naming the file, never a traceback."""

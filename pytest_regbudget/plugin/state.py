@@ -44,6 +44,7 @@ class Settings(Struct, frozen=True):
     sass: bool = False  # --regbudget-sass
     html_path: Path | None = None
     html_all: bool = False  # --regbudget-html-all: every kernel's staircase, not only failing or changed ones
+    html_history: int = 50  # ini regbudget_html_history: commits of the baseline the HTML charts show
     cache_dir: Path | None = None  # None: --regbudget-no-cache
     jobs: int = 1  # compile threads
     compiler: str = "nvrtc"  # ini regbudget_compiler: a registered source name (sources.names())

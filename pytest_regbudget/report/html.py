@@ -19,6 +19,7 @@ from typing import cast
 from ..core.arch import get_arch
 from ..core.baseline import NO_VARIANT
 from ..core.occupancy import occupancy
+from ..core.trend import BANDS, Point, SuitePoint, Trails, trail_key
 from .record import ReportRecord
 from .terminal import baseline_cell, regs_cell
 
@@ -209,7 +210,7 @@ def _row(name: str, value: object, baseline: object = None) -> str:
     return f'<tr><th class="l">{escape(name)}</th><td>{shown}</td><td>{base}</td></tr>'
 
 
-def _kernel_section(rec: ReportRecord, anchor: str) -> str:
+def _kernel_section(rec: ReportRecord, anchor: str, trails: Trails | None = None) -> str:
     base = rec["baseline"] or {}
     occ = (
         None
@@ -269,9 +270,114 @@ def _kernel_section(rec: ReportRecord, anchor: str) -> str:
         )
     if rec["launch"] and rec["registers"] is not None:
         parts.append(staircase_svg(rec))
+    parts.append(_history(rec, trails))
     parts.append(_diagnosis(rec))
     parts.append("</section>")
     return "\n".join(p for p in parts if p)
+
+
+HISTORY_WIDTH, HISTORY_HEIGHT = 420, 96
+BAND_COLOURS = ("#2ca02c", "#98df8a", "#ffbb78", "#d62728")  # BANDS' order: high occupancy to low
+
+
+def _scaled(values: Sequence[float], top: float, bottom: float) -> list[float]:
+    low, high = min(values), max(values)
+    span = (high - low) or 1.0
+    return [bottom - (v - low) / span * (bottom - top) for v in values]
+
+
+def history_svg(points: Sequence[Point], now: Point | None) -> str:
+    """A kernel's registers (blue) and spill bytes (red) over the baseline's last commits, the run last
+    ("now"): each on its own scale, its range written at the left; a point's tooltip names its commit."""
+    shown = [*points, *([now] if now is not None else [])]
+    if len(shown) < 2:
+        return ""
+    left, right, top, bottom = 130, HISTORY_WIDTH - 40, 12, HISTORY_HEIGHT - 22
+    step = (right - left) / (len(shown) - 1)
+    xs = [left + n * step for n in range(len(shown))]
+    parts = [
+        f'<svg class="history" width="{HISTORY_WIDTH}" height="{HISTORY_HEIGHT}" '
+        f'viewBox="0 0 {HISTORY_WIDTH} {HISTORY_HEIGHT}" role="img" aria-label="history">'
+    ]
+    series = (
+        ("registers", STEP_COLOUR, [float(p.registers) for p in shown]),
+        ("spill bytes", KERNEL_COLOUR, [float(p.spills) for p in shown]),
+    )
+    for n, (metric, colour, values) in enumerate(series):
+        ys = _scaled(values, top + n * 3, bottom - n * 3)
+        line = " ".join(f"{x:.1f},{y:.1f}" for x, y in zip(xs, ys, strict=True))
+        parts.append(
+            f'<polyline class="trend" points="{line}" fill="none" stroke="{colour}" stroke-width="2"/>'
+        )
+        for x, y, p, v in zip(xs, ys, shown, values, strict=True):
+            label = "this run" if p.commit == "now" else f"{p.commit} {p.date}"
+            parts.append(
+                f'<circle cx="{x:.1f}" cy="{y:.1f}" r="{4 if p.commit == "now" else 2.5}" fill="{colour}">'
+                f"<title>{escape(label)}: {metric} {int(v)}</title></circle>"
+            )
+        low, high = int(min(values)), int(max(values))
+        parts.append(
+            f'<text x="4" y="{top + 14 + n * 18}" fill="{colour}">{metric} {low}'
+            + (f"..{high}" if high != low else "")
+            + "</text>"
+        )
+    first = shown[0]
+    parts.append(f'<text x="{left}" y="{HISTORY_HEIGHT - 6}">{escape(first.date)}</text>')
+    parts.append(f'<text x="{right - 20}" y="{HISTORY_HEIGHT - 6}">now</text>')
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def suite_history_svg(points: Sequence[SuitePoint]) -> str:
+    """The suite over the baseline's last commits: kernels per occupancy band (stacked bars, high occupancy
+    at the bottom) and the total spill bytes (the red line, its own scale)."""
+    if len(points) < 2:
+        return ""
+    width, height, left, top, bottom = 640, 176, 60, 26, 146
+    most = max(sum(p.bands) for p in points) or 1
+    bar = (width - left - 20) / len(points)
+    parts = [
+        f'<svg class="suite-history" width="{width}" height="{height}" viewBox="0 0 {width} {height}" '
+        'role="img" aria-label="the suite over time">'
+    ]
+    for n, p in enumerate(points):
+        x = left + n * bar
+        y = float(bottom)
+        for band, count in enumerate(p.bands):
+            h = count / most * (bottom - top)
+            y -= h
+            parts.append(
+                f'<rect x="{x:.1f}" y="{y:.1f}" width="{max(bar - 1, 1):.1f}" height="{h:.1f}" '
+                f'fill="{BAND_COLOURS[band]}"><title>{escape(p.commit)} {escape(p.date)}: {count} kernel(s) '
+                f"at {escape(BANDS[band][1])} occupancy</title></rect>"
+            )
+    ys = _scaled([float(p.spills) for p in points], top, bottom)
+    line = " ".join(f"{left + (n + 0.5) * bar:.1f},{y:.1f}" for n, y in enumerate(ys))
+    parts.append(f'<polyline points="{line}" fill="none" stroke="{KERNEL_COLOUR}" stroke-width="2"/>')
+    spills = [p.spills for p in points]
+    parts.append(
+        f'<text x="4" y="{top + 10}" fill="{KERNEL_COLOUR}">spill bytes {min(spills)}..{max(spills)}</text>'
+    )
+    parts.append(f'<text x="{left}" y="{height - 12}">{escape(points[0].date)}</text>')
+    parts.append(f'<text x="{width - 90}" y="{height - 12}">{escape(points[-1].date)}</text>')
+    legend = " ".join(
+        f'<tspan fill="{c}">&#9632; {escape(label)}</tspan>'
+        for c, (_, label) in zip(BAND_COLOURS, BANDS, strict=True)
+    )
+    parts.append(f'<text x="{left}" y="{height - 1}">{legend}</text>')
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def _history(rec: ReportRecord, trails: Trails | None) -> str:
+    if trails is None or not rec.get("key") or rec["registers"] is None:
+        return ""
+    points = trails.kernels.get(trail_key(cast(Sequence[str], rec["key"])), ())
+    spills = (rec["spill_stores"] or 0) + (rec["spill_loads"] or 0)
+    chart = history_svg(points, Point("now", "", rec["registers"], spills))
+    if not chart:
+        return ""
+    return f"<p>Over the baseline's last {len(points)} commit(s) that held it, then this run:</p>{chart}"
 
 
 def _compact_section(rec: ReportRecord, anchor: str) -> str:
@@ -550,7 +656,24 @@ def suite_svg(ordered: Sequence[ReportRecord], ids: Sequence[str]) -> str:
     return "\n".join(out)
 
 
-def render(records: Sequence[ReportRecord], *, all_kernels: bool = False) -> str:
+def _suite_history(trails: Trails | None) -> list[str]:
+    if trails is None:
+        return []
+    chart = suite_history_svg(trails.suite)
+    note = f"<p>{escape(trails.note)}</p>" if trails.note else ""
+    if not chart:
+        return [note] if note else []
+    return [
+        f"<p>Over the baseline's last {len(trails.suite)} commits: kernels per occupancy band (bars) and the "
+        "total spill bytes (red line). A failing or changed kernel's section shows its own.</p>",
+        chart,
+        note,
+    ]
+
+
+def render(
+    records: Sequence[ReportRecord], *, all_kernels: bool = False, trails: Trails | None = None
+) -> str:
     """The page. Failing, warned and changed kernels get a section with the staircase; with `all_kernels`
     (--regbudget-html-all) every kernel does, and the others get a one-paragraph section."""
     # The baseline key tells apart two variants of a kernel in one test, so their order, and so their
@@ -559,7 +682,7 @@ def render(records: Sequence[ReportRecord], *, all_kernels: bool = False) -> str
     ids = anchors(ordered)
     counts = [sum(1 for r in ordered if rank(r) == n) for n in (FAILED, WARNED, CHANGED, UNCHANGED)]
     detailed = [
-        _kernel_section(rec, a)
+        _kernel_section(rec, a, trails)
         for rec, a in zip(ordered, ids, strict=True)
         if all_kernels or rank(rec) != UNCHANGED
     ]
@@ -582,6 +705,7 @@ def render(records: Sequence[ReportRecord], *, all_kernels: bool = False) -> str
         f'<span style="color:{CHANGED_COLOUR}">orange</span>: warned, changed or new; grey: unchanged. A '
         "point links to its kernel.</p>",
         suite_svg(ordered, ids),
+        *_suite_history(trails),
         "<h2>Index</h2>",
         _index(ordered, ids),
     ]

@@ -12,6 +12,7 @@ from pathlib import Path
 from msgspec import Struct
 
 from ..core.baseline import atomic_write
+from ..core.trend import Trails
 from . import compare, html
 from .markdown import markdown_report
 from .record import ReportRecord, json_text
@@ -78,6 +79,7 @@ def file_writers(
     json_path: Path | None,
     html_path: Path | None,
     html_all: bool = False,
+    trails: Trails | None = None,
     markdown_path: Path | None,
     step_summary: Path | None,
     scope: Mapping[str, object] | None = None,
@@ -95,7 +97,8 @@ def file_writers(
             )
         )
     if html_path is not None:
-        writers.append(FileWriter("--regbudget-html", html_path, partial(html.render, all_kernels=html_all)))
+        render = partial(html.render, all_kernels=html_all, trails=trails)
+        writers.append(FileWriter("--regbudget-html", html_path, render))
     if markdown_path is not None:
         writers.append(FileWriter("--regbudget-markdown", markdown_path, _markdown, skip_empty=True))
     if step_summary is not None:
