@@ -606,6 +606,11 @@ def _cmd_explain(args: argparse.Namespace) -> int:
 
 # -- history and blame --------------------------------------------------------------------------------------
 def _versions(args: argparse.Namespace) -> history_git.Versions:
+    if not Path(args.baseline).is_file():
+        raise CliError(
+            f"{args.baseline}: no such file. Fix: name the baseline with --baseline (a renamed file is read "
+            "by its name today; its history is followed through the rename)"
+        )
     cache = None if args.no_cache else default_cache_dir()
     try:
         return history_git.versions(Path(args.baseline), since=args.since, until=args.until, cache_dir=cache)
@@ -649,10 +654,24 @@ def _csv(value: str | None) -> tuple[str, ...]:
     return tuple(x for x in (value or "").split(",") if x)
 
 
+def _series(args: argparse.Namespace, found: history_git.Versions, pattern: str | None) -> list[trend.Series]:
+    """The matching kernels' rows; a pattern that matches no kernel of any version is an error (exit 2)."""
+    archs, releases = _filters(args)
+    series = trend.history(
+        found.versions, pattern, archs, releases, base=found.base, complete=not found.shallow
+    )
+    if not series and pattern is not None and found.versions:
+        raise CliError(
+            f"no kernel matching {pattern!r} in any version of {found.path}"
+            + (f" for {', '.join(archs + releases)}" if archs or releases else "")
+            + "; regbudget history lists the kernels it holds"
+        )
+    return series
+
+
 def _cmd_history(args: argparse.Namespace) -> int:
     found = _versions(args)
-    archs, releases = _filters(args)
-    series = trend.history(found.versions, args.pattern, archs, releases)
+    series = _series(args, found, args.pattern)
     notes = _history_notes(found)
     if args.json:
         doc = {
@@ -706,6 +725,8 @@ def _cmd_history(args: argparse.Namespace) -> int:
 
 
 def _what(change: trend.Change) -> str:
+    if change.kind == "first":
+        return "first seen (the history read starts here)"
     if change.kind != "changed":
         return change.kind
     return ", ".join(
@@ -729,14 +750,17 @@ def _table(header: list[str], rows: list[list[str]]) -> str:
 
 def _cmd_blame(args: argparse.Namespace) -> int:
     found = _versions(args)
-    archs, releases = _filters(args)
-    series = trend.history(found.versions, args.kernel, archs, releases)
+    series = _series(args, found, args.kernel)
     if not series:
         raise CliError(
-            f"no kernel matching {args.kernel!r} in any version of {found.path}"
-            + (f" for {', '.join(archs + releases)}" if archs or releases else "")
-            + "; regbudget history lists the kernels it holds"
+            f"no kernel matching {args.kernel!r}: {found.path} has no readable version in this range"
         )
+    if args.json:
+        doc = [
+            {"kernel": s.name(), "rows": [_row(s, c) for c in trend.blame(s, args.metric)]} for s in series
+        ]
+        print(msgspec.json.format(msgspec.json.encode(doc), indent=2).decode())
+        return OK
     for s in series:
         rows = trend.blame(s, args.metric)
         print(s.name())
@@ -744,7 +768,9 @@ def _cmd_blame(args: argparse.Namespace) -> int:
             print(f"  {args.metric}: never changed")
         for n, c in enumerate(rows):
             label = "last changed" if n == 0 else "changed"
-            before = "(new)" if c.kind == "added" else trend.shown(args.metric, c.before.get(args.metric))
+            before = {"added": "(new)", "first": "(history starts)"}.get(
+                c.kind, trend.shown(args.metric, c.before.get(args.metric))
+            )
             after = "(gone)" if c.kind == "removed" else trend.shown(args.metric, c.values.get(args.metric))
             print(
                 f"  {label}: {args.metric} {before} -> {after} in {c.commit.sha[:10]} {c.commit.date[:10]} "
@@ -835,7 +861,6 @@ def parser() -> argparse.ArgumentParser:
                 metavar="KERNEL-PATTERN",
                 help="fnmatch pattern of kernel names or SOURCE::KERNEL",
             )
-            h.add_argument("--json", action="store_true", help="write the rows as JSON")
             h.set_defaults(run=_cmd_history)
         else:
             h.add_argument(
@@ -845,6 +870,7 @@ def parser() -> argparse.ArgumentParser:
                 "--metric", default="spills", choices=trend.METRICS, help="the metric (default spills)"
             )
             h.set_defaults(run=_cmd_blame)
+        h.add_argument("--json", action="store_true", help="write the rows as JSON")
         h.add_argument(
             "--baseline",
             default="regbudget-baseline.toml",
@@ -879,6 +905,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except CliError as exc:
         print(f"regbudget {args.command}: error: {exc}", file=sys.stderr)
         return BAD_INPUT
+    except BrokenPipeError:
+        # The reader went away (`regbudget history | head`): stop quietly, as git does, and keep Python from
+        # complaining again when it flushes stdout at exit.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return FAILED
 
 
 if __name__ == "__main__":  # pragma: no cover

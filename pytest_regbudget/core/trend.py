@@ -97,7 +97,7 @@ class Change(Struct, frozen=True):
     """One row: a kernel's numbers at a commit where they changed (or it appeared, or it went)."""
 
     commit: Commit
-    kind: str  # "added", "changed" or "removed"
+    kind: str  # "added", "changed", "removed", or "first" (seen in the first version of a cut-off history)
     values: dict[str, object]  # after the commit ({} when removed)
     before: dict[str, object]  # before it ({} when added)
 
@@ -137,13 +137,24 @@ def history(
     pattern: str | None = None,
     archs: Sequence[str] = (),
     releases: Sequence[str] = (),
+    *,
+    base: Version | None = None,
+    complete: bool = True,
 ) -> list[Series]:
     """Each matching kernel's rows over `versions` (oldest first): one where its numbers differ from the
     last readable version's, where it first appears, and where it is gone. Unreadable versions are skipped:
-    a kernel's row compares with the last version that could be read."""
+    a kernel's row compares with the last version that could be read. `base`: the version before the range,
+    which the first rows compare with. Without it and with `complete` False (a shallow clone), a kernel of
+    the first version read is "first" seen there, not "added": its history starts before."""
     last: dict[Key, tuple[Sample, dict[str, object]]] = {}
     rows: dict[Key, list[Change]] = {}
     names: dict[Key, str] = {}  # the name as the latest version spells it
+    if base is not None and base.samples is not None:
+        for s in base.samples:
+            if matches(s, pattern, archs, releases):
+                last[_identity(s)] = (s, values(s))
+                names[_identity(s)] = s.kernel
+    first = base is None and not complete
     for version in versions:
         if version.samples is None:
             continue
@@ -154,13 +165,16 @@ def history(
                 continue  # most entries of most versions: the same sample, nothing to compare
             after = values(s)
             if seen is None:
-                rows.setdefault(key, []).append(Change(version.commit, "added", after, {}))
+                rows.setdefault(key, []).append(
+                    Change(version.commit, "first" if first else "added", after, {})
+                )
             elif seen[1] != after:
-                rows[key].append(Change(version.commit, "changed", after, seen[1]))
+                rows.setdefault(key, []).append(Change(version.commit, "changed", after, seen[1]))
             last[key] = (s, after)
             names[key] = s.kernel
         for key in [k for k in last if k not in now]:
-            rows[key].append(Change(version.commit, "removed", {}, last.pop(key)[1]))
+            rows.setdefault(key, []).append(Change(version.commit, "removed", {}, last.pop(key)[1]))
+        first = False
     return [Series(key[0], names[key], key[2], key[3], key[4], tuple(rows[key])) for key in sorted(rows)]
 
 

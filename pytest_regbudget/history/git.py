@@ -35,6 +35,9 @@ class Versions(Struct, frozen=True):
     versions: tuple[Version, ...]  # oldest first
     shallow: bool  # the clone is shallow: the first version listed may not be the file's first
     path: str  # the file's path in the repository today
+    # The last version before a --since range, the one its first row compares with: a kernel that existed
+    # before the range is not "added" in it.
+    base: Version | None = None
 
 
 def _git(root: Path, args: Sequence[str], timeout: float = 120.0) -> str:
@@ -77,32 +80,50 @@ def _is_revision(root: Path, text: str) -> bool:
     return True
 
 
-def _range(root: Path, since: str | None, until: str | None) -> tuple[list[str], set[str] | None]:
-    """--since/--until as git log's date options, and the commits of a revision range (since..until) when
-    either is a revision. The log itself always starts at HEAD, where the file has the name it is asked by:
-    followed back from an older commit, a renamed file has another name there."""
-    dates: list[str] = []
-    revs: list[str] = []
+def _selected(root: Path, since: str | None, until: str | None) -> set[str] | None:
+    """The branch's commits in the range --since/--until give (each a revision or a date git understands),
+    or None for all. Selected apart from the file's log, which always starts at HEAD: a renamed file has its
+    old name before the rename, and `git log --follow` only sees the rename if it walks through it."""
+    if since is None and until is None:
+        return None
+    args = ["rev-list", "--first-parent"]
+    start, end = None, "HEAD"
     for flag, value in (("since", since), ("until", until)):
         if value is None:
             continue
         if _is_revision(root, value):
-            revs.append(value)
+            if flag == "since":
+                start = value
+            else:
+                end = value
         else:
-            dates.append(f"--{flag}={value}")
-    if not revs:
-        return dates, None
-    start = since if since in revs else None
-    end = until if until in revs else "HEAD"
-    listed = _git(root, ["rev-list", "--first-parent", f"{start}..{end}" if start else end])
-    return dates, set(listed.split())
+            args.append(f"--{flag}={_date(root, flag, value)}")
+    listed = _git(root, [*args, f"{start}..{end}" if start else end])
+    return set(listed.split())
 
 
-def _commits(root: Path, relative: str, since: str | None, until: str | None) -> list[tuple[Commit, str]]:
+def _date(root: Path, flag: str, value: str) -> str:
+    """`value` as git reads a date; GitError for text that is neither a revision nor a date (git reads any
+    text it cannot parse as "now")."""
+    stamp = _git(root, ["rev-parse", f"--since={value}"]).strip().removeprefix("--max-age=")
+    now = _git(root, ["rev-parse", "--since=now"]).strip().removeprefix("--max-age=")
+    if (
+        stamp.isdigit()
+        and now.isdigit()
+        and abs(int(stamp) - int(now)) <= 2
+        and value.strip().lower() != "now"
+    ):
+        raise GitError(
+            f"--{flag} {value!r} is neither a revision of this repository nor a date git understands "
+            '(a commit, a tag, HEAD~10, 2026-01-31, "2 weeks ago")'
+        )
+    return value
+
+
+def _commits(root: Path, relative: str, limit: int | None = None) -> list[tuple[Commit, str]]:
     """(commit, blob it left the file as) per commit that changed the file, oldest first; the blob is the
     null one where the commit deleted it."""
     fmt = f"{_RECORD}%H{_FIELD}%cI{_FIELD}%s"
-    dates, in_range = _range(root, since, until)
     out = _git(
         root,
         [
@@ -113,7 +134,7 @@ def _commits(root: Path, relative: str, since: str | None, until: str | None) ->
             "--raw",
             "--no-abbrev",
             f"--format={fmt}",
-            *dates,
+            *([f"--max-count={limit}"] if limit else []),
             "HEAD",
             "--",
             relative,
@@ -130,7 +151,7 @@ def _commits(root: Path, relative: str, since: str | None, until: str | None) ->
                 fields = line[1:].split("\t", 1)[0].split()
                 if len(fields) >= 4:
                     blob = fields[3]
-        if blob is not None and (in_range is None or sha in in_range):
+        if blob is not None:
             found.append((Commit(sha, date, subject), blob))
     found.reverse()
     return found
@@ -263,12 +284,18 @@ def versions(
     until: str | None = None,
     cache_dir: Path | None = None,
     parse: Callable[[bytes, str], _Parsed] | None = None,
+    limit: int | None = None,
 ) -> Versions:
     """Every version of the baseline file at `path` that the branch's commits left (renames followed),
-    oldest first, each parsed once per blob: a blob read before is taken from `cache_dir`."""
+    oldest first, each parsed once per blob: a blob read before is taken from `cache_dir`. `limit`: only the
+    last so many commits (the HTML report's charts; a long history is not read to draw 50 points)."""
     root, relative = repository_of(path)
     shallow = _git(root, ["rev-parse", "--is-shallow-repository"]).strip() == "true"
-    commits = _commits(root, relative, since, until)
+    everything = _commits(root, relative, limit)
+    selected = _selected(root, since, until)
+    commits = everything if selected is None else [c for c in everything if c[0].sha in selected]
+    before = everything[: everything.index(commits[0])] if commits else []
+    commits = before[-1:] + commits  # the base, read with the range's versions
     folder = None if cache_dir is None else cache_dir / "history"
     parsed: dict[str, _Parsed] = {_NULL_BLOB: _Parsed((), None)}
     if folder is not None:
@@ -279,7 +306,8 @@ def versions(
     wanted = list(dict.fromkeys(b for _, b in commits if b not in parsed))
     parse = parse or BlockParser()
     for blob, data in _blobs(root, wanted):
-        where = f"{relative} at blob {blob[:10]}"
+        # Not the file's name: a blob is cached once, and the file may have had another name at that commit.
+        where = f"blob {blob[:10]}"
         if data is None:
             parsed[blob] = _Parsed(None, f"{where}: git has no such object (a shallow clone's boundary?)")
             continue
@@ -288,10 +316,11 @@ def versions(
             with contextlib.suppress(OSError):
                 folder.mkdir(parents=True, exist_ok=True)
                 store.write(str(folder / f"{blob}.json"), parsed[blob])
-    out = tuple(
+    out = [
         Version(commit, parsed[blob].samples, _short_error(parsed[blob].error)) for commit, blob in commits
-    )
-    return Versions(out, shallow, relative)
+    ]
+    base = out.pop(0) if before else None
+    return Versions(tuple(out), shallow, relative, base)
 
 
 def _short_error(error: str | None) -> str | None:

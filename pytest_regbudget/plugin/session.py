@@ -657,7 +657,7 @@ class RegbudgetSession:
         if s.baseline_path is None or s.html_history == 0:
             return None
         try:
-            found = history_git.versions(s.baseline_path, cache_dir=s.cache_dir)
+            found = history_git.versions(s.baseline_path, cache_dir=s.cache_dir, limit=s.html_history)
         except history_git.GitError as exc:
             return Trails({}, (), f"No history charts: {exc}.")
         note = f"Shallow clone: {history_git.SHALLOW_FIX}." if found.shallow else None

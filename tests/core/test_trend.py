@@ -57,3 +57,11 @@ def test_chart_points_take_the_last_readable_versions() -> None:
     assert [p.spills for p in points] == [0, 128, 0, 0]
     assert list(drawn.kernels) == [trail_key(["k.cu", "f<256>", "-", "sm_90", "12.9"])]
     assert [s.bands for s in drawn.suite] == [(0, 0, 1, 0), (0, 1, 0, 0), (1, 0, 0, 0), (1, 0, 0, 0)]
+
+
+def test_a_range_compares_with_the_version_before_it_and_a_cut_history_says_so() -> None:
+    versions = [version(1, sample(40)), version(2, sample(48, 64))]
+    (seeded,) = history(versions, base=version(0, sample(40)))
+    assert [(c.kind, c.commit.subject) for c in seeded.changes] == [("changed", "commit 2")]
+    (cut,) = history(versions, complete=False)  # a shallow clone: no base to compare with
+    assert [c.kind for c in cut.changes] == ["first", "changed"]

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,7 @@ from history_repo import commit_versions, entry, git, key
 from msgspec.structs import replace
 
 from pytest_regbudget.core.baseline import BaselineEntry, Key
+from pytest_regbudget.history.git import versions
 
 HOT = "hot"
 KERNELS = [f"k{n:02d}" for n in range(10)]
@@ -173,11 +175,25 @@ def test_since_and_until_take_revisions_and_dates(repo: tuple[Path, list[str]]) 
         (series,) = json.loads(out.stdout)["kernels"]
         return list(series["rows"])
 
-    # The file had its old name at both ends of this range: followed from HEAD, it is found.
-    ranged = hot("--since", hashes[25], "--until", hashes[35])
-    assert [r["commit"] for r in ranged] == [hashes[26], hashes[30]]  # first seen in range, then 128 -> 704
-    # The commits are an hour apart from midnight: 19:30 falls between the 19th and the 20th.
+    # The file had its old name at both ends of this range: followed from HEAD, it is found. The first row
+    # compares with the version before the range: the kernel is not "added" in it.
+    (ranged,) = hot("--since", hashes[25], "--until", hashes[35])
+    assert (ranged["commit"], ranged["kind"]) == (hashes[30], "changed")
+    assert (ranged["before"]["spills"], ranged["spills"]) == ([64, 64], [352, 352])  # type: ignore[index]
+    # The commits are an hour apart from midnight: 19:30 falls between the 19th and the 20th; 02:30 the next
+    # day is commit 26, before the rename at 55, which is still followed.
     assert hot("--since", "2026-01-01T19:30:00+00:00")[0]["commit"] == hashes[20]
+    assert [r["commit"] for r in hot("--until", "2026-01-02T02:30:00+00:00")] == [
+        hashes[0],
+        hashes[10],
+        hashes[20],
+    ]
+    wrong = cli(root, "history", "--baseline", "baseline.toml", "--since", "nosuchref")
+    assert wrong.returncode == 2
+    assert (
+        "--since 'nosuchref' is neither a revision of this repository nor a date git understands"
+        in wrong.stderr
+    )
 
 
 def test_a_shallow_clone_says_so(repo: tuple[Path, list[str]], tmp_path: Path) -> None:
@@ -188,6 +204,9 @@ def test_a_shallow_clone_says_so(repo: tuple[Path, list[str]], tmp_path: Path) -
     assert done.returncode == 0, done.stderr
     assert "shallow clone: the history stops where the clone does" in done.stdout
     assert "fetch-depth: 0" in done.stdout
+    # The clone's first version is where its history starts, not where the kernel was added.
+    assert "first seen (the history read starts here)" in done.stdout
+    assert " added" not in done.stdout
 
 
 def test_outside_a_repository_is_a_clear_error(tmp_path: Path) -> None:
@@ -195,3 +214,36 @@ def test_outside_a_repository_is_a_clear_error(tmp_path: Path) -> None:
     done = cli(tmp_path, "history")
     assert done.returncode == 2
     assert "is not in a git repository" in done.stderr
+
+
+def test_a_limit_reads_only_the_last_commits(repo: tuple[Path, list[str]]) -> None:
+    """What the HTML report's charts ask for: the last so many commits, not the whole history."""
+    root, hashes = repo
+    found = versions(root / "baseline.toml", limit=5)
+    assert [v.commit.sha for v in found.versions] == hashes[-5:]
+
+
+def test_bad_input_and_a_closed_pipe(repo: tuple[Path, list[str]]) -> None:
+    root, _ = repo
+    nothing = cli(root, "history", "nosuch", "--baseline", "baseline.toml")
+    assert nothing.returncode == 2
+    assert "no kernel matching 'nosuch' in any version of baseline.toml" in nothing.stderr
+    # The file's old name, gone from the work tree since the rename: named, not read as empty.
+    gone = cli(root, "history")
+    assert gone.returncode == 2
+    assert "regbudget-baseline.toml: no such file. Fix: name the baseline with --baseline" in gone.stderr
+    piped = subprocess.run(
+        f"{sys.executable} -m pytest_regbudget history --baseline baseline.toml | head -3",
+        shell=True,
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert len(piped.stdout.splitlines()) == 3
+    assert "Traceback" not in piped.stderr
+    assert "BrokenPipeError" not in piped.stderr
+    blamed = json.loads(
+        cli(root, "blame", "hot", "--baseline", "baseline.toml", "--release", "12.9", "--json").stdout
+    )
+    assert [r["kind"] for r in blamed[0]["rows"]] == ["changed", "changed", "changed", "added"]
