@@ -477,10 +477,16 @@ def table(rows: Sequence[Row]) -> list[str]:
         )
         for r in rows
     ]
-    widths = [max(len(c) for c in col) for col in zip(header, *body, strict=False)]
-    fmt = "  ".join(f"{{:<{w}}}" for w in widths)
-    lines = [fmt.format(*header), fmt.format(*("-" * w for w in widths)), *(fmt.format(*r) for r in body)]
-    return [line.rstrip() for line in lines]
+    return aligned(header, body)
+
+
+def aligned(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    """A plain text table: the header, a rule, the rows, each column as wide as its widest cell."""
+    widths = [max(len(c) for c in col) for col in zip(header, *rows, strict=True)]
+    return [
+        "  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)).rstrip()
+        for line in [header, ["-" * w for w in widths], *rows]
+    ]
 
 
 def headroom(root: Path) -> int:
@@ -563,7 +569,7 @@ def list_kernels(source: Path, build: Build, arch: str, toolkit_name: str | None
 
 def _cmd_explain(args: argparse.Namespace) -> int:
     source, kernel = split_target(args.target)
-    archs = [a.strip() for a in args.arch.split(",") if a.strip()]
+    archs = list(_csv(args.arch))
     try:
         given = CompileOptions.make(
             defines=args.defines or [], include_dirs=args.include_dir or [], options=shlex.split(args.options)
@@ -633,7 +639,7 @@ def _history_notes(found: history_git.Versions) -> list[str]:
     return notes
 
 
-def _row(series: trend.Series, change: trend.Change) -> dict[str, object]:
+def _row(change: trend.Change) -> dict[str, object]:
     """One row of `history`, as the terminal prints it and the JSON holds it."""
     return {
         "commit": change.commit.sha,
@@ -651,7 +657,8 @@ def _filters(args: argparse.Namespace) -> tuple[tuple[str, ...], tuple[str, ...]
 
 
 def _csv(value: str | None) -> tuple[str, ...]:
-    return tuple(x for x in (value or "").split(",") if x)
+    """A comma-separated option's items, blanks dropped."""
+    return tuple(x.strip() for x in (value or "").split(",") if x.strip())
 
 
 def _series(args: argparse.Namespace, found: history_git.Versions, pattern: str | None) -> list[trend.Series]:
@@ -689,7 +696,7 @@ def _cmd_history(args: argparse.Namespace) -> int:
                     "variant": s.variant,
                     "arch": s.arch,
                     "release": s.release,
-                    "rows": [_row(s, c) for c in s.changes],
+                    "rows": [_row(c) for c in s.changes],
                 }
                 for s in series
             ],
@@ -713,12 +720,8 @@ def _cmd_history(args: argparse.Namespace) -> int:
             ]
             for c in s.changes
         ]
-        print(
-            _table(
-                ["commit", "date", "subject", "regs", "spills", "stack", "occupancy", "time ms", "change"],
-                rows,
-            )
-        )
+        header = ["commit", "date", "subject", "regs", "spills", "stack", "occupancy", "time ms", "change"]
+        print("\n".join(aligned(header, rows)))
     for note in notes:
         print(note)
     return OK
@@ -739,15 +742,6 @@ def _cut(text: str, width: int) -> str:
     return text if len(text) <= width else text[: width - 3] + "..."
 
 
-def _table(header: list[str], rows: list[list[str]]) -> str:
-    widths = [max(len(str(x)) for x in col) for col in zip(header, *rows, strict=True)]
-    lines = [
-        "  ".join(str(x).ljust(w) for x, w in zip(line, widths, strict=True)).rstrip()
-        for line in [header, ["-" * w for w in widths], *rows]
-    ]
-    return "\n".join(lines)
-
-
 def _cmd_blame(args: argparse.Namespace) -> int:
     found = _versions(args)
     series = _series(args, found, args.kernel)
@@ -756,9 +750,7 @@ def _cmd_blame(args: argparse.Namespace) -> int:
             f"no kernel matching {args.kernel!r}: {found.path} has no readable version in this range"
         )
     if args.json:
-        doc = [
-            {"kernel": s.name(), "rows": [_row(s, c) for c in trend.blame(s, args.metric)]} for s in series
-        ]
+        doc = [{"kernel": s.name(), "rows": [_row(c) for c in trend.blame(s, args.metric)]} for s in series]
         print(msgspec.json.format(msgspec.json.encode(doc), indent=2).decode())
         return OK
     for s in series:

@@ -206,18 +206,8 @@ def _toolkit_from_dirs(
     ptxas = next((d / f"ptxas{_EXE}" for d in bin_dirs if (d / f"ptxas{_EXE}").is_file()), None)
     nvrtc = next((lib for d in lib_dirs if d.is_dir() for lib in _nvrtc_libs(d)), None)
     nvdisasm = next((d / f"nvdisasm{_EXE}" for d in bin_dirs if (d / f"nvdisasm{_EXE}").is_file()), None)
-    if ptxas is not None and nvrtc is None and nvcc_only and (ptxas.parent / f"nvcc{_EXE}").is_file():
-        search.note(origin, f"no libnvrtc in {', '.join(map(str, lib_dirs))}: nvcc kernels only")
-        return Toolkit(
-            origin=origin,
-            ptxas=ptxas,
-            nvrtc=None,
-            nvrtc_version="",
-            ptxas_version=ptxas_version(ptxas),
-            include_dirs=tuple(d for d in include_dirs if d.is_dir()),
-            nvdisasm=nvdisasm,
-        )
-    if ptxas is None or nvrtc is None:
+    nvcc_alone = nvcc_only and ptxas is not None and (ptxas.parent / f"nvcc{_EXE}").is_file()
+    if ptxas is None or (nvrtc is None and not nvcc_alone):
         missing = " and ".join(
             what for what, found in (("ptxas", ptxas), ("libnvrtc", nvrtc)) if found is None
         )
@@ -225,14 +215,18 @@ def _toolkit_from_dirs(
         search.note(origin, f"no {missing} in {where}")
         return None
     ptxas_ver = ptxas_version(ptxas)
-    nvrtc_ver = nvrtc_version or _nvrtc_version_near(nvrtc) or ptxas_ver
-    if _major_minor(nvrtc_ver) != _major_minor(ptxas_ver):
-        # ptxas rejects PTX from a newer NVRTC, and an older NVRTC hides the compiler change under test.
-        raise ToolchainError(
-            f"{origin}: NVRTC {nvrtc_ver} ({nvrtc}) and ptxas {ptxas_ver} ({ptxas}) come from different "
-            "CUDA toolkits; install matching versions, e.g. "
-            f'pip install "nvidia-cuda-nvcc-cu12=={ptxas_ver}" "nvidia-cuda-nvrtc-cu12=={ptxas_ver}"'
-        )
+    if nvrtc is None:
+        search.note(origin, f"no libnvrtc in {', '.join(map(str, lib_dirs))}: nvcc kernels only")
+        nvrtc_ver = ""
+    else:
+        nvrtc_ver = nvrtc_version or _nvrtc_version_near(nvrtc) or ptxas_ver
+        if _major_minor(nvrtc_ver) != _major_minor(ptxas_ver):
+            # ptxas rejects PTX from a newer NVRTC, and an older NVRTC hides the compiler change under test.
+            raise ToolchainError(
+                f"{origin}: NVRTC {nvrtc_ver} ({nvrtc}) and ptxas {ptxas_ver} ({ptxas}) come from different "
+                "CUDA toolkits; install matching versions, e.g. "
+                f'pip install "nvidia-cuda-nvcc-cu12=={ptxas_ver}" "nvidia-cuda-nvrtc-cu12=={ptxas_ver}"'
+            )
     return Toolkit(
         origin=origin,
         ptxas=ptxas,

@@ -367,36 +367,42 @@ _SASS_FUNCTION = re.compile(r"^\s*Function\s*:\s*(\S+)\s*$")
 _WIDTHS = {"U8": 1, "S8": 1, "U16": 2, "S16": 2, "64": 8, "128": 16}
 
 
-def parse_sass_local_accesses(text: str | Iterable[str]) -> list[dict[str, dict[int, str]]]:
-    """Per ELF, per function: offset -> STL/LDL instruction name with modifiers ("LDL.LU.64")."""
+def _sass_functions(text: str | Iterable[str]) -> list[dict[str, list[tuple[int, str]]]]:
+    """Per ELF, per function of a `--dump-sass` listing: its (address, instruction) pairs, in order."""
     lines = text.splitlines() if isinstance(text, str) else text
-    result: list[dict[str, dict[int, str]]] = []
+    result: list[dict[str, list[tuple[int, str]]]] = []
     for block in _elf_blocks(lines):
-        functions: dict[str, dict[int, str]] = {}
-        current: dict[int, str] | None = None
+        functions: dict[str, list[tuple[int, str]]] = {}
+        current: list[tuple[int, str]] | None = None
         for _, line in block.lines:
             if m := _SASS_FUNCTION.match(line):
-                current = functions.setdefault(m.group(1), {})
-            elif current is not None and (ins := instruction(line)) and (opcode := local_opcode(ins[1])):
-                current[ins[0]] = opcode
+                current = functions.setdefault(m.group(1), [])
+            elif current is not None and (ins := instruction(line)):
+                current.append((ins[0], ins[1]))
         result.append(functions)
     return result
 
 
+def parse_sass_local_accesses(text: str | Iterable[str]) -> list[dict[str, dict[int, str]]]:
+    """Per ELF, per function: offset -> STL/LDL instruction name with modifiers ("LDL.LU.64")."""
+    return [
+        {
+            name: {address: op for address, ins in code if (op := local_opcode(ins))}
+            for name, code in functions.items()
+        }
+        for functions in _sass_functions(text)
+    ]
+
+
 def parse_sass_roles(text: str | Iterable[str]) -> list[dict[str, tuple[tuple[str, int], ...]]]:
     """Per ELF, per function: the setmaxnreg targets its SASS keeps, in order (`USETMAXREG.TRY_ALLOC
-    ... 0xe8` is ("inc", 232), `DEALLOC 0x28` is ("dec", 40))."""
-    lines = text.splitlines() if isinstance(text, str) else text
-    result: list[dict[str, tuple[tuple[str, int], ...]]] = []
-    for block in _elf_blocks(lines):
-        functions: dict[str, list[tuple[str, int]]] = {}
-        current: list[tuple[str, int]] | None = None
-        for _, line in block.lines:
-            if m := _SASS_FUNCTION.match(line):
-                current = functions.setdefault(m.group(1), [])
-            elif current is not None and (ins := instruction(line)) and (role := setmaxnreg_of(ins[1])):
-                current.append(role)
-        result.append({name: tuple(roles) for name, roles in functions.items() if roles})
+    ... 0xe8` is ("inc", 232), `DEALLOC 0x28` is ("dec", 40)); functions without any left out."""
+    result = []
+    for functions in _sass_functions(text):
+        roles = {
+            name: tuple(r for _, ins in code if (r := setmaxnreg_of(ins))) for name, code in functions.items()
+        }
+        result.append({name: found for name, found in roles.items() if found})
     return result
 
 

@@ -38,18 +38,16 @@ class Loop(Struct, frozen=True):
     # Where the loop is written: the file of the function its backward branch belongs to, once inlining is
     # undone (`nvdisasm -gi`), so a loop of a library header inlined into the kernel is named in that header.
     file: str | None
-    # Source lines of the loop's instructions in that function, sorted: for an instruction of a helper the
-    # loop calls, the line of the call, so that a loop is named by its own lines, not the helper's.
+    # The lines it is named by: its backward branch's, the loop statement (`for`, `while`). Without line info
+    # on the branch, those of its instructions in `file` (they may reach far from the loop: a value computed
+    # before it and rematerialized in it brings its line along).
     lines: tuple[int, ...]
     depth: int = 1  # 1 for an outermost loop, 2 for a loop in it, and so on
     # Its instructions, as (first, last) address runs: a loop's code need not be one stretch of the listing.
     ranges: tuple[tuple[int, int], ...] = ()
-    # The line of its backward branch in that file: the loop statement (`for`, `while`), what it is named by.
-    # Its instructions' lines may reach far from it (a value computed before the loop, rematerialized in it).
-    line: int | None = None
 
     def where(self) -> str:
-        return _where(self.file, (self.line,) if self.line is not None else self.lines)
+        return _where(self.file, self.lines)
 
     def contains(self, address: int) -> bool:
         return any(first <= address <= last for first, last in self.ranges or ((self.start, self.end),))
@@ -180,8 +178,10 @@ def parse_sass(text: str, function: str, *, spills: bool = True) -> SassReport:
     if function not in sections:
         raise SassError(f"nvdisasm output has no function {function!r} (it has: {', '.join(sections)})")
     instrs, labels = _instructions(sections[function])
-    loops = _loops(instrs, labels)
-    roles = _roles(instrs, labels)
+    index = {ins.address: n for n, ins in enumerate(instrs)}
+    successors = [_successors(instrs, n, labels, index) for n in range(len(instrs))]
+    loops = _loops(instrs, successors)
+    roles = _roles(instrs, successors)
 
     def innermost_loop(address: int) -> Loop | None:
         return next((lp for lp in loops if lp.contains(address)), None)
@@ -270,14 +270,12 @@ def _instructions(lines: list[str]) -> tuple[list[_Instruction], dict[str, int]]
     return instrs, labels
 
 
-def _loops(instrs: list[_Instruction], labels: dict[str, int]) -> list[Loop]:
+def _loops(instrs: list[_Instruction], successors: list[list[int]]) -> list[Loop]:
     """The natural loops of the control-flow graph, innermost (least code) first, each named where its
     backward branch is written. A loop is a header and every instruction that reaches a branch back to it
     without passing it: an out-of-line block (a barrier wait's retry, placed at the end of the function) is in
     the loop that branches to it, and a backward jump that is not a loop (that block's jump back to where it
     came from) is none, since its target does not dominate it."""
-    index = {ins.address: n for n, ins in enumerate(instrs)}
-    successors = [_successors(instrs, n, labels, index) for n in range(len(instrs))]
     predecessors: list[list[int]] = [[] for _ in instrs]
     for n, out in enumerate(successors):
         for m in out:
@@ -300,8 +298,6 @@ def _loops(instrs: list[_Instruction], labels: dict[str, int]) -> list[Loop]:
             continue  # setmaxnreg's register-allocation retry
         inside = sorted(body)
         file, lines_in = _loop_source(instrs, latches[head], inside)
-        own = instrs[latches[head]].stack
-        line = own[0][1] if own else None
         depth = sum(1 for other in bodies.values() if body <= other)
         loops.append(
             Loop(
@@ -311,7 +307,6 @@ def _loops(instrs: list[_Instruction], labels: dict[str, int]) -> list[Loop]:
                 lines_in,
                 depth,
                 _ranges(instrs, inside),
-                line,
             )
         )
     loops.sort(key=lambda lp: (lp.size, lp.start))
@@ -359,19 +354,12 @@ def _ranges(instrs: list[_Instruction], inside: list[int]) -> tuple[tuple[int, i
 def _loop_source(
     instrs: list[_Instruction], branch: int, inside: list[int]
 ) -> tuple[str | None, tuple[int, ...]]:
-    """The file and lines of the function the loop is written in: its backward branch's innermost frame, with
-    each instruction of the loop counted at that level (an instruction of a helper the loop calls, by the line
-    of the call). Without line info on the branch, the file most of the loop's instructions are in."""
+    """Where the loop is written: its backward branch's innermost frame once inlining is undone, the file of
+    the function the loop is in and the line of the loop statement. Without line info on the branch, the
+    file most of the loop's instructions are in (at the kernel's level) and their lines there."""
     own = instrs[branch].stack
     if own:
-        calls = tuple(reversed(own[1:]))  # the call chain from the kernel down to the loop's function
-        level = len(calls)
-        found = set()
-        for i in inside:
-            chain = tuple(reversed(instrs[i].stack))
-            if len(chain) > level and chain[:level] == calls and chain[level][0] == own[0][0]:
-                found.add(chain[level][1])
-        return own[0][0], tuple(sorted(found))
+        return own[0][0], (own[0][1],)
     outer = [instrs[i].stack[-1] for i in inside if instrs[i].stack]
     if not outer:
         return None, ()
@@ -380,11 +368,10 @@ def _loop_source(
     return main, tuple(sorted({n for f, n in outer if f == main}))
 
 
-def _roles(instrs: list[_Instruction], labels: dict[str, int]) -> list[Role | None]:
+def _roles(instrs: list[_Instruction], successors: list[list[int]]) -> list[Role | None]:
     """The warpgroup role each instruction runs in: the last setmaxnreg on every path from the entry to it,
     over the control-flow graph (a producer's code may sit after a consumer's in the listing), None where
     no setmaxnreg comes before it or paths disagree."""
-    index = {ins.address: n for n, ins in enumerate(instrs)}
     state: list[Role | str] = [_UNSEEN] * len(instrs)
     if instrs:
         state[0] = _NONE
@@ -393,7 +380,7 @@ def _roles(instrs: list[_Instruction], labels: dict[str, int]) -> list[Role | No
         n = work.pop()
         found = _SETMAXREG.search(instrs[n].text)
         out = _role(found) if found else state[n]
-        for m in _successors(instrs, n, labels, index):
+        for m in successors[n]:
             joined = out if state[m] == _UNSEEN or state[m] == out else _MIXED
             if joined != state[m]:
                 state[m] = joined

@@ -8,7 +8,7 @@ from __future__ import annotations
 import contextlib
 import subprocess
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from msgspec import Struct
@@ -283,7 +283,6 @@ def versions(
     since: str | None = None,
     until: str | None = None,
     cache_dir: Path | None = None,
-    parse: Callable[[bytes, str], _Parsed] | None = None,
     limit: int | None = None,
 ) -> Versions:
     """Every version of the baseline file at `path` that the branch's commits left (renames followed),
@@ -304,7 +303,7 @@ def versions(
                 with contextlib.suppress(OSError, ValueError):
                     parsed[blob] = store.read(str(folder / f"{blob}.json"), _Parsed)
     wanted = list(dict.fromkeys(b for _, b in commits if b not in parsed))
-    parse = parse or BlockParser()
+    parse = BlockParser()
     for blob, data in _blobs(root, wanted):
         # Not the file's name: a blob is cached once, and the file may have had another name at that commit.
         where = f"blob {blob[:10]}"

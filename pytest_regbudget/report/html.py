@@ -286,10 +286,10 @@ def _scaled(values: Sequence[float], top: float, bottom: float) -> list[float]:
     return [bottom - (v - low) / span * (bottom - top) for v in values]
 
 
-def history_svg(points: Sequence[Point], now: Point | None) -> str:
+def history_svg(points: Sequence[Point], now: Point) -> str:
     """A kernel's registers (blue) and spill bytes (red) over the baseline's last commits, the run last
     ("now"): each on its own scale, its range written at the left; a point's tooltip names its commit."""
-    shown = [*points, *([now] if now is not None else [])]
+    shown = [*points, now]
     if len(shown) < 2:
         return ""
     left, right, top, bottom = 130, HISTORY_WIDTH - 40, 12, HISTORY_HEIGHT - 22
