@@ -10,15 +10,17 @@ from __future__ import annotations
 import io
 import struct
 
-from elftools.common.exceptions import ELFError
-from elftools.elf.elffile import ELFFile
-from elftools.elf.sections import SymbolTableSection
-
 
 def callees(cubin: bytes, kernel: str) -> tuple[str, ...]:
     """The functions `kernel` calls, directly or through the functions it calls, in call-graph order; the
     extern ones (`__assertfail`, `vprintf`) are the undefined symbols among them. () for a cubin that cannot
     be read or a kernel that calls nothing."""
+    # Imported here: pyelftools costs 35-55 ms to import (its DWARF readers come with ELFFile), and only a
+    # kernel with a C7510/C7517 note is read.
+    from elftools.common.exceptions import ELFError
+    from elftools.elf.elffile import ELFFile
+    from elftools.elf.sections import SymbolTableSection
+
     try:
         elf = ELFFile(io.BytesIO(cubin))
         symtab = elf.get_section_by_name(".symtab")
