@@ -6,6 +6,7 @@ commit leaves a damaged file, the file is renamed, and a shallow clone is said t
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -247,3 +248,30 @@ def test_bad_input_and_a_closed_pipe(repo: tuple[Path, list[str]]) -> None:
         cli(root, "blame", "hot", "--baseline", "baseline.toml", "--release", "12.9", "--json").stdout
     )
     assert [r["kind"] for r in blamed[0]["rows"]] == ["changed", "changed", "changed", "added"]
+
+
+def test_a_damaged_or_shared_cache_gives_the_same_history(
+    repo: tuple[Path, list[str]], tmp_path: Path
+) -> None:
+    """The parsed versions kept by blob: cut short, emptied or rewritten by two runs at once, they are read
+    again from git, never trusted."""
+    root, _ = repo
+    truth = versions(root / "baseline.toml").versions  # no cache
+    cache = tmp_path / "cache"
+    assert versions(root / "baseline.toml", cache_dir=cache).versions == truth
+    docs = sorted((cache / "history").glob("*.json"))
+    assert len(docs) > 50
+    docs[0].write_bytes(docs[0].read_bytes()[:40])  # cut short
+    docs[1].write_text("")
+    edited = docs[2].read_text().replace("[[", "[ [", 1)  # one blank in its payload: its checksum fails
+    assert edited != docs[2].read_text()
+    docs[2].write_text(edited)
+    assert versions(root / "baseline.toml", cache_dir=cache).versions == truth
+    # Two processes filling one cache at once: both print the whole history.
+    shared = tmp_path / "shared"
+    env = {**os.environ, "REGBUDGET_CACHE_DIR": str(shared)}
+    command = [sys.executable, "-m", "pytest_regbudget", "history", "--baseline", "baseline.toml", "--json"]
+    runs = [subprocess.Popen(command, cwd=root, env=env, stdout=subprocess.PIPE, text=True) for _ in range(2)]
+    outputs = [json.loads(p.communicate(timeout=300)[0]) for p in runs]
+    alone = json.loads(cli(root, "history", "--baseline", "baseline.toml", "--json", "--no-cache").stdout)
+    assert outputs[0] == outputs[1] == alone
