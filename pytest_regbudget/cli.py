@@ -62,8 +62,8 @@ from .project import manifest
 from .report import compare
 from .report.terminal import key_text, unknown_arch_lines
 from .report.writers import report_json
+from .update import broken, shards
 from .update import plan as update
-from .update import shards
 from .update.scope import Rule, merge_shards
 from .update.shards import Report
 
@@ -183,6 +183,7 @@ def _cmd_merge(args: argparse.Namespace) -> int:
         named = ", ".join(sorted({v for k, v in where.items() if k in first}))
         raise CliError(f"shards disagree: {first} (in {named}); their entries would conflict")
     scopes = [s.scope for s in shards]
+    builds = {k: b for s in shards for k, b in broken.from_json(s.broken_builds).items()}
     merged_scope = merge_shards(s.run.payload() for s in scopes)
     prefixes = sorted({p for s in scopes for p in s.prefixes})
     selection = next((s.selection for s in scopes if s.selection), None)
@@ -209,7 +210,7 @@ def _cmd_merge(args: argparse.Namespace) -> int:
             "host": platform.node() or None,
             "merged": [s.provenance for s in shards],
         }
-        text = report_json(records, scope_doc, provenance)
+        text = report_json(records, scope_doc, provenance, broken.json_objects(builds))
         try:
             bl.atomic_write(Path(args.output), text)
         except OSError as exc:
@@ -235,10 +236,34 @@ def _cmd_merge(args: argparse.Namespace) -> int:
             pair: merge_shards(s.run.payload() for s in scopes if pair in {tuple(b) for b in s.built})
             for pair in built
         }
-        rule = Rule(merged_scope, archs, prefixes, rootdir, selection, built, by_release)
+        rule = Rule(
+            merged_scope,
+            archs,
+            prefixes,
+            rootdir,
+            selection,
+            built,
+            by_release,
+            broken=broken.protected(builds),
+        )
         planned = update.plan(old, records, fresh.entries, rule)
+        failed = broken.plan(
+            old,
+            builds,
+            prefixes=prefixes,
+            archs=archs,
+            releases={r for _, r in built} | {key[3] for key in builds},
+            interrupted=bool(merged_scope.interrupted),
+        )
         try:
-            counts = bl.update(path, planned.write, planned.stale, moved=planned.moved)
+            counts = bl.update(
+                path,
+                planned.write,
+                planned.stale,
+                moved=planned.moved,
+                broken=failed.record,
+                fixed=failed.drop,
+            )
         except BaselineError as exc:
             raise CliError(f"baseline NOT updated: {exc}") from None
         print(f"baseline {path} updated: {counts}")
@@ -385,7 +410,9 @@ def build_of(source: Path, kernel: str | None, given: CompileOptions, compiler: 
             continue
         chosen = [t for t in covering if kernel is None or names.select(t.patterns, [kernel])] or covering
         path = next(f for f in chosen[0].files if f.resolve() == real)
-        mk = manifest.Kernel(kernel or "", None, tuple(chosen))
+        mk = manifest.Kernel(
+            kernel or "", None, tuple(chosen), found.file_keys(path), found.database_variants(path)
+        )
         try:
             budget = mk.budget(path, found.rootdir, mk.variants()[0])
         except MarkerError as exc:

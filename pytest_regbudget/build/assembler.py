@@ -10,7 +10,7 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from ..core.errors import CompileError
+from ..core.errors import CompileError, Rejected
 from .options import DEFAULT_PTXAS_TIMEOUT, Timeouts
 from .toolchain import (
     Toolkit,
@@ -45,7 +45,7 @@ def run_ptxas(
             hint = ""
             if re.search(r"not defined for option 'gpu-name'|Unsupported .target|is not a supported", output):
                 hint = f"\nptxas {toolkit.ptxas_version} cannot build {arch}: use a newer CUDA toolkit."
-            raise CompileError(
+            raise Rejected(
                 f"ptxas {toolkit.ptxas_version} failed on {label or 'the kernel'} for {arch} "
                 f"(exit {returncode}):\n{output.strip()}{hint}",
                 output,

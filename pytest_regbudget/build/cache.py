@@ -14,7 +14,12 @@ wait for the first one's entry.
 
 Entries are JSON files written atomically and carry a checksum: a corrupt or unreadable entry is rebuilt,
 never trusted. The checksum detects damage, not tampering: whoever can write the cache directory can make
-it report anything. Only successful builds are cached.
+it report anything.
+
+A build the compiler rejected (`Rejected`: NVRTC's or nvcc's errors, ptxas's exit code) is cached too, so
+that a file that does not build costs no compiler run on a warm run: under the build's own key plus every
+path its #includes may be found at, with its state (`include_lookups`), so that a missing header that
+appears, or a header that changes, rebuilds it. A timeout or a missing tool is never cached.
 """
 
 from __future__ import annotations
@@ -33,8 +38,9 @@ from msgspec import Struct, field
 
 from ..core import names
 from ..core.baseline import atomic_write
-from ..core.errors import CompileError
+from ..core.errors import CompileError, Rejected
 from ..core.facts import Deferred
+from ..core.text import readable
 from . import compiler, nvcc, store, units
 from .fingerprint import (
     CLOCK_SLACK_NS,
@@ -48,6 +54,7 @@ from .fingerprint import (
     host_compiler_identity,
     host_system_dirs,
     identity_digest,
+    include_lookups,
     json_digest,
     listing_digest,
     newest_change,
@@ -220,16 +227,51 @@ class CompileCache:
 
         if self.directory is None:
             return build()
+        failed: list[str | None] = []  # the key of a failure, made when no successful build is found
+
+        def known_failure() -> None:
+            """Raise the failure the cache holds for these inputs, if it holds one (a hit)."""
+            key = self._failed_key(unit, text, toolkit)
+            failed.append(key)
+            known = None if key is None else self._read(self._path(key, "failed"), _FailedBuild)
+            if known is not None:
+                self._count("hits")
+                raise _KnownFailure(known.message, known.log)
+
         try:
             if unit.nvcc is not None:
-                return self._unit_nvcc(unit, text, unit.nvcc, build, timeouts.nvcc)
-            return self._unit_nvrtc(unit, text, toolkit, build, timeouts.ptxas)
+                return self._unit_nvcc(unit, text, unit.nvcc, build, timeouts.nvcc, known_failure)
+            return self._unit_nvrtc(unit, text, toolkit, build, timeouts.ptxas, known_failure)
         except Uncacheable as exc:  # raised before any build: this is the only one
             self._not_cached(exc)
             return build()
+        except _KnownFailure:
+            raise
+        except Rejected as exc:
+            # Kept only if its inputs did not change while the compiler ran (it may have read either state).
+            now = text if source_text is not None else compiler.read_source(unit.source)
+            key = failed[0] if failed else None
+            if key is not None and self._failed_key(unit, now, toolkit, fresh=True) == key:
+                # As text a person reads: a file name's byte that is not UTF-8 is shown, not stored raw.
+                kept = _FailedBuild(readable(str(exc)), readable(exc.log))
+                self._write(self._path(key, "failed"), kept)
+            raise
         finally:
             self.stats.whole_dirs.update(self.digests.whole_dirs)
             self.digests.save()
+
+    def _failed_key(self, unit: Unit, text: str, toolkit: Toolkit, fresh: bool = False) -> str | None:
+        """The key a rejected build of `unit` is kept under; None where it cannot be (an #include through a
+        macro): the build's key, and every path its #includes may be found at with its state."""
+        try:
+            if unit.nvcc is None:
+                return json_digest(["failed", self._nvrtc_key(unit, text, toolkit, fresh)])
+            nvcc = unit.nvcc
+            system = [Path(d) for d in (*self._toolkit_dirs(nvcc), *host_system_dirs(host_compiler()))]
+            lookups = include_lookups(unit.source, text, unit.options, system, self.digests)
+            return json_digest(["failed", self._record_key(unit, text, nvcc), lookups])
+        except (Uncacheable, OSError):
+            return None
 
     def stored(self, unit: Unit, toolkit: Toolkit) -> bool:
         """Whether the cache holds an entry (NVRTC) or a dependency record (nvcc) for `unit` as its inputs
@@ -323,6 +365,7 @@ class CompileCache:
         toolkit: Toolkit,
         build: Callable[[], UnitOutputs],
         timeout: float,
+        known_failure: Callable[[], None],
     ) -> UnitOutputs:
         def key(fresh: bool = False) -> str:
             return self._nvrtc_key(unit, text, toolkit, fresh)
@@ -331,6 +374,7 @@ class CompileCache:
         found = self._hit(before, unit, build)
         if found is not None:
             return found
+        known_failure()
         with self._locked(before, timeout):
             # Another process may have built it while this one waited.
             found = self._hit(before, unit, build, quiet=True)
@@ -351,6 +395,7 @@ class CompileCache:
         nvcc: Nvcc,
         build: Callable[[Path | None], UnitOutputs],
         timeout: float,
+        known_failure: Callable[[], None],
     ) -> UnitOutputs:
         skip = skip_dirs([], self.directory)
         record_key = self._record_key(unit, text, nvcc)
@@ -362,6 +407,7 @@ class CompileCache:
         found, builds = self._record_hit(record_key, unit, skip, rebuild)
         if found is not None:
             return found
+        known_failure()
         with self._locked(record_key, timeout):
             # Another process may have built it while this one waited.
             found, builds = self._record_hit(record_key, unit, skip, rebuild, quiet=True)
@@ -556,6 +602,17 @@ class CompileCache:
 
     def _store_record(self, key: str, builds: Sequence[DepBuild]) -> None:
         self._write(self._path(key, "records"), list(builds))
+
+
+class _KnownFailure(Rejected):
+    """A failed build read from the cache (not stored again)."""
+
+
+class _FailedBuild(Struct, frozen=True):
+    """A build the compiler rejected: its error, as the build raised it."""
+
+    message: str
+    log: str
 
 
 class _BodyDigest(Struct, frozen=True):

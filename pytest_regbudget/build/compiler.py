@@ -7,6 +7,7 @@ NVRTC is loaded on first use only.
 
 from __future__ import annotations
 
+import codecs
 import functools
 import os
 import re
@@ -28,9 +29,12 @@ from .toolchain import (
 
 
 def read_source(source: Path) -> str:
-    """A CUDA source as text: UTF-8, with a leading byte order mark dropped (nvcc skips it, NVRTC rejects
-    it). Other encodings are refused with the place of the first bad byte: decoding them leniently would
-    compile bytes other than the file's, and the cache key would not be the file's either."""
+    """A CUDA source's bytes as a str that gives them back: UTF-8, with any other byte kept as a lone
+    surrogate (`surrogateescape`), and a leading byte order mark dropped (nvcc skips it, NVRTC rejects it).
+    nvcc and NVRTC read bytes, not text: a Latin-1 `©` in a comment compiles, so it is no reason to refuse
+    the file. Whoever hands the text to a compiler or a hash encodes it back with
+    `core.text.source_bytes`, so the key is the file's bytes and NVRTC gets exactly them; whoever prints it
+    uses `core.text.readable`."""
     try:
         # A run reads each source several times (the cache key, the build, the kernel's line): the text
         # is remembered by the file's stat, unless it changed too recently for its stat to tell (file
@@ -46,17 +50,7 @@ def read_source(source: Path) -> str:
             data = fh.read()
     except OSError as exc:
         raise CompileError(f"cannot read CUDA source {source}: {exc.strerror}") from exc
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        line_start = data.rfind(b"\n", 0, exc.start) + 1
-        line = data.count(b"\n", 0, exc.start) + 1
-        raise CompileError(
-            f"{source}:{line}: byte 0x{data[exc.start]:02X} (byte offset {exc.start}, column "
-            f"{exc.start - line_start + 1}) is not UTF-8; pytest-regbudget reads CUDA sources as UTF-8. "
-            f"Fix: save the file as UTF-8, e.g. iconv -f latin1 -t utf-8 {source} > {source}.utf8 && "
-            f"mv {source}.utf8 {source}"
-        ) from None
+    text = data.removeprefix(codecs.BOM_UTF8).decode("utf-8", "surrogateescape")
     if settled(st):
         if len(_SOURCES) >= 512:
             _SOURCES.clear()

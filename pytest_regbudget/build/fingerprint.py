@@ -29,6 +29,7 @@ from pathlib import Path
 from msgspec import Struct
 
 from ..core.baseline import atomic_write
+from ..core.text import source_bytes
 from . import nvcc
 from .includes import (
     DIR_OPTIONS,
@@ -425,6 +426,20 @@ def _reach(
     return reach
 
 
+def include_lookups(
+    source: Path, text: str, options: CompileOptions, system_dirs: Sequence[Path], digests: StatCache
+) -> list[tuple[str, str]]:
+    """Every path where an #include of `source` (and of the user headers it reaches) may be found, with its
+    state now ("absent", a digest, "toolkit" for one in `system_dirs`): what a build that failed could have
+    read, so that a header that appears, changes or goes rebuilds it. Raises Uncacheable for an #include
+    through a macro, which no such list covers."""
+    reach = _reach(source, text, options, system_dirs, digests)
+    if reach.unresolved:
+        where, written = reach.unresolved[0]
+        raise Uncacheable(shown_path(where), f"{written} goes through a macro")
+    return sorted(reach.lookups.items())
+
+
 def tool_states(paths: Iterable[str | Path], digests: StatCache) -> list[list[str]]:
     """The contents of the programs and libraries a build runs, not their names or version strings: a
     ptxas wrapper rewritten in place is another ptxas. Each digest is remembered by the file's stat (the
@@ -491,7 +506,7 @@ def identity_digest(
     return [
         FORMAT,
         digests.realpath(str(source)),  # compilers write the path into diagnostics and line info
-        sha256_hex(text.encode()),
+        sha256_hex(source_bytes(text)),
         "unit",  # a translation unit's outputs, every kernel of it (before 0.2: one kernel's)
         list(names),
         arch,
@@ -537,7 +552,7 @@ def cache_key(
             roots = _outermost(digests.realpath(r) for r in reach.roots)
             trees = [[root, digests.tree(root, skip, fresh)] for root in roots]
         # The JSON of the list the key is the digest of, cut around names and arch: made once per file.
-        head = json.dumps([FORMAT, digests.realpath(str(source)), sha256_hex(text.encode()), "unit"])
+        head = json.dumps([FORMAT, digests.realpath(str(source)), sha256_hex(source_bytes(text)), "unit"])
         tail = json.dumps(
             [
                 list(options.identity()),

@@ -13,7 +13,7 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from ..core.errors import CompileError, ToolchainError, Unbuildable
+from ..core.errors import CompileError, Rejected, ToolchainError, Unbuildable
 from .assembler import run_compiler
 from .options import DEFAULT_NVCC_TIMEOUT, CompileOptions, Timeouts
 from .outputs import UnitOutputs
@@ -208,7 +208,7 @@ def build_nvcc_unit(
         ]
         returncode, log = run_compiler(cmd, timeout, f"nvcc {nvcc.version} on {label}", Timeouts.INI["nvcc"])
         if returncode != 0:
-            raise CompileError(
+            raise Rejected(
                 f"nvcc {nvcc.version} could not compile {source} for {arch}:\n{log.strip()}"
                 + missing_header_hint(log),
                 log,

@@ -12,7 +12,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ..core.arch import get_arch
-from ..core.errors import CompileError, ToolchainError
+from ..core.errors import CompileError, Rejected, ToolchainError
+from ..core.text import source_bytes
 from .options import CompileOptions
 from .outputs import PtxModule
 from .toolchain import NVRTC_FIX, Toolkit
@@ -54,7 +55,7 @@ class _Nvrtc:
         # A file name or include path may hold bytes that are not UTF-8 (Python keeps them as surrogates):
         # NVRTC must get the bytes back, as the file system has them.
         self.check(
-            lib.nvrtcCreateProgram(ctypes.byref(prog), source.encode(), _fs_bytes(name), 0, None, None),
+            lib.nvrtcCreateProgram(ctypes.byref(prog), source_bytes(source), _fs_bytes(name), 0, None, None),
             "nvrtcCreateProgram",
         )
         try:
@@ -118,7 +119,7 @@ def compile_ptx(
     _check_nvrtc_arch(nvrtc, arch, toolkit)
     status, log, ptx, lowered = nvrtc.compile(source_text, source_name, flags, name_expressions)
     if status != 0:
-        raise CompileError(
+        raise Rejected(
             f"NVRTC {toolkit.nvrtc_version} could not compile {source_name} for {arch}:\n{log.strip()}"
             + host_code_hint(source_text),
             log,

@@ -1,7 +1,8 @@
 """The baseline snapshot file: load, validate, merge and write `regbudget-baseline.toml`.
 
 Owns the file format (version 3: one TOML table per kernel (source, name, variant, arch) and toolkit release,
-keys in a fixed order so a register change is a one-line diff), the atomic write under a cross-process lock,
+keys in a fixed order so a register change is a one-line diff, and a `broken` table per build that failed when
+it was recorded), the atomic write under a cross-process lock,
 and the update arithmetic (added, updated, unchanged, stale). It knows nothing of pytest.
 
 Versions 1 and 2 were written only by development versions before 0.1.0, within days of each other, and are
@@ -64,6 +65,28 @@ HEADER = """\
 Key = tuple[str, str, str, str, str]
 ARCH, RELEASE = 3, 4  # positions in a Key
 NO_VARIANT = "-"  # the variant of a kernel built without defines
+# A build that failed when the baseline was last updated: (source, variant, arch, release), a kernel's key
+# without the kernel. Recorded so that a file nobody changed that does not build (a missing header on this
+# runner, a sibling's #include-only file) costs its own check, not the run: it passes while it still fails.
+BuildKey = tuple[str, str, str, str]
+# How much of a failed build's log the baseline keeps: enough to recognise it in review, not the whole log.
+BROKEN_ERROR_LINES = 6
+
+
+class BrokenBuild(Struct, frozen=True):
+    """A recorded broken build: the first lines of the compiler's log when it was recorded."""
+
+    error: str
+
+    def to_toml(self) -> dict[str, object]:
+        return {"error": self.error}
+
+
+def error_summary(log: str) -> str:
+    """The first lines of a failed build's log, as the baseline records them (trailing space trimmed)."""
+    lines = [line.rstrip() for line in log.strip().splitlines()]
+    return "\n".join(lines[:BROKEN_ERROR_LINES])
+
 
 # Stored integer metrics, in file order; "occupancy" (a fraction) and the provenance fields follow.
 INT_FIELDS = ("registers", "spill_stores", "spill_loads", "stack", "smem", "const_mem")
@@ -254,6 +277,7 @@ class Baseline(Struct, frozen=True):
     """A baseline file's entries, per kernel variant, arch and release."""
 
     entries: Mapping[Key, BaselineEntry] = field(default_factory=dict)
+    broken: Mapping[BuildKey, BrokenBuild] = field(default_factory=dict)
 
     def __len__(self) -> int:
         return len(self.entries)
@@ -318,10 +342,28 @@ def parse(text: str, path: Path) -> Baseline:
             f"{path}: version = {version!r}; this pytest-regbudget reads version {FORMAT_VERSION}. "
             "Fix: upgrade pytest-regbudget (a newer one wrote it), or correct the version"
         )
-    unknown = sorted(set(doc) - {"version", "kernels"})
+    unknown = sorted(set(doc) - {"version", "kernels", "broken"})
     if unknown:
-        raise BaselineError(f"{path}: unknown top-level key {unknown[0]!r} (expected 'kernels', 'version')")
-    return Baseline(_section(path, "kernels", doc.get("kernels", {}), 5))
+        raise BaselineError(
+            f"{path}: unknown top-level key {unknown[0]!r} (expected 'broken', 'kernels', 'version')"
+        )
+    kernels = _section(path, "kernels", doc.get("kernels", {}), 5)
+    return Baseline(kernels, _broken(path, doc.get("broken", {})))
+
+
+def _broken(path: Path, node: object) -> dict[BuildKey, BrokenBuild]:
+    out: dict[BuildKey, BrokenBuild] = {}
+    for key, table in _tables(path, "broken", node, 4):
+        where = f"{path}: [broken" + "".join(f'."{k}"' for k in key) + "]"
+        error = table.get("error") if isinstance(table, dict) else None
+        if not isinstance(error, str) or set(cast(dict[str, object], table)) != {"error"}:
+            raise BaselineError(
+                f'{where}: expected a table with one string, error = "..." (the failed build\'s log). Fix: '
+                "correct it, or delete the table and record it anew with pytest --regbudget-update"
+            )
+        source, variant, arch, release = key
+        out[(source, variant, arch, release)] = BrokenBuild(error)
+    return out
 
 
 def _section(path: Path, name: str, node: object, depth: int) -> dict[Any, BaselineEntry]:
@@ -414,6 +456,14 @@ def dumps(baseline: Baseline) -> str:
             node = node.setdefault(part, {})
         node[key[-1]] = entry.to_toml()
     doc: dict[str, object] = {"version": FORMAT_VERSION, "kernels": section}
+    if baseline.broken:
+        broken: dict[str, Any] = {}
+        for build, failed in sorted(baseline.broken.items()):
+            node = broken
+            for part in build[:-1]:
+                node = node.setdefault(part, {})
+            node[build[-1]] = failed.to_toml()
+        doc["broken"] = broken
 
     return HEADER + "\n" + tomli_w.dumps(doc)
 
@@ -505,11 +555,17 @@ class UpdateCounts(Struct):
     stale: int = 0
     stale_removed: bool = False
     rekeyed: int = 0  # entries moved to the key this version gives them (see `update`'s `moved`)
+    broken: int = 0  # broken builds the file records after the update
+    broken_dropped: int = 0  # recorded broken builds removed (they build now, or their file is gone)
 
     def __str__(self) -> str:
         stale = f"{self.stale} stale" + (" (removed)" if self.stale and self.stale_removed else "")
         rekeyed = f", {self.rekeyed} re-keyed" if self.rekeyed else ""
-        return f"{self.added} added, {self.updated} updated, {self.unchanged} unchanged, {stale}{rekeyed}"
+        broken = f", {self.broken} broken build(s) recorded" if self.broken else ""
+        if self.broken_dropped:
+            broken += f", {self.broken_dropped} broken build(s) dropped"
+        counts = f"{self.added} added, {self.updated} updated, {self.unchanged} unchanged"
+        return f"{counts}, {stale}{rekeyed}{broken}"
 
 
 def update(
@@ -520,9 +576,14 @@ def update(
     moved: Mapping[Key, Key] | None = None,
     lock_dir: Path | None = None,
     lock_timeout: float | None = None,
+    broken: Mapping[BuildKey, BrokenBuild] | None = None,
+    fixed: set[BuildKey] | None = None,
 ) -> UpdateCounts:
     """Merge `fresh` into the file and drop `remove`, re-reading it under the lock so that concurrent updates
     by other processes are kept.
+
+    `broken` records builds that failed (replacing what an earlier update recorded of them); `fixed` drops
+    recorded broken builds (they build now, or their file is gone).
 
     `moved` maps a fresh key to the key its entry was read under (a key of an older version, see
     KernelFacts.legacy_variant): that entry is merged into the fresh one, as an entry under the same key
@@ -558,7 +619,12 @@ def update(
             merged[key] = entry
         for key in remove:
             merged.pop(key, None)
-        text = dumps(Baseline(merged))
+        failed = {**current.broken, **(broken or {})}
+        dropped = [build for build in fixed or () if build in failed]
+        for build in dropped:
+            failed.pop(build)
+        counts.broken, counts.broken_dropped = len(failed), len(dropped)
+        text = dumps(Baseline(merged, failed))
         if not path.exists() or path.read_bytes() != text.encode():
             _check_writable(path)
             try:

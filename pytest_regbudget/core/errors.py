@@ -20,6 +20,12 @@ class CompileError(RegbudgetError):
         self.log = log
 
 
+class Rejected(CompileError):
+    """The compiler ran to its end and rejected the source (NVRTC's or nvcc's errors, ptxas's exit code):
+    the same inputs fail the same way, so the compile cache keeps the failure. Not a timeout, a missing tool
+    or a broken install, which may pass on the next run."""
+
+
 class KernelNotFoundError(CompileError):
     """The module compiled, but holds no kernel of the requested name."""
 

@@ -5,7 +5,8 @@ an escape sequence, a Unicode line separator) is shown escaped, as `repr` shows 
 its lines, but no line may read as a GitHub workflow command: the runner strips leading whitespace and obeys
 any line that then starts with `::` (actions/runner, ActionCommand.TryParseV2), so indenting is not enough.
 
-It also owns the "did you mean" hint for a misspelt key, which markers, the manifest and the command line
+It also owns the two spellings of a source's bytes (`source_bytes` for a compiler, `readable` for a
+person) and the "did you mean" hint for a misspelt key, which markers, the manifest and the command line
 share.
 """
 
@@ -64,3 +65,14 @@ def close_key_hint(key: str, valid: Sequence[str]) -> str:
     the manifest's tables and the command line say it alike)."""
     close = difflib.get_close_matches(key, valid, n=1, cutoff=0.5)
     return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def source_bytes(text: str) -> bytes:
+    """The bytes of a CUDA source read by `build.compiler.read_source` (its bytes that are not UTF-8 kept
+    as lone surrogates), or of a code string: what a compiler is given and a cache key hashes."""
+    return text.encode("utf-8", "surrogateescape")
+
+
+def readable(text: str) -> str:
+    """Source text for a person: a byte that is not UTF-8 (a Latin-1 `©`) shown as U+FFFD."""
+    return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")

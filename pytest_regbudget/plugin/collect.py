@@ -11,31 +11,34 @@ Collection follows the manifest, not the tree:
 - a node id (`pytest 'kernels/mm.cu::MatrixMulCUDA<32>[sm_90]'`) selects as it does for a test.
 A file collected this way counts as collected in full for the baseline's stale rule (`full_prefixes`).
 
-The kernels of a file that a pattern ("*") selects need a listing: a build per arch of the run (shared with
-the items' own builds through the compile cache), or cuobjdump for a binary. A listing that fails is a
-collection error of that file alone, with the compiler's log.
+The kernels of a file that a pattern ("*") selects need a listing: a build per variant and arch of the run
+(the items' own build, with the file's compile keys: shared through the compile cache), or cuobjdump for a
+binary. A build that fails is one `BuildItem` of that file, variant and arch, with the compiler's log, never a
+collection error: the baseline's broken table makes it a ratchet (update/broken.py).
 """
 
 from __future__ import annotations
 
 import warnings
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Generator, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from ..build.options import CompileOptions
 from ..core import names
 from ..core.errors import CompileError, MarkerError, RegbudgetWarning, ToolchainError
+from ..core.text import safe_block
 from ..project import manifest
-from ..project.manifest import LISTING_COMPILERS, Kernel, Manifest, build_options, kernel_id, variant_id
-from ..project.markers import compile_options
+from ..project.manifest import LISTING_COMPILERS, Kernel, Manifest, Variant, kernel_id
 from ..update.scope import COLLECTED
 from .session import RegbudgetSession
 from .state import ItemState
 
 PLUGIN_NAME = manifest.PLUGIN_NAME
+# The item of a file's own build, `kernels/a.cu::<build>[sm_90]`: no kernel name starts with `<`.
+BUILD_ITEM = "<build>"
+_IDS = pytest.StashKey[dict[str, str]]()  # a file's kernel names -> their item names
 # Files an argument may name that the manifest is expected to hold: naming one it does not is an error.
 CUDA_SUFFIXES = frozenset({".cu", ".cuh", ".cubin", ".fatbin", ".so", ".o", ".a"})
 
@@ -131,56 +134,159 @@ class ManifestCollection:
         for path in manifest.files():
             if not manifest.lists(path):
                 continue
-            table = manifest.listing_table(path)
             compiler = manifest.compiler_of(path, self.session.settings.compiler)
-            if table.binary or compiler not in LISTING_COMPILERS:
+            if manifest.listing_table(path).binary or compiler not in LISTING_COMPILERS:
                 continue
-            try:
-                options = _listing_options(table.keys, manifest.rootdir)
-            except MarkerError:
-                continue  # the file's listing says so itself
-            wanted += [(path, arch, options, compiler) for arch in archs]
+            for variant in manifest.file_variants(path):
+                try:
+                    options = manifest.build_budget(path, variant).options
+                except (MarkerError, ValueError):
+                    continue  # the file's items say so themselves
+                wanted += [(path, arch, options, compiler) for arch in archs]
         self.session.builder.prefetch_listings(wanted)
 
     def items(self, node: KernelFile) -> Iterator[pytest.Item]:
         self._start_listings()
         path = Path(node.path)
         manifest = self.manifest
-        by_arch = self._listing(path) if manifest.lists(path) else None
-        entries = None if by_arch is None else _one_per_kernel(e for held in by_arch.values() for e in held)
-        kernels, unmatched = manifest.kernels(
-            path, entries, manifest.compiler_of(path, self.session.settings.compiler)
-        )
-        if by_arch is not None and not entries and manifest.listing_table(path).binary:
+        compiler = manifest.compiler_of(path, self.session.settings.compiler)
+        if not manifest.lists(path):
+            kernels, unmatched = manifest.kernels(path, None, compiler)
+            for message in unmatched:
+                warnings.warn(RegbudgetWarning(message), stacklevel=1)
+            for kernel in kernels:
+                yield from self._kernel_items(node, path, kernel, self._id(node, kernel.name))
+            return
+        if manifest.listing_table(path).binary:
+            yield from self._binary_items(node, path, compiler)
+            return
+        yield from self._built_items(node, path, compiler)
+
+    def _id(self, node: KernelFile, name: str) -> str:
+        """The item name's kernel part, one per kernel of the file (two names that read alike get `~`)."""
+        ids = node.stash.setdefault(_IDS, {})
+        found = ids.get(name)
+        if found is None:
+            found = kernel_id(name)
+            while found in ids.values():
+                found += "~"
+            ids[name] = found
+        return found
+
+    def _binary_items(self, node: KernelFile, path: Path, compiler: str) -> Iterator[pytest.Item]:
+        manifest = self.manifest
+        by_arch = self._binary_listing(path)
+        entries = _one_per_kernel(e for held in by_arch.values() for e in held)
+        kernels, unmatched = manifest.kernels(path, entries, compiler)
+        if not entries:
             # A binary of host code or device functions only: one line for all of them, not a warning each.
             self.session.empty_binaries[manifest.relative(path)] = 0
             unmatched = []
         for message in unmatched:
             warnings.warn(RegbudgetWarning(message), stacklevel=1)
+        yield from self._listed_items(node, path, kernels, by_arch, entries, None)
+
+    def _built_items(self, node: KernelFile, path: Path, compiler: str) -> Iterator[pytest.Item]:
+        """A source file's items, variant by variant: each variant's kernels are those its own build lists
+        (a variant may instantiate other templates). A build that fails is one item of its own (BuildItem),
+        for that variant and arch; the file's other builds are checked as usual."""
+        manifest = self.manifest
+        pending = manifest.file_variants(path)
+        done: set[str] = set()
+        unmatched: list[str] | None = None  # warned only when no variant's kernels match
+        any_built = any_kernel = False  # some build of the file made; one held a kernel
+        while pending:
+            variant = pending.pop(0)
+            if variant.id in done:
+                continue
+            done.add(variant.id)
+            by_arch = yield from self._variant_listing(node, path, variant, compiler)
+            if not by_arch:
+                continue  # no arch built: its BuildItems are the variant's items
+            any_built = True
+            entries = _one_per_kernel(e for held in by_arch.values() for e in held)
+            any_kernel = any_kernel or bool(entries)
+            kernels, warned = manifest.kernels(path, entries, compiler)
+            unmatched = warned if unmatched is None else [w for w in unmatched if w in warned]
+            for kernel in kernels:
+                # A kernel selected by tables without this variant asks for its own (the plain build, or
+                # another table's): listed in turn, once.
+                pending += [v for v in kernel.variants() if v.id not in done]
+            yield from self._listed_items(node, path, kernels, by_arch, entries, variant)
+        if any_built and not any_kernel:
+            # Host code or device functions only: the run's one line names it, with the binaries like it.
+            self.session.empty_sources.add(manifest.relative(path))
+            unmatched = []
+        for message in unmatched or []:
+            warnings.warn(RegbudgetWarning(message), stacklevel=1)
+
+    def _variant_listing(
+        self, node: KernelFile, path: Path, variant: Variant, compiler: str
+    ) -> Generator[pytest.Item, None, dict[str, list[str]]]:
+        """The entries of one variant's build per arch of the run that built, yielding a BuildItem for each
+        arch whose build failed (or that the baseline records as broken)."""
+        session, manifest = self.session, self.manifest
+        rel = manifest.relative(path)
+        prefix = f"{variant.id}-" if variant.id else ""
+        try:
+            budget = manifest.build_budget(path, variant)
+        except (MarkerError, ValueError) as exc:
+            raise node.CollectError(f"{manifest.label}: {rel}: {exc}") from None
+        if compiler not in LISTING_COMPILERS:
+            raise node.CollectError(
+                f"{manifest.listing_table(path).label}: compiler {compiler!r} cannot list the kernels of "
+                f"{rel}: name each kernel (kernels = [...])"
+            )
+        release = _release(session, compiler)
+        found: dict[str, list[str]] = {}
+        for arch in session.settings.archs:
+            key = (rel, budget.options.variant(), arch, release)
+            try:
+                found[arch] = session.builder.entries(path, arch, budget.options, compiler)
+                error = None
+            except (CompileError, ToolchainError) as exc:
+                error = _log(exc)
+            session.note_build(key, error, compiler)
+            if error is None:
+                continue  # built: a fixed build is said in the summary, its kernels are its items
+            yield BuildItem.from_parent(node, name=f"{BUILD_ITEM}[{prefix}{arch}]", key=key)
+        return found
+
+    def _listed_items(
+        self,
+        node: KernelFile,
+        path: Path,
+        kernels: Sequence[Kernel],
+        by_arch: Mapping[str, list[str]],
+        entries: Sequence[str],
+        variant: Variant | None,
+    ) -> Iterator[pytest.Item]:
         # Each arch's kernels by readable name, read once: a library lists thousands, and each is looked up.
-        shown = {arch: {names.readable(e) for e in found} for arch, found in (by_arch or {}).items()}
-        ids: set[str] = set()
+        shown = {arch: {names.readable(e) for e in found} for arch, found in by_arch.items()}
         for kernel in kernels:
-            name = kernel_id(kernel.name)
-            while name in ids:  # two names that read alike once made into ids
-                name += "~"
-            ids.add(name)
             # A listed kernel is collected for the archs whose build holds it (a kernel guarded by
-            # __CUDA_ARCH__ exists on some only); one the tables only name, for every arch.
-            held = None
-            if by_arch is not None and kernel.entry is not None:
+            # __CUDA_ARCH__ exists on some only); one the tables only name, for every arch that built.
+            if kernel.entry is not None:
                 held = {arch for arch, found in shown.items() if names.readable(kernel.entry) in found}
-            elif by_arch is not None and names.match(kernel.name, entries or []) is not None:
-                held = {
-                    arch for arch, found in by_arch.items() if names.match(kernel.name, found) is not None
-                }
-            yield from self._kernel_items(node, path, kernel, name, held)
+            elif names.match(kernel.name, list(entries)) is not None:
+                held = {a for a, found in by_arch.items() if names.match(kernel.name, found) is not None}
+            else:
+                held = set(by_arch)
+            yield from self._kernel_items(node, path, kernel, self._id(node, kernel.name), held, variant)
 
     def _kernel_items(
-        self, node: KernelFile, path: Path, kernel: Kernel, name: str, held: set[str] | None = None
+        self,
+        node: KernelFile,
+        path: Path,
+        kernel: Kernel,
+        name: str,
+        held: set[str] | None = None,
+        only: Variant | None = None,
     ) -> Iterator[pytest.Item]:
         session = self.session
         for variant in kernel.variants():
+            if only is not None and variant.id != only.id:
+                continue
             try:
                 budget = kernel.budget(path, self.manifest.rootdir, variant)
                 source = session.marker_source(budget)
@@ -190,8 +296,10 @@ class ManifestCollection:
                     f"{self.manifest.label}: kernel {kernel.name} of {node.nodeid} (tables {tables}): {exc}"
                 ) from None
             archs = tuple(a for a in session.item_archs(budget) if held is None or a in held)
-            prefix = f"{variant_id(variant)}-" if variant else ""
+            prefix = f"{variant.id}-" if variant.id else ""
             if not archs:
+                if held is not None and session.item_archs(budget):
+                    continue  # the builds that would hold it failed: their BuildItems say so
                 wanted = ",".join(budget.archs or ())
                 item = KernelItem.from_parent(node, name=f"{name}[{prefix}{wanted}]", kernel=kernel.name)
                 reason = (
@@ -207,35 +315,40 @@ class ManifestCollection:
                 )
                 yield item
 
-    def _listing(self, path: Path) -> dict[str, list[str]]:
-        """The entries of every kernel the file holds, per arch of the run."""
+    def _binary_listing(self, path: Path) -> dict[str, list[str]]:
+        """The entries of every kernel a binary holds, per arch of the run."""
         table = self.manifest.listing_table(path)
         archs = self.session.settings.archs
         found: dict[str, list[str]] = {arch: [] for arch in archs}
         try:
-            if table.binary:
-                for arch in archs:
-                    held = self.session.builder.binary_arch(path, arch)
-                    found[arch] = [k.entry for k in held.kernels]
-                    empty = self.session.empty_binaries
-                    rel = self.manifest.relative(path)
-                    empty[rel] = empty.get(rel, 0) + held.empty
-            else:
-                compiler = self.manifest.compiler_of(path, self.session.settings.compiler)
-                if compiler not in LISTING_COMPILERS:
-                    raise CompileError(
-                        f"{table.label}: compiler {compiler!r} cannot list the kernels of "
-                        f"{self.manifest.relative(path)}: name each kernel (kernels = [...])"
-                    )
-                options = _listing_options(table.keys, self.manifest.rootdir)
-                for arch in archs:
-                    found[arch] = self.session.builder.entries(path, arch, options, compiler)
+            for arch in archs:
+                held = self.session.builder.binary_arch(path, arch)
+                found[arch] = [k.entry for k in held.kernels]
+                empty = self.session.empty_binaries
+                rel = self.manifest.relative(path)
+                empty[rel] = empty.get(rel, 0) + held.empty
         except (CompileError, ToolchainError) as exc:
             raise KernelFile.CollectError(
                 f"cannot list the kernels of {self.manifest.relative(path)} for {self.manifest.label} "
                 f"({table.label}):\n{exc}"
             ) from None
         return found
+
+
+def _release(session: RegbudgetSession, compiler: str) -> str:
+    """The release that builds the file's listing (a broken build's key), "" where there is no toolkit (the
+    build's item then says why)."""
+    try:
+        return session.nvcc_release_of(None) if compiler == "nvcc" else session.release_of(None)
+    except ToolchainError:
+        return ""
+
+
+def _log(exc: CompileError | ToolchainError) -> str:
+    """A failed build's message with the compiler's log, once."""
+    text = str(exc)
+    log = getattr(exc, "log", "")
+    return text if not log or log.strip() in text else f"{text}\n{log}"
 
 
 def _one_per_kernel(entries: Iterable[str]) -> list[str]:
@@ -251,15 +364,12 @@ def _at_or_below(path: Path, target: Path) -> bool:
     return path == target or target in path.parents
 
 
-def _listing_options(keys: Mapping[str, Any], rootdir: Path) -> CompileOptions:
-    """The compile options a file's listing build uses: its first table's, with that table's first variant
-    (built as that variant's item is, so the listing build is one of the run's)."""
-    given = dict(keys)
-    variants = given.pop("variants", None)
-    table_defines = given.pop("defines", None)
-    if variants:
-        given["defines"] = variants[0]
-    return build_options(compile_options(given, rootdir), table_defines)
+def excluded_lines(manifest: Manifest) -> list[str]:
+    """What -v says of the files a manifest's `exclude` took out: each once, with its reason."""
+    return [
+        safe_block(f"regbudget: excluded {file}" + (f" ({reason})" if reason else ""))
+        for file, reason in manifest.excluded()
+    ]
 
 
 def collection(config: pytest.Config) -> ManifestCollection | None:
@@ -294,6 +404,26 @@ class NotInManifest(pytest.File):
         )
 
 
+class BuildItem(pytest.Item):
+    """A manifest file's build of one variant and arch that failed, or that the baseline records as broken
+    (update/broken.py): it fails where the failure is new, and passes where it is recorded, or builds now."""
+
+    def __init__(self, *, key: tuple[str, str, str, str], **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.key = key
+
+    def runtest(self) -> None:
+        found = collection(self.config)
+        assert found is not None  # only its hooks make these nodes
+        failure = found.session.build_failure(self.key)
+        if failure is not None:
+            pytest.fail(safe_block(failure), pytrace=False)
+
+    def reportinfo(self) -> tuple[Path, int, str]:
+        # The domain is the item's name: pytest -v shows the file, then a domain's dots as `::`.
+        return Path(self.path), 0, self.name
+
+
 class KernelItem(pytest.Item):
     """One kernel, variant and arch of the manifest. Its ItemState (plugin.ITEM_KEY) carries what to build
     and the budget; plugin.pytest_runtest_call measures and judges it, as for a marked test."""
@@ -306,6 +436,7 @@ class KernelItem(pytest.Item):
         """Nothing beyond the measurement, which the plugin's runtest_call wrapper does around this."""
 
     def reportinfo(self) -> tuple[Path, int, str]:
-        # The failure's heading: the node id, which names the file, the kernel, the variant and the arch. The
-        # line is the file's first (a skip's report needs one; the verdict's lines name the kernel's own).
-        return Path(self.path), 0, self.nodeid
+        # The failure's heading: the item's name, after its file's: the kernel, the variant and the arch (not
+        # the node id, whose file's dots pytest -v would show as `::`). The line is the file's first (a skip's
+        # report needs one; the verdict's lines name the kernel's own).
+        return Path(self.path), 0, self.name

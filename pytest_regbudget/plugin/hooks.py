@@ -64,12 +64,15 @@ def session_of(config: pytest.Config) -> RegbudgetSession:
     return config.stash[SESSION_KEY]
 
 
-def pytest_report_header(config: pytest.Config) -> str:
+def pytest_report_header(config: pytest.Config) -> list[str]:
     found = collect.collection(config)
     # A manifest of nvcc kernels builds nothing with NVRTC: the header names the nvcc too.
     nvcc = found is not None and any(t.compiler == "nvcc" for t in found.manifest.tables)
     binaries = found is not None and all(t.binary for t in found.manifest.tables)
-    return session_of(config).header(nvcc=nvcc, binaries=binaries)
+    lines = [session_of(config).header(nvcc=nvcc, binaries=binaries)]
+    if found is not None and config.get_verbosity() > 0:
+        lines += collect.excluded_lines(found.manifest)
+    return lines
 
 
 @pytest.hookimpl(trylast=True)

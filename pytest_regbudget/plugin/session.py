@@ -62,6 +62,7 @@ from ..report.terminal import (
 from ..report.writers import FileWriter, file_writers
 from ..sources import KernelSource, SourceSpec
 from ..sources.prebuilt import Binary
+from ..update import broken
 from ..update import plan as update
 from ..update.scope import ERROR, Rule, RunScope, with_base
 from .provenance import provenance
@@ -97,6 +98,9 @@ class RegbudgetSession:
         # Binaries a manifest names, and how many of their cubins of the run's archs hold no kernel (0: the
         # whole file holds none): said in one line at the end.
         self.empty_binaries: dict[str, int] = {}
+        self.empty_sources: set[str] = set()  # manifest source files whose builds hold no kernel
+        # The builds that failed, or that the baseline records as broken and build now (update/broken.py).
+        self.builds: dict[bl.BuildKey, broken.BuildNote] = {}
         self.worker_cache = CacheStats()  # the controller's sum over workers
         self._parsed: dict[int, tuple[Mark, Budget | None, str | None]] = {}
         # Raises BaselineError (a usage error) before any test runs, leaving the file untouched.
@@ -160,7 +164,8 @@ class RegbudgetSession:
         if len({r["release"] for r in records}) > 1:  # the toolkits' differences, where there are several
             compared = compare.summary_lines(compare.across_releases(records))
         finish = [*compared, *([counted] if counted else []), *self.finish_lines]
-        finish += empty_binaries_line(self.empty_binaries, self.settings.archs)
+        finish += broken.summary_lines(self.builds, updating=self.settings.update)
+        finish += empty_binaries_line(self.empty_binaries, self.settings.archs, self.empty_sources)
         if not records and not finish:
             return []
         finish = [self.cache_line(), *filter(None, [self.compilers_line()]), self.gpu_line(), *finish]
@@ -323,6 +328,22 @@ class RegbudgetSession:
     def note_interrupted(self, reason: str) -> None:
         """The run stopped early: it removes no baseline entry (see scope.py)."""
         self.scope.interrupted = self.scope.interrupted or reason
+
+    def note_build(self, key: bl.BuildKey, error: str | None, compiler: str) -> broken.BuildNote | None:
+        """A manifest file's build of one variant and arch, as collection made it (`error`: the compiler's
+        log when it failed): failed, recorded or fixed against the baseline's broken table, else None."""
+        found = broken.note(self.baseline, key, error, compiler)
+        if found is not None:
+            self.builds[key] = found
+        return found
+
+    def build_failure(self, key: bl.BuildKey) -> str | None:
+        """The failure text of a failed build's item; None where it passes (recorded as broken, or an
+        update, which records it)."""
+        found = self.builds.get(key)
+        if found is None or found.status != broken.FAILED or self.settings.update:
+            return None
+        return broken.failure_text(key, found, updating=False)
 
     # -- the test's call phase -------------------------------------------------------------------------
     def measure(self, state: ItemState, nodeid: str, source: KernelSource) -> list[KernelReport]:
@@ -540,6 +561,8 @@ class RegbudgetSession:
             "scope": self.scope.payload(),
             "conflicts": self.conflicts,
             "empty_binaries": self.empty_binaries,
+            "empty_sources": sorted(self.empty_sources),
+            "builds": broken.json_objects(self.builds),
         }
 
     def merge_worker(self, payload: dict[str, Any]) -> None:
@@ -547,13 +570,24 @@ class RegbudgetSession:
         self.worker_cache = self.worker_cache.merged(CacheStats.from_payload(payload.get("cache")))
         self.scope.merge(payload.get("scope", {}))
         self.conflicts += payload.get("conflicts", [])
+        self.empty_sources.update(payload.get("empty_sources", []))
+        self.builds.update(broken.from_json(payload.get("builds", [])))
         for file, count in payload.get("empty_binaries", {}).items():
             self.empty_binaries[file] = max(count, self.empty_binaries.get(file, 0))
 
     # -- end of run (controller only) ------------------------------------------------------------------
     def _stale_rule(self, prefixes: Sequence[str], selection: str | None) -> Rule:
         built = frozenset((r["compiler"], r["release"]) for r in self.records if r["registers"] is not None)
-        return Rule(self.scope, self.settings.archs, prefixes, self.settings.rootdir, selection, built)
+        built |= {(b.compiler, key[3]) for key, b in self.builds.items()}
+        return Rule(
+            self.scope,
+            self.settings.archs,
+            prefixes,
+            self.settings.rootdir,
+            selection,
+            built,
+            broken=broken.protected(self.builds),
+        )
 
     def plan(self, prefixes: Sequence[str] = ("",), selection: str | None = None) -> update.Plan:
         """What an update by this run writes and removes (see update.py and scope.py).
@@ -584,6 +618,14 @@ class RegbudgetSession:
             )
             exit_code = USAGE_ERROR
         elif s.update and s.baseline_path is not None:
+            builds = broken.plan(
+                self.baseline,
+                self.builds,
+                prefixes=prefixes,
+                archs=s.archs,
+                releases={r["release"] for r in self.records} | {key[3] for key in self.builds},
+                interrupted=bool(self.scope.interrupted),
+            )
             try:
                 counts = bl.update(
                     s.baseline_path,
@@ -591,6 +633,8 @@ class RegbudgetSession:
                     planned.stale,
                     moved=planned.moved,
                     lock_dir=s.cache_dir,
+                    broken=builds.record,
+                    fixed=builds.drop,
                 )
             except (BaselineError, OSError) as exc:
                 # OSError: a failure baseline.py did not foresee; the file is still as it was.
@@ -617,6 +661,7 @@ class RegbudgetSession:
             step_summary=s.step_summary,
             scope=self.report_scope(prefixes, selection),
             provenance=self.provenance() if s.json_path else None,
+            broken_builds=broken.json_objects(self.builds),
         )
         for writer in writers:
             if not self._write(writer) and writer.required:
@@ -638,7 +683,10 @@ class RegbudgetSession:
         """What this run could have seen, for the JSON report: what a later merge of shards needs to decide
         stale entries as this run would (`regbudget merge`), and what a reader needs to know what was
         compared. `run` is scope.RunScope's payload; `built` the (compiler, release) pairs measured."""
-        built = sorted({(r["compiler"], r["release"]) for r in self.records if r["registers"] is not None})
+        built = sorted(
+            {(r["compiler"], r["release"]) for r in self.records if r["registers"] is not None}
+            | {(b.compiler, key[3]) for key, b in self.builds.items()}
+        )
         return {
             "run": self.scope.payload(),
             "prefixes": list(prefixes),

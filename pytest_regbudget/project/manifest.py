@@ -7,14 +7,20 @@ same tables without the prefix:
     [[kernels]]
     source = ["kernels/*.cu"]            # or binary = ["build/**/*.so"]; globs relative to the rootdir
     kernels = ["*"]                      # names, name expressions, fnmatch patterns over readable names
-    variants = [{NACC = 8}, {NACC = 16}] # optional: one item per define set
+    exclude = ["kernels/*_impl.cu"]      # optional: globs taken out of source/binary (or {glob, reason})
+    variants = [{NACC = 8}, {NACC = 16}] # optional: one item per define set, or per table
+                                         # {defines = {BM = 128}, dynamic_smem = 98304, max_regs = 128}
+    compile_commands = "build/compile_commands.json"  # optional: each file's flags, from CMake or Bear
     spills = 0                           # any marker key
 
 Owns reading and checking the file, expanding its globs, and which tables apply to a kernel. Each table
 selects kernels of its files; a kernel's keys are those of every table that selects it, a later table's value
-replacing an earlier one's (`refine`). Every key is checked by the marker's own code (`markers.parse_marker`),
-so it means what the marker key means. A bad file is one `ManifestError` naming the file, the table and the
-key. What "*" finds takes a build; that, and the pytest nodes, live in collect.py. No pytest, no tool runs.
+replacing an earlier one's (`refine`). A file is built one way: its compile keys (defines, include dirs,
+options, ...) are those of every table that names it, whichever kernels they select, so that its listing and
+its items share one build per variant and arch. Every key is checked by the marker's own code
+(`markers.parse_marker`), so it means what the marker key means. A bad file is one `ManifestError` naming
+the file, the table and the key. What "*" finds takes a build; that, and the pytest nodes, live in
+collect.py. No pytest, no tool runs.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ import functools
 import json
 import os
 import re
+import shlex
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, cast
@@ -36,11 +43,16 @@ from ..core import names
 from ..core.arch import get_arch
 from ..core.errors import ManifestError, MarkerError, UnknownArchError
 from ..core.text import close_key_hint
-from .markers import VALID_KEYS, Budget, parse_marker
+from . import compile_commands as cdb
+from .markers import BUDGET_KEYS, COMPILE_KEYS, VALID_KEYS, Budget, parse_marker
 
 TOP_KEYS = ("arch", "kernels")
 # Where a table's kernels are, which of them, and their variants; the rest are the marker's keys.
-SELECT_KEYS = ("source", "binary", "kernels", "variants")
+SELECT_KEYS = ("source", "binary", "exclude", "compile_commands", "kernels", "variants")
+# The keys that say how a file is built: merged over every table that names the file (`Manifest.file_keys`).
+FILE_COMPILE_KEYS = tuple(k for k in COMPILE_KEYS if k not in ("source", "kernel", "binary"))
+# What a variant table may hold besides its defines: its own launch, shared memory, roles and budgets.
+VARIANT_KEYS = ("defines", *BUDGET_KEYS)
 TABLE_KEYS = (*SELECT_KEYS, *(k for k in VALID_KEYS if k not in ("source", "binary", "kernel")))
 # The compilers whose builds list their kernels, for "*" and other patterns (a binary lists its own).
 LISTING_COMPILERS = ("nvrtc", "nvcc")
@@ -56,6 +68,10 @@ class Table(Struct, frozen=True):
     binary: bool  # binary= (read by cuobjdump), not source= (compiled)
     patterns: tuple[str, ...]  # `kernels`
     keys: Mapping[str, Any]  # the marker keys it gives (compiler, budgets, defines, ...), `variants` too
+    excluded: tuple[tuple[Path, str], ...] = ()  # files its `exclude` took out, each with its reason
+    # compile_commands: each file's entries in the database (one: its flags; several: one variant each)
+    database: Mapping[Path, tuple[cdb.CompileEntry, ...]] = field(default_factory=dict)
+    database_path: str = ""  # as the table wrote it, for messages
 
     @property
     def compiler(self) -> str | None:
@@ -68,48 +84,103 @@ class Table(Struct, frozen=True):
         return any(names.is_pattern(p) for p in self.patterns)
 
 
+class Variant(Struct, frozen=True):
+    """One build of a file among several: the defines that select it (in its items' ids and baseline keys),
+    and what else it sets: a variant table's budgets (`dynamic_smem`, `launch`, ...), or the include dirs
+    and options of one compile_commands entry of a file the database lists several times."""
+
+    defines: tuple[tuple[str, str | None], ...] = ()
+    keys: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def id(self) -> str:
+        return variant_id(self.defines)
+
+
+NO_VARIANT = Variant()
+
+
 class Kernel(Struct, frozen=True):
-    """A kernel of a manifest file: its name, the entry a listing found it by (None when only named), and
-    the tables that select it, in file order."""
+    """A kernel of a manifest file: its name, the entry a listing found it by (None when only named), the
+    tables that select it, in file order, and the file's compile keys (`Manifest.file_keys`)."""
 
     name: str  # the readable name (of the entry), else as the table wrote it
     entry: str | None
     tables: tuple[Table, ...]
+    file_keys: Mapping[str, Any] = field(default_factory=dict)
+    # One per compile_commands entry of a file the database lists several times (else none)
+    database_variants: tuple[Variant, ...] = ()
 
     def keys(self) -> dict[str, Any]:
-        """The marker keys of every table that selects it, a later table's value replacing an earlier's."""
+        """The marker keys of every table that selects it, a later table's value replacing an earlier's,
+        with the file's compile keys, which every table that names the file sets."""
         merged: dict[str, Any] = {}
         for table in self.tables:
             merged.update(table.keys)
+        for key in FILE_COMPILE_KEYS:
+            merged.pop(key, None)
+        merged.update(self.file_keys)
         return merged
 
-    def variants(self) -> list[tuple[tuple[str, str | None], ...]]:
-        """The define sets of its items: `variants` (the last table's that gives them), else one of none."""
+    def variants(self) -> list[Variant]:
+        """The variants of its items: `variants` (the last table's that gives them), else one of none."""
         given = self.keys().get("variants")
-        if not given:
-            return [()]
-        return [CompileOptions.make(defines=v).defines for v in given]
+        return list(given) if given else list(self.database_variants) or [NO_VARIANT]
 
-    def budget(self, path: Path, rootdir: Path, variant: Sequence[tuple[str, str | None]]) -> Budget:
+    def budget(self, path: Path, rootdir: Path, variant: Variant) -> Budget:
         """The Budget of one variant: the merged keys, this file and kernel. The variant's defines choose
         it (they are in its key); the tables' `defines` are build settings (recorded, not keyed: see
         `build_options`). Raises MarkerError for keys that only disagree once merged (min_occupancy from one
         table without a launch from any)."""
-        keys = self.keys()
-        keys.pop("variants", None)
-        table_defines = keys.pop("defines", None)
-        if variant:
-            keys["defines"] = [k if v is None else f"{k}={v}" for k, v in variant]
-        keys["binary" if self.tables[0].binary else "source"] = str(path)
-        # Parsed once per file and set of keys, not once per kernel: the kernels of a file mostly share
-        # their tables, and the name is only carried (a MarkerError is raised anew for each kernel).
-        try:
-            text = json.dumps(keys)
-        except (TypeError, ValueError):  # a TOML date, say: parse_marker says what is wrong with it
-            budget = parse_marker((), {**keys, "kernel": self.name}, rootdir)
+        return file_budget(self.keys(), path, rootdir, variant, self.name, binary=self.tables[0].binary)
+
+
+def file_budget(
+    keys: Mapping[str, Any], path: Path, rootdir: Path, variant: Variant, name: str, *, binary: bool = False
+) -> Budget:
+    """The Budget of a file's `name` (a kernel; "" for the file's own build) under merged `keys` and one
+    `variant`: its defines keyed, its budgets over the tables', a database entry's flags after them."""
+    keys = dict(keys)
+    keys.pop("variants", None)
+    for key, value in variant.keys.items():
+        if key in ("include_dirs", "options", "ptxas_options"):  # a compile_commands entry's flags
+            keys[key] = [*_listed(keys.get(key)), *value]
         else:
-            budget = replace(_parsed(text, rootdir), kernel=self.name)
-        return replace(budget, options=build_options(budget.options, table_defines))
+            keys[key] = value
+    table_defines = keys.pop("defines", None)
+    if variant.defines:
+        keys["defines"] = [k if v is None else f"{k}={v}" for k, v in variant.defines]
+    keys["binary" if binary else "source"] = str(path)
+    # Parsed once per file and set of keys, not once per kernel: the kernels of a file mostly share
+    # their tables, and the name is only carried (a MarkerError is raised anew for each kernel).
+    try:
+        text = json.dumps(keys)
+    except (TypeError, ValueError):  # a TOML date, say: parse_marker says what is wrong with it
+        budget = parse_marker((), {**keys, "kernel": name}, rootdir)
+    else:
+        budget = replace(_parsed(text, rootdir), kernel=name)
+    return replace(budget, options=build_options(budget.options, table_defines))
+
+
+def _listed(value: object) -> list[str]:
+    """A compile key's value as a list of words (`options = "-O3 -std=c++17"` is two, split as a shell
+    would, as markers.parse_marker splits it)."""
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return shlex.split(value)
+    return [str(v) for v in cast(Sequence[object], value)]
+
+
+def _define_list(value: object) -> list[str]:
+    """`defines` as a list of "NAME" and "NAME=VALUE" (a table may give a dict)."""
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, Mapping):
+        return [str(k) if v is None else f"{k}={v}" for k, v in value.items()]
+    return [str(v) for v in cast(Sequence[object], value)]
 
 
 def build_options(options: CompileOptions, table_defines: object) -> CompileOptions:
@@ -157,9 +228,65 @@ class Manifest(Struct, frozen=True):
         return any(t.lists for t in self.tables_of(path))
 
     def listing_table(self, path: Path) -> Table:
-        """The table whose compile keys (and first variant) the listing build of a file uses: the first that
-        names it."""
+        """The first table that names a file: whether it is a binary, and how messages name its tables."""
         return self.tables_of(path)[0]
+
+    def file_keys(self, path: Path) -> dict[str, Any]:
+        """The compile keys of a file: those of every table that names it, in table order, a later table's
+        value replacing an earlier one's; then a compile_commands entry's flags (a file the database lists
+        once), after them as a later table's would be."""
+        merged: dict[str, Any] = {}
+        for table in self.tables_of(path):
+            merged.update({k: v for k, v in table.keys.items() if k in FILE_COMPILE_KEYS})
+        for table in self.tables_of(path):
+            entries = table.database.get(path, ())
+            if len(entries) == 1:
+                entry = entries[0]
+                merged["defines"] = [*_define_list(merged.get("defines")), *entry.defines]
+                merged["include_dirs"] = [*_listed(merged.get("include_dirs")), *entry.include_dirs]
+                merged["options"] = [*_listed(merged.get("options")), *entry.options]
+        return merged
+
+    def file_variants(self, path: Path) -> list[Variant]:
+        """Every variant a table that names the file gives (a table without `variants` gives the plain
+        build), in table order: the builds its kernels' items may need."""
+        found: dict[str, Variant] = {}
+        for table in self.tables_of(path):
+            for variant in table.keys.get("variants") or self.database_variants(path) or [NO_VARIANT]:
+                found.setdefault(variant.id, variant)
+        return list(found.values())
+
+    def database_variants(self, path: Path) -> tuple[Variant, ...]:
+        """A variant per compile_commands entry of a file the database lists several times: its defines
+        select it, its include dirs and options build it."""
+        for table in self.tables_of(path):
+            entries = table.database.get(path, ())
+            if len(entries) > 1:
+                return tuple(
+                    Variant(
+                        CompileOptions.make(defines=e.defines).defines,
+                        {"include_dirs": list(e.include_dirs), "options": list(e.options)},
+                    )
+                    for e in entries
+                )
+        return ()
+
+    def build_budget(self, path: Path, variant: Variant) -> Budget:
+        """The Budget of the file's own build of `variant` (its listing, its broken-build item): its compile
+        keys exactly as its kernels' items have them, so that they share the build."""
+        # Its budgets are its kernels' (a variant's min_occupancy may take the launch of their tables).
+        built = Variant(variant.defines, {k: v for k, v in variant.keys.items() if k in FILE_COMPILE_KEYS})
+        return file_budget(self.file_keys(path), path, self.rootdir, built, "")
+
+    def excluded(self) -> list[tuple[str, str]]:
+        """Each file an `exclude` took out (rootdir-relative), with its reason, once, in table order; files
+        another table names are not excluded from that table."""
+        out: dict[str, str] = {}
+        for table in self.tables:
+            for path, reason in table.excluded:
+                if path not in self._by_file:
+                    out.setdefault(self.relative(path), reason)
+        return list(out.items())
 
     def kernels(
         self, path: Path, entries: Sequence[str] | None, compiler: str = "nvrtc"
@@ -171,6 +298,7 @@ class Manifest(Struct, frozen=True):
         template instance) is a kernel of its own, once per normalized spelling. A pattern selects among all
         of them: the listed kernels and those any table names."""
         found = list(entries or ())
+        file_keys = self.file_keys(path)
         shown = names.display_names(found)
         named: dict[str, str] = {}  # identity of a kernel no listing found -> its name as first written
         for table in self.tables_of(path):
@@ -195,7 +323,11 @@ class Manifest(Struct, frozen=True):
         # In the order of the listing, then of the names; each kernel's tables in file order.
         kernels = [
             Kernel(
-                shown.get(i) or named[i], i if i in shown else None, tuple(sorted(selected[i], key=_index))
+                shown.get(i) or named[i],
+                i if i in shown else None,
+                tuple(sorted(selected[i], key=_index)),
+                file_keys,
+                self.database_variants(path),
             )
             for i in [*found, *named]
             if i in selected
@@ -375,18 +507,36 @@ def _table(index: int, raw: Mapping[str, Any], label: str, rootdir: Path) -> Tab
         if key not in TABLE_KEYS:
             hint = close_key_hint(key, TABLE_KEYS)
             raise error(key, f"unknown key{hint}; valid keys: {', '.join(TABLE_KEYS)}")
-    if ("source" in raw) == ("binary" in raw):
+    if ("source" in raw) == ("binary" in raw) and not ("compile_commands" in raw and "binary" not in raw):
         both = "give one of them, not both" if "source" in raw else "a table needs one of them"
         raise ManifestError(
-            f"{label}: source (globs of CUDA files to compile) or binary (globs of built binaries): {both}"
+            f"{label}: source (globs of CUDA files to compile), binary (globs of built binaries) or "
+            f"compile_commands (a compilation database): {both}"
         )
     binary = "binary" in raw
     kind = "binary" if binary else "source"
     if binary and "compiler" in raw:
         raise error("compiler", "a binary is read as it is built (by cuobjdump), not compiled: drop compiler")
-    files = _files(raw[kind], rootdir, lambda m: error(kind, m))
+    database: dict[Path, tuple[cdb.CompileEntry, ...]] = {}
+    if "compile_commands" in raw:
+        if binary:
+            raise error("compile_commands", "a binary is read as it is built: compile_commands is for source")
+        database = _database(raw["compile_commands"], rootdir, lambda m: error("compile_commands", m))
+    files = _files(raw[kind], rootdir, lambda m: error(kind, m)) if kind in raw else tuple(database)
+    if "compile_commands" in raw and kind in raw:
+        missing = [f for f in files if f not in database]
+        if missing:
+            raise error(
+                "compile_commands",
+                f"{raw['compile_commands']!r} has no entry for {missing[0].relative_to(rootdir).as_posix()}"
+                f"{f' (and {len(missing) - 1} more)' if len(missing) > 1 else ''}: every file of source "
+                "must be in the database (drop source to take the database's files)",
+            )
+        database = {f: database[f] for f in files}
+    excluded = _excluded(raw.get("exclude"), files, rootdir, lambda m: error("exclude", m))
+    files = tuple(f for f in files if f not in {path for path, _ in excluded})
     patterns = _patterns(raw.get("kernels", list(DEFAULT_KERNELS)), lambda m: error("kernels", m))
-    keys = {k: v for k, v in raw.items() if k not in ("source", "binary", "kernels")}
+    keys = {k: v for k, v in raw.items() if k not in SELECT_KEYS or k == "variants"}
     for key, value in keys.items():
         if key == "variants":
             continue
@@ -406,7 +556,73 @@ def _table(index: int, raw: Mapping[str, Any], label: str, rootdir: Path) -> Tab
         raise error("kernels", _cannot_list(str(compiler), wild))
     if "variants" in keys:
         keys["variants"] = _variants(keys["variants"], rootdir, lambda m: error("variants", m))
-    return Table(index, label, files, binary, patterns, keys)
+    return Table(
+        index,
+        label,
+        files,
+        binary,
+        patterns,
+        keys,
+        excluded,
+        database,
+        str(raw.get("compile_commands", "")),
+    )
+
+
+def _database(value: object, rootdir: Path, error: Any) -> dict[Path, tuple[cdb.CompileEntry, ...]]:
+    """The CUDA entries of a compilation database, by file (see compile_commands.py)."""
+    if not isinstance(value, str) or not value.strip():
+        raise error(
+            f'{value!r}: expected the path of a compile_commands.json, e.g. "build/compile_commands.json"'
+        )
+    contained(value, rootdir, error)
+    try:
+        found = cdb.load(rootdir / value, rootdir)
+    except ManifestError as exc:
+        raise error(str(exc)) from None
+    if not found:
+        raise error(f"{value!r} lists no CUDA file under the rootdir {rootdir}")
+    for path, entries in found.items():
+        ids = [variant_id(CompileOptions.make(defines=e.defines).defines) for e in entries]
+        if len(set(ids)) != len(ids):
+            raise error(
+                f"{value!r} lists {path.relative_to(rootdir).as_posix()} {len(entries)} times, and two of "
+                "its entries differ in flags but not in defines: each entry is one variant of the file, "
+                "selected by its defines (keep one of them, or give each a define of its own)"
+            )
+    # The database names files by their real paths; the manifest's globs by the rootdir's (a link, say).
+    real = Path(os.path.realpath(rootdir))
+    return {rootdir / p.relative_to(real): tuple(e) for p, e in found.items()}
+
+
+def _excluded(
+    value: object, files: Sequence[Path], rootdir: Path, error: Any
+) -> tuple[tuple[Path, str], ...]:
+    """The files of `files` that `exclude` names, each with its reason ("" when it gives none). A glob that
+    matches nothing is no error: the file it guards against may come later, or be gone already."""
+    if value is None:
+        return ()
+    items = value if isinstance(value, list) else [value]
+    out: dict[Path, str] = {}
+    for item in items:
+        glob, reason = item, ""
+        if isinstance(item, dict):
+            unknown = sorted(set(item) - {"glob", "reason"})
+            glob, reason = item.get("glob"), item.get("reason", "")
+            if unknown or not isinstance(reason, str):
+                raise error(f'{item!r}: expected {{ glob = "...", reason = "..." }}')
+        if not isinstance(glob, str) or not glob.strip():
+            raise error(
+                f'{item!r}: expected a glob relative to the rootdir, or {{ glob = "...", reason = "..." }}, '
+                'e.g. exclude = ["src/*/reference.cu"]'
+            )
+        contained(glob, rootdir, error)
+        # Expanded as source globs are, so that an exclude reads like the source it subtracts from.
+        named = set(rootdir.glob(glob))
+        for path in files:
+            if path in named:
+                out.setdefault(path, reason)
+    return tuple(out.items())
 
 
 def _cannot_list(compiler: str, patterns: Sequence[str]) -> str:
@@ -466,23 +682,41 @@ def _patterns(value: object, error: Any) -> tuple[str, ...]:
     return tuple(p.strip() for p in patterns)
 
 
-def _variants(value: object, rootdir: Path, error: Any) -> tuple[object, ...]:
+def _variants(value: object, rootdir: Path, error: Any) -> tuple[Variant, ...]:
+    """Each variant a define set (`{BM = 128}`), or a table with its defines and its own budgets
+    (`{ defines = {BM = 128}, dynamic_smem = 98304 }`)."""
     if not isinstance(value, list) or not value:
         raise error(
             f"{value!r}: expected a non-empty list of define sets, e.g. "
-            "variants = [{NACC = 8}, {NACC = 16}]"
+            "variants = [{NACC = 8}, {NACC = 16}], or of tables such as "
+            "{ defines = {BM = 128}, dynamic_smem = 98304 }"
         )
-    for i, defines in enumerate(value, 1):
+    out = []
+    for i, given in enumerate(value, 1):
+        defines, keys = given, {}
+        if isinstance(given, dict) and "defines" in given:
+            defines = given["defines"]
+            keys = {k: v for k, v in given.items() if k != "defines"}
+            unknown = [k for k in keys if k not in VARIANT_KEYS]
+            if unknown:
+                raise error(
+                    f"variant {i}: key {unknown[0]!r} cannot differ per variant"
+                    f"{close_key_hint(unknown[0], VARIANT_KEYS)}; a variant table holds defines and the "
+                    f"budgets {', '.join(BUDGET_KEYS)}"
+                )
         try:
             parse_marker((), {"defines": defines}, rootdir)
+            for key, v in keys.items():
+                parse_marker((), {key: v, **({"launch": (1,)} if key == "min_occupancy" else {})}, rootdir)
         except MarkerError as exc:
             raise error(f"variant {i}: {exc}") from None
-    ids = [variant_id(CompileOptions.make(defines=v).defines) for v in value]
+        out.append(Variant(CompileOptions.make(defines=cast(Any, defines)).defines, keys))
+    ids = [v.id for v in out]
     if len(set(ids)) != len(ids):
         raise error(
             f"{value!r}: two variants define the same (each variant is one item: give each its own defines)"
         )
-    return tuple(value)
+    return tuple(out)
 
 
 def _check_compilers(manifest: Manifest) -> None:

@@ -5,7 +5,7 @@ changed kernels first; unchanged kernels counted; the whole kept under GitHub's 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from ..core.baseline import NO_VARIANT
 from ..core.kernel_report import delta_text
@@ -44,6 +44,31 @@ _MD_FOLDS = {
     "new": "new kernel{s}",
     "no baseline": "kernel{s} with no baseline file",
 }
+
+
+def broken_builds_markdown(builds: Sequence[Mapping[str, object]], limit: int = 20) -> str:
+    """The manifest builds that fail (update/broken.py): a row for each new failure and each build that
+    builds again, and a count of those that fail as the baseline records. "" when there are none."""
+    rows = [b for b in builds if b.get("status") in ("failed", "fixed")]
+    recorded = sum(1 for b in builds if b.get("status") == "recorded")
+    if not rows and not recorded:
+        return ""
+    lines = ["", "#### Builds"]
+    if rows:
+        lines += ["", "| verdict | file | arch | error |", "|---|---|---|---|"]
+        for b in rows[:limit]:
+            verdict = "**FAILED**" if b["status"] == "failed" else "builds again"
+            variant = "" if b.get("variant") in (None, NO_VARIANT) else f" ({b['variant']})"
+            log = str(b.get("error", "")).strip().splitlines() if b["status"] == "failed" else []
+            # The compiler's first error, not its heading ("nvcc 13.5.37 could not compile ...:").
+            error = _md_code(next((line for line in log[1:] if "error" in line), log[0] if log else ""))
+            name = _md_code(str(b["source"]) + variant)
+            lines.append(f"| {verdict} | {name} | {_md_text(str(b['arch']))} | {error} |")
+        if len(rows) > limit:
+            lines.append(f"\n{len(rows) - limit} more: see the run's JSON report (`broken_builds`).")
+    if recorded:
+        lines.append(f"\n{recorded} build(s) fail as the baseline records (not checked until they build).")
+    return "\n".join(lines) + "\n"
 
 
 def _md_text(text: str) -> str:

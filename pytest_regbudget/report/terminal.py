@@ -500,19 +500,24 @@ def compilers_line(
     return "; ".join(parts) or None
 
 
-def empty_binaries_line(empty: Mapping[str, int], archs: Sequence[str]) -> list[str]:
-    """One line for the binaries and library cubins that hold no kernel for the run's archs (host code, or
-    device functions only), instead of a warning each. `empty`: file -> empty cubins (0: the whole file)."""
+def empty_binaries_line(
+    empty: Mapping[str, int], archs: Sequence[str], sources: Iterable[str] = ()
+) -> list[str]:
+    """One line for the source files, binaries and library cubins that hold no kernel for the run's archs
+    (host code, or device functions only), instead of a warning each. `empty`: binary file -> empty cubins
+    (0: the whole file); `sources`: the manifest's source files whose builds hold no kernel."""
     files = sorted(f for f, n in empty.items() if n == 0)
     cubins = sum(n for n in empty.values() if n > 0)
-    if not files and not cubins:
+    hosts = sorted(set(sources))
+    if not files and not cubins and not hosts:
         return []
     parts = []
-    if files:
-        shown = ", ".join(one_line(f) for f in files[:3]) + (
-            f" and {len(files) - 3} more" if len(files) > 3 else ""
-        )
-        parts.append(f"{len(files)} binary file(s) ({shown})")
+    for kind, names in (("source", hosts), ("binary", files)):
+        if names:
+            shown = ", ".join(one_line(f) for f in names[:3]) + (
+                f" and {len(names) - 3} more" if len(names) > 3 else ""
+            )
+            parts.append(f"{len(names)} {kind} file(s) ({shown})")
     if cubins:
         parts.append(f"{cubins} cubin(s) inside {sum(1 for n in empty.values() if n > 0)} library file(s)")
     return [

@@ -14,7 +14,7 @@ from msgspec import Struct
 from ..core.baseline import atomic_write
 from ..core.trend import Trails
 from . import compare, html
-from .markdown import markdown_report
+from .markdown import broken_builds_markdown, markdown_report
 from .record import ReportRecord, json_text
 
 Render = Callable[[Sequence[ReportRecord]], str]
@@ -39,25 +39,32 @@ class FileWriter(Struct, frozen=True):
             atomic_write(self.path, text)
 
 
-def _markdown(records: Sequence[ReportRecord]) -> str:
-    """The run's report, then the toolkits' differences in what room the comment has left."""
+def _markdown(records: Sequence[ReportRecord], broken_builds: Sequence[Mapping[str, object]] = ()) -> str:
+    """The run's report and its failing builds, then the toolkits' differences in what room the comment has
+    left."""
+    builds = broken_builds_markdown(broken_builds)
     if not records:
-        return ""
-    report = markdown_report(records)
+        return builds
+    report = markdown_report(records) + builds
     return report + compare.markdown(compare.across_releases(records), compare.COMMENT_LIMIT - len(report))
 
 
 # The JSON report's schema: 2 adds "format", "version", "scope" and "toolkit_comparison" to 0.1's bare
 # {"kernels": [...]}, and "compiler", "release" and a five-part "key" to each record; 3 adds "provenance"
 # (commit, date, host, GPU, plugin version, compilers: plugin/provenance.py). Readers (`regbudget compare`,
-# `regbudget merge`) read the versions in READABLE_VERSIONS: 3 only adds a field.
+# `regbudget merge`) read the versions in READABLE_VERSIONS: 3 only adds a field. 4 adds "broken_builds": one
+# object per manifest build that failed or that the baseline records as broken (update/broken.py), which are
+# not kernels.
 JSON_FORMAT = "pytest-regbudget-report"
-JSON_VERSION = 3
-READABLE_VERSIONS = (2, 3)
+JSON_VERSION = 4
+READABLE_VERSIONS = (2, 3, 4)
 
 
 def report_json(
-    records: Sequence[ReportRecord], scope: Mapping[str, object], provenance: Mapping[str, object]
+    records: Sequence[ReportRecord],
+    scope: Mapping[str, object],
+    provenance: Mapping[str, object],
+    broken_builds: Sequence[Mapping[str, object]] = (),
 ) -> str:
     """The --regbudget-json document (also what `regbudget merge -o` writes): format, version and
     provenance first, then the kernels, the scope and the toolkit comparison."""
@@ -69,9 +76,8 @@ def report_json(
         "provenance": dict(provenance),
         "scope": dict(scope),
     }
-    return json_text(
-        records, {**head, "toolkit_comparison": comparisons}, first=("format", "version", "provenance")
-    )
+    extra = {**head, "broken_builds": [dict(b) for b in broken_builds], "toolkit_comparison": comparisons}
+    return json_text(records, extra, first=("format", "version", "provenance"))
 
 
 def file_writers(
@@ -84,6 +90,7 @@ def file_writers(
     step_summary: Path | None,
     scope: Mapping[str, object] | None = None,
     provenance: Mapping[str, object] | None = None,
+    broken_builds: Sequence[Mapping[str, object]] = (),
 ) -> list[FileWriter]:
     """`scope`: what the run collected and built (session.report_scope), for the JSON report; `provenance`
     where it ran (plugin/provenance.py)."""
@@ -93,19 +100,25 @@ def file_writers(
             FileWriter(
                 "--regbudget-json",
                 json_path,
-                lambda records: report_json(records, scope or {}, provenance or {}),
+                lambda records: report_json(records, scope or {}, provenance or {}, broken_builds),
             )
         )
     if html_path is not None:
         render = partial(html.render, all_kernels=html_all, trails=trails)
         writers.append(FileWriter("--regbudget-html", html_path, render))
     if markdown_path is not None:
-        writers.append(FileWriter("--regbudget-markdown", markdown_path, _markdown, skip_empty=True))
+        markdown = partial(_markdown, broken_builds=broken_builds)
+        writers.append(FileWriter("--regbudget-markdown", markdown_path, markdown, skip_empty=True))
     if step_summary is not None:
         # The runner's file, not one the user asked for: a failure is a note, not an exit code.
         writers.append(
             FileWriter(
-                "$GITHUB_STEP_SUMMARY", step_summary, _markdown, append=True, skip_empty=True, required=False
+                "$GITHUB_STEP_SUMMARY",
+                step_summary,
+                partial(_markdown, broken_builds=broken_builds),
+                append=True,
+                skip_empty=True,
+                required=False,
             )
         )
     return writers

@@ -148,6 +148,9 @@ class Rule(Struct, frozen=True):
     # release). An entry is judged by what the shards of its own toolkit saw, as the serial updates would
     # have judged it: a test one cu12 shard deselected is not "run" because a cu13 shard ran it.
     release_scopes: Mapping[tuple[str, str], RunScope] = field(default_factory=dict)
+    # The builds (source, variant, arch, release) that failed this run: their kernel entries are kept, to be
+    # compared again once they build (update/broken.py).
+    broken: frozenset[tuple[str, str, str, str]] = frozenset()
 
     def judging(self, compiler: str, release: str) -> Rule:
         """The rule for an entry of (compiler, release)."""
@@ -190,7 +193,9 @@ class Rule(Struct, frozen=True):
 
     def kernel(self, key: Key, tests: Sequence[str], compiler: str = "") -> str | None:
         """Why a kernel's entry is kept; None when it is stale. `tests` measured it last, with `compiler`."""
-        source, _, _, arch, release = key
+        source, _, variant, arch, release = key
+        if (source, variant, arch, release) in self.broken:
+            return f"{source} does not build for {arch} (its kernels are compared again once it builds)"
         if self.release_scopes:
             return self.judging(compiler, release).kernel(key, tests, compiler)
         if self.scope.interrupted:

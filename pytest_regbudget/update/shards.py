@@ -76,6 +76,8 @@ class Report(Struct, frozen=True):
     records: list[ReportRecord]
     scope: Scope
     provenance: dict[str, object] | None = None  # version 3: where the run was (kept as read, for a merge)
+    # version 4: the builds that failed or that its baseline recorded as broken (update/broken.py)
+    broken_builds: list[dict[str, object]] = field(default_factory=list)
 
 
 def read(path: Path) -> Report:
@@ -106,7 +108,12 @@ def read(path: Path) -> Report:
     for arch in scope.archs:
         _arch(path, "scope", arch)
     provenance = doc.get("provenance")
-    return Report(path, records, scope, provenance if isinstance(provenance, dict) else None)
+    builds = doc.get("broken_builds", [])
+    if not isinstance(builds, list) or not all(
+        isinstance(b, dict) and {"source", "variant", "arch", "release", "status"} <= set(b) for b in builds
+    ):
+        raise BadReport(f"{path}: broken_builds: expected a list of builds; {DAMAGED}")
+    return Report(path, records, scope, provenance if isinstance(provenance, dict) else None, builds)
 
 
 def _record(path: Path, index: int, raw: object) -> ReportRecord:

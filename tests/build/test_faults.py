@@ -75,14 +75,41 @@ def assert_gone(pid: int) -> None:
 # -- input that is not UTF-8 ----------------------------------------------------------------------
 
 
-def test_latin1_source_names_file_line_byte_and_fix(tmp_path: Path) -> None:
+@pytest.mark.parametrize("comment", [b"// \xa9 2019 (Latin-1)", b"// it\x92s Windows-1252", b"// caf\xe9"])
+def test_a_source_that_is_not_utf8_compiles_and_is_keyed_by_its_bytes(tmp_path: Path, comment: bytes) -> None:
+    """nvcc and NVRTC read bytes: a comment saved as Latin-1 is no reason to refuse the file. NVRTC gets the
+    file's own bytes, and the cache key is theirs (another byte in the comment is another key)."""
+    from pytest_regbudget.build.cache import compile_kernel
+    from pytest_regbudget.build.fingerprint import cache_key
+    from pytest_regbudget.build.options import CompileOptions
+    from pytest_regbudget.core.text import readable, source_bytes
+
+    data = b"// ok\n" + comment + b'\nextern "C" __global__ void k(float* x) { x[threadIdx.x] *= 2.0f; }\n'
     source = tmp_path / "k.cu"
-    source.write_bytes(b'// ok\n// caf\xe9\nextern "C" __global__ void k() {}\n')
+    source.write_bytes(data)
+    text = compiler.read_source(source)
+    assert source_bytes(text) == data
+    assert "\ufffd" in readable(text)
+    toolkit = toolchain.discover(None)
+    built = compile_kernel(source, "k", "sm_90", CompileOptions(), toolkit)
+    assert built.facts.resources.registers > 0
+    key = cache_key(source, text, (), "sm_90", CompileOptions(), toolkit)
+    other = source_bytes(text).replace(comment[-1:], b"\xbf")
+    source.write_bytes(other)
+    assert cache_key(source, compiler.read_source(source), (), "sm_90", CompileOptions(), toolkit) != key
+
+
+def test_a_compile_error_in_a_latin1_file_quotes_its_line(tmp_path: Path) -> None:
+    from pytest_regbudget.build.cache import compile_kernel
+    from pytest_regbudget.build.options import CompileOptions
+
+    source = tmp_path / "k.cu"
+    source.write_bytes(b'extern "C" __global__ void k(float* x) { x[0] = caf\xe9; }\n')
     with pytest.raises(CompileError) as info:
-        compiler.read_source(source)
+        compile_kernel(source, "k", "sm_90", CompileOptions(), toolchain.discover(None))
     message = str(info.value)
-    assert f"{source}:2: byte 0xE9 (byte offset 12, column 7) is not UTF-8" in message
-    assert "save the file as UTF-8" in message
+    assert "k.cu(1): error" in message
+    message.encode("utf-8")  # printable: NVRTC's log is decoded with replacement
 
 
 def test_utf8_bom_is_dropped_for_nvrtc(tmp_path: Path) -> None:

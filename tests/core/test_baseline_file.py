@@ -101,7 +101,10 @@ def test_missing_file_is_empty(tmp_path: Path) -> None:
             "version = 4; this pytest-regbudget reads version 3. Fix: upgrade pytest-regbudget",
         ),
         ("version = 3\nkernels = 3\n", "[kernels] must hold tables"),
-        ("version = 3\nextra = 1\n", "unknown top-level key 'extra' (expected 'kernels', 'version')"),
+        (
+            "version = 3\nextra = 1\n",
+            "unknown top-level key 'extra' (expected 'broken', 'kernels', 'version')",
+        ),
         ("version = 3\nlegacy = {}\n", "unknown top-level key 'legacy'"),
         # Versions 1 and 2, written before any release (a file with no version line is version 1).
         ("version = 2\nkernels = {}\n", "baseline format version 2, written by a development version"),

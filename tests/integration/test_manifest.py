@@ -250,18 +250,47 @@ min_occupancy = 0.5
     )
 
 
-def test_a_compile_error_is_a_collection_error_of_that_file_only(project: pytest.Pytester) -> None:
-    write(project, "kernels/broken.cu", 'extern "C" __global__ void b(float* x) { undefined_function(x); }\n')
-    result = project.runpytest("-p", "no:cacheprovider", "--continue-on-collection-errors")
-    result.assert_outcomes(passed=13, errors=1)
+def test_a_file_that_does_not_build_is_its_own_item_and_the_baseline_records_it(
+    project: pytest.Pytester,
+) -> None:
+    broken = write(project, "kernels/broken.cu", 'extern "C" __global__ void b(float* x) { undefined(x); }\n')
+    baseline = project.path / "regbudget-baseline.toml"
+    # New: one failed item per arch, with the compiler's log; every other kernel is checked.
+    result, records = run_json(project)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.assert_outcomes(passed=13, failed=2)
     result.stdout.fnmatch_lines(
         [
-            "*ERROR collecting kernels/broken.cu*",
-            "*cannot list the kernels of kernels/broken.cu for pyproject.toml [[]tool.regbudget[]]*",
-            '*broken.cu(1): error: identifier "undefined_function" is undefined*',
+            "*kernels/broken.cu [[]sm_80, CUDA 12.9[]] does not build with nvrtc:*",
+            '*broken.cu(1): error: identifier "undefined" is undefined*',
+            "*exclude = [[]...[]]*--regbudget-update*",
         ]
     )
-    assert "Traceback" not in result.stdout.str()
+    assert "ERROR collecting" not in result.stdout.str()
+    assert len(records) == 12
+    # The update records it, and passes.
+    result = project.runpytest("-p", "no:cacheprovider", "--regbudget-update")
+    assert result.ret == pytest.ExitCode.OK
+    recorded = bl.load(baseline).broken
+    assert set(recorded) == {("kernels/broken.cu", "-", arch, "12.9") for arch in ("sm_80", "sm_90")}
+    assert 'identifier "undefined" is undefined' in recorded["kernels/broken.cu", "-", "sm_90", "12.9"].error
+    # Recorded, still failing (with another error): it passes, all of them named in one line.
+    broken.write_text('extern "C" __global__ void b(float* x) { other(x); }\n')
+    result = project.runpytest("-p", "no:cacheprovider", "--regbudget-strict")
+    result.assert_outcomes(passed=15)
+    result.stdout.fnmatch_lines(
+        ["*2 build(s) fail as the baseline records (kernels/broken.cu [[]sm_80, CUDA 12.9[]], *"]
+    )
+    # Fixed: reported; the update records its kernel and drops the broken entries.
+    broken.write_text('extern "C" __global__ void b(float* x) { x[0] = 1; }\n')
+    result = project.runpytest("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=15)
+    result.stdout.fnmatch_lines(["*2 build(s) recorded as broken build now (kernels/broken.cu*"])
+    result = project.runpytest("-p", "no:cacheprovider", "--regbudget-update")
+    assert result.ret == pytest.ExitCode.OK
+    after = bl.load(baseline)
+    assert not after.broken
+    assert ("kernels/broken.cu", "b", "-", "sm_90", "12.9") in after.entries
 
 
 def test_update_writes_the_manifest_kernels_the_ratchet_holds_and_stale_entries_go(
@@ -317,6 +346,14 @@ def test_xdist_runs_and_updates_manifest_items(project: pytest.Pytester) -> None
     assert len(entries) == len(ITEMS)
     result = project.runpytest("-p", "no:cacheprovider", "-n", "2")
     result.assert_outcomes(passed=13)
+    # A broken file under xdist: its workers' notes reach the controller, which records it and reports it.
+    write(project, "kernels/broken.cu", 'extern "C" __global__ void b(float* x) { undefined(x); }\n')
+    result, _ = run_json(project, "-n", "2", "--regbudget-update")
+    result.assert_outcomes(passed=15)
+    assert len(bl.load(project.path / "regbudget-baseline.toml").broken) == 2
+    result = project.runpytest("-p", "no:cacheprovider", "-n", "2")
+    result.assert_outcomes(passed=15)
+    result.stdout.fnmatch_lines(["*2 build(s) fail as the baseline records (kernels/broken.cu*"])
 
 
 # -- binaries and nvcc ------------------------------------------------------------------------------------

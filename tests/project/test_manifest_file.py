@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -10,6 +11,7 @@ from pytest_regbudget.core import names
 from pytest_regbudget.core.errors import ManifestError, MarkerError
 from pytest_regbudget.project import manifest
 from pytest_regbudget.project import manifest as mf
+from pytest_regbudget.project.manifest import NO_VARIANT
 
 MANGLED_32 = "_Z13MatrixMulCUDAILi32EEvPfS0_S0_ii"
 MANGLED_16 = "_Z13MatrixMulCUDAILi16EEvPfS0_S0_ii"
@@ -124,7 +126,10 @@ def test_both_places_is_an_error(root: Path) -> None:
             '[[kernels]]\nbinary = "build/*.so"\n',
             ["key 'binary': 'build/*.so' matches no file"],
         ),
-        ("[[kernels]]\nspills = 0\n", ["table 1: source (globs of CUDA files to compile) or binary"]),
+        (
+            "[[kernels]]\nspills = 0\n",
+            ["table 1: source (globs of CUDA files to compile), binary", "compile_commands"],
+        ),
         (
             '[[kernels]]\nsource = "kernels/a.cu"\nbinary = "build/**/*.so"\n',
             ["give one of them, not both"],
@@ -235,7 +240,7 @@ def test_min_occupancy_may_take_its_launch_from_another_table(root: Path) -> Non
         '[[kernels]]\nsource = "kernels/a.cu"\nkernels = ["k"]\nmin_occupancy = 0.5\n',
     )
     (kernel,) = m.kernels(root / "kernels" / "a.cu", None)[0]
-    budget = kernel.budget(root / "kernels" / "a.cu", root, ())
+    budget = kernel.budget(root / "kernels" / "a.cu", root, NO_VARIANT)
     assert budget.default.min_occupancy == 0.5
     assert budget.default.launch is not None
     assert budget.default.launch.threads == 256
@@ -243,7 +248,7 @@ def test_min_occupancy_may_take_its_launch_from_another_table(root: Path) -> Non
     alone = write(root, '[[kernels]]\nsource = "kernels/a.cu"\nkernels = ["k"]\nmin_occupancy = 0.5\n')
     (kernel,) = alone.kernels(root / "kernels" / "a.cu", None)[0]
     with pytest.raises(MarkerError, match="min_occupancy needs a block size"):
-        kernel.budget(root / "kernels" / "a.cu", root, ())
+        kernel.budget(root / "kernels" / "a.cu", root, NO_VARIANT)
 
 
 def test_later_tables_refine_the_kernels_they_select(root: Path) -> None:
@@ -274,9 +279,12 @@ def test_later_tables_refine_the_kernels_they_select(root: Path) -> None:
     }
     assert by_name["MatrixMulCUDA<16>"].keys()["max_regs"] == 64
     assert by_name["MatrixMulCUDA<32>"].entry == MANGLED_32
-    assert by_name["reduce6<float, 256, true>"].variants() == [(("NACC", "8"),), (("NACC", "16"),)]
-    assert by_name["MatrixMulCUDA<16>"].variants() == [()]
-    budget = by_name["MatrixMulCUDA<32>"].budget(a, root, ())
+    assert [v.defines for v in by_name["reduce6<float, 256, true>"].variants()] == [
+        (("NACC", "8"),),
+        (("NACC", "16"),),
+    ]
+    assert by_name["MatrixMulCUDA<16>"].variants() == [NO_VARIANT]
+    budget = by_name["MatrixMulCUDA<32>"].budget(a, root, NO_VARIANT)
     assert (budget.kernel, budget.compiler, budget.source) == ("MatrixMulCUDA<32>", "nvcc", a)
     assert budget.default.max_regs == 40
     assert budget.default.spills == 0
@@ -366,3 +374,100 @@ def test_an_items_id_is_its_reported_name_without_spaces_and_with_dots() -> None
     shown = names.stable("ggml::mul_mat_vec_q<(ggml_type)10, 8>")
     assert shown == "ggml::mul_mat_vec_q<10, 8>"
     assert mf.kernel_id(shown) == shown.replace("::", ".").replace(" ", "") == "ggml.mul_mat_vec_q<10,8>"
+
+
+# -- issue 39: exclude, one set of compile keys per file, variant tables, compile_commands ---------------
+def test_exclude_takes_files_out_with_their_reasons(root: Path) -> None:
+    m = write(
+        root,
+        '[[kernels]]\nsource = ["kernels/**/*.cu"]\n'
+        'exclude = ["kernels/sub/*.cu", { glob = "kernels/b.cu", reason = "#included by a.cu" }, '
+        '"none/*.cu"]\n',
+    )
+    assert m.files() == [root / "kernels" / "a.cu"]
+    assert m.excluded() == [("kernels/sub/c.cu", ""), ("kernels/b.cu", "#included by a.cu")]
+    # A file another table names is that table's: not excluded.
+    m = write(
+        root,
+        '[[kernels]]\nsource = ["kernels/*.cu"]\nexclude = "kernels/b.cu"\n'
+        '[[kernels]]\nsource = ["kernels/b.cu"]\n',
+    )
+    assert m.files() == [root / "kernels" / "a.cu", root / "kernels" / "b.cu"]
+    assert m.excluded() == []
+
+
+@pytest.mark.parametrize(
+    ("value", "needle"),
+    [
+        ("3", "expected a glob relative to the rootdir"),
+        ('[{ glob = "kernels/b.cu", why = "x" }]', 'expected { glob = "...", reason = "..." }'),
+        ('["../elsewhere/*.cu"]', "is outside the rootdir"),
+    ],
+)
+def test_a_bad_exclude_is_one_error_naming_table_and_key(root: Path, value: str, needle: str) -> None:
+    message = error(root, f'[[kernels]]\nsource = ["kernels/*.cu"]\nexclude = {value}\n')
+    assert "table 1, key 'exclude'" in message
+    assert needle in message
+
+
+def test_a_file_is_built_with_the_compile_keys_of_every_table_that_names_it(root: Path) -> None:
+    m = write(
+        root,
+        '[[kernels]]\nsource = ["kernels/*.cu"]\noptions = "-std=c++17 -O3"\nspills = 0\n'
+        '[[kernels]]\nsource = ["kernels/b.cu"]\nkernels = ["other"]\ninclude_dirs = ["inc"]\n'
+        "max_regs = 40\n",
+    )
+    b = root / "kernels" / "b.cu"
+    assert m.file_keys(b) == {"options": "-std=c++17 -O3", "include_dirs": ["inc"]}
+    kernel = next(k for k in m.kernels(b, ["k"])[0] if k.name == "k")
+    budget = kernel.budget(b, root, NO_VARIANT)
+    # The kernel the narrow table does not select is built with its include dirs, but not held to its budget.
+    assert budget.options == m.build_budget(b, NO_VARIANT).options
+    assert budget.options.include_dirs == (str(root / "inc"),)
+    assert budget.default.max_regs is None
+    assert m.file_keys(root / "kernels" / "a.cu") == {"options": "-std=c++17 -O3"}
+
+
+def test_a_variant_table_has_its_own_budgets_and_a_bad_key_is_named(root: Path) -> None:
+    m = write(
+        root,
+        '[[kernels]]\nsource = "kernels/a.cu"\nlaunch = [256]\nmax_regs = 64\n'
+        "variants = [{ defines = {BM = 128}, dynamic_smem = 65536, max_regs = 128 }, {BM = 64}]\n",
+    )
+    a = root / "kernels" / "a.cu"
+    (kernel,) = m.kernels(a, ["k"])[0]
+    wide, narrow = kernel.variants()
+    assert (wide.id, narrow.id) == ("BM_128", "BM_64")
+    assert (
+        kernel.budget(a, root, wide).default.max_regs,
+        kernel.budget(a, root, narrow).default.max_regs,
+    ) == (
+        128,
+        64,
+    )
+    assert kernel.budget(a, root, wide).default.dynamic_smem == 65536
+    assert m.build_budget(a, wide).options.variant() == "BM=128"
+    message = error(
+        root, '[[kernels]]\nsource = "kernels/a.cu"\nvariants = [{ defines = {BM = 1}, source = "x" }]\n'
+    )
+    assert "key 'variants': variant 1: key 'source' cannot differ per variant" in message
+
+
+def test_compile_commands_gives_files_and_flags_and_its_errors_name_it(root: Path) -> None:
+    entry = {
+        "directory": str(root / "build"),
+        "command": f"nvcc -DSCALE=2 -I{root / 'inc'} -std=c++17 -rdc=true -c {root}/kernels/b.cu -o b.o",
+        "file": str(root / "kernels" / "b.cu"),
+    }
+    (root / "build" / "cc.json").write_text(json.dumps([entry]))
+    m = write(root, '[[kernels]]\ncompile_commands = "build/cc.json"\ncompiler = "nvcc"\n')
+    b = root / "kernels" / "b.cu"
+    assert m.files() == [b]
+    keys = m.file_keys(b)
+    assert (keys["defines"], keys["include_dirs"]) == (["SCALE=2"], [str(root / "inc")])
+    assert keys["options"] == ["-std=c++17", "-rdc=true"]
+    message = error(root, '[[kernels]]\nsource = "kernels/a.cu"\ncompile_commands = "build/cc.json"\n')
+    assert "'build/cc.json' has no entry for kernels/a.cu" in message
+    message = error(root, '[[kernels]]\ncompile_commands = "build/none.json"\n')
+    assert "table 1, key 'compile_commands'" in message
+    assert "none.json" in message
