@@ -250,6 +250,7 @@ def _cmd_merge(args: argparse.Namespace) -> int:
         failed = broken.plan(
             old,
             builds,
+            rootdir=str(rootdir),
             prefixes=prefixes,
             archs=archs,
             releases={r for _, r in built} | {key[3] for key in builds},

@@ -231,7 +231,7 @@ class CompileCache:
 
         def known_failure() -> None:
             """Raise the failure the cache holds for these inputs, if it holds one (a hit)."""
-            key = self._failed_key(unit, text, toolkit)
+            key = failed[0] if failed else self._failed_key(unit, text, toolkit)
             failed.append(key)
             known = None if key is None else self._read(self._path(key, "failed"), _FailedBuild)
             if known is not None:
@@ -376,10 +376,11 @@ class CompileCache:
             return found
         known_failure()
         with self._locked(before, timeout):
-            # Another process may have built it while this one waited.
+            # Another process may have built it while this one waited, or seen it fail.
             found = self._hit(before, unit, build, quiet=True)
             if found is not None:
                 return found
+            known_failure()
             self._count("misses")
             outputs = build()
             # A file edited while NVRTC ran may have been read in either state: then store nothing.
@@ -409,10 +410,11 @@ class CompileCache:
             return found
         known_failure()
         with self._locked(record_key, timeout):
-            # Another process may have built it while this one waited.
+            # Another process may have built it while this one waited, or seen it fail.
             found, builds = self._record_hit(record_key, unit, skip, rebuild, quiet=True)
             if found is not None:
                 return found
+            known_failure()
             # The user's trees, listed before the build, for a build that turns out to need them (a
             # computed include): a change while nvcc runs then shows. A tree too large to list matters only
             # to such a build.

@@ -109,6 +109,17 @@ _WHEEL_HEADERS = {
     "cuda/std/": "nvidia-cuda-cccl",
     "cuda_profiler_api.h": "nvidia-cuda-profiler-api",
 }
+# Headers of NVIDIA's libraries and of MPI, and where they come from; any other header is the project's own.
+_LIBRARY_HEADERS = {
+    "cublas": "the nvidia-cublas wheel",
+    "cufft": "the nvidia-cufft wheel",
+    "curand": "the nvidia-curand wheel",
+    "cusparse": "the nvidia-cusparse wheel",
+    "cusolver": "the nvidia-cusolver wheel",
+    "nccl": "the nvidia-nccl wheel",
+    "cudnn": "the nvidia-cudnn wheel",
+    "mpi": "an MPI install (apt-get install libopenmpi-dev)",
+}
 _MISSING_HEADER = re.compile(r'fatal error: ([\w./+-]+): No such file|cannot open source file "([^"]+)"')
 
 
@@ -130,9 +141,16 @@ def missing_header_hint(log: str) -> str:
             f'\n{header} comes with the {wheel} wheel: pip install "pytest-regbudget[nvcc]" '
             f'(or pip install "{wheel}>=13.0,<14")'
         )
+    name = Path(header).name
+    library = next((w for prefix, w in _LIBRARY_HEADERS.items() if name.startswith(prefix)), None)
+    if library is not None:
+        return (
+            f"\n{header} is not on nvcc's include path: it comes with {library}; add the directory that "
+            "holds it to include_dirs"
+        )
     return (
-        f"\n{header} is not on nvcc's include path. A library's headers come with its wheel (for cuBLAS: "
-        "pip install nvidia-cublas) or its install: add their directory to include_dirs"
+        f"\n{header} is not on nvcc's include path: add the directory that holds it to include_dirs (in a "
+        "table of its own for one file), or leave the file out with exclude"
     )
 
 

@@ -27,7 +27,7 @@ from typing import Any
 import pytest
 
 from ..core import names
-from ..core.errors import CompileError, MarkerError, RegbudgetWarning, ToolchainError
+from ..core.errors import CompileError, MarkerError, RegbudgetWarning, Rejected, ToolchainError, Unbuildable
 from ..core.text import safe_block
 from ..project import manifest
 from ..project.manifest import LISTING_COMPILERS, Kernel, Manifest, Variant, kernel_id
@@ -207,7 +207,9 @@ class ManifestCollection:
             entries = _one_per_kernel(e for held in by_arch.values() for e in held)
             any_kernel = any_kernel or bool(entries)
             kernels, warned = manifest.kernels(path, entries, compiler)
-            unmatched = warned if unmatched is None else [w for w in unmatched if w in warned]
+            # A pattern warns only if no variant's build matched it (the kernels a warning lists may differ).
+            missed = {_pattern_of(w) for w in warned}
+            unmatched = warned if unmatched is None else [w for w in unmatched if _pattern_of(w) in missed]
             for kernel in kernels:
                 # A kernel selected by tables without this variant asks for its own (the plain build, or
                 # another table's): listed in turn, once.
@@ -241,15 +243,19 @@ class ManifestCollection:
         found: dict[str, list[str]] = {}
         for arch in session.settings.archs:
             key = (rel, budget.options.variant(), arch, release)
+            name = f"{BUILD_ITEM}[{prefix}{arch}]"
             try:
                 found[arch] = session.builder.entries(path, arch, budget.options, compiler)
-                error = None
+            except Rejected as exc:  # the compiler's verdict on the file: the ratchet's business
+                session.note_build(key, _log(exc), compiler)
+                yield BuildItem.from_parent(node, name=name, key=key)
             except (CompileError, ToolchainError) as exc:
-                error = _log(exc)
-            session.note_build(key, error, compiler)
-            if error is None:
-                continue  # built: a fixed build is said in the summary, its kernels are its items
-            yield BuildItem.from_parent(node, name=f"{BUILD_ITEM}[{prefix}{arch}]", key=key)
+                # No verdict on the file (no toolkit, a timeout, an arch the toolkit does not build): the
+                # item says so, and nothing is recorded as broken.
+                skip = isinstance(exc, Unbuildable)
+                yield BuildItem.from_parent(node, name=name, key=key, problem=(_log(exc), skip))
+            else:
+                session.note_build(key, None, compiler)  # a build that is recorded as broken is fixed
         return found
 
     def _listed_items(
@@ -351,6 +357,11 @@ def _log(exc: CompileError | ToolchainError) -> str:
     return text if not log or log.strip() in text else f"{text}\n{log}"
 
 
+def _pattern_of(warning: str) -> str:
+    """A no-match warning without the kernels it lists, which differ from one variant's build to another's."""
+    return warning.split(" (it holds", 1)[0]
+
+
 def _one_per_kernel(entries: Iterable[str]) -> list[str]:
     """One entry per kernel, in order: a CUB kernel's mangled name differs per arch (its namespace names the
     arch), and its stable signature does not (names.stable). Each arch's build finds its own entry by name."""
@@ -408,11 +419,19 @@ class BuildItem(pytest.Item):
     """A manifest file's build of one variant and arch that failed, or that the baseline records as broken
     (update/broken.py): it fails where the failure is new, and passes where it is recorded, or builds now."""
 
-    def __init__(self, *, key: tuple[str, str, str, str], **kwargs: Any) -> None:
+    def __init__(
+        self, *, key: tuple[str, str, str, str], problem: tuple[str, bool] | None = None, **kwargs: Any
+    ) -> None:
         super().__init__(**kwargs)
         self.key = key
+        self.problem = problem  # (why, whether it is a skip) where no compiler judged the file
 
     def runtest(self) -> None:
+        if self.problem is not None:
+            why, skip = self.problem
+            if skip:
+                pytest.skip(safe_block(why))
+            pytest.fail(safe_block(f"{self.key[0]} [{self.key[2]}]: {why}"), pytrace=False)
         found = collection(self.config)
         assert found is not None  # only its hooks make these nodes
         failure = found.session.build_failure(self.key)
@@ -420,8 +439,7 @@ class BuildItem(pytest.Item):
             pytest.fail(safe_block(failure), pytrace=False)
 
     def reportinfo(self) -> tuple[Path, int, str]:
-        # The domain is the item's name: pytest -v shows the file, then a domain's dots as `::`.
-        return Path(self.path), 0, self.name
+        return _location(self)
 
 
 class KernelItem(pytest.Item):
@@ -436,7 +454,12 @@ class KernelItem(pytest.Item):
         """Nothing beyond the measurement, which the plugin's runtest_call wrapper does around this."""
 
     def reportinfo(self) -> tuple[Path, int, str]:
-        # The failure's heading: the item's name, after its file's: the kernel, the variant and the arch (not
-        # the node id, whose file's dots pytest -v would show as `::`). The line is the file's first (a skip's
-        # report needs one; the verdict's lines name the kernel's own).
-        return Path(self.path), 0, self.name
+        return _location(self)
+
+
+def _location(item: pytest.Item) -> tuple[Path, int, str]:
+    """A manifest item's location. Its domain, the failure's heading, is `scale[sm_90] in kernels/a.cu`: the
+    kernel, variant and arch, then the file. Not the node id: pytest -v would show the dots of a domain that
+    ends the node id as `::` (`kernels/a::cu::scale[sm_90]`). The line is the file's first (a skip's report
+    needs one; the verdict's lines name the kernel's own)."""
+    return Path(item.path), 0, f"{item.name} in {item.nodeid.split('::', 1)[0]}"

@@ -621,6 +621,7 @@ class RegbudgetSession:
             builds = broken.plan(
                 self.baseline,
                 self.builds,
+                rootdir=str(s.rootdir),
                 prefixes=prefixes,
                 archs=s.archs,
                 releases={r["release"] for r in self.records} | {key[3] for key in self.builds},
@@ -642,6 +643,8 @@ class RegbudgetSession:
                 exit_code = USAGE_ERROR
             else:
                 self.finish_lines.append(f"baseline {self._display(s.baseline_path)} updated: {counts}")
+                # The reports say what the baseline now holds: each failed build is recorded.
+                self.builds = broken.recorded(self.builds)
         kept = decision.kept_lines() if s.update else []
         if s.update and self.scope.interrupted:
             kept.insert(0, f"run interrupted ({self.scope.interrupted}): no baseline entry was removed")

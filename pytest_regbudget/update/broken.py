@@ -17,10 +17,12 @@ they are compared again once it builds). No pytest here.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Literal
 
 from msgspec import Struct
+from msgspec.structs import replace
 
 from ..core import baseline as bl
 from .scope import covered
@@ -141,6 +143,7 @@ def plan(
     old: bl.Baseline,
     builds: Mapping[bl.BuildKey, BuildNote],
     *,
+    rootdir: str,
     prefixes: Sequence[str],
     archs: Sequence[str],
     releases: set[str],
@@ -148,9 +151,12 @@ def plan(
 ) -> BrokenPlan:
     """Record every failing build; drop the fixed ones and, unless the run was interrupted, the recorded
     builds it could have tried and did not: of a file it saw whole (`prefixes`), for one of its archs and
-    releases. Their file, or their variant, is gone or excluded."""
+    releases. Their file, or their variant, is gone or excluded. The logs' paths are written relative to the
+    `rootdir`: a committed file must read the same from every checkout."""
     record = {
-        key: bl.BrokenBuild(bl.error_summary(b.error)) for key, b in builds.items() if b.status != FIXED
+        key: bl.BrokenBuild(bl.error_summary(_relative(b.error, rootdir)))
+        for key, b in builds.items()
+        if b.status != FIXED
     }
     drop = {key for key, b in builds.items() if b.status == FIXED}
     if not interrupted:
@@ -160,6 +166,18 @@ def plan(
             if key not in builds and key[2] in archs and key[3] in releases and covered(key[0], prefixes)
         }
     return BrokenPlan(record, drop)
+
+
+def _relative(log: str, rootdir: str) -> str:
+    """`log` with the rootdir's absolute path (as given, and resolved) left out of the paths it names."""
+    for root in dict.fromkeys([rootdir, os.path.realpath(rootdir)]):
+        log = log.replace(root.rstrip("/") + "/", "")
+    return log
+
+
+def recorded(builds: Mapping[bl.BuildKey, BuildNote]) -> dict[bl.BuildKey, BuildNote]:
+    """The builds as an update that wrote them leaves them: each failed one is recorded now."""
+    return {k: replace(b, status=RECORDED) if b.status == FAILED else b for k, b in builds.items()}
 
 
 def protected(builds: Mapping[bl.BuildKey, BuildNote]) -> frozenset[bl.BuildKey]:

@@ -141,6 +141,10 @@ def test_a_repository_with_broken_files_is_a_required_check(pytester: pytest.Pyt
         ("src/syntax.cu", "-", "sm_90", release),
     }
     assert "gone.h" in recorded.broken["src/missing_header.cu", "-", "sm_90", release].error
+    # The committed file names no path of this checkout: it reads the same from every runner.
+    assert str(tree) not in baseline.read_text()
+    # The update's own report says what the baseline now holds.
+    assert {b["status"] for b in report["broken_builds"]} == {"recorded"}
     assert {k[1] for k in recorded.entries} == OK_KERNELS
 
     # Strict and warm: no compiler run; every kernel passed and compared; the broken two recorded.
@@ -181,7 +185,7 @@ def test_a_repository_with_broken_files_is_a_required_check(pytester: pytest.Pyt
     result.assert_outcomes(passed=1 + 2 + len(OK_KERNELS) - 1, failed=1)
     result.stdout.fnmatch_lines(
         [
-            "*_ <build>[[]sm_90[]] _*",
+            "*_ <build>[[]sm_90[]] in src/third.cu _*",
             "*src/third.cu [[]sm_90, CUDA *[]] does not build with nvcc:*",
             '*identifier "undefined_thing" is undefined*',
             "*It built before: the baseline holds 1 kernel entry of it for sm_90*",

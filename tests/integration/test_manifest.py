@@ -293,6 +293,23 @@ def test_a_file_that_does_not_build_is_its_own_item_and_the_baseline_records_it(
     assert ("kernels/broken.cu", "b", "-", "sm_90", "12.9") in after.entries
 
 
+def test_a_build_no_compiler_judged_fails_and_is_never_recorded_as_broken(project: pytest.Pytester) -> None:
+    """A ptxas that runs out of time says nothing of the file: its item fails, an update records nothing in
+    the broken table, and the next run with time enough builds it."""
+    pyproject = project.path / "pyproject.toml"
+    fast = pyproject.read_text().replace(
+        'testpaths = ["tests"]', 'testpaths = ["tests"]\nregbudget_ptxas_timeout = 0.001'
+    )
+    pyproject.write_text(fast)
+    result = project.runpytest("-p", "no:cacheprovider", "--regbudget-update", "kernels/ew.cu")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(["*kernels/ew.cu [[]sm_80[]]: *did not finish within 0.001 s*"])
+    baseline = project.path / "regbudget-baseline.toml"
+    assert not baseline.exists() or not bl.load(baseline).broken
+    pyproject.write_text(PYPROJECT)
+    project.runpytest("-p", "no:cacheprovider", "kernels/ew.cu").assert_outcomes(passed=8)
+
+
 def test_update_writes_the_manifest_kernels_the_ratchet_holds_and_stale_entries_go(
     project: pytest.Pytester,
 ) -> None:

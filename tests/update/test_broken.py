@@ -14,7 +14,9 @@ from pytest_regbudget.update import broken
 
 A90: bl.BuildKey = ("src/a.cu", "-", "sm_90", "13.5")
 B90: bl.BuildKey = ("src/b.cu", "BM=128", "sm_90", "13.5")
-LOG = "nvcc 13.5.37 could not compile src/a.cu for sm_90:\nsrc/a.cu(3): error: x\n" + "more\n" * 20
+LOG = (
+    "nvcc 13.5.37 could not compile /repo/src/a.cu for sm_90:\n/repo/src/a.cu(3): error: x\n" + "more\n" * 20
+)
 
 
 def test_statuses_against_the_baseline() -> None:
@@ -54,15 +56,19 @@ def test_the_update_plan_records_failures_and_drops_what_builds_or_is_gone() -> 
     old = bl.Baseline({}, {k: bl.BrokenBuild("e") for k in (B90, gone, other_arch, elsewhere)})
     builds = {A90: broken.BuildNote("failed", LOG, "nvcc"), B90: broken.BuildNote("fixed", "e", "nvcc")}
     planned = broken.plan(
-        old, builds, prefixes=["src/"], archs=["sm_90"], releases={"13.5"}, interrupted=False
+        old, builds, rootdir="/repo", prefixes=["src/"], archs=["sm_90"], releases={"13.5"}, interrupted=False
     )
     assert set(planned.record) == {A90}
+    # Paths relative to the rootdir: the committed file reads the same from every checkout.
+    assert planned.record[A90].error.startswith(
+        "nvcc 13.5.37 could not compile src/a.cu for sm_90:\nsrc/a.cu(3)"
+    )
     # The log's first lines only: enough to recognise it in review.
     assert planned.record[A90].error.count("\n") == bl.BROKEN_ERROR_LINES - 1
     # Fixed, and a file the run saw whole without the build; not another arch's, nor a file outside the run.
     assert planned.drop == {B90, gone}
     interrupted = broken.plan(
-        old, builds, prefixes=["src/"], archs=["sm_90"], releases={"13.5"}, interrupted=True
+        old, builds, rootdir="/repo", prefixes=["src/"], archs=["sm_90"], releases={"13.5"}, interrupted=True
     )
     assert interrupted.drop == {B90}
 
