@@ -111,13 +111,13 @@ _WHEEL_HEADERS = {
 }
 # Headers of NVIDIA's libraries and of MPI, and where they come from; any other header is the project's own.
 _LIBRARY_HEADERS = {
-    "cublas": "the nvidia-cublas wheel",
-    "cufft": "the nvidia-cufft wheel",
-    "curand": "the nvidia-curand wheel",
-    "cusparse": "the nvidia-cusparse wheel",
-    "cusolver": "the nvidia-cusolver wheel",
-    "nccl": "the nvidia-nccl wheel",
-    "cudnn": "the nvidia-cudnn wheel",
+    "cublas": "the nvidia-cublas wheel (pip install nvidia-cublas)",
+    "cufft": "the nvidia-cufft wheel (pip install nvidia-cufft)",
+    "curand": "the nvidia-curand wheel (pip install nvidia-curand)",
+    "cusparse": "the nvidia-cusparse wheel (pip install nvidia-cusparse)",
+    "cusolver": "the nvidia-cusolver wheel (pip install nvidia-cusolver)",
+    "nccl": "the nvidia-nccl-cu13 wheel (pip install nvidia-nccl-cu13)",
+    "cudnn": "the nvidia-cudnn-cu13 wheel (pip install nvidia-cudnn-cu13)",
     "mpi": "an MPI install (apt-get install libopenmpi-dev)",
 }
 _MISSING_HEADER = re.compile(r'fatal error: ([\w./+-]+): No such file|cannot open source file "([^"]+)"')
