@@ -40,10 +40,11 @@ from .build.cache import compile_kernel
 from .build.compiler import place_launch_bounds, read_source
 from .build.nvcc import find_nvcc
 from .build.options import CompileOptions, Timeouts, define_flag
-from .build.toolchain import discover
+from .build.toolchain import discover, in_explain_words, table_lacks
 from .core import baseline as bl
 from .core import names, trend
 from .core.arch import get_arch
+from .core.blackwell import TmemUse, cluster_text, tmem_use
 from .core.checks import max_block
 from .core.dirs import default_cache_dir
 from .core.errors import (
@@ -53,6 +54,7 @@ from .core.errors import (
     MarkerError,
     RegbudgetError,
     ToolchainError,
+    UnknownArchError,
 )
 from .core.names import normalize
 from .core.occupancy import occupancy, register_cliff
@@ -356,6 +358,8 @@ class Row(Struct, frozen=True):
     occupancy: float | None  # at the bounds' block size
     blocks: int | None
     cliff: str
+    tmem: TmemUse | None = None  # the tensor memory a block allocates (tcgen05.alloc)
+    cluster: tuple[int, int, int] | None = None  # the compiled __cluster_dims__
 
 
 def split_target(target: str) -> tuple[Path, str | None]:
@@ -452,7 +456,8 @@ def explain(
         for arch in archs:
             get_arch(arch)
             nvcc = find_nvcc(toolkit, only_toolkit=toolkit_name) if compiler == "nvcc" else None
-            res = _resources(source, variant, kernel, arch, options, toolkit, nvcc)
+            facts = _facts(source, variant, kernel, arch, options, toolkit, nvcc)
+            res = facts.resources
             # The block the occupancy is for: the bounds', or the kernel's own __launch_bounds__ as written.
             threads = b.threads or res.max_threads
             occ, cliff = None, "-"
@@ -473,26 +478,37 @@ def explain(
                     occupancy=None if occ is None else occ.occupancy,
                     blocks=None if occ is None else occ.active_blocks,
                     cliff=cliff,
+                    tmem=tmem_use(facts.tmem, None),
+                    cluster=res.cluster_dims,
                 )
             )
     return rows
 
 
-def _resources(source: Path, text: str, kernel: str, arch: str, options: Any, toolkit: Any, nvcc: Any) -> Any:
+def _facts(source: Path, text: str, kernel: str, arch: str, options: Any, toolkit: Any, nvcc: Any) -> Any:
     """The build of `text` (a variant of `source`) as the plugin makes it (`compile_kernel`). nvcc reads a
     file, so its variant is compiled beside a copy, with the source's directory on the include path."""
     if nvcc is None:
-        return compile_kernel(source, kernel, arch, options, toolkit, source_text=text).resources
+        return compile_kernel(source, kernel, arch, options, toolkit, source_text=text).facts
     with tempfile.TemporaryDirectory(prefix="regbudget-explain-") as tmp:
         copy = Path(tmp) / source.name
         copy.write_text(text, encoding="utf-8")
         opts = replace(options, include_dirs=(*options.include_dirs, str(source.resolve().parent)))
-        return compile_kernel(copy, kernel, arch, opts, toolkit, nvcc=nvcc).resources
+        return compile_kernel(copy, kernel, arch, opts, toolkit, nvcc=nvcc).facts
 
 
 def table(rows: Sequence[Row]) -> list[str]:
-    header = ("bounds", "arch", "regs", "spill st/ld", "stack", "max block", "occupancy", "cliff")
-    body = [
+    header: tuple[str, ...] = (
+        "bounds",
+        "arch",
+        "regs",
+        "spill st/ld",
+        "stack",
+        "max block",
+        "occupancy",
+        "cliff",
+    )
+    body: list[tuple[str, ...]] = [
         (
             str(r.bounds),
             r.arch,
@@ -505,7 +521,25 @@ def table(rows: Sequence[Row]) -> list[str]:
         )
         for r in rows
     ]
+    if any(r.tmem is not None for r in rows):
+        header = (*header, "tmem")
+        body = [(*line, _tmem_cell(r.tmem)) for line, r in zip(body, rows, strict=True)]
+    if any(r.cluster is not None for r in rows):
+        header = (*header, "cluster")
+        body = [
+            (*line, "-" if r.cluster is None else cluster_text(r.cluster))
+            for line, r in zip(body, rows, strict=True)
+        ]
     return aligned(header, body)
+
+
+def _tmem_cell(tmem: TmemUse | None) -> str:
+    """`512 cols, 1 blk` (blocks that hold their tensor memory at once), `unknown`, or `-` without any."""
+    if tmem is None:
+        return "-"
+    if tmem.columns is None:
+        return "unknown"
+    return f"{tmem.columns} cols, {tmem.blocks} blk"
 
 
 def aligned(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
@@ -595,6 +629,21 @@ def list_kernels(source: Path, build: Build, arch: str, toolkit_name: str | None
     return sorted({names.readable(e) for e in entries})
 
 
+def _explain_arch(arch: str, toolkit_name: str | None) -> None:
+    """An arch explain can build: one of the table, or UnknownArchError. An arch the toolkit builds but the
+    table has no limits for says so, naming the toolkit, instead of "unknown"."""
+    try:
+        get_arch(arch)
+    except UnknownArchError as unknown:
+        try:
+            targets = discover(named=toolkit_name).targets(toolkit_name)
+        except ToolchainError:
+            raise unknown from None  # with no toolkit to ask, the table's word stands
+        if targets.known and arch in targets.archs:
+            raise CliError(in_explain_words(table_lacks(arch, [targets]))) from None
+        raise
+
+
 def _cmd_explain(args: argparse.Namespace) -> int:
     source, kernel = split_target(args.target)
     archs = list(_csv(args.arch))
@@ -603,7 +652,7 @@ def _cmd_explain(args: argparse.Namespace) -> int:
             defines=args.defines or [], include_dirs=args.include_dir or [], options=shlex.split(args.options)
         )
         for arch in archs:
-            get_arch(arch)
+            _explain_arch(arch, args.toolkit)
         bounds = parse_bounds(args.bounds)
         build = build_of(source, kernel, given, args.compiler)
         if kernel is None:
@@ -611,8 +660,9 @@ def _cmd_explain(args: argparse.Namespace) -> int:
         else:
             rows = explain(source, kernel, archs, bounds, build.options, build.compiler, args.toolkit)
     except CompileError as exc:
-        # The compiler's whole log: its first line ("could not compile ...") says nothing of why.
-        raise CliError(str(exc).strip() or type(exc).__name__) from None
+        # The compiler's whole log: its first line ("could not compile ...") says nothing of why. An arch the
+        # toolkit does not build is one line whose advice names explain's own options.
+        raise CliError(in_explain_words(str(exc).strip()) or type(exc).__name__) from None
     except (ToolchainError, RegbudgetError, ValueError) as exc:
         raise CliError(
             one_line(str(exc).strip().splitlines()[0]) if str(exc).strip() else type(exc).__name__

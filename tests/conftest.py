@@ -3,6 +3,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -13,8 +14,9 @@ from typing import Any
 import pytest
 
 from pytest_regbudget.build import toolchain
+from pytest_regbudget.build.nvcc import find_nvcc
 from pytest_regbudget.core import baseline as bl
-from pytest_regbudget.core.errors import GpuUnavailable
+from pytest_regbudget.core.errors import CompileError, GpuUnavailable, ToolchainError
 from pytest_regbudget.gpu.device import Device, device
 
 KERNELS = Path(__file__).parent / "kernels"
@@ -114,3 +116,24 @@ def bad_input(done: subprocess.CompletedProcess[str], pattern: str) -> None:
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1, done.stderr
     assert re.search(pattern, lines[0]), lines[0]
+
+
+def verbose_outcomes(result: pytest.RunResult) -> dict[str, str]:
+    """nodeid -> PASSED/FAILED/ERROR/SKIPPED, from a -v run's progress lines."""
+    found: dict[str, str] = {}
+    for line in result.stdout.lines:
+        match = re.match(r"(\S+::\S+) (PASSED|FAILED|ERROR|SKIPPED)\b", line)
+        if match:
+            found[match[1]] = match[2]
+    return found
+
+
+def nvcc_usable() -> bool:
+    """Whether nvcc (the nvcc extra's, or a toolkit's) and a host C++ compiler are here: what nvcc builds
+    need."""
+
+    try:
+        find_nvcc(toolchain.discover(None), None)
+    except (CompileError, ToolchainError):
+        return False
+    return shutil.which("g++") is not None or shutil.which("c++") is not None

@@ -13,9 +13,12 @@ from pathlib import Path
 from ..core.errors import CompileError, Rejected
 from .options import DEFAULT_PTXAS_TIMEOUT, Timeouts
 from .toolchain import (
+    TOOLKIT_OPTION,
+    Targets,
     Toolkit,
     run_tool,
     start_failure,
+    with_variants,
 )
 
 
@@ -44,7 +47,7 @@ def run_ptxas(
         if returncode != 0:
             hint = ""
             if re.search(r"not defined for option 'gpu-name'|Unsupported .target|is not a supported", output):
-                hint = f"\nptxas {toolkit.ptxas_version} cannot build {arch}: use a newer CUDA toolkit."
+                hint = "\n" + _arch_hint(arch, toolkit)
             raise Rejected(
                 f"ptxas {toolkit.ptxas_version} failed on {label or 'the kernel'} for {arch} "
                 f"(exit {returncode}):\n{output.strip()}{hint}",
@@ -59,6 +62,25 @@ def run_ptxas(
                 output,
             )
         return output, cubin
+
+
+def _arch_hint(arch: str, toolkit: Toolkit) -> str:
+    """Why ptxas refused the arch or the PTX's .target: the toolkit's list decides which (one release's NVRTC
+    and ptxas build the same archs). Where its list holds the arch, the PTX came from a newer front end."""
+    ptxas = Targets(
+        f"ptxas {toolkit.ptxas_version} ({toolkit.ptxas})",
+        toolkit.release,
+        with_variants(toolkit.archs),
+        TOOLKIT_OPTION,
+    )
+    refusal = ptxas.refusal(arch)
+    if refusal is not None:
+        return refusal
+    return (
+        f"ptxas {toolkit.ptxas_version} does not take this PTX for {arch}: a front end of a later CUDA "
+        f"release wrote it, or {arch} is not one ptxas {toolkit.ptxas_version} builds (`ptxas --help` lists "
+        "them under --gpu-name). Fix: build the PTX with the toolkit's own release"
+    )
 
 
 def run_compiler(

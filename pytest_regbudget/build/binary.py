@@ -120,6 +120,8 @@ class BinaryKernel(Struct, frozen=True):
     register_limit: int | None = None  # EIATTR_MAXREG_COUNT when below the 255 default
     # Its warpgroups' register targets as its SASS keeps them (("inc", 232), ("dec", 40)); () for none.
     setmaxnreg: tuple[tuple[str, int], ...] = ()
+    cluster_dims: tuple[int, ...] | None = None  # EIATTR_CTA_PER_CLUSTER (__cluster_dims__)
+    tcgen05: bool = False  # EIATTR_TCGEN05_*: it uses tensor memory (how many columns, the ELF does not say)
     relocatable: bool = False  # from an unlinked -rdc object: REG/STACK do not include callees yet
     toolkit: str | None = None  # CUDA version of the ptxas that built it, "12.9"; None if not recorded
     elf: int = 0  # which ELF of the file (cuobjdump's order), to tell same-arch copies apart
@@ -382,8 +384,9 @@ class _ArchFacts(Struct, frozen=True):
 
 
 # The cache documents' own version: a change of BinaryKernel or of what is read changes it.
-# 2: a linked kernel without a stack frame has spills 0 whatever its ptxas; 3: setmaxnreg roles from the SASS.
-_CACHE_FORMAT = 3
+# 2: a linked kernel without a stack frame has spills 0 whatever its ptxas; 3: setmaxnreg roles from the SASS;
+# 4: cluster dims and tcgen05 use from the kernel's attributes.
+_CACHE_FORMAT = 4
 
 
 def _kept(doc: str | None, kind: type[T], make: Callable[[], T], keep: bool = True) -> T:
@@ -594,6 +597,8 @@ def _kernel(usage: ResourceUsage, elf: ElfInfo, accesses: Mapping[str, Mapping[i
         maxntid=attrs.maxntid,
         reqntid=attrs.reqntid,
         register_limit=attrs.register_limit,
+        cluster_dims=attrs.cluster_dims,
+        tcgen05=attrs.tcgen05,
         relocatable=elf.relocatable,
         toolkit=elf.toolkit,
         elf=elf.index,

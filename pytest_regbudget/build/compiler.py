@@ -17,7 +17,7 @@ from pathlib import Path
 from ..core import names, ptxas
 from ..core.errors import CompileError
 from ..core.facts import Deferred, KernelFacts, Provenance
-from ..core.ptxas import KernelResources, ptx_setmaxnreg
+from ..core.ptxas import KernelResources, ptx_setmaxnreg, ptx_tmem
 from .assembler import run_ptxas
 from .fingerprint import settled
 from .nvrtc import compile_ptx, name_expression_errors
@@ -185,6 +185,7 @@ def interpret(
         code=Deferred(lambda: outputs.cubin),
         messages=outputs.messages.get(outputs.entry, ()),
         setmaxnreg=ptx_setmaxnreg(outputs.outline).get(outputs.entry, ()),
+        tmem=ptx_tmem(outputs.outline).get(outputs.entry),
     )
     return CompiledKernel(facts=facts, options=options, nvrtc_log=outputs.nvrtc_log, body=outputs.body)
 

@@ -48,7 +48,8 @@ from .toolchain import Toolkit
 # 3: the outline keeps setmaxnreg instructions, and entries keep ptxas's messages per kernel.
 # 4: a build is keyed by the files it read and the paths it probed, not by whole directories (0.2).
 # 5: an nvcc unit places a module-level ptxas message (C7508) on its kernel with ptxas -e, as NVRTC's do.
-FORMAT = 5
+# 6: the outline keeps tcgen05.alloc instructions (a kernel's tensor memory), their counts resolved.
+FORMAT = 6
 # A tree this large is probably not a kernel's source directory (a home directory, a virtualenv): say so
 # instead of hashing it on every run.
 MAX_TREE_FILES = 20_000

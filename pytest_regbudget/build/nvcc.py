@@ -74,9 +74,23 @@ def find_nvcc(
 
 
 def _nvcc_at(path: Path, origin: str, memo: ToolMemo | None) -> Nvcc:
-    """The nvcc at `path`; its version remembered in `memo` while its file is unchanged."""
-    version = (memo or ToolMemo(None)).version(path, lambda: _nvcc_version(path))
-    return Nvcc(path, version, origin, wheel_include_dirs(path, nvidia_roots()))
+    """The nvcc at `path`; its version and the archs it builds remembered in `memo` while its file is
+    unchanged."""
+    memo = memo or ToolMemo(None)
+    version = memo.version(path, lambda: _nvcc_version(path))
+    archs = memo.names("gpu-code", path, lambda: _nvcc_gpu_code(path))
+    return Nvcc(path, version, origin, wheel_include_dirs(path, nvidia_roots()), tuple(archs))
+
+
+def _nvcc_gpu_code(path: Path) -> list[str]:
+    """The real archs `nvcc --list-gpu-code` prints (sm_75 ... sm_121); [] where it cannot say (an nvcc
+    before 11.0 has no such option): its builds then say themselves what it refuses."""
+    try:
+        code, out = run_tool([str(path), "--list-gpu-code"], VERSION_TIMEOUT)
+    except (subprocess.TimeoutExpired, OSError):
+        return []
+    names = re.findall(r"^(sm_\d+)\s*$", out, re.MULTILINE)
+    return names if code == 0 else []
 
 
 def _nvcc_version(path: Path) -> str:
@@ -209,6 +223,10 @@ def build_nvcc_unit(
             "none of g++, c++, clang++ is on PATH. Fix: install one (apt-get install g++)."
         )
     label = label or f"{source.name} [{arch}]"
+    refusal = nvcc.targets().refusal(arch)
+    if refusal is not None:
+        # Not Rejected: no verdict on the source, so nothing is cached or recorded as a broken build.
+        raise CompileError(f"{label}: {refusal}")
     with tempfile.TemporaryDirectory(prefix="regbudget-nvcc-") as tmp:
         cubin_path = Path(tmp) / "kernel.cubin"
         cmd = [

@@ -1,5 +1,5 @@
 """NVRTC, bound with ctypes and loaded on first use: a CUDA source and its name expressions to PTX for one
-arch (`compile_ptx`), with the hints its errors need (host code, an arch the library does not know, name
+arch (`compile_ptx`), with the hints its errors need (host code, an arch the library does not build, name
 expressions that did not resolve).
 """
 
@@ -11,12 +11,13 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
-from ..core.arch import get_arch
+from msgspec.structs import replace
+
 from ..core.errors import CompileError, Rejected, ToolchainError
 from ..core.text import source_bytes
 from .options import CompileOptions
 from .outputs import PtxModule
-from .toolchain import NVRTC_FIX, Toolkit
+from .toolchain import NVRTC_FIX, Toolkit, nvrtc_archs
 
 
 class _Nvrtc:
@@ -36,15 +37,6 @@ class _Nvrtc:
         major, minor = ctypes.c_int(), ctypes.c_int()
         self.check(self.lib.nvrtcVersion(ctypes.byref(major), ctypes.byref(minor)), "nvrtcVersion")
         return f"{major.value}.{minor.value}"
-
-    def supported_archs(self) -> list[int]:
-        count = ctypes.c_int()
-        if not hasattr(self.lib, "nvrtcGetNumSupportedArchs"):
-            return []
-        self.check(self.lib.nvrtcGetNumSupportedArchs(ctypes.byref(count)), "nvrtcGetNumSupportedArchs")
-        archs = (ctypes.c_int * count.value)()
-        self.check(self.lib.nvrtcGetSupportedArchs(archs), "nvrtcGetSupportedArchs")
-        return list(archs)
 
     def compile(
         self, source: str, name: str, flags: Sequence[str], name_expressions: Sequence[str]
@@ -114,9 +106,10 @@ def compile_ptx(
     name_expressions: Sequence[str] = (),
 ) -> PtxModule:
     """NVRTC: one translation unit to PTX for `compute_XX`. Raises CompileError with NVRTC's log."""
-    nvrtc = _nvrtc(toolkit.require_nvrtc())
+    library = toolkit.require_nvrtc()
+    nvrtc = _nvrtc(library)
     flags = options.flags("nvrtc", arch, Path(source_name).parent, toolkit.include_dirs)
-    _check_nvrtc_arch(nvrtc, arch, toolkit)
+    _check_nvrtc_arch(library, arch, toolkit)
     status, log, ptx, lowered = nvrtc.compile(source_text, source_name, flags, name_expressions)
     if status != 0:
         raise Rejected(
@@ -145,15 +138,13 @@ def host_code_hint(source_text: str) -> str:
     )
 
 
-def _check_nvrtc_arch(nvrtc: _Nvrtc, arch: str, toolkit: Toolkit) -> None:
-    supported = nvrtc.supported_archs()
-    cc = get_arch(arch).major * 10 + get_arch(arch).minor
-    if supported and cc not in supported:
-        names = ", ".join(f"sm_{a}" for a in supported)
-        raise CompileError(
-            f"NVRTC {toolkit.nvrtc_version} ({toolkit.origin}) cannot build {arch} (it supports {names}); "
-            "use a newer CUDA toolkit or drop the arch from --regbudget-arch"
-        )
+def _check_nvrtc_arch(library: Path, arch: str, toolkit: Toolkit) -> None:
+    """CompileError with one line where this NVRTC does not build `arch` (its own list says so), before
+    NVRTC's own error would: it says why and what builds it. Not Rejected: no verdict on the source, so
+    nothing is cached or recorded as a broken build."""
+    refusal = replace(toolkit, archs=nvrtc_archs(library)).targets().refusal(arch)
+    if refusal is not None:
+        raise CompileError(refusal)
 
 
 def name_expression_errors(log: str) -> list[str]:

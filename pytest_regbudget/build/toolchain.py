@@ -1,9 +1,12 @@
 """Find NVRTC and ptxas as one matched CUDA toolkit, and the headers nvcc would put on the include path.
 
 Owns the search order (explicit home, pip wheels, CUDA_HOME/CUDA_PATH, PATH), the versions of what was
-found, and the error that lists everything searched. Nothing here loads NVRTC: versions come from file
-names and package metadata, so `pytest --help` and collection stay free of CUDA. Also owns how a tool
-(ptxas, nvcc) is run: under a timeout, in a process group of its own that is killed whole.
+found, what each compiler builds (`Targets`: the archs its own list names, and the one-line message for an
+arch it does not build), and the error that lists everything searched. Versions come from file names and
+package metadata; the archs NVRTC builds come from NVRTC (`nvrtcGetSupportedArchs`), asked once when a
+toolkit is discovered afresh and remembered with it, so that `pytest --help` loads no NVRTC and a warm run
+neither loads it nor starts a process. Also owns how a tool (ptxas, nvcc) is run: under a timeout, in a
+process group of its own that is killed whole.
 """
 
 from __future__ import annotations
@@ -26,9 +29,17 @@ from typing import Any
 
 from msgspec import Struct
 
+from ..core.arch import (
+    SUPPORTED_ARCHS,
+    SUPPORTED_VARIANTS,
+    arch_number,
+    is_arch_name,
+    lineage,
+    renamed,
+)
 from ..core.baseline import atomic_write
 from ..core.errors import ToolchainError, Unbuildable
-from ..core.facts import Provenance
+from ..core.facts import Provenance, release_of
 
 PIP_FIX = (
     'pip install "nvidia-cuda-nvcc-cu12" "nvidia-cuda-nvrtc-cu12" "nvidia-cuda-runtime-cu12" '
@@ -47,11 +58,25 @@ class Toolkit(Struct, frozen=True):
     ptxas_version: str  # "12.9.86"
     include_dirs: tuple[Path, ...] = ()  # the toolkit's own headers, as nvcc adds them
     nvdisasm: Path | None = None
+    # The real archs its NVRTC builds ("sm_75", ..., "sm_121"), as nvrtcGetSupportedArchs lists them; () where
+    # it was not asked (no NVRTC: its nvcc's list counts) or could not say (a library that does not load).
+    archs: tuple[str, ...] = ()
 
     @property
     def release(self) -> str:
         """major.minor of the toolkit, e.g. "12.9"."""
         return ".".join(self.ptxas_version.split(".")[:2])
+
+    def targets(self, name: str | None = None) -> Targets:
+        """What its NVRTC builds, named as a message names it: `NVRTC 12.9.86 (pip wheels (...))`, or with
+        the --regbudget-toolkit `name` it was asked for by, `toolkit cu13 (CUDA 13.5: NVRTC 13.5.37, ...)`."""
+        tool = f"NVRTC {self.nvrtc_version}" if self.nvrtc is not None else f"ptxas {self.ptxas_version}"
+        who = (
+            f"{tool} ({self.origin})"
+            if name is None
+            else f"toolkit {name} (CUDA {self.release}: {tool}, from {self.origin})"
+        )
+        return Targets(who, self.release, with_variants(self.archs), TOOLKIT_OPTION)
 
     def describe(self) -> str:
         if self.nvrtc is None:
@@ -67,6 +92,154 @@ class Toolkit(Struct, frozen=True):
                 "toolkit that has NVRTC (cu12, cu13)"
             )
         return self.nvrtc
+
+
+# How a run picks another compiler of a kind: the advice of a refusal names the option.
+TOOLKIT_OPTION = "--regbudget-toolkit"
+NVCC_OPTION = "--regbudget-nvcc"
+
+
+class Targets(Struct, frozen=True):
+    """What one compiler of a run builds, as its own list says (nvrtcGetSupportedArchs, `nvcc
+    --list-gpu-code`), and the words a message names it by. An empty list means the compiler could not be
+    asked: it is taken to build every arch, and its own error says otherwise."""
+
+    who: str  # "NVRTC 12.9.86 (pip wheels (nvidia-cuda-nvcc-cu12 12.9.86))", "nvcc 13.0.88 (/bin/nvcc, ...)"
+    release: str  # "12.9"
+    archs: tuple[str, ...]  # "sm_75", "sm_90", "sm_90a", ...: its real archs and the table's variants of them
+    option: str  # TOOLKIT_OPTION or NVCC_OPTION: how the run would pick another
+
+    @property
+    def known(self) -> bool:
+        return bool(self.archs)
+
+    def builds(self, arch: str) -> bool:
+        return not self.archs or arch in self.archs
+
+    def real_archs(self) -> tuple[str, ...]:
+        """Its archs without the `a`/`f` variants, in its own order."""
+        return tuple(a for a in self.archs if a[-1].isdigit())
+
+    def refusal(self, arch: str) -> str | None:
+        """None where it builds `arch`, else the one line that says so: the arch, the compiler with its
+        release, why (renamed, dropped, newer than it) and advice that is true."""
+        if self.builds(arch):
+            return None
+        head = f"{self.who} does not build {arch}"
+        mine = _release_key(self.release)
+        major = mine[0] if mine else 0
+        line = lineage(arch)
+        older = [r for r in line.listed_by if _release_key(r) < mine] if line else []
+        newer = [r for r in line.listed_by if _release_key(r) > mine] if line else []
+        new_name = renamed(arch, major)
+        if new_name is not None:
+            back = (
+                f" ({arch} is CUDA {older[-1].split('.')[0]}'s name: {_how(self.option, older[-1])})"
+                if older
+                else ""
+            )
+            return f"{head}: CUDA {major} calls this arch {new_name}. Fix: --regbudget-arch={new_name}{back}"
+        oldest = min(self.real_archs(), key=arch_number, default=None)
+        if oldest is not None and is_arch_name(arch) and arch_number(arch) < arch_number(oldest):
+            base = f"sm_{arch_number(arch)}"
+            dropped = line is not None and line.dropped_in is not None and major >= line.dropped_in
+            why = f"its oldest target is {oldest}" + (f"; CUDA {major} dropped {base}" if dropped else "")
+            if not older:
+                return f"{head}: {why}. Fix: drop {arch}"
+            last = older[-1]
+            return f"{head}: {why}. Fix: build it with CUDA {last.split('.')[0]}.x: {_how(self.option, last)}"
+        if newer:
+            listed = " and ".join(newer)
+            verb = "builds" if len(newer) == 1 else "build"
+            return f"{head}: CUDA {listed} {verb} it. Fix: {_how(self.option, newer[-1])}"
+        return f"{head}, and no CUDA release pytest-regbudget knows of lists it. Fix: drop {arch}"
+
+
+def _how(option: str, release: str) -> str:
+    """How a run gets a compiler of `release` for `option` (a toolkit, or a pinned nvcc). The cu13 and nvcc
+    extras install CUDA 13.5 (pyproject.toml), which builds every arch the lineage (core/arch.py) lists for
+    a 13.x release."""
+    major = release.split(".")[0]
+    if option == TOOLKIT_OPTION:
+        install = ' (pip install "pytest-regbudget[cu13]")' if major == "13" else ""
+        return (
+            f"run with --regbudget-toolkit=cu{major}{install}"
+            if major in ("12", "13")
+            else f"use CUDA {release}"
+        )
+    if major == "13":
+        wheel = 'pip install "pytest-regbudget[nvcc]" installs one'
+        return f"pin an nvcc of CUDA {release} with --regbudget-nvcc ({wheel})"
+    return f"pin an nvcc of CUDA {major}.x with --regbudget-nvcc (a CUDA {major} install's bin/nvcc)"
+
+
+# The plugin's options in a refusal's advice, and how `regbudget explain` spells each.
+_EXPLAIN_WORDS = (
+    ("--regbudget-arch=", "--arch "),
+    ("--regbudget-toolkit=", "--toolkit "),
+    ("pin an nvcc of CUDA", "use the nvcc of CUDA"),
+    ("with --regbudget-nvcc", "with --toolkit (cu13, or that nvcc's CUDA home)"),
+)
+
+
+def in_explain_words(message: str) -> str:
+    """A refusal's advice as `regbudget explain` takes it: its --arch and --toolkit for the plugin's
+    options."""
+    for plugin, explain in _EXPLAIN_WORDS:
+        message = message.replace(plugin, explain)
+    return message
+
+
+def _release_key(release: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in release.split(".")[:2] if p.isdigit())
+
+
+def with_variants(archs: Iterable[str]) -> tuple[str, ...]:
+    """`archs` and, after each, the `a`/`f` variants the arch table knows of it: NVRTC and `nvcc
+    --list-gpu-code` list real archs only, and build a listed arch's variants too."""
+    out: list[str] = []
+    for arch in archs:
+        out.append(arch)
+        out += [v for v in SUPPORTED_VARIANTS if v[:-1] == arch]
+    return tuple(out)
+
+
+def table_lacks(arch: str, builders: Sequence[Targets]) -> str:
+    """The usage error for an arch that compilers of the run build but the arch table has no limits for (an
+    arch of a later release, or one older than the table): it is never built with guessed limits."""
+    whose = " and ".join(t.who for t in builders)
+    newest = max(SUPPORTED_ARCHS, key=arch_number)
+    later = is_arch_name(arch) and arch_number(arch) > arch_number(newest)
+    fix = f"drop {arch}" + (", or upgrade pytest-regbudget (a later version may know it)" if later else "")
+    return (
+        f"{whose} {'builds' if len(builders) == 1 else 'build'} {arch}, but pytest-regbudget's arch table "
+        f"has no limits for it (threads, blocks, barriers and shared memory per SM; it knows "
+        f"{', '.join(SUPPORTED_ARCHS)}), and it does not guess them. Fix: {fix}"
+    )
+
+
+@functools.lru_cache(maxsize=8)
+def nvrtc_archs(library: Path) -> tuple[str, ...]:
+    """The real archs the NVRTC library builds (nvrtcGetSupportedArchs), e.g. ("sm_75", ..., "sm_121"); ()
+    where it cannot say: an NVRTC before 11.2, or a library that does not load (check_nvrtc and the first
+    compile say why). Loads the library: discovery asks this once per toolkit, and the answer is
+    remembered with the toolkit."""
+    # NVRTC's binding for this one question, imported here: only discovery afresh asks.
+    import ctypes
+
+    try:
+        lib = ctypes.CDLL(str(library))
+    except OSError:
+        return ()
+    if not hasattr(lib, "nvrtcGetNumSupportedArchs"):
+        return ()
+    count = ctypes.c_int()
+    if lib.nvrtcGetNumSupportedArchs(ctypes.byref(count)) != 0:
+        return ()
+    numbers = (ctypes.c_int * count.value)()
+    if lib.nvrtcGetSupportedArchs(numbers) != 0:
+        return ()
+    return tuple(f"sm_{n}" for n in numbers)
 
 
 class _Search:
@@ -235,6 +408,7 @@ def _toolkit_from_dirs(
         ptxas_version=ptxas_ver,
         include_dirs=tuple(d for d in include_dirs if d.is_dir()),
         nvdisasm=nvdisasm,
+        archs=() if nvrtc is None else nvrtc_archs(nvrtc),
     )
 
 
@@ -354,16 +528,6 @@ def find_tool(name: str, toolkit: Toolkit | None, wheel: str) -> Path | None:
     return existing or (Path(on_path) if on_path else None)
 
 
-# The oldest SM each CUDA major release still builds for: CUDA 13 dropped Maxwell, Pascal and Volta.
-_OLDEST_ARCH = {12: 50, 13: 75}
-
-
-def oldest_arch(release: str) -> int | None:
-    """The oldest sm_XX number a release ("13.5") targets; None where not known."""
-    head = release.split(".", 1)[0]
-    return _OLDEST_ARCH.get(int(head)) if head.isdigit() else None
-
-
 # --regbudget-toolkit's names: the CUDA 12 wheels, the CUDA 13 wheels, the system's toolkit (CUDA_HOME,
 # CUDA_PATH, PATH); anything else is a path to a toolkit's home.
 TOOLKIT_NAMES = ("cu12", "cu13", "system")
@@ -477,6 +641,7 @@ def _toolkit_to_json(tk: Toolkit) -> dict[str, object]:
         "ptxas_version": tk.ptxas_version,
         "include_dirs": [str(d) for d in tk.include_dirs],
         "nvdisasm": None if tk.nvdisasm is None else str(tk.nvdisasm),
+        "archs": list(tk.archs),
     }
 
 
@@ -490,6 +655,7 @@ def _toolkit_from_json(doc: Mapping[str, Any]) -> Toolkit:
         ptxas_version=str(doc["ptxas_version"]),
         include_dirs=tuple(Path(d) for d in doc["include_dirs"]),
         nvdisasm=None if nvdisasm is None else Path(nvdisasm),
+        archs=tuple(str(a) for a in doc["archs"]),
     )
 
 
@@ -575,6 +741,18 @@ class ToolMemo:
         self.put(key, answer, [tool])
         return answer
 
+    def names(self, kind: str, tool: Path, probe: Callable[[], list[str]]) -> list[str]:
+        """`probe()` (a list a tool prints, e.g. `nvcc --list-gpu-code`), remembered while the tool's file is
+        unchanged. An empty answer (the tool could not say) is not remembered: the next run asks again."""
+        key = json.dumps([kind, str(tool)])
+        known = self.get(key)
+        if isinstance(known, list) and known and all(isinstance(n, str) for n in known):
+            return known
+        answer = probe()
+        if answer:
+            self.put(key, answer, [tool])
+        return answer
+
 
 @functools.lru_cache(maxsize=8)
 def _discover_cached(
@@ -593,10 +771,16 @@ class Nvcc(Struct, frozen=True):
     # Headers of CUDA 13 wheels installed beside other site dirs than nvcc's own (whose nvcc.profile covers
     # them): CCCL, the profiler API, a library's (nvidia-cublas)
     include_dirs: tuple[Path, ...] = ()
+    # The real archs it builds, as `nvcc --list-gpu-code` lists them; () where it could not say.
+    archs: tuple[str, ...] = ()
 
     def describe(self) -> str:
         """`nvcc 13.5.37 (/path/bin/nvcc, from PATH)`: the header's, the summary's and the JSON's words."""
         return f"nvcc {self.version} ({self.path}, from {self.origin})"
+
+    def targets(self) -> Targets:
+        """What it builds, named as describe() names it."""
+        return Targets(self.describe(), release_of(self.version), with_variants(self.archs), NVCC_OPTION)
 
     def provenance(self) -> Provenance:
         # The report and the baseline record the versions that built the kernel: nvcc's own.

@@ -1,18 +1,24 @@
 """Per-compute-capability limits: the one table every other module reads arch facts from.
 
-Owns `ArchLimits`, the table of supported architectures, and arch-name parsing (`get_arch`,
-`compute_arch`). Each number cites where it comes from:
+Owns `ArchLimits`, the table of supported architectures, arch-name parsing (`get_arch`, `compute_arch`), and
+what CUDA releases did to arch names (`Lineage`: renamed, dropped, which release lists it), which only the
+advice for an arch that a toolkit does not build reads. Each number cites where it comes from:
 
+- "header" is cuda_occupancy.h of CUDA 13.5 (the nvidia-cuda-runtime 13.5 wheel, CUDART_VERSION 13050): the
+  newest CUDA 13 header the test extras install. The whole table follows it: allocation granularities,
+  sub-partition counts, blocks per SM, block barriers per block slot and the shared-memory carveout steps.
+  tests/core/test_occupancy.py compiles that header and checks that `occupancy()` gives its block counts for
+  every arch of this table. The header takes threads and shared memory per SM from the device.
+- "traits" is CCCL 3.5.0's `cuda/__device/arch_traits.h` (nvidia-cuda-cccl in the same 13.5 wheels): threads,
+  blocks and shared memory per SM and per block, one specialization per arch.
 - "Guide" is the CUDA C++ Programming Guide, appendix "Compute Capabilities": the tables "Device and
   Streaming Multiprocessor (SM) Information per Compute Capability", "Memory Information per Compute
   Capability" and "Shared Memory Capacity per Compute Capability" (CUDA 13.x numbering: tables 30-32;
   in CUDA 12.x one table, "Technical Specifications per Compute Capability"). The 13.x guide dropped
-  7.0/7.2; their numbers are from the 12.x table. The 13.x guide calls sm_101 "11.0" (CUDA 13 renamed
-  it sm_110); this table keeps the CUDA 12.9 spelling because that is what the wheels' ptxas accepts.
-- "header" is cuda_occupancy.h from the nvidia-cuda-runtime-cu12 12.9 wheel, which hard-codes the
-  allocation granularities, sub-partition counts and shared-memory carveout steps. Where it hard-codes a
-  number that the Guide also gives (blocks per SM), the two agree, and tests/core/test_occupancy.py
-  checks that this table and the header give the same occupancy for every supported arch.
+  7.0/7.2; their numbers are from the 12.x table.
+
+Names are the spellings of the toolkit that builds them: CUDA 12.x calls Thor sm_101, CUDA 13 calls it sm_110
+(the same chip, the same row numbers); both are here because each release builds only its own spelling.
 """
 
 from __future__ import annotations
@@ -86,12 +92,15 @@ _REG_ALLOC_MAX_PER_THREAD = 256
 _SUB_PARTITIONS = 4
 _SMEM_PER_BLOCK = 48 * KIB
 
-# Carveout steps (KiB) from the header; the Guide's "SMEM Capacity Sizes" column matches.
+# Carveout steps (KiB) from the header (cudaOccAlignUpShmemSizeVoltaPlus); the Guide's "SMEM Capacity Sizes"
+# column matches.
 _VOLTA_CONFIGS = (0, 8, 16, 32, 64, 96)
 _TURING_CONFIGS = (32, 64)
 _SMALL_CONFIGS = (0, 8, 16, 32, 64, 100)
 _MID_CONFIGS = (0, 8, 16, 32, 64, 100, 132, 164)
 _LARGE_CONFIGS = (0, 8, 16, 32, 64, 100, 132, 164, 196, 228)
+# The header's steps for 10.7 go one past the others', to 328 KiB.
+_SM107_CONFIGS = (*_LARGE_CONFIGS, 328)
 
 
 def _arch(
@@ -115,7 +124,7 @@ def _arch(
         smem_per_sm=smem_per_sm_kib * KIB,
         smem_per_block_optin=smem_optin_kib * KIB,
         # The Guide gives per-SM and per-block maxima; from 8.0 on the difference (1 KB) is what the
-        # driver reserves per block (cudaDeviceProp::reservedSharedMemPerBlock). Before 8.0 they match.
+        # driver reserves per block (cudaDeviceProp::reservedSharedMemPerBlock; traits: 1024 from 8.0).
         reserved_smem_per_block=(smem_per_sm_kib - smem_optin_kib) * KIB,
         smem_alloc_unit=smem_alloc_unit,
         smem_configs_kib=smem_configs_kib,
@@ -132,46 +141,68 @@ def _arch(
     )
 
 
+# Every row: threads, blocks and shared memory per SM and per block from the Guide or traits (which agree
+# wherever both have the arch); blocks, smem unit, carveout steps and barriers per block slot from the header
+# (cudaOccMaxBlocksPerMultiprocessor, cudaOccSMemAllocationGranularity, cudaOccAlignUpShmemSizeVoltaPlus,
+# cudaOccMaxBlocksPerSMBlockBarrierLimit). The header applies the barrier limit from 9.0 on only.
 # fmt: off
 _TABLE: tuple[ArchLimits, ...] = (
-    # Volta (12.x Guide, columns 7.0 and 7.2): 64 warps, 32 blocks, 96 KB per SM and per block.
-    # Header: 256-byte smem units; no barrier limit before 9.0.
+    # Volta (12.x Guide, columns 7.0 and 7.2; traits sm_70): 64 warps, 32 blocks, 96 KB per SM and per block.
+    # Header: 256-byte smem units.
     _arch(7, 0, threads_per_sm=2048, blocks_per_sm=32, smem_per_sm_kib=96, smem_optin_kib=96,
           smem_alloc_unit=256, smem_configs_kib=_VOLTA_CONFIGS, block_barriers_per_sm=None),
     _arch(7, 2, threads_per_sm=2048, blocks_per_sm=32, smem_per_sm_kib=96, smem_optin_kib=96,
           smem_alloc_unit=256, smem_configs_kib=_VOLTA_CONFIGS, block_barriers_per_sm=None),
-    # Turing (Guide 7.5): 32 warps, 16 blocks, 64 KB per SM and per block.
+    # Turing (Guide 7.5, traits sm_75): 32 warps, 16 blocks, 64 KB per SM and per block.
     _arch(7, 5, threads_per_sm=1024, blocks_per_sm=16, smem_per_sm_kib=64, smem_optin_kib=64,
           smem_alloc_unit=256, smem_configs_kib=_TURING_CONFIGS, block_barriers_per_sm=None),
-    # Ampere A100 (Guide 8.0): 64 warps, 32 blocks, 164 KB per SM, 163 KB per block. Header: 128-byte
-    # smem units from 8.0 on.
+    # Ampere A100 (Guide 8.0, traits sm_80): 64 warps, 32 blocks, 164 KB per SM, 163 KB per block. Header:
+    # 128-byte smem units from 8.0 on.
     _arch(8, 0, threads_per_sm=2048, blocks_per_sm=32, smem_per_sm_kib=164, smem_optin_kib=163,
           smem_alloc_unit=128, smem_configs_kib=_MID_CONFIGS, block_barriers_per_sm=None),
-    # Ampere GA10x (Guide 8.6): 48 warps, 16 blocks, 100 KB per SM, 99 KB per block.
+    # Ampere GA10x (Guide 8.6, traits sm_86): 48 warps, 16 blocks, 100 KB per SM, 99 KB per block.
     _arch(8, 6, threads_per_sm=1536, blocks_per_sm=16, smem_per_sm_kib=100, smem_optin_kib=99,
           smem_alloc_unit=128, smem_configs_kib=_SMALL_CONFIGS, block_barriers_per_sm=None),
-    # Orin (Guide 8.7): 48 warps, 16 blocks, 164 KB per SM, 163 KB per block.
+    # Orin (Guide 8.7, traits sm_87): 48 warps, 16 blocks, 164 KB per SM, 163 KB per block.
     _arch(8, 7, threads_per_sm=1536, blocks_per_sm=16, smem_per_sm_kib=164, smem_optin_kib=163,
           smem_alloc_unit=128, smem_configs_kib=_MID_CONFIGS, block_barriers_per_sm=None),
-    # Ada (Guide 8.9): 48 warps, 24 blocks, 100 KB per SM, 99 KB per block.
+    # 8.8 (new in CUDA 13.0): traits sm_88 is sm_86's specialization renamed: 48 warps, 100 KB per SM, 99 KB
+    # per block. Header: 16 blocks (every 8.x but 8.0 and 8.9) and 8.6's carveout steps, up to 100 KB.
+    _arch(8, 8, threads_per_sm=1536, blocks_per_sm=16, smem_per_sm_kib=100, smem_optin_kib=99,
+          smem_alloc_unit=128, smem_configs_kib=_SMALL_CONFIGS, block_barriers_per_sm=None),
+    # Ada (Guide 8.9, traits sm_89): 48 warps, 24 blocks, 100 KB per SM, 99 KB per block.
     _arch(8, 9, threads_per_sm=1536, blocks_per_sm=24, smem_per_sm_kib=100, smem_optin_kib=99,
           smem_alloc_unit=128, smem_configs_kib=_SMALL_CONFIGS, block_barriers_per_sm=None),
-    # Hopper (Guide 9.0): 64 warps, 32 blocks, 228 KB per SM, 227 KB per block. Header: 2 barriers
-    # per block slot.
+    # Hopper (Guide 9.0, traits sm_90): 64 warps, 32 blocks, 228 KB per SM, 227 KB per block. Header: 2
+    # barriers per block slot.
     _arch(9, 0, threads_per_sm=2048, blocks_per_sm=32, smem_per_sm_kib=228, smem_optin_kib=227,
           smem_alloc_unit=128, smem_configs_kib=_LARGE_CONFIGS, block_barriers_per_sm=64),
-    # Blackwell B200 (Guide 10.0): as Hopper.
+    # Blackwell B200 (Guide 10.0, traits sm_100): as Hopper; header: 2 barriers per block slot.
     _arch(10, 0, threads_per_sm=2048, blocks_per_sm=32, smem_per_sm_kib=228, smem_optin_kib=227,
           smem_alloc_unit=128, smem_configs_kib=_LARGE_CONFIGS, block_barriers_per_sm=64),
-    # Thor (13.x Guide column 11.0, which is CUDA 12.9's 10.1): 48 warps, 24 blocks, 228/227 KB.
-    # Header: 24 blocks for 10.1 and 1 barrier per block slot.
+    # Thor, CUDA 12.x's spelling (12.x Guide 10.1; the 13.x Guide and traits know it only as 11.0, below):
+    # 48 warps, 228/227 KB. Header: 24 blocks for 10.1 and 1 barrier per block slot.
     _arch(10, 1, threads_per_sm=1536, blocks_per_sm=24, smem_per_sm_kib=228, smem_optin_kib=227,
           smem_alloc_unit=128, smem_configs_kib=_LARGE_CONFIGS, block_barriers_per_sm=24),
-    # Blackwell B300 (Guide 10.3): as 10.0.
+    # Blackwell B300 (Guide 10.3, traits sm_103 = sm_100): 64 warps, 32 blocks, 228/227 KB. Header 13.5: 1
+    # barrier per block slot (every 10.x but 10.0). The 12.9 and 13.0 headers gave it 2; this row follows the
+    # newest, as the whole table does.
     _arch(10, 3, threads_per_sm=2048, blocks_per_sm=32, smem_per_sm_kib=228, smem_optin_kib=227,
-          smem_alloc_unit=128, smem_configs_kib=_LARGE_CONFIGS, block_barriers_per_sm=64),
-    # Blackwell GB20x and GB10 (Guide 12.x): 48 warps, 24 blocks, 100 KB per SM, 99 KB per block.
-    # Header: 1 barrier per block slot.
+          smem_alloc_unit=128, smem_configs_kib=_LARGE_CONFIGS, block_barriers_per_sm=32),
+    # 10.7 (new in the CUDA 13.5 tools; not in CUDA 13.0's): traits sm_107: 32 warps (1,024 threads), 16
+    # blocks, and sm_100's 228 KB per SM, 227 KB per block. Header 13.5: 16 blocks, 1 barrier per block slot,
+    # and carveout steps up to 328 KB. The sources disagree on the shared memory: this row follows traits'
+    # 228 KB because it is the only source that states the SM's size (the header takes it from the device
+    # and only rounds a request up to its steps), and a smaller SM never grants a block a larger one would
+    # refuse. It keeps the header's steps; with 228 KB per SM the 328 KB step is never reached.
+    _arch(10, 7, threads_per_sm=1024, blocks_per_sm=16, smem_per_sm_kib=228, smem_optin_kib=227,
+          smem_alloc_unit=128, smem_configs_kib=_SM107_CONFIGS, block_barriers_per_sm=16),
+    # Thor, CUDA 13's spelling (13.x Guide 11.0, traits sm_110): 48 warps, 24 blocks, 228 KB per SM, 227 KB
+    # per block: sm_101's numbers. Header 13.5: 24 blocks, 1 barrier per block slot, 10.0's carveout steps.
+    _arch(11, 0, threads_per_sm=1536, blocks_per_sm=24, smem_per_sm_kib=228, smem_optin_kib=227,
+          smem_alloc_unit=128, smem_configs_kib=_LARGE_CONFIGS, block_barriers_per_sm=24),
+    # Blackwell GB20x and GB10 (Guide 12.x, traits sm_120 and sm_121): 48 warps, 24 blocks, 100 KB per SM,
+    # 99 KB per block. Header: 1 barrier per block slot.
     _arch(12, 0, threads_per_sm=1536, blocks_per_sm=24, smem_per_sm_kib=100, smem_optin_kib=99,
           smem_alloc_unit=128, smem_configs_kib=_SMALL_CONFIGS, block_barriers_per_sm=24),
     _arch(12, 1, threads_per_sm=1536, blocks_per_sm=24, smem_per_sm_kib=100, smem_optin_kib=99,
@@ -183,14 +214,17 @@ ARCHS: Mapping[str, ArchLimits] = MappingProxyType({a.name: a for a in _TABLE})
 
 SUPPORTED_ARCHS: tuple[str, ...] = tuple(a.name for a in sorted(_TABLE, key=lambda a: (a.major, a.minor)))
 
-# The arch-specific ("a") and family ("f") spellings that the CUDA 12.9 ptxas accepts (`ptxas --help`,
-# --gpu-name). They compile for the same hardware, so they share their base arch's limits.
+# The arch-specific ("a") and family ("f") spellings that the toolkits' ptxas accept (`ptxas --help`,
+# --gpu-name: 12.9.86 for sm_101, 13.5.37 for the rest). They compile for the same hardware, so they share
+# their base arch's limits. sm_88 has neither.
 _SUFFIXES: Mapping[str, str] = MappingProxyType(
     {
         "sm_90": "a",
         "sm_100": "af",
         "sm_101": "af",
         "sm_103": "af",
+        "sm_107": "af",
+        "sm_110": "af",
         "sm_120": "af",
         "sm_121": "af",
     }
@@ -200,6 +234,42 @@ SUPPORTED_VARIANTS: tuple[str, ...] = tuple(
     base + suffix for base in SUPPORTED_ARCHS for suffix in _SUFFIXES.get(base, "")
 )
 
+# `--regbudget-arch` words that stand for a set of archs, resolved when the run knows its toolkits and GPU.
+ALL = "all"  # every real arch of this table that every compiler of the run builds
+NATIVE = "native"  # the arch of the GPU the run's GPU checks find
+KEYWORDS = (ALL, NATIVE)
+
+
+class Lineage(Struct, frozen=True):
+    """What CUDA releases did to one arch name: only the advice for a toolkit that does not build it reads
+    this. What a toolkit builds is always asked of the toolkit."""
+
+    # CUDA releases whose own tools were read listing it (`ptxas --help`'s --gpu-name values, `nvcc
+    # --list-gpu-code`): the nvidia-cuda-nvcc-cu12 12.9.86 wheel, CUDA 13.0.88's nvcc and ptxas, the
+    # nvidia-cuda-nvcc 13.5.37 wheel. Not a claim that no other release builds it.
+    listed_by: tuple[str, ...]
+    # The name the next major release gives the same chip, and that release's major.
+    renamed_to: str | None = None
+    renamed_in: int | None = None
+    # The first major release whose tools no longer list it.
+    dropped_in: int | None = None
+
+
+_EVERY = ("12.9", "13.0", "13.5")
+# fmt: off
+_LINEAGE: Mapping[str, Lineage] = MappingProxyType({
+    # CUDA 13.0 dropped Volta (13.0 release notes; its ptxas and 13.5's list nothing below sm_75).
+    "sm_70": Lineage(("12.9",), dropped_in=13),
+    "sm_72": Lineage(("12.9",), dropped_in=13),
+    **{name: Lineage(_EVERY) for name in ("sm_75", "sm_80", "sm_86", "sm_87", "sm_89", "sm_90", "sm_100",
+                                          "sm_103", "sm_120", "sm_121")},
+    "sm_88": Lineage(("13.0", "13.5")),
+    # CUDA 13.0 renamed Thor's sm_101 to sm_110 (13.0 release notes; 13.0's tools list sm_110, not sm_101).
+    "sm_101": Lineage(("12.9",), renamed_to="sm_110", renamed_in=13),
+    "sm_107": Lineage(("13.5",)),
+    "sm_110": Lineage(("13.0", "13.5")),
+})
+# fmt: on
 _NAME = re.compile(r"sm_(\d+)([af]?)")
 # Spellings people reach for instead of sm_XX: compute_90, lto_90a, SM90, 90, 9.0.
 _ALMOST = re.compile(r"(?:sm|compute|lto)?_?(\d+)([af]?)")
@@ -227,6 +297,40 @@ def runs_on(arch: str, device_arch: str) -> bool:
 def compute_arch(name: str) -> str:
     """The NVRTC/PTX virtual arch for a real one: `compute_90a` for `sm_90a`."""
     return "compute_" + get_arch(name).name.removeprefix("sm_")
+
+
+def is_arch_name(name: str) -> bool:
+    """Whether `name` is spelt as a real arch is (`sm_130`, `sm_90a`), known to this table or not."""
+    return _NAME.fullmatch(name) is not None
+
+
+def arch_number(name: str) -> int:
+    """90 for `sm_90` and `sm_90a`; ValueError for a name not spelt as a real arch."""
+    match = _NAME.fullmatch(name)
+    if match is None:
+        raise ValueError(f"{name!r} is not spelt sm_XX")
+    return int(match[1])
+
+
+def lineage(name: str) -> Lineage | None:
+    """What CUDA releases did to the base arch of `name` (`sm_101a`: sm_101's); None where unknown."""
+    match = _NAME.fullmatch(name)
+    return None if match is None else _LINEAGE.get(f"sm_{match[1]}")
+
+
+def renamed(name: str, major: int) -> str | None:
+    """The spelling release `major` gives `name` where it renamed the arch (`sm_101a` -> `sm_110a` in 13),
+    else None."""
+    found = lineage(name)
+    if found is None or found.renamed_to is None or found.renamed_in is None or major < found.renamed_in:
+        return None
+    match = _NAME.fullmatch(name)
+    return found.renamed_to + (match[2] if match is not None else "")
+
+
+def unknown_arch(name: str) -> UnknownArchError:
+    """The error for a name this table has no limits for, listing the supported set."""
+    return UnknownArchError(_unknown_message(name))
 
 
 def _unknown_message(name: str) -> str:

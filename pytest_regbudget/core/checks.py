@@ -11,6 +11,17 @@ from collections.abc import Sequence
 from msgspec.structs import replace
 
 from .arch import get_arch
+from .blackwell import (
+    cluster_notes,
+    cluster_violations,
+    driver_cluster_violations,
+    launch_cluster,
+    tmem_bound,
+    tmem_budget,
+    tmem_launch,
+    tmem_note,
+    tmem_use,
+)
 from .diagnosis import diagnose
 from .gpu_facts import GpuFacts
 from .kernel_report import KernelReport
@@ -26,7 +37,7 @@ from .occupancy import (
     occupancy,
     register_cliff,
 )
-from .ptxas import KernelResources
+from .ptxas import KernelResources, TmemAlloc
 from .sass import SassReport
 
 
@@ -170,16 +181,23 @@ def check(
     gpu: GpuFacts | None = None,
     sass: SassReport | None = None,
     ptxas_options: Sequence[str] = (),
+    tmem: TmemAlloc | None = None,
 ) -> KernelReport:
     """Every budget of `limits` against ptxas's numbers; occupancy at the launch size when one is given.
 
     With `gpu` (the driver's view of this very cubin), the driver must agree with ptxas, and
-    `min_occupancy` is judged on the occupancy the driver grants.
+    `min_occupancy` is judged on the occupancy the driver grants. With `tmem` (the PTX's tcgen05.alloc),
+    the launch and `min_occupancy` are judged on no more blocks than hold their tensor memory at once.
     """
     r = limits
     res = resources
     violations: list[str] = []
     defects: list[str] = []
+    use = tmem_use(tmem, r.tmem_cols)
+    # A cluster= that contradicts the kernel or its arch is a wrong marker, not a budget a level can relax.
+    misdeclared = cluster_violations(arch, get_arch(arch).major, res, r)
+    if misdeclared:
+        level = "fail"
     if r.max_regs is not None and res.registers > r.max_regs:
         violations.append(f"registers {res.registers} > max_regs {r.max_regs}")
     if not res.spills_known and any(v is not None for v in (r.spills, r.spill_stores, r.spill_loads)):
@@ -198,12 +216,15 @@ def check(
         violations.append(f"stack frame {_bytes(res.stack_frame)} > stack {r.stack}")
     if r.smem is not None and res.shared_mem > r.smem:
         violations.append(f"static shared memory {_bytes(res.shared_mem)} > smem {r.smem}")
+    violations += tmem_budget(use, r)
     occ = None
     if r.launch is not None:
         occ = _occupancy(arch, res, r.launch.threads, r.dynamic_smem)
         launch_problem = _launch_violation(arch, res, r.launch, occ)
         if launch_problem:
             violations.append(launch_problem)
+        if tmem_problem := tmem_launch(use, r.launch):
+            violations.append(tmem_problem)
         driver_occ: float | None = None
         if gpu is not None and gpu.driver_blocks is not None:
             driver_occ = occ.of_blocks(gpu.driver_blocks)
@@ -216,6 +237,11 @@ def check(
         if r.min_occupancy is not None:
             achieved = occ.occupancy if driver_occ is None else driver_occ
             source_name = occ.summary if gpu is None else f"as the driver of {gpu.device} grants it"
+            granted = occ.active_blocks if gpu is None or gpu.driver_blocks is None else gpu.driver_blocks
+            working = tmem_bound(granted, use)
+            if use is not None and working < granted:
+                achieved = occ.of_blocks(working)
+                source_name += f"; TMEM-bound: {use.arithmetic()}"
             if achieved < r.min_occupancy:
                 violations.append(
                     f"occupancy {achieved:.1%} at {r.launch.threads} threads < min_occupancy "
@@ -238,6 +264,7 @@ def check(
             f"spill instructions in loops {sass.spill_instructions_in_loops} > hot_spills {r.hot_spills} "
             f"(loop at {', '.join(loops)})"
         )
+    violations += misdeclared + driver_cluster_violations(res, r, gpu, occ)
     if gpu is not None:
         violations += _driver_disagreements(res, gpu)
         top = max_block(arch, res)
@@ -260,8 +287,14 @@ def check(
         gpu=gpu,
         model_defects=defects,
         sass=sass,
-        diagnosis=diagnose(res, arch, sass, ptxas_options, r.dynamic_smem),
+        diagnosis=[
+            *diagnose(res, arch, sass, ptxas_options, r.dynamic_smem),
+            *tmem_note(use, r),
+            *cluster_notes(res, r),
+        ],
         cliff=cliff,
+        tmem=use,
+        cluster=launch_cluster(res, r),
     )
 
 

@@ -43,6 +43,9 @@ class KernelAttributes(Struct, frozen=True):
     spill_offsets: tuple[int, ...] | None = None
     # EIATTR_REG_RECONFIG: the kernel moves registers between warpgroups (setmaxnreg kept); its SASS says how.
     reg_reconfig: bool = False
+    cluster_dims: tuple[int, ...] | None = None  # EIATTR_CTA_PER_CLUSTER: the compiled __cluster_dims__
+    # EIATTR_TCGEN05_1CTA_USED / _2CTA_USED: the kernel runs tcgen05 (tensor memory); no column count.
+    tcgen05: bool = False
 
 
 class ElfInfo(Struct, frozen=True):
@@ -296,7 +299,8 @@ def _kernel_attributes(
     maxntid = reqntid = None
     limit: int | None = None
     marks: list[int] | None = None
-    reconfig = False
+    reconfig = tcgen05 = False
+    cluster: tuple[int, ...] | None = None
     for name, value in attrs:
         if name == "EIATTR_MAX_THREADS":
             maxntid = _dims(value)
@@ -310,6 +314,10 @@ def _kernel_attributes(
             marks = (marks or []) + [int(x, 0) for x in _SPILL_MARK.findall(value)]
         elif name == "EIATTR_REG_RECONFIG":
             reconfig = True
+        elif name == "EIATTR_CTA_PER_CLUSTER":
+            cluster = _dims(value)
+        elif name.startswith("EIATTR_TCGEN05_"):
+            tcgen05 = True
     if marks is not None:
         # A non-inlined callee is compiled into its caller's section (a LOCAL FUNC symbol inside it);
         # ptxas reports its spills under its own name, so they are not the kernel's.
@@ -320,6 +328,8 @@ def _kernel_attributes(
         register_limit=limit,
         spill_offsets=None if marks is None else tuple(sorted(marks)),
         reg_reconfig=reconfig,
+        cluster_dims=cluster,
+        tcgen05=tcgen05,
     )
 
 

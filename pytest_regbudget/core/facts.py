@@ -14,7 +14,7 @@ from typing import Generic, TypeVar
 
 from msgspec import Struct
 
-from .ptxas import KernelResources
+from .ptxas import KernelResources, TmemAlloc
 
 T = TypeVar("T")
 
@@ -105,6 +105,8 @@ class KernelFacts(Struct, frozen=True):
     messages: tuple[str, ...] = ()
     # Its warpgroups' register targets, by direction: (("inc", 232), ("dec", 40)); () for none.
     setmaxnreg: tuple[tuple[str, int], ...] = ()
+    # The tensor memory one block allocates (its PTX's tcgen05.alloc); None without one, or without PTX.
+    tmem: TmemAlloc | None = None
     # The cubin, read when first needed (empty when the machine code cannot be loaded).
     code: bytes | Deferred[bytes] = b""
 

@@ -60,3 +60,7 @@ class GpuFacts(Struct, frozen=True):
     arch: str
     view: DriverView
     driver_blocks: int | None  # resident blocks per SM at the launch size, if there is one
+    # Clusters that fit at once (cuOccupancyMaxActiveClusters) at the launch size, for a kernel that runs
+    # with a cluster (compiled or stated) and a launch; None otherwise.
+    driver_active_clusters: int | None = None
+    cluster_error: str | None = None  # the driver's error where it refused to count clusters

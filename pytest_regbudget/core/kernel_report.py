@@ -11,6 +11,7 @@ from typing import Literal
 from msgspec import Struct, field
 
 from .baseline import BaselineEntry, Key
+from .blackwell import TmemUse
 from .gpu_facts import GpuFacts, Timing
 from .limits import Launch, Level
 from .occupancy import (
@@ -131,6 +132,9 @@ class KernelReport(Struct, frozen=True):
     # else ptxas's C7508 for this kernel. The kernel then runs at its entry count throughout.
     setmaxnreg_dropped: bool = False
     other_releases: tuple[str, ...] = ()  # releases with an entry for this kernel, when its own has none
+    tmem: TmemUse | None = None  # the tensor memory a block holds (tcgen05.alloc); None without one
+    # The cluster (x, y, z) the kernel runs with: its compiled __cluster_dims__, else the marker's cluster=.
+    cluster: tuple[int, int, int] | None = None
 
     @property
     def enforced(self) -> bool:

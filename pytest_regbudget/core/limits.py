@@ -44,3 +44,10 @@ class Limits(Struct, frozen=True):
     setmaxnreg_threads: tuple[tuple[str, int], ...] | None = None
     # ptxas warnings allowed: at most this many, or only these codes/patterns (fnmatch over the message).
     ptxas_warnings: int | tuple[str, ...] | None = None
+    # Tensor memory columns a block may allocate (tcgen05.alloc); where the PTX's count cannot be read, the
+    # count the launch arithmetic uses ("stated").
+    tmem_cols: int | None = None
+    # The cluster (x, y, z) the kernel is launched with at run time (cudaLaunchKernelEx), for a kernel
+    # without __cluster_dims__.
+    cluster: tuple[int, int, int] | None = None
+    min_active_clusters: int | None = None  # clusters the driver must fit at once (needs a GPU)

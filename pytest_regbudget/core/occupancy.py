@@ -1,15 +1,17 @@
 """Occupancy: how many blocks of a kernel stay resident on one SM, and the arithmetic behind it.
 
-Owns a pure-Python port of `cudaOccMaxActiveBlocksPerMultiprocessor` from cuda_occupancy.h (CUDA 12.9)
-that gives the same block counts for every arch in `pytest_regbudget.core.arch` (tests/core/test_occupancy.py
-checks this against the compiled header), plus the sentences that explain a result. It needs no GPU and
-no toolkit; every per-arch number comes from `ArchLimits`.
+Owns a pure-Python port of `cudaOccMaxActiveBlocksPerMultiprocessor` from cuda_occupancy.h (CUDA 13.5, the
+header `pytest_regbudget.core.arch` follows) that gives the same block counts for every arch of that table
+(tests/core/test_occupancy.py checks this against the compiled header), plus the sentences that explain a
+result. It needs no GPU and no toolkit; every per-arch number comes from `ArchLimits`.
 
 The launch is modelled the way the runtime describes a kernel to the header (`cudaOccFuncAttributes`
 built from `cudaFuncGetAttributes`): the shared-memory limit is "opt-in", and the kernel's maximum
 dynamic shared memory equals what this launch asks for, as if the program had called
 `cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, dynamic_shared_mem)`.
-Partitioned global caching is off: the header only turns it on for sm_5x/sm_6x.
+Partitioned global caching is off: the header only turns it on for sm_5x/sm_6x. The 13.5 header's limit on
+"virtual resources" (128 per SM from 10.0) is left out: the runtime's conversion from `cudaFuncAttributes`
+sets a kernel's count to 0, which the header reads as no limit.
 
 Where this module says no and the header says yes: a block larger than the kernel's own
 `__launch_bounds__`/`.maxntid`. The header never compares the two (it only checks the attribute is

@@ -117,6 +117,7 @@ def verdict(
         gpu,
         sass,
         facts.ptxas_options,
+        facts.tmem,
     )
     dropped = _roles_dropped(facts, sass)
     report = replace(

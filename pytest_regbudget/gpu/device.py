@@ -7,9 +7,11 @@ Nothing else in the package imports CuPy.
 
 from __future__ import annotations
 
+import ctypes
 import json
 import math
 import os
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
@@ -17,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core import timing
+from ..core.blackwell import PORTABLE_CLUSTER_BLOCKS
 from ..core.errors import GpuUnavailable, LaunchError
 from ..core.gpu_facts import DriverView, GpuFacts, Timing
 from ..core.timing import Interval
@@ -32,6 +35,46 @@ GRAPH_WARMUP_S = 0.05
 # Below this even a graph's per-launch time is mostly the GPU's own launch latency: reported as too short to
 # time, never judged.
 TOO_SHORT_MS = 0.002
+# cuda.h: CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED.
+_CLUSTER_DIMENSION = 4
+_NON_PORTABLE_CLUSTER_SIZE_ALLOWED = 14
+
+
+class _ClusterDim(ctypes.Structure):
+    _fields_ = [("x", ctypes.c_uint), ("y", ctypes.c_uint), ("z", ctypes.c_uint)]
+
+
+class _LaunchAttributeValue(ctypes.Union):
+    # CUlaunchAttributeValue: a 64-byte union (its access policy window holds a pointer, hence the 8-byte
+    # alignment the c_uint64 member gives it).
+    _fields_ = [("pad", ctypes.c_char * 64), ("align", ctypes.c_uint64), ("clusterDim", _ClusterDim)]
+
+
+class _LaunchAttribute(ctypes.Structure):
+    # CUlaunchAttribute: the id, padded to 8 bytes, then the value.
+    _fields_ = [("id", ctypes.c_int), ("pad", ctypes.c_char * 4), ("value", _LaunchAttributeValue)]
+
+
+class _LaunchConfig(ctypes.Structure):
+    # CUlaunchConfig (cuda.h, CUDA 11.8 and later).
+    _fields_ = [
+        ("gridDimX", ctypes.c_uint),
+        ("gridDimY", ctypes.c_uint),
+        ("gridDimZ", ctypes.c_uint),
+        ("blockDimX", ctypes.c_uint),
+        ("blockDimY", ctypes.c_uint),
+        ("blockDimZ", ctypes.c_uint),
+        ("sharedMemBytes", ctypes.c_uint),
+        ("hStream", ctypes.c_void_p),
+        ("attrs", ctypes.POINTER(_LaunchAttribute)),
+        ("numAttrs", ctypes.c_uint),
+    ]
+
+
+def _driver_library() -> Any:
+    """The CUDA driver library, which CuPy has loaded already (opening it again returns the same one)."""
+    # x64 Windows has one calling convention, so CDLL serves for nvcuda.dll too.
+    return ctypes.CDLL("nvcuda.dll" if sys.platform == "win32" else "libcuda.so.1")
 
 
 class Device:
@@ -101,6 +144,42 @@ class Device:
                 kernel.kernel.ptr, block, dynamic_smem
             )
         )
+
+    def active_clusters(
+        self, kernel: Any, block: int, dynamic_smem: int, cluster: tuple[int, int, int], compiled: bool
+    ) -> int:
+        """Clusters of `cluster` blocks of `block` threads that fit on the device at once
+        (cuOccupancyMaxActiveClusters). CuPy wraps no cluster API, so the call goes to the driver library that
+        CuPy loaded, through ctypes, with the function handle CuPy's occupancy call takes. A kernel compiled
+        with __cluster_dims__ (`compiled`) is asked without a cluster attribute, as the driver requires
+        (its own dims, or none); the grid is one cluster. Raises LaunchError with the driver's error name."""
+        self._opt_in(kernel, dynamic_smem)
+        if math.prod(cluster) > PORTABLE_CLUSTER_BLOCKS:
+            # As a launch of such a cluster must: without it the driver counts no cluster over 8 blocks.
+            self.cupy.cuda.driver.funcSetAttribute(kernel.kernel.ptr, _NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1)
+        attr = _LaunchAttribute(id=_CLUSTER_DIMENSION)
+        attr.value.clusterDim = _ClusterDim(*cluster)
+        config = _LaunchConfig(
+            *cluster,
+            block,
+            1,
+            1,
+            dynamic_smem,
+            None,
+            None if compiled else ctypes.pointer(attr),
+            0 if compiled else 1,
+        )
+        lib = _driver_library()
+        found = ctypes.c_int(-1)
+        status = lib.cuOccupancyMaxActiveClusters(
+            ctypes.byref(found), ctypes.c_void_p(kernel.kernel.ptr), ctypes.byref(config)
+        )
+        if status != 0:
+            name = ctypes.c_char_p()
+            lib.cuGetErrorName(status, ctypes.byref(name))
+            shown = name.value.decode() if name.value else f"CUresult {status}"
+            raise LaunchError(f"cuOccupancyMaxActiveClusters failed: {shown}")
+        return found.value
 
     @staticmethod
     def _opt_in(kernel: Any, dynamic_smem: int) -> None:
@@ -260,6 +339,28 @@ def device() -> Device:
     return _DEVICE
 
 
-def probe(dev: Device, kernel: Any, threads: int | None, dynamic_smem: int) -> GpuFacts:
+def probe(
+    dev: Device,
+    kernel: Any,
+    threads: int | None,
+    dynamic_smem: int,
+    cluster: tuple[int, int, int] | None = None,
+    compiled: bool = False,
+) -> GpuFacts:
+    """The driver's view of a loaded kernel; at a launch size, its blocks per SM and, for a kernel that runs
+    with a cluster (its compiled dims, or `cluster=`), the clusters that fit at once."""
     blocks = None if threads is None else dev.occupancy(kernel, threads, dynamic_smem)
-    return GpuFacts(device=dev.name, arch=dev.arch, view=dev.view(kernel), driver_blocks=blocks)
+    clusters, refused = None, None
+    if threads is not None and cluster is not None:
+        try:
+            clusters = dev.active_clusters(kernel, threads, dynamic_smem, cluster, compiled)
+        except LaunchError as exc:
+            refused = str(exc)
+    return GpuFacts(
+        device=dev.name,
+        arch=dev.arch,
+        view=dev.view(kernel),
+        driver_blocks=blocks,
+        driver_active_clusters=clusters,
+        cluster_error=refused,
+    )

@@ -10,6 +10,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
 from ..core.arch import get_arch, runs_on
+from ..core.blackwell import launch_cluster
 from ..core.errors import GpuUnavailable, LaunchError, UnknownArchError
 from ..core.facts import KernelFacts
 from ..core.gpu_facts import GpuFacts, Timing
@@ -69,11 +70,14 @@ class GpuRunner:
         return None, f"GPU checks run in the {own or dev.arch} instance of this test"
 
     def load_and_probe(self, facts: KernelFacts, limits: Limits, key: str) -> tuple[Any, GpuFacts]:
-        """Load exactly the measured cubin and ask the driver about it (at the launch size, if any)."""
+        """Load exactly the measured cubin and ask the driver about it (at the launch size, if any, with the
+        cluster the kernel runs with)."""
         dev = gpu.device()
         loaded = dev.load(facts.cubin, facts.entry, key)
         threads = limits.launch.threads if limits.launch else None
-        return loaded, gpu.probe(dev, loaded, threads, limits.dynamic_smem)
+        cluster = launch_cluster(facts.resources, limits)
+        compiled = facts.resources.cluster_dims is not None
+        return loaded, gpu.probe(dev, loaded, threads, limits.dynamic_smem, cluster, compiled)
 
     def benchmark(
         self,

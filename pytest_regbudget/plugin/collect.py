@@ -11,6 +11,12 @@ Collection follows the manifest, not the tree:
 - a node id (`pytest 'kernels/mm.cu::MatrixMulCUDA<32>[sm_90]'`) selects as it does for a test.
 A file collected this way counts as collected in full for the baseline's stale rule (`full_prefixes`).
 
+Every item carries the `regbudget` marker, so `-m` selects and deselects them as it does marked tests. When
+the `-m` expression is false for every item the manifest could make, the manifest collects nothing: no
+listing is built, and its files count as not seen (their baseline entries are kept). An item's node id
+parses back into the same `NodeId` (the kernel as its name, the variant and arch as its parameters), so the
+ids pytest's cache keeps for `--lf`, `--ff` and `--sw` find the items again.
+
 The kernels of a file that a pattern ("*") selects need a listing: a build per variant and arch of the run
 (the items' own build, with the file's compile keys: shared through the compile cache), or cuobjdump for a
 binary. A build that fails is one `BuildItem` of that file, variant and arch, with the compiler's log, never a
@@ -22,9 +28,11 @@ from __future__ import annotations
 import warnings
 from collections.abc import Generator, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
+from _pytest.mark import MarkMatcher  # how -m evaluates an expression: pytest has no public API for it
+from _pytest.mark.expression import Expression
 
 from ..core import names
 from ..core.errors import CompileError, MarkerError, RegbudgetWarning, Rejected, ToolchainError, Unbuildable
@@ -60,10 +68,15 @@ class ManifestCollection:
         self._files = set(manifest.files())
         self._reached: set[Path] = set()  # files pytest's own walk (or a node id) reached
         self._listings_started = False
+        self.selected = marks_select(config, MANIFEST_MARKS)
 
     def pytest_collect_file(self, file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
         path = Path(file_path)
         if path in self._files:
+            if not self.selected:
+                # Named on the command line: say why it holds nothing (a collector that collects nothing
+                # would make pytest report "found no collectors", and count the file as seen).
+                return Unselected.from_parent(parent, path=path) if parent.session.isinitpath(path) else None
             self._reached.add(path)
             return KernelFile.from_parent(parent, path=path)
         if path.suffix in CUDA_SUFFIXES and parent.session.isinitpath(path):
@@ -73,6 +86,8 @@ class ManifestCollection:
     @pytest.hookimpl(tryfirst=True)
     def pytest_collection_modifyitems(self, session: pytest.Session, items: list[pytest.Item]) -> None:
         # Before -k, -m and --deselect (tryfirst): the files pytest's walk did not reach, as if it had.
+        if not self.selected:
+            return
         for path in self.in_full():
             if path not in self._reached:
                 items.extend(session.genitems(KernelFile.from_parent(session, path=path)))
@@ -107,7 +122,9 @@ class ManifestCollection:
 
         A run of the whole manifest also saw that the files of its earlier items that it no longer names
         hold no item now: they count as collected, with none (their entries are stale, as those of a test
-        deleted from a module are)."""
+        deleted from a module are). A run whose `-m` leaves out every manifest item saw none of its files."""
+        if not self.selected:
+            return ()
         mine = [self.manifest.relative(f) for f in self.in_full()]
         if not self.whole():
             return tuple(mine)
@@ -152,8 +169,7 @@ class ManifestCollection:
         compiler = manifest.compiler_of(path, self.session.settings.compiler)
         if not manifest.lists(path):
             kernels, unmatched = manifest.kernels(path, None, compiler)
-            for message in unmatched:
-                warnings.warn(RegbudgetWarning(message), stacklevel=1)
+            self._unmatched(unmatched)
             for kernel in kernels:
                 yield from self._kernel_items(node, path, kernel, self._id(node, kernel.name))
             return
@@ -182,8 +198,7 @@ class ManifestCollection:
             # A binary of host code or device functions only: one line for all of them, not a warning each.
             self.session.empty_binaries[manifest.relative(path)] = 0
             unmatched = []
-        for message in unmatched:
-            warnings.warn(RegbudgetWarning(message), stacklevel=1)
+        self._unmatched(unmatched)
         yield from self._listed_items(node, path, kernels, by_arch, entries, None)
 
     def _built_items(self, node: KernelFile, path: Path, compiler: str) -> Iterator[pytest.Item]:
@@ -207,6 +222,7 @@ class ManifestCollection:
             entries = _one_per_kernel(e for held in by_arch.values() for e in held)
             any_kernel = any_kernel or bool(entries)
             kernels, warned = manifest.kernels(path, entries, compiler)
+            any_kernel = any_kernel or bool(kernels)  # an NVRTC template instance is named, not listed
             # A pattern warns only if no variant's build matched it (the kernels a warning lists may differ).
             missed = {_pattern_of(w) for w in warned}
             unmatched = warned if unmatched is None else [w for w in unmatched if _pattern_of(w) in missed]
@@ -219,8 +235,14 @@ class ManifestCollection:
             # Host code or device functions only: the run's one line names it, with the binaries like it.
             self.session.empty_sources.add(manifest.relative(path))
             unmatched = []
-        for message in unmatched or []:
+        self._unmatched(unmatched or [])
+
+    def _unmatched(self, messages: Sequence[str]) -> None:
+        """A `kernels` pattern that matches no kernel of a file: a warning, and under --regbudget-strict a
+        failure of the run (the budgets of its table would be checked nowhere)."""
+        for message in messages:
             warnings.warn(RegbudgetWarning(message), stacklevel=1)
+            self.session.note_unmatched(message)
 
     def _variant_listing(
         self, node: KernelFile, path: Path, variant: Variant, compiler: str
@@ -248,12 +270,12 @@ class ManifestCollection:
                 found[arch] = session.builder.entries(path, arch, budget.options, compiler)
             except Rejected as exc:  # the compiler's verdict on the file: the ratchet's business
                 session.note_build(key, _log(exc), compiler)
-                yield BuildItem.from_parent(node, name=name, key=key)
+                yield _item(BuildItem, node, name, key=key)
             except (CompileError, ToolchainError) as exc:
                 # No verdict on the file (no toolkit, a timeout, an arch the toolkit does not build): the
                 # item says so, and nothing is recorded as broken.
                 skip = isinstance(exc, Unbuildable)
-                yield BuildItem.from_parent(node, name=name, key=key, problem=(_log(exc), skip))
+                yield _item(BuildItem, node, name, key=key, problem=(_log(exc), skip))
             else:
                 session.note_build(key, None, compiler)  # a build that is recorded as broken is fixed
         return found
@@ -307,7 +329,7 @@ class ManifestCollection:
                 if held is not None and session.item_archs(budget):
                     continue  # the builds that would hold it failed: their BuildItems say so
                 wanted = ",".join(budget.archs or ())
-                item = KernelItem.from_parent(node, name=f"{name}[{prefix}{wanted}]", kernel=kernel.name)
+                item = _item(KernelItem, node, f"{name}[{prefix}{wanted}]", kernel=kernel.name)
                 reason = (
                     f"regbudget archs={wanted} not among this run's archs {','.join(session.settings.archs)}"
                 )
@@ -315,7 +337,7 @@ class ManifestCollection:
                 yield item
                 continue
             for arch, toolkit, param_id in session.item_params(budget, archs):
-                item = KernelItem.from_parent(node, name=f"{name}[{prefix}{param_id}]", kernel=kernel.name)
+                item = _item(KernelItem, node, f"{name}[{prefix}{param_id}]", kernel=kernel.name)
                 item.stash[self.item_key] = ItemState(
                     arch=arch, budget=budget, source=source, item_archs=archs, toolkit=toolkit
                 )
@@ -339,6 +361,39 @@ class ManifestCollection:
                 f"({table.label}):\n{exc}"
             ) from None
         return found
+
+
+_ItemT = TypeVar("_ItemT", bound=pytest.Item)
+
+
+def _item(cls: type[_ItemT], node: KernelFile, name: str, **kwargs: Any) -> _ItemT:
+    """A manifest item whose node id, `FILE::KERNEL[VARIANT-ARCH]`, is given as a string: pytest parses it
+    into the name `KERNEL` with the parameters `VARIANT-ARCH`, as it parses the ids its cache keeps (--lf,
+    --ff, --sw). Built from the parent, the id would be one name `KERNEL[VARIANT-ARCH]` that no cached id
+    equals."""
+    return cls.from_parent(node, name=name, nodeid=f"{node.nodeid}::{name}", **kwargs)
+
+
+# The markers a manifest item carries: `regbudget`, and `skip` on the items of a kernel whose archs= leave
+# it no arch of the run.
+MANIFEST_MARKS: tuple[tuple[str, ...], ...] = (("regbudget",), ("regbudget", "skip"))
+
+
+def marks_select(config: pytest.Config, mark_sets: Sequence[Sequence[str]]) -> bool:
+    """Whether the run's `-m` expression selects an item carrying one of these sets of (argument-less)
+    markers, evaluated as pytest evaluates it. True without `-m`, and for an expression pytest cannot parse
+    (it reports that itself)."""
+    expression = config.option.markexpr
+    matcher = getattr(MarkMatcher, "from_markers", None)  # pytest >= 8.1
+    if not expression or matcher is None:
+        return True
+    try:
+        compiled = Expression.compile(expression)
+    except Exception:  # SyntaxError (ParseError in older pytests): pytest reports a bad expression itself
+        return True
+    return any(
+        compiled.evaluate(matcher(getattr(pytest.mark, name).mark for name in names)) for names in mark_sets
+    )
 
 
 def _release(session: RegbudgetSession, compiler: str) -> str:
@@ -403,6 +458,18 @@ class KernelFile(pytest.File):
         return found.items(self)
 
 
+class Unselected(pytest.File):
+    """A manifest file named on the command line in a run whose `-m` deselects every manifest item: skipped
+    at collection, with the reason, building nothing (its baseline entries are kept)."""
+
+    def collect(self) -> Sequence[pytest.Item]:
+        expression = self.config.option.markexpr
+        pytest.skip(
+            f"{self.nodeid}: -m {expression!r} deselects every manifest item (each carries the regbudget "
+            "marker): nothing of it is built"
+        )
+
+
 class NotInManifest(pytest.File):
     """A CUDA file or binary named on the command line that no manifest table names."""
 
@@ -423,6 +490,7 @@ class BuildItem(pytest.Item):
         self, *, key: tuple[str, str, str, str], problem: tuple[str, bool] | None = None, **kwargs: Any
     ) -> None:
         super().__init__(**kwargs)
+        self.add_marker(pytest.mark.regbudget)
         self.key = key
         self.problem = problem  # (why, whether it is a skip) where no compiler judged the file
 
@@ -448,6 +516,7 @@ class KernelItem(pytest.Item):
 
     def __init__(self, *, kernel: str, **kwargs: Any) -> None:
         super().__init__(**kwargs)
+        self.add_marker(pytest.mark.regbudget)  # -m selects manifest items as it selects marked tests
         self.kernel = kernel
 
     def runtest(self) -> None:

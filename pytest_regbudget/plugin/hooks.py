@@ -4,6 +4,7 @@ RegbudgetSession. Nothing here imports NVRTC or a GPU library.
 
 from __future__ import annotations
 
+import unittest
 from collections.abc import Generator, Sequence
 from pathlib import Path
 from typing import Any
@@ -66,6 +67,8 @@ def session_of(config: pytest.Config) -> RegbudgetSession:
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
     found = collect.collection(config)
+    if found is not None and not found.selected:
+        found = None  # -m leaves out every manifest item: it builds nothing, so asks nothing of nvcc
     # A manifest of nvcc kernels builds nothing with NVRTC: the header names the nvcc too.
     nvcc = found is not None and any(t.compiler == "nvcc" for t in found.manifest.tables)
     binaries = found is not None and all(t.binary for t in found.manifest.tables)
@@ -79,14 +82,24 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     # trylast: our arch parameter goes after the user's own, so ids end in the arch (test_x[4-sm_90]).
     marker = metafunc.definition.get_closest_marker("regbudget")
-    if marker is None and "regbudget" not in metafunc.fixturenames:
+    cases = _case_markers(metafunc)
+    fixture = "regbudget" in metafunc.fixturenames
+    if marker is None and all(c is None for c in cases) and not fixture:
         return
     session = session_of(metafunc.config)
-    budget, _ = session.parse(marker, Path(metafunc.definition.path))
-    archs = session.item_archs(budget)
+    path = Path(metafunc.definition.path)
+    # Every case runs per arch once one needs it: parametrize applies to all. Each marker's archs= keeps
+    # its own (pytest_collection_modifyitems skips a case on an arch its marker leaves out).
+    markers = [marker] if marker is not None else [m for m in cases if m is not None]
+    budgets = [session.parse(m, path)[0] for m in markers]
+    if not markers or (marker is None and None in cases):
+        budgets.append(None)  # a case without a marker (the fixture's, or one only beside marked ones)
+    kept = {a for b in budgets for a in session.item_archs(b)}
+    archs = [a for a in session.settings.archs if a in kept]
     metafunc.fixturenames.append(ARCH_PARAM)
-    if archs and session.multiplied(budget):
-        params = session.item_params(budget, archs)
+    multiplied = [b for b in budgets if session.multiplied(b)]
+    if archs and multiplied:
+        params = session.item_params(multiplied[0], archs)
         metafunc.fixturenames.append(TOOLKIT_PARAM)
         metafunc.parametrize(
             [ARCH_PARAM, TOOLKIT_PARAM], [(a, t) for a, t, _ in params], ids=[i for _, _, i in params]
@@ -95,9 +108,26 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if archs:
         metafunc.parametrize(ARCH_PARAM, archs, ids=archs)
         return
-    wanted = ",".join(budget.archs or ()) if budget else ""
-    reason = f"regbudget archs={wanted} not among this run's archs {','.join(session.settings.archs)}"
-    metafunc.parametrize(ARCH_PARAM, [pytest.param(None, marks=pytest.mark.skip(reason=reason), id=wanted)])
+    wanted = ",".join(dict.fromkeys(a for b in budgets if b is not None for a in b.archs or ()))
+    metafunc.parametrize(
+        ARCH_PARAM, [pytest.param(None, marks=pytest.mark.skip(reason=_no_arch(session, wanted)), id=wanted)]
+    )
+
+
+def _case_markers(metafunc: pytest.Metafunc) -> list[Any]:
+    """The regbudget marker of each case parametrized so far (`pytest.param(..., marks=...)`, a fixture's
+    params), None for a case without one. pytest shows a case's marks only on the item it makes, after this
+    hook: its planned calls (private, hence read defensively) are the one place to see them now."""
+    calls = getattr(metafunc, "_calls", None) or ()
+    found = []
+    for call in calls:
+        marks = [m for m in getattr(call, "marks", ()) if getattr(m, "name", None) == "regbudget"]
+        found.append(marks[0] if marks else None)
+    return found
+
+
+def _no_arch(session: RegbudgetSession, wanted: str) -> str:
+    return f"regbudget archs={wanted} not among this run's archs {','.join(session.settings.archs)}"
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -106,29 +136,35 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         arch = params.get(ARCH_PARAM)
         if arch is None:
             continue
-        session = session_of(item.config)
-        budget, error = session.parse(item.get_closest_marker("regbudget"), Path(item.path))
-        marks = [
-            (f"{type(node).__name__.lower()} {node.name}", mark.args, mark.kwargs)
-            for node, mark in item.iter_markers_with_node("regbudget")
-        ]
-        if (duplicates := duplicate_markers(marks)) is not None:
-            budget, error = None, duplicates
-        archs = tuple(session.item_archs(budget))
-        source = None
-        if error is None:
-            try:
-                source = session.marker_source(budget)
-            except ValueError as exc:
-                budget, error = None, str(exc)
-        item.stash[ITEM_KEY] = ItemState(
-            arch=arch,
-            budget=budget,
-            marker_error=error,
-            source=source,
-            item_archs=archs,
-            toolkit=params.get(TOOLKIT_PARAM),
-        )
+        state = _item_state(item, arch, params.get(TOOLKIT_PARAM))
+        if state.budget is not None and arch not in state.item_archs:
+            # A pytest.param case whose marker's archs= leave out this arch (another case needs it).
+            reason = f"regbudget archs={','.join(state.budget.archs or ())} of this case leave out {arch}"
+            item.add_marker(pytest.mark.skip(reason=reason))
+            continue
+        item.stash[ITEM_KEY] = state
+
+
+def _item_state(item: pytest.Item, arch: str, toolkit: str | None) -> ItemState:
+    """What a marked test (or one with the fixture) carries: its marker's budget or the marker's error."""
+    session = session_of(item.config)
+    budget, error = session.parse(item.get_closest_marker("regbudget"), Path(item.path))
+    marks = [
+        (f"{type(node).__name__.lower()} {node.name}", mark.args, mark.kwargs)
+        for node, mark in item.iter_markers_with_node("regbudget")
+    ]
+    if (duplicates := duplicate_markers(marks)) is not None:
+        budget, error = None, duplicates
+    archs = tuple(session.item_archs(budget))
+    source = None
+    if error is None:
+        try:
+            source = session.marker_source(budget)
+        except ValueError as exc:
+            budget, error = None, str(exc)
+    return ItemState(
+        arch=arch, budget=budget, marker_error=error, source=source, item_archs=archs, toolkit=toolkit
+    )
 
 
 def pytest_deselected(items: Sequence[pytest.Item]) -> None:
@@ -139,9 +175,18 @@ def pytest_deselected(items: Sequence[pytest.Item]) -> None:
 def pytest_collection_finish(session: pytest.Session) -> None:
     regbudget = session_of(session.config)
     regbudget.note_collected(item.nodeid for item in session.items)
+    regbudget.note_no_arch(item.nodeid for item in session.items if _left_out(item))
     if session.config.option.collectonly:
         return  # nothing will be measured: build nothing ahead
     regbudget.prefetch([s for item in session.items if (s := item.stash.get(ITEM_KEY, None)) is not None])
+
+
+def _left_out(item: pytest.Item) -> bool:
+    """Whether an item is skipped because its archs= leave out its arch (the summary counts them)."""
+    if isinstance(item, collect.KernelItem):
+        return ITEM_KEY not in item.stash  # a manifest kernel made an item without an arch to build
+    params: dict[str, Any] = getattr(getattr(item, "callspec", None), "params", {})
+    return ARCH_PARAM in params and ITEM_KEY not in item.stash
 
 
 class _ScopeWatcher:
@@ -203,9 +248,39 @@ def _interruption(session: pytest.Session, exitstatus: int, errors: int) -> str 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
     state = item.stash.get(ITEM_KEY, None)
-    if state is not None and state.marker_error is not None:
+    if state is None:
+        unbuilt = _unparametrized(item)
+        if unbuilt is not None:
+            pytest.fail(safe_block(unbuilt), pytrace=False)  # this test's error alone: the run goes on
+        return
+    if state.budget is None and state.marker_error is None and item.get_closest_marker("regbudget"):
+        # A marker that a hook added after pytest_collection_modifyitems read this test's markers.
+        item.stash[ITEM_KEY] = state = _item_state(item, state.arch, state.toolkit)
+    if state.marker_error is not None:
         # An error of this test alone: the rest of the run goes on.
         pytest.fail(safe_block(f"{item.nodeid}: bad regbudget marker: {state.marker_error}"), pytrace=False)
+
+
+def _unparametrized(item: pytest.Item) -> str | None:
+    """Why a test with a regbudget marker but no arch builds nothing (None for any other item): pytest
+    parametrizes tests before a collection hook can add a marker, and never parametrizes a unittest method."""
+    if isinstance(item, (collect.KernelItem, collect.BuildItem)):
+        return None
+    if item.get_closest_marker("regbudget") is None:
+        return None
+    cls = getattr(item, "cls", None)
+    if isinstance(cls, type) and issubclass(cls, unittest.TestCase):
+        return (
+            f"{item.nodeid}: a regbudget marker on a unittest.TestCase method builds nothing: pytest runs no "
+            "unittest method per arch. Fix: move the test into a plain test function or class (def test_x(): "
+            "...), or list its kernel in the manifest ([[tool.regbudget.kernels]] in pyproject.toml)"
+        )
+    return (
+        f"{item.nodeid}: a regbudget marker that a hook added after pytest parametrized the test "
+        "(pytest_collection_modifyitems) builds nothing: the test has no arch to build for. Fix: mark the "
+        "test itself (@pytest.mark.regbudget, or pytestmark on its class or module), or add the marker only "
+        "to tests that take the regbudget fixture"
+    )
 
 
 @pytest.hookimpl(wrapper=True)
@@ -227,9 +302,28 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, object]:
         session.finish_test(state, item.nodeid, completed=False)
         raise
     failure = session.finish_test(state, item.nodeid, completed=True)
+    failure = "\n".join(filter(None, [failure, _built_nothing(item, state)]))
     if failure:
         pytest.fail(failure, pytrace=False)
     return result
+
+
+def _built_nothing(item: pytest.Item, state: ItemState) -> str | None:
+    """The failure of a marked test that ran to its end without judging a kernel on its arch: its budgets
+    were checked nowhere, so it must not pass."""
+    if state.budget is None or any(r.arch == state.arch for r in state.reports):
+        return None
+    if "regbudget" in getattr(item, "fixturenames", ()):
+        return safe_block(
+            f"{item.nodeid}: its regbudget marker judged no kernel on {state.arch}: the test took the "
+            "regbudget fixture but compiled nothing. Fix: compile the kernel (regbudget.compile(...)), give "
+            "the marker source= and kernel=, or pytest.skip() where there is nothing to build"
+        )
+    return safe_block(
+        f"{item.nodeid}: its regbudget marker built no kernel on {state.arch}: it names no source= and "
+        "kernel=, and the test does not take the regbudget fixture. Fix: give the marker source= and "
+        "kernel= (or binary=), or take the regbudget fixture and compile the kernel in the test"
+    )
 
 
 @pytest.hookimpl(wrapper=True)

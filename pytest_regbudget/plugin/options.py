@@ -39,7 +39,8 @@ DEFAULT_BASELINE = "regbudget-baseline.toml"
 
 
 def _arch_list(value: str) -> str:
-    """argparse type: reject a bad arch while parsing, naming the value and the supported set."""
+    """argparse type: reject a name that is not spelt as an arch while parsing, naming the value, the spelling
+    it resembles and the supported set. Which archs the toolkits build is judged at start-up."""
     try:
         parse_archs([value])
     except UnknownArchError as exc:
@@ -55,8 +56,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         type=_arch_list,
         default=None,
         metavar="ARCHS",
-        help="target archs, comma-separated, may repeat (e.g. sm_80,sm_90). Default: ini regbudget_arch, "
-        f"else {DEFAULT_ARCH}.",
+        help="target archs, comma-separated, may repeat (e.g. sm_80,sm_90); all: every arch each toolkit of "
+        "the run builds; native: the GPU's. An arch that no toolkit of the run builds is a usage error. "
+        f"Default: ini regbudget_arch, else {DEFAULT_ARCH}.",
     )
     group.addoption(
         "--regbudget-cuda-home",
@@ -167,7 +169,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="PATH",
         help='write every kernel\'s numbers and verdict to PATH as {"kernels": [...]}.',
     )
-    parser.addini("regbudget_arch", "target archs, comma- or line-separated (default sm_90)", type="linelist")
+    parser.addini(
+        "regbudget_arch",
+        "target archs, comma- or line-separated, as --regbudget-arch (all, native; default sm_90)",
+        type="linelist",
+    )
     parser.addini(
         "regbudget_baseline",
         "baseline file, relative to the ini file's directory "
@@ -253,10 +259,17 @@ def settings_of(config: pytest.Config, manifest: Manifest | None = None) -> Sett
         conflict = arch_conflict(manifest, ini)
     if conflict:
         raise pytest.UsageError(f"regbudget manifest: {conflict}")
+    given = cli or ini or (manifest.archs if manifest else ()) or [DEFAULT_ARCH]
+    # Where the archs came from, for every message about them (the default reads as the option's).
+    archs_from = "--regbudget-arch"
+    if not cli and ini:
+        archs_from = "regbudget_arch (ini)"
+    elif not cli and manifest is not None and manifest.archs:
+        archs_from = f"{manifest.label}: arch"
     try:
-        archs = parse_archs(cli or ini or (manifest.archs if manifest else ()) or [DEFAULT_ARCH])
+        archs = parse_archs(given)
     except UnknownArchError as exc:
-        raise pytest.UsageError(f"regbudget_arch (ini): {exc}") from None
+        raise pytest.UsageError(f"{archs_from}: {exc}") from None
     if not archs:  # --regbudget-arch= or =,, : nothing would be built, and every listing would look empty
         given = f"--regbudget-arch={','.join(cli)}" if cli else "regbudget_arch (ini)"
         raise pytest.UsageError(f"{given} names no arch. Fix: e.g. --regbudget-arch=sm_80,sm_90")
@@ -300,6 +313,7 @@ def settings_of(config: pytest.Config, manifest: Manifest | None = None) -> Sett
         time_basis=_time_basis(config),
         toolkits=_toolkits(config),
         nvcc=config.getoption("regbudget_nvcc") or str(config.getini("regbudget_nvcc")).strip() or None,
+        archs_from=archs_from,
     )
 
 

@@ -9,6 +9,7 @@ pytest-xdist each worker holds its own session and ships its results to the cont
 
 from __future__ import annotations
 
+import contextlib
 import os
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
@@ -22,7 +23,7 @@ from ..build import disasm
 from ..build.builder import Builder, ItemEnv
 from ..build.cache import CacheStats
 from ..build.compiler import error_location
-from ..build.toolchain import check_nvrtc, oldest_arch
+from ..build.toolchain import Targets, check_nvrtc
 from ..build.units import Spec
 from ..core import baseline as bl
 from ..core import trend
@@ -56,6 +57,7 @@ from ..report.terminal import (
     github_annotations,
     gpu_line,
     key_text,
+    no_arch_line,
     summary_table,
     unknown_arch_lines,
 )
@@ -66,10 +68,11 @@ from ..update import broken
 from ..update import plan as update
 from ..update.scope import ERROR, Rule, RunScope, with_base
 from .provenance import provenance
-from .state import ItemState, Settings
+from .state import ItemState, Settings, resolve_archs
 
 WORKEROUTPUT_KEY = "regbudget"
 USAGE_ERROR = 4  # pytest.ExitCode.USAGE_ERROR, named here without importing pytest
+TESTS_FAILED = 1  # pytest.ExitCode.TESTS_FAILED
 
 
 class Mark(Protocol):
@@ -99,6 +102,8 @@ class RegbudgetSession:
         # whole file holds none): said in one line at the end.
         self.empty_binaries: dict[str, int] = {}
         self.empty_sources: set[str] = set()  # manifest source files whose builds hold no kernel
+        self.unmatched: list[str] = []  # manifest `kernels` patterns that match no kernel of a file
+        self.no_arch: set[str] = set()  # items skipped because their archs= leave out their arch
         # The builds that failed, or that the baseline records as broken and build now (update/broken.py).
         self.builds: dict[bl.BuildKey, broken.BuildNote] = {}
         self.worker_cache = CacheStats()  # the controller's sum over workers
@@ -166,6 +171,7 @@ class RegbudgetSession:
         finish = [*compared, *([counted] if counted else []), *self.finish_lines]
         finish += broken.summary_lines(self.builds, updating=self.settings.update)
         finish += empty_binaries_line(self.empty_binaries, self.settings.archs, self.empty_sources)
+        finish += no_arch_line(self.no_arch, self.settings.archs)
         if not records and not finish:
             return []
         finish = [self.cache_line(), *filter(None, [self.compilers_line()]), self.gpu_line(), *finish]
@@ -183,9 +189,22 @@ class RegbudgetSession:
 
     # -- collection --------------------------------------------------------------------------------------
     def item_archs(self, budget: Budget | None) -> list[str]:
+        """The run's archs a marker's `archs=` keeps. `sm_90` names the chip, so it keeps sm_90a and sm_90f
+        too (they build for it); `sm_90a` keeps that spelling only."""
         if budget is None or budget.archs is None:
             return list(self.settings.archs)
-        return [a for a in self.settings.archs if a in budget.archs]
+        wanted = budget.archs
+        return [a for a in self.settings.archs if a in wanted or get_arch(a).base_name in wanted]
+
+    def note_unmatched(self, message: str) -> None:
+        """A manifest `kernels` pattern that matched no kernel of a file (`message` names the table, the
+        pattern and the kernels the file holds): a failure of the run under --regbudget-strict."""
+        if message not in self.unmatched:
+            self.unmatched.append(message)
+
+    def note_no_arch(self, nodeids: Iterable[str]) -> None:
+        """Items skipped because their marker's (or manifest table's) archs= leave out their arch."""
+        self.no_arch.update(nodeids)
 
     def parse(self, marker: Mark | None, test_path: Path) -> tuple[Budget | None, str | None]:
         """The marker's Budget (or the error), parsed once per marker however many items share it."""
@@ -248,15 +267,47 @@ class RegbudgetSession:
         ]
 
     def _check_arch(self, toolkit: str, arch: str) -> None:
-        """Unbuildable (a skip) where the toolkit's release no longer targets `arch` (CUDA 13: sm_75 up)."""
-        tk = self.builder_for(toolkit).toolkit()
-        oldest = oldest_arch(tk.release)
-        limits = get_arch(arch)
-        if oldest is not None and limits.major * 10 + limits.minor < oldest:
-            raise Unbuildable(
-                f"toolkit {toolkit} (CUDA {tk.release}) does not build {arch}: its oldest target is "
-                f"sm_{oldest}"
-            )
+        """Unbuildable (a skip, with the one line that says why) where the toolkit a compared item builds with
+        does not build `arch`, as its own list says: another toolkit of the comparison does (check_toolkits
+        made sure of that at start-up). A run of one toolkit fails such items instead, in the build."""
+        builder = self.builder_for(toolkit)
+        tk = builder.toolkit()
+        targets = tk.targets(toolkit)
+        if tk.nvrtc is None:  # a toolkit named for its nvcc: what that nvcc builds
+            try:
+                targets = builder.nvcc().targets()
+            except (CompileError, ToolchainError):
+                return  # its items say themselves that they cannot build
+        refusal = targets.refusal(arch)
+        if refusal is not None:
+            raise Unbuildable(refusal)
+
+    def _compilers(self) -> list[Targets]:
+        """What each toolkit of the run builds (a toolkit without NVRTC: its nvcc), and a pinned nvcc."""
+        found = []
+        for name, builder in self.builders.items():
+            tk = builder.toolkit_or_none()
+            if tk is not None and tk.nvrtc is not None:
+                found.append(tk.targets(name))
+            elif tk is not None and self.settings.nvcc is None:  # a toolkit named for its nvcc
+                with contextlib.suppress(CompileError, ToolchainError):
+                    found.append(builder.nvcc().targets())
+        if self.settings.nvcc is not None:
+            with contextlib.suppress(CompileError, ToolchainError):
+                found.append(self.builder.nvcc().targets())
+        return found
+
+    def _run_nvcc(self) -> Targets | None:
+        """What the nvcc that would build compiler="nvcc" kernels builds; None where the run has none."""
+        try:
+            return self.builder.nvcc().targets()
+        except (CompileError, ToolchainError):
+            return None
+
+    def _device_arch(self) -> tuple[str | None, str]:
+        """The GPU's arch for `native`, or None and why the GPU checks find none."""
+        dev = self.gpu.device()
+        return (dev.arch, "") if dev is not None else (None, self.gpu.reason())
 
     def release_of(self, toolkit: str | None) -> str:
         return self.builder_for(toolkit).toolkit().release
@@ -289,6 +340,13 @@ class RegbudgetSession:
                     "share one baseline entry per kernel. Compare toolkits of different releases"
                 )
             seen[release] = name or ""
+        # The archs last: what the toolkits build decides whether a named arch is an error here, once.
+        try:
+            archs = resolve_archs(self.settings.archs, self._compilers(), self._run_nvcc, self._device_arch)
+        except ToolchainError as exc:
+            given = self.settings.archs_from
+            raise ToolchainError("\n".join(f"{given}: {line}" for line in str(exc).splitlines())) from None
+        self.settings = replace(self.settings, archs=archs)
 
     def _reads_sass(self, budget: Budget, arch: str) -> bool:
         """Whether a kernel's SASS is read on `arch`: with --regbudget-sass, or for a hot_spills budget."""
@@ -563,6 +621,8 @@ class RegbudgetSession:
             "empty_binaries": self.empty_binaries,
             "empty_sources": sorted(self.empty_sources),
             "builds": broken.json_objects(self.builds),
+            "unmatched": self.unmatched,
+            "no_arch": sorted(self.no_arch),
         }
 
     def merge_worker(self, payload: dict[str, Any]) -> None:
@@ -572,6 +632,9 @@ class RegbudgetSession:
         self.conflicts += payload.get("conflicts", [])
         self.empty_sources.update(payload.get("empty_sources", []))
         self.builds.update(broken.from_json(payload.get("builds", [])))
+        for message in payload.get("unmatched", []):
+            self.note_unmatched(message)  # every worker collects the manifest: once each
+        self.no_arch.update(payload.get("no_arch", []))
         for file, count in payload.get("empty_binaries", {}).items():
             self.empty_binaries[file] = max(count, self.empty_binaries.get(file, 0))
 
@@ -652,6 +715,13 @@ class RegbudgetSession:
         if s.baseline_path is not None:
             keys = list(self.baseline.entries)
             self.finish_lines += unknown_arch_lines(keys, self._display(s.baseline_path))
+        if s.strict and not s.update and self.unmatched:
+            # The budgets of a table whose pattern selects nothing are checked nowhere: not a pass.
+            self.finish_lines += [
+                f"--regbudget-strict: {m}. Fix: correct the pattern (or drop it from the table)"
+                for m in self.unmatched
+            ]
+            exit_code = exit_code or TESTS_FAILED
         if not any((s.json_path, s.html_path, s.markdown_path, s.step_summary)):
             return exit_code
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -14,8 +14,19 @@ from msgspec import Struct, field
 
 from ..build.builder import BuildSettings
 from ..build.options import Timeouts
-from ..core.arch import get_arch
+from ..build.toolchain import Targets, table_lacks
+from ..core.arch import (
+    ALL,
+    KEYWORDS,
+    NATIVE,
+    SUPPORTED_ARCHS,
+    SUPPORTED_VARIANTS,
+    get_arch,
+    is_arch_name,
+    unknown_arch,
+)
 from ..core.baseline import Key
+from ..core.errors import ToolchainError
 from ..core.facts import KernelFacts
 from ..core.gpu_facts import Timing
 from ..core.kernel_report import KernelReport
@@ -27,6 +38,7 @@ from ..update.scope import NOT_A_FILE
 
 
 class Settings(Struct, frozen=True):
+    # As given until the session resolves them (`resolve_archs`): `all` and `native` stand for archs then.
     archs: tuple[str, ...]
     rootdir: Path
     cuda_home: str | None = None
@@ -54,6 +66,9 @@ class Settings(Struct, frozen=True):
     # () builds with the one toolkit discovery finds.
     toolkits: tuple[str, ...] = ()
     nvcc: str | None = None  # --regbudget-nvcc: the nvcc for compiler="nvcc", pinned
+    # Where the archs were named, for the messages about them: "--regbudget-arch", "regbudget_arch (ini)", or
+    # the manifest's arch key.
+    archs_from: str = "--regbudget-arch"
 
     def build(self, toolkit: str | None = None) -> BuildSettings:
         return BuildSettings(
@@ -132,11 +147,98 @@ def _real(path: Path) -> str:
 
 
 def parse_archs(values: Sequence[str]) -> list[str]:
-    """Flatten repeated, comma-separated arch values, validating each and keeping the first of duplicates."""
+    """Flatten repeated, comma-separated arch values, keeping the first of duplicates. A name may be one the
+    arch table knows, `all`, `native`, or one spelt as an arch that only the run's toolkits can judge
+    (sm_130 of a later release: `resolve_archs`); anything else is UnknownArchError, with the spelling it
+    resembles."""
     out: list[str] = []
     for value in values:
         for name in (v.strip() for v in value.replace("\n", ",").split(",")):
             if name and name not in out:
-                get_arch(name)
+                if name not in KEYWORDS and not is_arch_name(name):
+                    get_arch(name)
                 out.append(name)
     return out
+
+
+def resolve_archs(
+    requested: Sequence[str],
+    compilers: Sequence[Targets],
+    nvcc: Callable[[], Targets | None],
+    device: Callable[[], tuple[str | None, str]],
+) -> tuple[str, ...]:
+    """The run's archs: `all` and `native` replaced by what they stand for, each checked against the arch
+    table and the compilers of the run. ToolchainError (a usage error at start-up) with one line per arch
+    that no compiler of the run builds, that the table has no limits for, or that `native` cannot name.
+
+    `compilers`: what each toolkit of the run builds (and a pinned nvcc); `nvcc` the run's nvcc otherwise,
+    asked only for an arch that no toolkit builds (None: the run has none); `device` the GPU's arch, or None
+    and why there is none. A compiler that could not say what it builds is taken to build every arch: its
+    own error says otherwise when a kernel is built."""
+    found: list[str] = []
+    errors: list[str] = []
+    for name in requested:
+        if name == ALL:
+            found += _every_arch(compilers, errors)
+        elif name == NATIVE:
+            arch, why = device()
+            if arch is None:
+                errors.append(
+                    f"native: the GPU checks find no GPU to take the arch from ({why}). Fix: name "
+                    "the archs, e.g. --regbudget-arch=sm_90"
+                )
+            else:
+                found.append(arch)
+        else:
+            found.append(name)
+    out: list[str] = []
+    for arch in found:
+        if arch in out:
+            continue
+        problem = _arch_problem(arch, compilers, nvcc)
+        if problem is None:
+            out.append(arch)
+        else:
+            errors.append(problem)
+    if errors:
+        raise ToolchainError("\n".join(errors))
+    return tuple(out)
+
+
+def _every_arch(compilers: Sequence[Targets], errors: list[str]) -> list[str]:
+    """`all`: every real arch of the table that every compiler of the run builds, in the table's order."""
+    known = [c for c in compilers if c.known]
+    if not known:
+        errors.append(
+            "all: no CUDA toolkit of this run could say which archs it builds (none was found, or its NVRTC "
+            "did not load). Fix: name the archs, e.g. --regbudget-arch=sm_80,sm_90"
+        )
+        return []
+    archs = [a for a in SUPPORTED_ARCHS if all(a in c.archs for c in known)]
+    if not archs:
+        whose = " and ".join(c.who for c in known)
+        errors.append(f"all: {whose} build no arch in common. Fix: compare fewer toolkits, or name the archs")
+    return archs
+
+
+def _arch_problem(arch: str, compilers: Sequence[Targets], nvcc: Callable[[], Targets | None]) -> str | None:
+    """The one line about `arch` when no compiler of the run builds it or the table has no limits for it."""
+    builders = [c for c in compilers if c.known and arch in c.archs]
+    refusing = [c for c in compilers if c.known and arch not in c.archs]
+    in_table = arch in SUPPORTED_ARCHS or arch in SUPPORTED_VARIANTS
+    if not builders and (refusing or not in_table):
+        # No toolkit builds it: the run's nvcc may (a CUDA 13 nvcc beside CUDA 12 wheels). Asked only now, as
+        # finding it may start `nvcc --list-gpu-code`.
+        other = nvcc()
+        if other is not None and other.known and all(other.release != c.release for c in refusing):
+            (builders if arch in other.archs else refusing).append(other)
+    if not in_table:
+        if builders:
+            return table_lacks(arch, builders)
+        return str(unknown_arch(arch))
+    if builders or not refusing:
+        return None
+    lines = [r for c in refusing if (r := c.refusal(arch)) is not None]
+    if len(lines) == 1:
+        return lines[0]
+    return f"no compiler of this run builds {arch}: " + "; ".join(lines)

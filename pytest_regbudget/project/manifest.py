@@ -40,7 +40,7 @@ from msgspec.structs import replace
 
 from ..build.options import CompileOptions
 from ..core import names
-from ..core.arch import get_arch
+from ..core.arch import KEYWORDS, get_arch, is_arch_name
 from ..core.errors import ManifestError, MarkerError, UnknownArchError
 from ..core.text import close_key_hint
 from . import compile_commands as cdb
@@ -491,10 +491,13 @@ def _archs(value: object, where: str) -> tuple[str, ...]:
     for name in (a.strip() for a in items):
         if not name or name in out:
             continue
-        try:
-            get_arch(name)
-        except UnknownArchError as exc:
-            raise ManifestError(f"{where}: {exc}") from None
+        # As ini regbudget_arch: all, native, and a name spelt as an arch are judged at start-up against the
+        # run's toolkits (an arch of a later release gets that message, not "unknown").
+        if name not in KEYWORDS and not is_arch_name(name):
+            try:
+                get_arch(name)
+            except UnknownArchError as exc:
+                raise ManifestError(f"{where}: {exc}") from None
         out.append(name)
     return tuple(out)
 
@@ -707,7 +710,8 @@ def _variants(value: object, rootdir: Path, error: Any) -> tuple[Variant, ...]:
         try:
             parse_marker((), {"defines": defines}, rootdir)
             for key, v in keys.items():
-                parse_marker((), {key: v, **({"launch": (1,)} if key == "min_occupancy" else {})}, rootdir)
+                needs_launch = key in ("min_occupancy", "min_active_clusters")
+                parse_marker((), {key: v, **({"launch": (1,)} if needs_launch else {})}, rootdir)
         except MarkerError as exc:
             raise error(f"variant {i}: {exc}") from None
         out.append(Variant(CompileOptions.make(defines=cast(Any, defines)).defines, keys))

@@ -51,6 +51,9 @@ BUDGET_KEYS = (
     "setmaxnreg",
     "setmaxnreg_threads",
     "ptxas_warnings",
+    "tmem_cols",
+    "cluster",
+    "min_active_clusters",
 )
 OTHER_KEYS = ("archs", "level", "tolerance")
 # How much worse than the baseline a metric may get before the ratchet fails; "spills" covers both.
@@ -72,9 +75,15 @@ class Budget(Struct, frozen=True):
     tolerance: Mapping[str, float] = field(default_factory=dict)
 
     def limits(self, arch: str) -> Limits:
-        return self.per_arch.get(arch, self.default)
+        """The budgets of `arch`: its own per-arch values, else its base arch's (`max_regs={"sm_90": 64}`
+        holds on sm_90a and sm_90f, as `archs=["sm_90"]` runs there), else the default."""
+        found = self.per_arch.get(arch)
+        if found is None:
+            found = self.per_arch.get(_BASE_ARCH.sub("", arch))
+        return self.default if found is None else found
 
 
+_BASE_ARCH = re.compile(r"(?<=\d)[af]$")  # sm_90a -> sm_90
 _NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
 
 
@@ -152,7 +161,45 @@ _SETTERS: Mapping[str, Callable[[Limits, object, str], Limits]] = {
     "setmaxnreg": lambda lim, v, label: replace(lim, setmaxnreg=_setmaxnreg(v, label)),
     "ptxas_warnings": lambda lim, v, label: replace(lim, ptxas_warnings=_warnings(v, label)),
     "setmaxnreg_threads": lambda lim, v, label: replace(lim, setmaxnreg_threads=_role_threads(v, label)),
+    "tmem_cols": lambda lim, v, label: replace(lim, tmem_cols=_tmem_cols(v, label)),
+    "cluster": lambda lim, v, label: replace(lim, cluster=_cluster(v, label)),
+    "min_active_clusters": lambda lim, v, label: replace(lim, min_active_clusters=_clusters(v, label)),
 }
+
+
+def _tmem_cols(value: object, label: str) -> int:
+    # tcgen05.alloc takes a power of 2 from 32 to 512 columns (PTX ISA, "tcgen05.alloc").
+    if isinstance(value, bool) or not isinstance(value, int) or value not in (32, 64, 128, 256, 512):
+        raise MarkerError(
+            f"{label}={value!r}: expected TMEM columns per block, a power of 2 from 32 to 512 as "
+            f"tcgen05.alloc takes them, e.g. {label}=256{_string_number(value)}"
+        )
+    return value
+
+
+def _cluster(value: object, label: str) -> tuple[int, int, int]:
+    if isinstance(value, int) and not isinstance(value, bool):
+        value = (value,)
+    if (
+        not isinstance(value, (tuple, list))
+        or not 1 <= len(value) <= 3
+        or not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in value)
+    ):
+        raise MarkerError(
+            f"{label}={value!r}: expected the blocks of a cluster as (x, y, z) positive integers, e.g. "
+            f"{label}=(2, 1, 1){_string_number(value)}"
+        )
+    x, y, z = (*value, 1, 1)[:3]
+    return x, y, z
+
+
+def _clusters(value: object, label: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise MarkerError(
+            f"{label}={value!r}: expected a whole number of clusters >= 1, e.g. {label}=32"
+            f"{_string_number(value)}"
+        )
+    return value
 
 
 def _setmaxnreg(value: object, label: str) -> str | tuple[tuple[str, int], ...]:
@@ -468,6 +515,11 @@ def parse_marker(args: Sequence[object], kwargs: Mapping[str, object], base_dir:
     tolerance = parse_tolerance(kwargs["tolerance"], "tolerance") if "tolerance" in kwargs else {}
     if "min_occupancy" in kwargs and "launch" not in kwargs:
         raise MarkerError("min_occupancy needs a block size: add launch=(threads,)")
+    if "min_active_clusters" in kwargs and "launch" not in kwargs:
+        raise MarkerError(
+            "min_active_clusters needs a block size: add launch=(threads,) (and cluster=(x, y, z) for a "
+            "kernel without __cluster_dims__)"
+        )
     return Budget(
         source=None if source is None else (base_dir / source),
         kernel=kernel,

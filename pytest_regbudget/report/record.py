@@ -100,6 +100,15 @@ class ReportRecord(TypedDict):
     cliff_grow: int | None
     cliff_shed: int | None
     cliff_blocks_if_shed: int | None
+    # Tensor memory: the columns one block allocates (tcgen05.alloc; null without one, or where unknown), the
+    # blocks that hold theirs at once (512 // columns), and where the count comes from ("ptx", "stated" by
+    # tmem_cols where the PTX's cannot be read, "unknown"; null without tcgen05.alloc).
+    tmem_cols: int | None
+    tmem_blocks: int | None
+    tmem_source: str | None
+    cluster_dims: list[int] | None  # the compiled __cluster_dims__ (.reqnctapercluster), [x, y, z]
+    cluster: list[int] | None  # the cluster the kernel runs with: cluster_dims, else the marker's cluster=
+    driver_active_clusters: int | None  # cuOccupancyMaxActiveClusters at the launch, on a GPU runner
 
 
 def _delta_record(d: Delta) -> DeltaRecord:
@@ -166,6 +175,11 @@ def to_record(r: KernelReport) -> ReportRecord:
             cliff_grow=r.cliff.grow if r.cliff else None,
             cliff_shed=r.cliff.shed if r.cliff else None,
             cliff_blocks_if_shed=r.cliff.blocks_if_shed if r.cliff else None,
+            tmem_cols=r.tmem.columns if r.tmem else None,
+            tmem_blocks=r.tmem.blocks if r.tmem else None,
+            tmem_source=r.tmem.source if r.tmem else None,
+            cluster_dims=list(res.cluster_dims) if res and res.cluster_dims else None,
+            cluster=list(r.cluster) if r.cluster else None,
         ),
     )
 
@@ -180,6 +194,7 @@ def _gpu_fields(r: KernelReport) -> dict[str, Any]:
         "driver_max_threads": g.view.max_threads if g else None,
         "driver_blocks": g.driver_blocks if g else None,
         "driver_occupancy": driver_occ,
+        "driver_active_clusters": g.driver_active_clusters if g else None,
         "model_defects": list(r.model_defects),
         "time_ms": t.median_ms if t else None,
         "ci_low_ms": t.ci_low_ms if t else None,

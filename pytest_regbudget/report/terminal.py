@@ -5,12 +5,14 @@ lines (stale entries, kept entries, how many were enforced), and GitHub annotati
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from ..core.arch import get_arch
 from ..core.baseline import NO_VARIANT, Key
+from ..core.blackwell import PORTABLE_CLUSTER_BLOCKS
 from ..core.errors import UnknownArchError
 from ..core.kernel_report import delta_text
 from ..core.text import one_line, safe_block
@@ -236,9 +238,7 @@ def summary_lines(
     rows: list[tuple[str, ...]] = []
     for rec in records:
         spills = "-" if rec["spill_stores"] is None else f"{rec['spill_stores']}/{rec['spill_loads']}"
-        occ = "-"
-        if rec["occupancy"] is not None and rec["launch"]:
-            occ = f"{rec['occupancy']:.0%} @{rec['launch'][0]}"
+        occ = occupancy_cell(rec)
         rows.append(
             (
                 one_line(tests.get(rec["nodeid"], rec["nodeid"].split("::", 1)[-1])),
@@ -262,6 +262,10 @@ def summary_lines(
         at = header.index("spill st/ld") + 1
         header = (*header[:at], "spill instr loop/all", *header[at:])
         rows = [(*row[:at], _sass_cell(rec), *row[at:]) for row, rec in zip(rows, records, strict=True)]
+    if any(rec.get("cluster") for rec in records):
+        at = header.index("occupancy") + 1
+        header = (*header[:at], "cluster", *header[at:])
+        rows = [(*row[:at], _cluster_cell(rec), *row[at:]) for row, rec in zip(rows, records, strict=True)]
     if any(rec["gpu_device"] for rec in records):
         header, rows = _with_gpu_columns(header, rows, records)
     widths = _fit([max(len(h), *(len(row[i]) for row in rows)) for i, h in enumerate(header)], header, width)
@@ -277,6 +281,32 @@ def summary_lines(
 
     # The test column leads each row: a non-Python item's id could start with "::".
     return [fmt(header), fmt("-" * w for w in widths), *(safe_block(fmt(row)) for row in rows)]
+
+
+def occupancy_cell(rec: ReportRecord) -> str:
+    """`25% @256` at the launch's block size. Where fewer blocks hold their tensor memory at once than the
+    occupancy calculator lets reside, the occupancy of those, marked: `12% @256 TMEM`; `TMEM?` where the
+    kernel's TMEM count is unknown. (Records of an older report have no TMEM fields.)"""
+    if rec["occupancy"] is None or not rec["launch"]:
+        return "-"
+    occ, mark = rec["occupancy"], ""
+    blocks, held = rec["active_blocks"], rec.get("tmem_blocks")
+    if held is not None and blocks and held < blocks:
+        occ, mark = occ * held / blocks, " TMEM"
+    elif rec.get("tmem_source") == "unknown":
+        mark = " TMEM?"
+    return f"{occ:.0%} @{rec['launch'][0]}{mark}"
+
+
+def _cluster_cell(rec: ReportRecord) -> str:
+    """`2x1x1`, with the driver's active clusters where GPU checks ran (`2x1x1 (66 active)`); a cluster over
+    the portable size is marked `non-portable` (it needs cudaFuncAttributeNonPortableClusterSizeAllowed)."""
+    dims = rec.get("cluster")
+    if not dims:
+        return "-"
+    active = rec.get("driver_active_clusters")
+    wide = " non-portable" if math.prod(dims) > PORTABLE_CLUSTER_BLOCKS else ""
+    return "x".join(map(str, dims)) + wide + ("" if active is None else f" ({active} active)")
 
 
 def _cliff_cell(rec: ReportRecord) -> str:
@@ -523,6 +553,20 @@ def empty_binaries_line(
     return [
         f"{' and '.join(parts)} hold no kernel for {', '.join(archs)} (host code or device functions only): "
         "nothing to check there"
+    ]
+
+
+def no_arch_line(nodeids: Iterable[str], archs: Sequence[str]) -> list[str]:
+    """One line for the items skipped because their marker's (or manifest table's) `archs=` leave out their
+    arch, instead of a skip each in pytest's summary alone: they are checked nowhere in this run."""
+    found = sorted(set(nodeids))
+    if not found:
+        return []
+    more = f" and {len(found) - 3} more" if len(found) > 3 else ""
+    shown = ", ".join(one_line(n) for n in found[:3]) + more
+    return [
+        f"{len(found)} item(s) skipped, built for no arch: their archs= leave out this run's archs "
+        f"{','.join(archs)} ({shown}); add their arch to --regbudget-arch to check them"
     ]
 
 

@@ -13,8 +13,17 @@ from ..build.units import Spec
 from ..core import names
 from ..core.errors import CompileError, KernelNotFoundError
 from ..core.facts import KernelFacts, Provenance
-from ..core.ptxas import KernelResources
+from ..core.ptxas import KernelResources, TmemAlloc, three_dims
 from .protocol import BuildEnv
+
+# A binary records that a kernel runs tcgen05 (EIATTR_TCGEN05_1CTA_USED, _2CTA_USED) but not how many tensor
+# memory columns it allocates: that count is in the PTX alone, so it is unknown here, never guessed.
+_BINARY_TMEM = TmemAlloc(
+    allocs=1,
+    columns=None,
+    unread="a prebuilt binary records that the kernel uses tcgen05 (EIATTR_TCGEN05_*), not the columns it "
+    "allocates",
+)
 
 
 class Binary(Struct, frozen=True):
@@ -93,6 +102,7 @@ class Binary(Struct, frozen=True):
             max_threads=k.max_threads,
             min_blocks_per_sm=k.min_blocks,
             spills_known=k.spill_stores is not None,
+            cluster_dims=None if k.cluster_dims is None else three_dims(k.cluster_dims),
         )
         return KernelFacts(
             kernel=shown,
@@ -103,4 +113,5 @@ class Binary(Struct, frozen=True):
             provenance=made,
             options_hash=digest,
             setmaxnreg=k.setmaxnreg,
+            tmem=_BINARY_TMEM if k.tcgen05 else None,
         )

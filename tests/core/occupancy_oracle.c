@@ -1,6 +1,8 @@
 /*
  * Oracle for tests/core/test_occupancy.py: runs cudaOccMaxActiveBlocksPerMultiprocessor from the
- * cuda_occupancy.h of the installed nvidia-cuda-runtime-cu12 wheel on configurations read from stdin.
+ * cuda_occupancy.h of the installed CUDA 13 runtime wheel (nvidia-cuda-runtime 13.5, nvidia/cu13/include) on
+ * configurations read from stdin. The 13.5 header's virtualResourceCount stays 0 (memset), as the runtime's
+ * conversion from cudaFuncAttributes leaves it: no virtual-resource limit.
  *
  * The device description comes from the test (our arch table), so the header is the oracle for the
  * calculation, not for the table. Numbers only, one request per line, one answer per line, so one

@@ -1,23 +1,22 @@
 """Tests for pytest_regbudget.core.occupancy and .arch: the header as oracle, then the sentences and names.
 
-The oracle test compiles occupancy_oracle.c against the cuda_occupancy.h of the installed
-nvidia-cuda-runtime-cu12 wheel and compares it with `occupancy()` on random configurations for every
-supported arch. Set REGBUDGET_OCCUPANCY_SEED to replay a failing run.
+The oracle test compiles occupancy_oracle.c against the cuda_occupancy.h of the newest CUDA 13 runtime wheel
+the test extras install (nvidia-cuda-runtime 13.5, nvidia/cu13/include: the header the arch table follows)
+and compares it with `occupancy()` on random configurations for every arch of the table. Set
+REGBUDGET_OCCUPANCY_SEED to replay a failing run.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import random
 import re
-import shutil
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from msgspec.structs import replace
+from occupancy_header import ask, build_oracle, launch_line
 
 from pytest_regbudget.core.arch import (
     ARCHS,
@@ -26,44 +25,20 @@ from pytest_regbudget.core.arch import (
     ArchLimits,
     compute_arch,
     get_arch,
+    lineage,
+    renamed,
 )
 from pytest_regbudget.core.errors import UnknownArchError
 from pytest_regbudget.core.occupancy import Occupancy, launch_failure, occupancy
 
-HARNESS = Path(__file__).with_name("occupancy_oracle.c")
 CONFIGS_PER_ARCH = 10_000
 SEED = int(os.environ.get("REGBUDGET_OCCUPANCY_SEED", "1729"))
 INT_MAX = 2**31 - 1
-FUNC_SHMEM_LIMIT_OPTIN = 1
-SHAREDMEM_CARVEOUT_DEFAULT = -1
-
-
-def _cuda_occupancy_include() -> Path:
-    spec = importlib.util.find_spec("nvidia.cuda_runtime")
-    locations = [] if spec is None else list(spec.submodule_search_locations or [])
-    for location in locations:
-        include = Path(location) / "include"
-        if (include / "cuda_occupancy.h").is_file():
-            return include
-    pytest.fail(
-        "cuda_occupancy.h not found in the nvidia-cuda-runtime-cu12 wheel "
-        f"(searched {locations or 'nothing: nvidia.cuda_runtime is not importable'}); "
-        "install the package's dependencies (pip install -e .)"
-    )
 
 
 @pytest.fixture(scope="session")
 def oracle(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    compiler = shutil.which("cc") or shutil.which("gcc")
-    if compiler is None:
-        pytest.skip("no C compiler (cc or gcc) on PATH to build the cuda_occupancy.h oracle")
-    include = _cuda_occupancy_include()
-    exe = tmp_path_factory.mktemp("occupancy_oracle") / "occupancy_oracle"
-    command = [compiler, "-std=c99", "-O2", "-Wall", "-I", str(include), str(HARNESS), "-o", str(exe)]
-    built = subprocess.run(command, capture_output=True, text=True, check=False)
-    if built.returncode != 0:
-        pytest.fail(f"{' '.join(command)} failed:\n{built.stdout}{built.stderr}")
-    return exe
+    return build_oracle(tmp_path_factory.mktemp("occupancy_oracle"))
 
 
 @dataclass(frozen=True)
@@ -89,38 +64,16 @@ class Config:
         )
 
     def request(self, limits: ArchLimits) -> str:
-        """The launch as occupancy.py models it: opted in to exactly the dynamic size it uses."""
-        bound = limits.max_threads_per_block if self.max_threads is None else self.max_threads
-        carveout = SHAREDMEM_CARVEOUT_DEFAULT if self.carveout is None else self.carveout
-        fields = (
-            self.registers,
-            bound,
-            self.shared_mem,
-            FUNC_SHMEM_LIMIT_OPTIN,
-            self.dynamic_shared_mem,
-            self.barriers,
-            carveout,
-            self.block_size,
-            self.dynamic_shared_mem,
+        return launch_line(
+            limits,
+            registers=self.registers,
+            block_size=self.block_size,
+            shared_mem=self.shared_mem,
+            dynamic_shared_mem=self.dynamic_shared_mem,
+            max_threads=self.max_threads,
+            barriers=self.barriers,
+            carveout=self.carveout,
         )
-        return " ".join(map(str, fields))
-
-
-def _device_line(limits: ArchLimits) -> str:
-    fields = (
-        limits.major,
-        limits.minor,
-        limits.max_threads_per_block,
-        limits.max_threads_per_sm,
-        limits.max_regs_per_block,
-        limits.regs_per_sm,
-        limits.warp_size,
-        limits.smem_per_block,
-        limits.smem_per_sm,
-        limits.smem_per_block_optin,
-        limits.reserved_smem_per_block,
-    )
-    return " ".join(map(str, fields))
 
 
 def _random_config(limits: ArchLimits, rng: random.Random) -> Config:
@@ -151,16 +104,16 @@ def _random_config(limits: ArchLimits, rng: random.Random) -> Config:
     max_threads = None
     if rng.random() < 0.25:
         max_threads = rng.choice((rng.randint(1, 1024), 32 * rng.randint(1, 32), block_size))
-    barriers = 1 if rng.random() < 0.8 else rng.randint(0, 16)
+    barriers = 1 if rng.random() < 0.6 else rng.randint(0, 16)
     carveout = None
     if rng.random() < 0.2:
         carveout = rng.choice((0, 25, 50, 100, rng.randint(0, 100)))
     return Config(registers, block_size, shared_mem, dynamic, max_threads, barriers, carveout)
 
 
-def _header_row(limits: ArchLimits, config: Config, line: str) -> tuple[int, ...]:
+def _header_row(limits: ArchLimits, config: Config, answer: list[int]) -> tuple[int, ...]:
     """The header's answer for `config`, in the order of `_our_row`."""
-    status, active, _factors, *rest = (int(field) for field in line.split())
+    status, active, _factors, *rest = answer
     by_regs, by_smem, by_warps, by_blocks, by_barriers, regs_per_block, smem_per_block = rest
     bound = limits.max_threads_per_block if config.max_threads is None else config.max_threads
     if config.block_size > bound:
@@ -191,28 +144,47 @@ ROW_FIELDS = (
 )
 
 
+def _barrier_grid(limits: ArchLimits) -> list[Config]:
+    """Every barrier count from 0 to 16 at the block sizes where barriers, not warps, set the count: small
+    blocks of few registers (sm_103 with 2 to 16 barriers is where the 12.9/13.0 and 13.5 headers differ)."""
+    return [
+        Config(16, block, 0, 0, None, barriers, None)
+        for barriers in range(17)
+        for block in (32, 64, 96, 128, 256, limits.max_threads_per_block)
+    ]
+
+
+def _differences(oracle: Path, limits: ArchLimits, configs: list[Config]) -> list[str]:
+    """The configurations whose answer differs from the header's, each with both rows."""
+    answers = ask(oracle, limits, [c.request(limits) for c in configs])
+    mismatches = []
+    for config, answer in zip(configs, answers, strict=True):
+        want = _header_row(limits, config, answer)
+        got = _our_row(config.ours(limits))
+        if got != want:
+            mismatches.append(f"  {config}\n    header: {want}\n    ours:   {got}")
+    return mismatches
+
+
 @pytest.mark.parametrize("arch", SUPPORTED_ARCHS)
 def test_matches_cuda_occupancy_h(oracle: Path, arch: str) -> None:
     limits = get_arch(arch)
     rng = random.Random(f"{SEED}:{arch}")
-    print(f"REGBUDGET_OCCUPANCY_SEED={SEED} arch={arch} configs={CONFIGS_PER_ARCH}")
-    configs = [_random_config(limits, rng) for _ in range(CONFIGS_PER_ARCH)]
-    stdin = "\n".join([_device_line(limits), *(c.request(limits) for c in configs)]) + "\n"
-    ran = subprocess.run([str(oracle)], input=stdin, capture_output=True, text=True, check=False)
-    assert ran.returncode == 0, ran.stderr
-    lines = ran.stdout.splitlines()
-    assert len(lines) == len(configs)
-
-    mismatches = []
-    for config, line in zip(configs, lines, strict=True):
-        want = _header_row(limits, config, line)
-        got = _our_row(config.ours(limits))
-        if got != want:
-            mismatches.append(f"  {config}\n    header: {want}\n    ours:   {got}")
+    configs = [_random_config(limits, rng) for _ in range(CONFIGS_PER_ARCH)] + _barrier_grid(limits)
+    print(f"REGBUDGET_OCCUPANCY_SEED={SEED} arch={arch} configs={len(configs)}")
+    mismatches = _differences(oracle, limits, configs)
     assert not mismatches, (
         f"{len(mismatches)} of {len(configs)} configurations differ from cuda_occupancy.h on {arch} "
         f"(REGBUDGET_OCCUPANCY_SEED={SEED}; rows are {ROW_FIELDS}):\n" + "\n".join(mismatches[:10])
     )
+
+
+def test_the_oracle_tells_the_13_5_header_from_the_table_it_replaced(oracle: Path) -> None:
+    """Guards the oracle itself: sm_103 with the 12.9 header's 2 barriers per block slot (64 per SM) differs
+    from the header compiled here, which gives it 1, on the barrier-bound configurations."""
+    old = replace(get_arch("sm_103"), block_barriers_per_sm=64)
+    differ = _differences(oracle, old, _barrier_grid(old))
+    assert len(differ) > 10
 
 
 def test_oracle_configs_reach_every_outcome() -> None:
@@ -221,6 +193,32 @@ def test_oracle_configs_reach_every_outcome() -> None:
     rng = random.Random(f"{SEED}:coverage")
     seen = {_random_config(limits, rng).ours(limits).limiter for _ in range(CONFIGS_PER_ARCH)}
     assert seen == {"warps", "registers", "shared memory", "blocks", "barriers", "launch"}
+
+
+@pytest.mark.parametrize("arch", SUPPORTED_ARCHS)
+def test_oracle_configs_cover_1_to_16_barriers_on_every_arch(arch: str) -> None:
+    limits = get_arch(arch)
+    rng = random.Random(f"{SEED}:{arch}")
+    configs = [_random_config(limits, rng) for _ in range(CONFIGS_PER_ARCH)] + _barrier_grid(limits)
+    assert {c.barriers for c in configs} >= set(range(1, 17))
+    if limits.block_barriers_per_sm is not None:
+        bound = {c.barriers for c in configs if "barriers" in c.ours(limits).limiters}
+        assert bound >= set(range(2, 17))
+
+
+@pytest.mark.parametrize(
+    ("arch", "barriers", "blocks"),
+    [
+        # The 13.5 header: 1 barrier per block slot on 10.3 (the 12.9 and 13.0 headers gave 2, so 32 here).
+        ("sm_103", 2, 16),
+        ("sm_100", 2, 32),
+        ("sm_107", 2, 8),
+        ("sm_110", 2, 12),
+        ("sm_88", 16, 16),  # no barrier limit before 9.0
+    ],
+)
+def test_two_barriers_in_32_thread_blocks(arch: str, barriers: int, blocks: int) -> None:
+    assert occupancy(arch, 16, 32, barriers=barriers).active_blocks == blocks
 
 
 def test_register_failure_shows_the_header_arithmetic() -> None:
@@ -393,10 +391,41 @@ def test_supported_archs_are_sorted_numerically() -> None:
 def test_arch_table_is_self_consistent(arch: str) -> None:
     limits = ARCHS[arch]
     assert limits.name == f"sm_{limits.major}{limits.minor}" == limits.base_name
-    assert limits.smem_per_sm == max(limits.smem_configs_kib) * 1024
+    assert limits.smem_per_sm // 1024 in limits.smem_configs_kib
+    assert limits.smem_configs_kib == tuple(sorted(limits.smem_configs_kib))
     assert limits.smem_per_block_optin + limits.reserved_smem_per_block == limits.smem_per_sm
     assert limits.reserved_smem_per_block == (1024 if limits.major >= 8 else 0)
     assert limits.max_threads_per_sm % limits.warp_size == 0
+
+
+def test_only_sm_107_has_a_carveout_step_past_its_shared_memory() -> None:
+    """The 13.5 header's 328 KB step for 10.7 is above the 228 KB per SM the row follows (arch_traits.h): no
+    launch reaches it, so the result is the same with the step or without it."""
+    past = {a: [k for k in ARCHS[a].smem_configs_kib if k * 1024 > ARCHS[a].smem_per_sm] for a in ARCHS}
+    assert {a: steps for a, steps in past.items() if steps} == {"sm_107": [328]}
+    with_step = get_arch("sm_107")
+    without = replace(with_step, smem_configs_kib=with_step.smem_configs_kib[:-1])
+    rng = random.Random(f"{SEED}:sm_107-step")
+    for _ in range(2000):
+        config = _random_config(with_step, rng)
+        assert _our_row(config.ours(with_step)) == _our_row(config.ours(without))
+
+
+@pytest.mark.parametrize(
+    ("name", "major", "expected"),
+    [("sm_101", 13, "sm_110"), ("sm_101a", 13, "sm_110a"), ("sm_101f", 12, None), ("sm_90", 13, None)],
+)
+def test_renamed_keeps_the_suffix(name: str, major: int, expected: str | None) -> None:
+    assert renamed(name, major) == expected
+
+
+def test_every_arch_of_the_table_has_a_lineage() -> None:
+    """The advice for an arch a toolkit does not build names a release that lists it: every row needs one."""
+    for arch in SUPPORTED_ARCHS:
+        found = lineage(arch)
+        assert found is not None, arch
+        assert found.listed_by, arch
+    assert lineage("sm_130") is None
 
 
 def test_unknown_arch_lists_the_supported_set() -> None:

@@ -7,28 +7,16 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import nvcc_usable
 
-from pytest_regbudget.build import toolchain
-from pytest_regbudget.build.nvcc import find_nvcc
 from pytest_regbudget.core import baseline as bl
-from pytest_regbudget.core.errors import CompileError, ToolchainError
-
-
-def _nvcc_found() -> bool:
-    try:
-        find_nvcc(toolchain.discover(None), None)
-    except (CompileError, ToolchainError):
-        return False
-    return shutil.which("g++") is not None or shutil.which("c++") is not None
-
 
 pytestmark = pytest.mark.skipif(
-    not _nvcc_found(), reason="needs nvcc (the nvcc extra) and a host C++ compiler"
+    not nvcc_usable(), reason="needs nvcc (the nvcc extra) and a host C++ compiler"
 )
 
 KERNEL = """

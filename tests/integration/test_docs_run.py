@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 
 DOCS = Path(__file__).parents[2] / "docs"
-RUN_PAGES = ["getting-started.md", "manifest.md"]
+RUN_PAGES = ["getting-started.md", "manifest.md", "blackwell.md"]
 
 _FENCE = re.compile(r"^(?P<indent> *)```(?P<info>[^`]*)$")
 _TITLE = re.compile(r'title="([^"]+)"')

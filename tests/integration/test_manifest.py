@@ -687,3 +687,21 @@ def test_a_checkout_linked_from_outside_the_rootdir_is_read_through_its_link(
     (moved / "regbudget.toml").write_text('arch = ["sm_90"]\n[[kernels]]\nsource = ["**/*.cu"]\n')
     result, _ = run_json(pytester, "--rootdir", str(moved))
     result.stderr.fnmatch_lines(["*'**/*.cu' matches no file*"])
+
+
+def test_a_file_whose_kernels_are_only_named_template_instances_is_not_called_host_code(
+    pytester: pytest.Pytester,
+) -> None:
+    """NVRTC's plain build of a file of templates holds no kernel; the instances a table names are its
+    kernels, so the file is not among those that hold none."""
+    write(pytester, "kernels/t.cu", "template <int N> __global__ void t(float* x) { x[threadIdx.x] *= N; }\n")
+    write(pytester, "kernels/host.cu", "__device__ float twice(float x) { return 2.0f * x; }\n")
+    write(
+        pytester,
+        "pyproject.toml",
+        '[tool.regbudget]\narch = ["sm_90"]\n[[tool.regbudget.kernels]]\nsource = ["kernels/*.cu"]\n'
+        '[[tool.regbudget.kernels]]\nsource = ["kernels/t.cu"]\nkernels = ["t<4>"]\n',
+    )
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["1 source file(s) (kernels/host.cu) hold no kernel for sm_90 *"])

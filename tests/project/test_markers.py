@@ -138,3 +138,16 @@ def test_compile_options_from_marker() -> None:
     assert budget.options.include_dirs == (str(BASE / "inc"),)
     assert budget.options.options == ("-std=c++17",)
     assert budget.options.ptxas_options == ("-O2",)
+
+
+def test_a_per_arch_budget_holds_on_its_suffixed_spellings_unless_they_have_their_own() -> None:
+    budget = parse_marker(
+        (), {"source": "k.cu", "kernel": "k", "max_regs": {"sm_90": 64, "sm_100a": 96}}, Path(".")
+    )
+    assert [budget.limits(a).max_regs for a in ("sm_90", "sm_90a", "sm_90f", "sm_100a", "sm_100")] == [
+        64,
+        64,
+        64,
+        96,
+        None,
+    ]

@@ -112,6 +112,12 @@ def record(**overrides: Any) -> ReportRecord:
         "cliff_grow": 26,
         "cliff_shed": 22,
         "cliff_blocks_if_shed": 3,
+        "tmem_cols": None,
+        "tmem_blocks": None,
+        "tmem_source": None,
+        "cluster_dims": None,
+        "cluster": None,
+        "driver_active_clusters": None,
         # The entry the numbers above make, as the plugin's to_record writes it.
         "measured": {
             "registers": 102,
