@@ -107,6 +107,7 @@ class RegbudgetSession:
         # The builds that failed, or that the baseline records as broken and build now (update/broken.py).
         self.builds: dict[bl.BuildKey, broken.BuildNote] = {}
         self.worker_cache = CacheStats()  # the controller's sum over workers
+        self.worker_nvcc: str | None = None  # the nvcc an xdist worker found (the controller builds nothing)
         self._parsed: dict[int, tuple[Mark, Budget | None, str | None]] = {}
         # Raises BaselineError (a usage error) before any test runs, leaving the file untouched.
         path = settings.baseline_path
@@ -149,9 +150,13 @@ class RegbudgetSession:
             total = total.merged(builder.cache.stats)
         return total
 
-    def compilers_line(self) -> str | None:
+    def nvcc_found(self) -> str | None:
+        """The nvcc this process, or an xdist worker, found for a test that asked for one, described."""
         nvcc = next((n for b in self.builders.values() if (n := b.nvcc_if_found()) is not None), None)
-        described = None if nvcc is None else nvcc.describe()
+        return self.worker_nvcc if nvcc is None else nvcc.describe()
+
+    def compilers_line(self) -> str | None:
+        described = self.nvcc_found()
         read = any(r["compiler"] == "binary" for r in self.records)
         return compilers_line(self.records, described, self.builder.cuobjdump() if read else None)
 
@@ -620,6 +625,7 @@ class RegbudgetSession:
             "conflicts": self.conflicts,
             "empty_binaries": self.empty_binaries,
             "empty_sources": sorted(self.empty_sources),
+            "nvcc": self.nvcc_found(),
             "builds": broken.json_objects(self.builds),
             "unmatched": self.unmatched,
             "no_arch": sorted(self.no_arch),
@@ -631,6 +637,7 @@ class RegbudgetSession:
         self.scope.merge(payload.get("scope", {}))
         self.conflicts += payload.get("conflicts", [])
         self.empty_sources.update(payload.get("empty_sources", []))
+        self.worker_nvcc = self.worker_nvcc or payload.get("nvcc")
         self.builds.update(broken.from_json(payload.get("builds", [])))
         for message in payload.get("unmatched", []):
             self.note_unmatched(message)  # every worker collects the manifest: once each
@@ -744,12 +751,11 @@ class RegbudgetSession:
     def provenance(self) -> dict[str, object]:
         """Where the run was, for the JSON report (plugin/provenance.py)."""
         found = [b.toolkit_or_none() for b in self.builders.values()]
-        nvcc = next((n for b in self.builders.values() if (n := b.nvcc_if_found()) is not None), None)
         return provenance(
             self.records,
             self.settings.rootdir,
             toolkits=[t.describe() for t in found if t is not None],
-            nvcc=None if nvcc is None else nvcc.describe(),
+            nvcc=self.nvcc_found(),
         )
 
     def report_scope(self, prefixes: Sequence[str], selection: str | None) -> dict[str, object]:

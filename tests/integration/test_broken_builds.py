@@ -270,3 +270,14 @@ def test_a_template_table_lists_and_enforces_each_variant_with_its_own_dynamic_s
     assert large["outcome"] == "failed"
     assert any("shared memory" in v for v in large["violations"]), large["violations"]
     assert result.ret == pytest.ExitCode.TESTS_FAILED
+
+
+def test_under_xdist_the_report_names_the_nvcc_the_workers_built_with(
+    pytester: pytest.Pytester, tree: Path
+) -> None:
+    """The controller builds nothing: the nvcc its workers found reaches its summary and JSON provenance. -q
+    leaves out the header, where the controller would otherwise have looked for an nvcc itself."""
+    result, report = run(pytester, "-n", "2", "-q")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED  # the two broken files, not recorded here
+    assert str(report["provenance"]["nvcc"]).startswith("nvcc 13.")
+    result.stdout.fnmatch_lines(["nvcc 13.* built 9 kernel(s)*"])
