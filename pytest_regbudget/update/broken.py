@@ -94,13 +94,20 @@ def failure_text(key: bl.BuildKey, build: BuildNote, *, updating: bool) -> str:
 
 
 def summary_lines(builds: Mapping[bl.BuildKey, BuildNote], *, updating: bool, limit: int = 6) -> list[str]:
-    """One line for the builds that fail as recorded, one for those that build again."""
+    """One line for the builds that fail unrecorded (their items say why), one for those that fail as
+    recorded, one for those that build again."""
     out = []
     for status, head, tail in (
+        (
+            FAILED,
+            "fail and are not recorded as broken",
+            "their items fail with the compiler's log; fix them, exclude them, or record them with "
+            "pytest --regbudget-update",
+        ),
         (RECORDED, "fail as the baseline records", "not checked until they build"),
         (
             FIXED,
-            "recorded as broken build now",
+            "recorded as broken build again",
             "this update records their kernels and drops their broken entries"
             if updating
             else "pytest --regbudget-update records their kernels and drops their broken entries",

@@ -179,6 +179,12 @@ def test_a_repository_with_broken_files_is_a_required_check(pytester: pytest.Pyt
             "*It built before: the baseline holds 1 kernel entry of it for sm_90*",
         ]
     )
+    result.stdout.fnmatch_lines(
+        [
+            "1 build(s) fail and are not recorded as broken (src/third.cu [[]sm_90, CUDA *[]]): "
+            "their items fail*"
+        ]
+    )
     assert builds(report)["src/third.cu"][0] == "failed"
     # The pull request's comment names it, with the compiler's first error, and counts the recorded ones.
     markdown = comment.read_text()

@@ -285,7 +285,7 @@ def test_a_file_that_does_not_build_is_its_own_item_and_the_baseline_records_it(
     broken.write_text('extern "C" __global__ void b(float* x) { x[0] = 1; }\n')
     result = project.runpytest("-p", "no:cacheprovider")
     result.assert_outcomes(passed=15)
-    result.stdout.fnmatch_lines(["*2 build(s) recorded as broken build now (kernels/broken.cu*"])
+    result.stdout.fnmatch_lines(["*2 build(s) recorded as broken build again (kernels/broken.cu*"])
     result = project.runpytest("-p", "no:cacheprovider", "--regbudget-update")
     assert result.ret == pytest.ExitCode.OK
     after = bl.load(baseline)

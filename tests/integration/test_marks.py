@@ -105,9 +105,8 @@ def test_param(p):
         "test_k.py::test_param[plain-sm_90]": "PASSED",
     }
     assert [r["nodeid"] for r in records] == ["test_k.py::test_param[small-sm_90]"]
-    result.stdout.fnmatch_lines(
-        ["1 item(s) skipped, built for no arch*(test_k.py::test_param[[]small-sm_80])*"]
-    )
+    # The case is built on sm_90: it is no test left without an arch, which the summary counts.
+    assert "built for no arch" not in result.stdout.str()
 
 
 NOTHING_BUILT = """
