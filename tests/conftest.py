@@ -137,3 +137,13 @@ def nvcc_usable() -> bool:
     except (CompileError, ToolchainError):
         return False
     return shutil.which("g++") is not None or shutil.which("c++") is not None
+
+
+@pytest.fixture
+def fresh_discovery() -> Iterator[None]:
+    """Toolkit discovery and ptxas versions found anew: the test changes what the environment holds."""
+    toolchain._discover_cached.cache_clear()
+    toolchain.ptxas_version.cache_clear()
+    yield
+    toolchain._discover_cached.cache_clear()
+    toolchain.ptxas_version.cache_clear()

@@ -25,6 +25,7 @@ appears, or a header that changes, rebuilds it. A timeout or a missing tool is n
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import tempfile
 import threading
@@ -227,12 +228,12 @@ class CompileCache:
 
         if self.directory is None:
             return build()
-        failed: list[str | None] = []  # the key of a failure, made when no successful build is found
+        # The key of a failure: made once, when no successful build is found (a warm hit never makes it).
+        failed_key = functools.cache(lambda: self._failed_key(unit, text, toolkit))
 
         def known_failure() -> None:
             """Raise the failure the cache holds for these inputs, if it holds one (a hit)."""
-            key = failed[0] if failed else self._failed_key(unit, text, toolkit)
-            failed.append(key)
+            key = failed_key()
             known = None if key is None else self._read(self._path(key, "failed"), _FailedBuild)
             if known is not None:
                 self._count("hits")
@@ -250,7 +251,7 @@ class CompileCache:
         except Rejected as exc:
             # Kept only if its inputs did not change while the compiler ran (it may have read either state).
             now = text if source_text is not None else compiler.read_source(unit.source)
-            key = failed[0] if failed else None
+            key = failed_key()  # made by known_failure, which every build comes after
             if key is not None and self._failed_key(unit, now, toolkit, fresh=True) == key:
                 # As text a person reads: a file name's byte that is not UTF-8 is shown, not stored raw.
                 kept = _FailedBuild(readable(str(exc)), readable(exc.log))

@@ -220,9 +220,9 @@ class ManifestCollection:
                 continue  # no arch built: its BuildItems are the variant's items
             any_built = True
             entries = _one_per_kernel(e for held in by_arch.values() for e in held)
-            any_kernel = any_kernel or bool(entries)
             kernels, warned = manifest.kernels(path, entries, compiler)
-            any_kernel = any_kernel or bool(kernels)  # an NVRTC template instance is named, not listed
+            # A kernel listed, or named by a table (an NVRTC template instance is named, not listed).
+            any_kernel = any_kernel or bool(entries) or bool(kernels)
             # A pattern warns only if no variant's build matched it (the kernels a warning lists may differ).
             missed = {_pattern_of(w) for w in warned}
             unmatched = warned if unmatched is None else [w for w in unmatched if _pattern_of(w) in missed]
@@ -482,15 +482,29 @@ class NotInManifest(pytest.File):
         )
 
 
-class BuildItem(pytest.Item):
-    """A manifest file's build of one variant and arch that failed, or that the baseline records as broken
-    (update/broken.py): it fails where the failure is new, and passes where it is recorded, or builds now."""
+class ManifestItem(pytest.Item):
+    """What every manifest item shares: the `regbudget` marker (-m selects manifest items as it selects
+    marked tests), and its location. Its domain, the failure's heading, is `scale[sm_90] in kernels/a.cu`:
+    the kernel, variant and arch, then the file. Not the node id: pytest -v would show the dots of a domain
+    that ends the node id as `::` (`kernels/a::cu::scale[sm_90]`). The line is the file's first (a skip's
+    report needs one; the verdict's lines name the kernel's own)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.add_marker(pytest.mark.regbudget)
+
+    def reportinfo(self) -> tuple[Path, int, str]:
+        return Path(self.path), 0, f"{self.name} in {self.nodeid.split('::', 1)[0]}"
+
+
+class BuildItem(ManifestItem):
+    """A manifest file's build of one variant and arch that failed (update/broken.py): it fails where the
+    failure is new, and passes where the baseline records it as broken, or in an update, which records it."""
 
     def __init__(
         self, *, key: tuple[str, str, str, str], problem: tuple[str, bool] | None = None, **kwargs: Any
     ) -> None:
         super().__init__(**kwargs)
-        self.add_marker(pytest.mark.regbudget)
         self.key = key
         self.problem = problem  # (why, whether it is a skip) where no compiler judged the file
 
@@ -506,29 +520,14 @@ class BuildItem(pytest.Item):
         if failure is not None:
             pytest.fail(safe_block(failure), pytrace=False)
 
-    def reportinfo(self) -> tuple[Path, int, str]:
-        return _location(self)
 
-
-class KernelItem(pytest.Item):
+class KernelItem(ManifestItem):
     """One kernel, variant and arch of the manifest. Its ItemState (plugin.ITEM_KEY) carries what to build
     and the budget; plugin.pytest_runtest_call measures and judges it, as for a marked test."""
 
     def __init__(self, *, kernel: str, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self.add_marker(pytest.mark.regbudget)  # -m selects manifest items as it selects marked tests
         self.kernel = kernel
 
     def runtest(self) -> None:
         """Nothing beyond the measurement, which the plugin's runtest_call wrapper does around this."""
-
-    def reportinfo(self) -> tuple[Path, int, str]:
-        return _location(self)
-
-
-def _location(item: pytest.Item) -> tuple[Path, int, str]:
-    """A manifest item's location. Its domain, the failure's heading, is `scale[sm_90] in kernels/a.cu`: the
-    kernel, variant and arch, then the file. Not the node id: pytest -v would show the dots of a domain that
-    ends the node id as `::` (`kernels/a::cu::scale[sm_90]`). The line is the file's first (a skip's report
-    needs one; the verdict's lines name the kernel's own)."""
-    return Path(item.path), 0, f"{item.name} in {item.nodeid.split('::', 1)[0]}"

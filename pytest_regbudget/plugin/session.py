@@ -392,13 +392,12 @@ class RegbudgetSession:
         """The run stopped early: it removes no baseline entry (see scope.py)."""
         self.scope.interrupted = self.scope.interrupted or reason
 
-    def note_build(self, key: bl.BuildKey, error: str | None, compiler: str) -> broken.BuildNote | None:
+    def note_build(self, key: bl.BuildKey, error: str | None, compiler: str) -> None:
         """A manifest file's build of one variant and arch, as collection made it (`error`: the compiler's
-        log when it failed): failed, recorded or fixed against the baseline's broken table, else None."""
+        log when it failed): noted where it failed, or where the baseline records it as broken."""
         found = broken.note(self.baseline, key, error, compiler)
         if found is not None:
             self.builds[key] = found
-        return found
 
     def build_failure(self, key: bl.BuildKey) -> str | None:
         """The failure text of a failed build's item; None where it passes (recorded as broken, or an
@@ -647,8 +646,7 @@ class RegbudgetSession:
 
     # -- end of run (controller only) ------------------------------------------------------------------
     def _stale_rule(self, prefixes: Sequence[str], selection: str | None) -> Rule:
-        built = frozenset((r["compiler"], r["release"]) for r in self.records if r["registers"] is not None)
-        built |= {(b.compiler, key[3]) for key, b in self.builds.items()}
+        built = frozenset(self._built())
         return Rule(
             self.scope,
             self.settings.archs,
@@ -658,6 +656,13 @@ class RegbudgetSession:
             built,
             broken=broken.protected(self.builds),
         )
+
+    def _built(self) -> set[tuple[str, str]]:
+        """The (compiler, release) pairs this run built with: its kernels', and its manifest builds' that
+        failed or were recorded as broken."""
+        return {(r["compiler"], r["release"]) for r in self.records if r["registers"] is not None} | {
+            (b.compiler, key[3]) for key, b in self.builds.items()
+        }
 
     def plan(self, prefixes: Sequence[str] = ("",), selection: str | None = None) -> update.Plan:
         """What an update by this run writes and removes (see update.py and scope.py).
@@ -762,10 +767,7 @@ class RegbudgetSession:
         """What this run could have seen, for the JSON report: what a later merge of shards needs to decide
         stale entries as this run would (`regbudget merge`), and what a reader needs to know what was
         compared. `run` is scope.RunScope's payload; `built` the (compiler, release) pairs measured."""
-        built = sorted(
-            {(r["compiler"], r["release"]) for r in self.records if r["registers"] is not None}
-            | {(b.compiler, key[3]) for key, b in self.builds.items()}
-        )
+        built = sorted(self._built())
         return {
             "run": self.scope.payload(),
             "prefixes": list(prefixes),

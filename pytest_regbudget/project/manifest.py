@@ -71,7 +71,6 @@ class Table(Struct, frozen=True):
     excluded: tuple[tuple[Path, str], ...] = ()  # files its `exclude` took out, each with its reason
     # compile_commands: each file's entries in the database (one: its flags; several: one variant each)
     database: Mapping[Path, tuple[cdb.CompileEntry, ...]] = field(default_factory=dict)
-    database_path: str = ""  # as the table wrote it, for messages
 
     @property
     def compiler(self) -> str | None:
@@ -149,7 +148,7 @@ def file_budget(
             keys[key] = value
     table_defines = keys.pop("defines", None)
     if variant.defines:
-        keys["defines"] = [k if v is None else f"{k}={v}" for k, v in variant.defines]
+        keys["defines"] = _spelled(variant.defines)
     keys["binary" if binary else "source"] = str(path)
     # Parsed once per file and set of keys, not once per kernel: the kernels of a file mostly share
     # their tables, and the name is only carried (a MarkerError is raised anew for each kernel).
@@ -173,14 +172,13 @@ def _listed(value: object) -> list[str]:
 
 
 def _define_list(value: object) -> list[str]:
-    """`defines` as a list of "NAME" and "NAME=VALUE" (a table may give a dict)."""
-    if value is None:
-        return []
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, Mapping):
-        return [str(k) if v is None else f"{k}={v}" for k, v in value.items()]
-    return [str(v) for v in cast(Sequence[object], value)]
+    """`defines` as a list of "NAME" and "NAME=VALUE" (a table may give a dict, a list or one string)."""
+    return _spelled(CompileOptions.make(defines=cast(Any, value)).defines)
+
+
+def _spelled(defines: Sequence[tuple[str, str | None]]) -> list[str]:
+    """Define pairs as a marker's `defines` list spells them: "NAME", "NAME=VALUE"."""
+    return [k if v is None else f"{k}={v}" for k, v in defines]
 
 
 def build_options(options: CompileOptions, table_defines: object) -> CompileOptions:
@@ -298,7 +296,7 @@ class Manifest(Struct, frozen=True):
         template instance) is a kernel of its own, once per normalized spelling. A pattern selects among all
         of them: the listed kernels and those any table names."""
         found = list(entries or ())
-        file_keys = self.file_keys(path)
+        file_keys, database_variants = self.file_keys(path), self.database_variants(path)
         shown = names.display_names(found)
         named: dict[str, str] = {}  # identity of a kernel no listing found -> its name as first written
         for table in self.tables_of(path):
@@ -327,7 +325,7 @@ class Manifest(Struct, frozen=True):
                 i if i in shown else None,
                 tuple(sorted(selected[i], key=_index)),
                 file_keys,
-                self.database_variants(path),
+                database_variants,
             )
             for i in [*found, *named]
             if i in selected
@@ -559,17 +557,7 @@ def _table(index: int, raw: Mapping[str, Any], label: str, rootdir: Path) -> Tab
         raise error("kernels", _cannot_list(str(compiler), wild))
     if "variants" in keys:
         keys["variants"] = _variants(keys["variants"], rootdir, lambda m: error("variants", m))
-    return Table(
-        index,
-        label,
-        files,
-        binary,
-        patterns,
-        keys,
-        excluded,
-        database,
-        str(raw.get("compile_commands", "")),
-    )
+    return Table(index, label, files, binary, patterns, keys, excluded, database)
 
 
 def _database(value: object, rootdir: Path, error: Any) -> dict[Path, tuple[cdb.CompileEntry, ...]]:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -14,14 +13,7 @@ from pytest_regbudget.build import assembler, nvcc, toolchain
 from pytest_regbudget.build.toolchain import Toolkit, ToolMemo, discover
 from pytest_regbudget.core.errors import CompileError, ToolchainError
 
-
-@pytest.fixture(autouse=True)
-def fresh_discovery() -> Iterator[None]:
-    toolchain._discover_cached.cache_clear()
-    toolchain.ptxas_version.cache_clear()
-    yield
-    toolchain._discover_cached.cache_clear()
-    toolchain.ptxas_version.cache_clear()
+pytestmark = pytest.mark.usefixtures("fresh_discovery")
 
 
 def home_with_ptxas_copy(root: Path, tk: Toolkit) -> Path:

@@ -6,7 +6,6 @@ ptxas and nvcc; the messages also from `Targets` made by hand, for releases no w
 from __future__ import annotations
 
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -40,15 +39,6 @@ def cu12() -> Toolkit:
 @pytest.fixture(scope="module")
 def cu13() -> Toolkit:
     return discover(named="cu13")
-
-
-@pytest.fixture
-def fresh_discovery() -> Iterator[None]:
-    toolchain._discover_cached.cache_clear()
-    toolchain.ptxas_version.cache_clear()
-    yield
-    toolchain._discover_cached.cache_clear()
-    toolchain.ptxas_version.cache_clear()
 
 
 def cuda(release: str, *numbers: int, option: str = TOOLKIT_OPTION) -> Targets:
