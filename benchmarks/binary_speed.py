@@ -47,7 +47,7 @@ def pytest_run(project: Path, checkout: Path, cache: Path, *args: str) -> tuple[
 
 def cuobjdump() -> str:
     sys.path.insert(0, str(ROOT))
-    from pytest_regbudget.build.binary import find_cuobjdump
+    from pytest_regbudget.tools.cuobjdump import find_cuobjdump
 
     found = find_cuobjdump(None)
     if found is None:

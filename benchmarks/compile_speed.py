@@ -37,10 +37,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from pytest_regbudget.build.assembler import run_ptxas
-from pytest_regbudget.build.nvrtc import compile_ptx
-from pytest_regbudget.build.options import CompileOptions
-from pytest_regbudget.build.toolchain import discover
+from pytest_regbudget.tools.nvrtc import compile_ptx
+from pytest_regbudget.tools.options import CompileOptions
+from pytest_regbudget.tools.ptxas import run_ptxas
+from pytest_regbudget.tools.toolkit import discover
 
 KERNEL = """
 // Variant {i}: {nacc} live accumulators per thread, unrolled {unroll} times.

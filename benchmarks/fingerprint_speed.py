@@ -25,9 +25,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from pytest_regbudget.build.fingerprint import MAX_TREE_FILES, StatCache, cache_key, walk_tree
-from pytest_regbudget.build.options import CompileOptions
-from pytest_regbudget.build.toolchain import Toolkit
+from pytest_regbudget.cache.fingerprint import MAX_TREE_FILES, StatCache, cache_key, walk_tree
+from pytest_regbudget.tools.options import CompileOptions
+from pytest_regbudget.tools.toolkit import Toolkit
 
 TOOLKIT = Toolkit(
     origin="benchmark",

@@ -19,21 +19,21 @@ from .core.occupancy import Occupancy, launch_failure, occupancy
 from .core.ptxas import KernelResources, parse_ptxas_output
 
 if TYPE_CHECKING:
-    from .build.cache import compile_kernel
-    from .build.options import CompileOptions
-    from .build.outputs import CompiledKernel
-    from .build.toolchain import Toolkit, discover
+    from .cache.store import compile_kernel
     from .plugin import RegbudgetFixture
+    from .tools.options import CompileOptions
+    from .tools.outputs import CompiledKernel
+    from .tools.toolkit import Toolkit, discover
 
 
 # Public names whose modules are imported on first use: name -> module.
 _LAZY = {
-    "CompileOptions": "build.options",
-    "CompiledKernel": "build.outputs",
-    "compile_kernel": "build.cache",
+    "CompileOptions": "tools.options",
+    "CompiledKernel": "tools.outputs",
+    "compile_kernel": "cache.store",
     "RegbudgetFixture": "plugin",
-    "Toolkit": "build.toolchain",
-    "discover": "build.toolchain",
+    "Toolkit": "tools.toolkit",
+    "discover": "tools.toolkit",
 }
 
 

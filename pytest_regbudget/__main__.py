@@ -1,4 +1,4 @@
-"""`python -m pytest_regbudget`: the `regbudget` command (cli.py)."""
+"""`python -m pytest_regbudget`: the `regbudget` command (cli/__init__.py)."""
 
 from __future__ import annotations
 

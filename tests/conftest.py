@@ -13,11 +13,11 @@ from typing import Any
 
 import pytest
 
-from pytest_regbudget.build import toolchain
-from pytest_regbudget.build.nvcc import find_nvcc
 from pytest_regbudget.core import baseline as bl
 from pytest_regbudget.core.errors import CompileError, GpuUnavailable, ToolchainError
 from pytest_regbudget.gpu.device import Device, device
+from pytest_regbudget.tools import toolkit as toolchain
+from pytest_regbudget.tools.nvcc import find_nvcc
 
 KERNELS = Path(__file__).parent / "kernels"
 # A kernel whose register count follows the macro N (which the including test defines somewhere).

@@ -29,43 +29,38 @@ NAME = "pytest_regbudget"
 
 # What each folder (or top-level module) may import from the package: the floor plan of
 # docs/contributing.md. `plugin` is the pytest adapter and may use everything but the command line.
+BELOW_ENGINE = {"util", "core", "tools", "cache", "sources", "project", "gpu", "report", "update", "history"}
 ALLOWED: dict[str, set[str]] = {
-    "core": {"core"},
-    "build": {"core", "build"},
-    "sources": {"core", "build", "sources"},
-    "project": {"core", "build", "sources", "project"},
+    "util": {"util"},
+    "core": {"util", "core"},
+    "tools": {"util", "core", "tools"},
+    "cache": {"util", "core", "tools", "cache"},
+    "sources": {"util", "core", "tools", "sources"},
+    "project": {"util", "core", "tools", "sources", "project"},
     "gpu": {"core", "gpu"},
-    "report": {"core", "report"},
-    "update": {"core", "report", "update"},
-    "history": {"core", "build", "history"},
-    "plugin": {
-        "__init__",
-        "_version",
-        "core",
-        "build",
-        "sources",
-        "project",
-        "gpu",
-        "report",
-        "update",
-        "history",
-        "plugin",
-    },
-    "cli": {"_version", "core", "build", "sources", "project", "report", "update", "history"},
+    "report": {"util", "core", "report"},
+    "update": {"util", "core", "report", "update"},
+    "history": {"util", "core", "history"},
+    "engine": {"_version", *BELOW_ENGINE, "engine"},
+    "plugin": {"__init__", "_version", *BELOW_ENGINE, "engine", "plugin"},
+    "cli": {"_version", *(BELOW_ENGINE - {"gpu"}), "engine", "cli"},
     "__main__": {"cli"},
-    "__init__": {"_version", "core", "build", "plugin"},
+    "__init__": {"_version", "core", "tools", "cache", "plugin"},
     "_version": set(),
 }
 # Third-party modules by folder; the standard library is free, but for the tool-running parts of it.
 THIRD_PARTY: dict[str, set[str]] = {
+    "util": set(),
     "core": {"filelock", "tomli", "tomli_w", "cxxfilt", "pycxxfilt", "elftools"},
-    "build": {"filelock", "triton", "numba", "cuda"},
+    "tools": {"filelock", "triton", "numba", "cuda"},
+    "cache": {"filelock"},
     "sources": set(),
     "project": {"tomli"},
     "gpu": {"cupy", "pynvml"},
     "report": set(),
     "update": set(),
     "history": set(),
+    "engine": set(),
     "plugin": {"pytest", "_pytest", "xdist", "tomli"},
     "cli": {"tomli"},
     "__main__": set(),
@@ -76,7 +71,7 @@ THIRD_PARTY: dict[str, set[str]] = {
 EVERYWHERE = {"msgspec"}
 TOOL_RUNNING = {"subprocess", "ctypes"}
 # Folders that neither run a tool nor load a library: their code is tested on recorded data alone.
-PURE = {"core", "report", "update"}
+PURE = {"util", "core", "report", "update"}
 # The floor plan's height: the longest chain of imports between rooms (a folder, or a module at the top of
 # the package), a room that imports no other being level 1. The goal of issue 25 is at most 7.
 MAX_LEVELS = 7
@@ -199,21 +194,34 @@ def rooms() -> dict[str, set[str]]:
     return edges
 
 
+def folders() -> dict[str, set[str]]:
+    """The rooms that are folders, and the folders each imports (the top-level modules left out: the
+    package's facade and `python -m`'s entry sit above every floor)."""
+    edges = rooms()
+    return {
+        room: {m for m in imports if m in ALLOWED and (PACKAGE / m).is_dir()}
+        for room, imports in edges.items()
+        if (PACKAGE / room).is_dir()
+    }
+
+
 def test_no_import_circle_and_at_most_seven_floors() -> None:
     levels()  # no circle between modules
-    floors = heights(rooms())
+    heights(rooms())  # no circle between rooms
+    floors = heights(folders())
     assert max(floors.values()) <= MAX_LEVELS, floors
-    assert floors["core"] == 1
+    assert floors["util"] == 1, floors
+    assert floors["core"] == 2, floors
 
 
 def test_the_checks_see_every_form_of_import_and_a_circle() -> None:
     source = (
         "from __future__ import annotations\n"
         "import os.path\n"
-        "from .. import build\n"
-        "from ..build import compiler\n"
+        "from .. import tools\n"
+        "from ..tools import nvrtc\n"
         "from ..sources.nvrtc import CodeString\n"
-        "import pytest_regbudget.plugin.session\n"
+        "import pytest_regbudget.engine.session\n"
         "from pytest_regbudget.core.arch import get_arch\n"
         "from . import ptxas\n"
         "def late():\n"
@@ -221,7 +229,7 @@ def test_the_checks_see_every_form_of_import_and_a_circle() -> None:
         "    from cupy import cuda\n"
     )
     ours, others = imported(source, "core.verdict", is_package=False)
-    assert ours == {"build", "build.compiler", "sources.nvrtc", "plugin.session", "core.arch", "core.ptxas"}
+    assert ours == {"tools", "tools.nvrtc", "sources.nvrtc", "engine.session", "core.arch", "core.ptxas"}
     assert others == {"__future__", "os", "pytest", "cupy"}
     graph()  # filled
     saved = graph()["core.arch"]
@@ -233,7 +241,7 @@ def test_the_checks_see_every_form_of_import_and_a_circle() -> None:
         graph()["core.arch"] = saved
 
 
-@pytest.mark.parametrize("module", ["plugin.session", "plugin.state"])
+@pytest.mark.parametrize("module", ["engine.session", "engine.state"])
 def test_the_session_imports_no_pytest(module: str) -> None:
     # The run's flow and state take what pytest gave from the hooks, so that they run (and are tested)
     # without it.
@@ -253,7 +261,7 @@ def test_the_core_imports_without_pytest_cupy_or_nvrtc() -> None:
     assert done.returncode == 0, done.stderr
     loaded = {m.removeprefix("pytest_regbudget.") for m in done.stdout.split()}
     assert {"core.verdict", "core.ptxas", "report.record"} <= loaded
-    assert {folder(m) for m in loaded} <= {"_version", "core", "report"}, loaded
+    assert {folder(m) for m in loaded} <= {"_version", "util", "core", "report"}, loaded
 
 
 def test_the_public_api_loads_the_plugin_on_first_use() -> None:
@@ -267,11 +275,12 @@ def test_the_public_api_loads_the_plugin_on_first_use() -> None:
 
 
 def test_pytest_collects_every_test_folder() -> None:
-    # The tests mirror the package, and pytest's default norecursedirs holds "build": without the project's
-    # own list, `pytest tests` would pass while skipping tests/build whole.
+    # The tests mirror the package under pytest's default norecursedirs (which holds "build"): a test folder
+    # that matched one would pass while skipping its tests whole.
     tests = Path(__file__).parent
     pyproject = tomllib.loads((tests.parent / "pyproject.toml").read_text(encoding="utf-8"))
-    skipped = pyproject["tool"]["pytest"]["ini_options"]["norecursedirs"]
+    assert "norecursedirs" not in pyproject["tool"]["pytest"]["ini_options"]
+    default = ["*.egg", ".*", "_darcs", "build", "CVS", "dist", "node_modules", "venv", "{arch}"]
     folders = [d.name for d in tests.iterdir() if d.is_dir() and any(d.glob("test_*.py"))]
-    assert {"core", "build", "report", "update", "plugin", "integration", "gpu"} <= set(folders)
-    assert not [f for f in folders if any(fnmatch.fnmatch(f, pattern) for pattern in skipped)]
+    assert {"core", "tools", "cache", "report", "update", "plugin", "integration", "gpu"} <= set(folders)
+    assert not [f for f in folders if any(fnmatch.fnmatch(f, pattern) for pattern in default)]

@@ -19,7 +19,6 @@ import os
 import re
 import socket
 import stat
-import tempfile
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, cast
@@ -29,6 +28,7 @@ import tomli_w
 from msgspec import Struct, field
 from msgspec.structs import replace
 
+from ..util.files import atomic_write, not_a_file
 from . import names
 from .dirs import default_cache_dir
 from .errors import BaselineError
@@ -378,21 +378,6 @@ def _section(path: Path, name: str, node: object, depth: int) -> dict[Any, Basel
     return out
 
 
-def not_a_file(path: Path) -> str:
-    """Why `path` cannot be a file that is read and replaced ("" if it is a regular file, a symbolic link to
-    one, or nothing yet): a device, a FIFO, a socket or a directory would hang a read or be replaced."""
-    try:
-        mode = path.stat().st_mode
-    except (FileNotFoundError, NotADirectoryError):
-        return ""
-    except OSError as exc:
-        return exc.strerror or str(exc)
-    if stat.S_ISREG(mode):
-        return ""
-    kind = "a directory" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode) else "a device or socket"
-    return f"{kind}, not a regular file"
-
-
 def load(path: Path) -> Baseline:
     """The entries of `path`; a missing file is an empty baseline."""
     special = not_a_file(path)
@@ -517,35 +502,6 @@ def _holder(pid_file: Path) -> str:
         return "another process (pid unknown)"
     where = f" on {host}" if host and host != socket.gethostname() else ""
     return f"another process (pid {pid}{where})"
-
-
-def atomic_write(path: Path, text: str | bytes) -> None:
-    """Write a temp file beside `path`, then replace: readers never see half a file. Text is UTF-8.
-
-    A symbolic link is written through (its target replaced, in the target's directory, so the link stays a
-    link); anything but a regular file or a missing path (a device such as /dev/null, a FIFO, a directory) is
-    refused with OSError rather than replaced."""
-    special = not_a_file(path)
-    if special:
-        raise OSError(errno.EINVAL, f"{path} is {special}", str(path))
-    path = Path(os.path.realpath(path))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(text if isinstance(text, bytes) else text.encode())
-        # mkstemp makes the file private (0600); a committed file keeps its mode, a new one gets the umask's.
-        os.chmod(tmp, path.stat().st_mode & 0o777 if path.exists() else 0o666 & ~_umask())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def _umask() -> int:
-    current = os.umask(0)
-    os.umask(current)
-    return current
 
 
 class UpdateCounts(Struct):

@@ -1,5 +1,5 @@
 """Readers of cuobjdump's listings, on their text alone: the resource usage (`-res-usage`), the ELF's
-sections and attributes (`-elf`), and the local-memory accesses of the SASS (`-sass`). build/binary.py runs
+sections and attributes (`-elf`), and the local-memory accesses of the SASS (`-sass`). tools/cuobjdump.py runs
 cuobjdump and joins what these read into one kernel's numbers.
 """
 

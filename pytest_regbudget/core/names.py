@@ -154,7 +154,7 @@ def _drop_return_type(head: str) -> str:
 
 
 # One kernel name in several cubins of one library (its translation units each instantiate it): each copy's
-# entry carries a tag after this mark (`_Z10dtrsv_initPi@dtrsv_kernel.3fa9c1`, build/binary.py), kept by
+# entry carries a tag after this mark (`_Z10dtrsv_initPi@dtrsv_kernel.3fa9c1`, tools/cuobjdump.py), kept by
 # every name below, so that two copies are two kernels. A mangled name never holds it.
 COPY_MARK = "@"
 

@@ -68,7 +68,7 @@ def close_key_hint(key: str, valid: Sequence[str]) -> str:
 
 
 def source_bytes(text: str) -> bytes:
-    """The bytes of a CUDA source read by `build.compiler.read_source` (its bytes that are not UTF-8 kept
+    """The bytes of a CUDA source read by `tools.compiler.read_source` (its bytes that are not UTF-8 kept
     as lone surrogates), or of a code string: what a compiler is given and a cache key hashes."""
     return text.encode("utf-8", "surrogateescape")
 

@@ -13,10 +13,10 @@ from pathlib import Path
 
 from msgspec import Struct
 
-from ..build import store
 from ..core import baseline as bl
 from ..core.errors import BaselineError, RegbudgetError
 from ..core.trend import Commit, Sample, Version, samples_of
+from ..util.files import read_document, write_document
 
 # `fetch-depth: 0` is what actions/checkout needs for the whole history (its default is 1 commit).
 SHALLOW_FIX = (
@@ -196,6 +196,10 @@ def _blobs(root: Path, wanted: Sequence[str]) -> Iterator[tuple[str, bytes | Non
         proc.wait()
 
 
+# The version of the parsed blobs kept in the cache: a change of _Parsed or of what is read changes it.
+_CACHE_FORMAT = 1
+
+
 class _Parsed(Struct, frozen=True):
     """A blob's samples, or why it could not be read: kept under the blob's name in the cache."""
 
@@ -301,7 +305,7 @@ def versions(
         for _, blob in commits:
             if blob not in parsed:
                 with contextlib.suppress(OSError, ValueError):
-                    parsed[blob] = store.read(str(folder / f"{blob}.json"), _Parsed)
+                    parsed[blob] = read_document(str(folder / f"{blob}.json"), _Parsed, _CACHE_FORMAT)
     wanted = list(dict.fromkeys(b for _, b in commits if b not in parsed))
     parse = BlockParser()
     for blob, data in _blobs(root, wanted):
@@ -314,7 +318,7 @@ def versions(
         if folder is not None:
             with contextlib.suppress(OSError):
                 folder.mkdir(parents=True, exist_ok=True)
-                store.write(str(folder / f"{blob}.json"), parsed[blob])
+                write_document(str(folder / f"{blob}.json"), parsed[blob], _CACHE_FORMAT)
     out = [
         Version(commit, parsed[blob].samples, _short_error(parsed[blob].error)) for commit, blob in commits
     ]

@@ -37,11 +37,11 @@ from _pytest.mark.expression import Expression
 from ..core import names
 from ..core.errors import CompileError, MarkerError, RegbudgetWarning, Rejected, ToolchainError, Unbuildable
 from ..core.text import safe_block
+from ..engine.session import RegbudgetSession
+from ..engine.state import ItemState
 from ..project import manifest
 from ..project.manifest import LISTING_COMPILERS, Kernel, Manifest, Variant, kernel_id
 from ..update.scope import COLLECTED
-from .session import RegbudgetSession
-from .state import ItemState
 
 PLUGIN_NAME = manifest.PLUGIN_NAME
 # The item of a file's own build, `kernels/a.cu::<build>[sm_90]`: no kernel name starts with `<`.

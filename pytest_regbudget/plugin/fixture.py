@@ -13,7 +13,6 @@ from typing import Any
 
 import pytest
 
-from ..build.options import CompileOptions
 from ..core.errors import (
     CompileError,
     LaunchError,
@@ -23,6 +22,8 @@ from ..core.errors import (
 from ..core.gpu_facts import Timing
 from ..core.kernel_report import KernelReport
 from ..core.text import safe_block
+from ..engine.session import RegbudgetSession
+from ..engine.state import ItemState
 from ..gpu.device import Device, device
 from ..project.markers import Budget, compile_options
 from ..sources import KernelSource, SourceSpec
@@ -30,9 +31,8 @@ from ..sources import make as make_source
 from ..sources.nvrtc import CodeString
 from ..sources.prebuilt import Binary
 from ..sources.python import numba_kernel, triton_kernel
+from ..tools.options import CompileOptions
 from .hooks import ITEM_KEY, session_of
-from .session import RegbudgetSession
-from .state import ItemState
 
 
 class RegbudgetFixture:

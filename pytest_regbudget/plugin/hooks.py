@@ -19,13 +19,13 @@ from ..core.errors import (
     Unbuildable,
 )
 from ..core.text import safe_block
+from ..engine.session import WORKEROUTPUT_KEY, RegbudgetSession
+from ..engine.state import ItemState
 from ..project import manifest
 from ..project.markers import VALID_KEYS, duplicate_markers
 from ..update import scope
 from . import collect
 from .options import ARCH_PARAM, TOOLKIT_PARAM, settings_of
-from .session import WORKEROUTPUT_KEY, RegbudgetSession
-from .state import ItemState
 
 SESSION_KEY = pytest.StashKey[RegbudgetSession]()
 ITEM_KEY = pytest.StashKey[ItemState]()

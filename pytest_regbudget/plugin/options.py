@@ -14,23 +14,23 @@ from typing import cast, get_args
 import pytest
 
 from .. import sources
-from ..build.options import (
-    DEFAULT_CUOBJDUMP_TIMEOUT,
-    DEFAULT_NVCC_TIMEOUT,
-    DEFAULT_PTXAS_TIMEOUT,
-    Timeouts,
-)
-from ..build.pool import default_jobs
+from ..cache.prefetch import default_jobs
 from ..core.dirs import default_cache_dir
 from ..core.errors import (
     MarkerError,
     UnknownArchError,
 )
 from ..core.verdict import TimeBasis
+from ..engine.state import Settings, parse_archs
 from ..gpu.runner import GpuMode
 from ..project.manifest import Manifest, arch_conflict
 from ..project.markers import parse_tolerance
-from .state import Settings, parse_archs
+from ..tools.options import (
+    DEFAULT_CUOBJDUMP_TIMEOUT,
+    DEFAULT_NVCC_TIMEOUT,
+    DEFAULT_PTXAS_TIMEOUT,
+    Timeouts,
+)
 
 ARCH_PARAM = "regbudget_arch"
 TOOLKIT_PARAM = "regbudget_toolkit"  # with several --regbudget-toolkit: which one an item builds with

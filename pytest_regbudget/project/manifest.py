@@ -38,11 +38,11 @@ import tomli
 from msgspec import Struct, field
 from msgspec.structs import replace
 
-from ..build.options import CompileOptions
 from ..core import names
 from ..core.arch import KEYWORDS, get_arch, is_arch_name
 from ..core.errors import ManifestError, MarkerError, UnknownArchError
 from ..core.text import close_key_hint
+from ..tools.options import CompileOptions
 from . import compile_commands as cdb
 from .markers import BUDGET_KEYS, COMPILE_KEYS, VALID_KEYS, Budget, parse_marker
 

@@ -17,11 +17,11 @@ from msgspec import Struct, field
 from msgspec.structs import replace
 
 from .. import sources
-from ..build.options import CompileOptions
 from ..core.arch import get_arch
 from ..core.errors import MarkerError, UnknownArchError
 from ..core.limits import LEVELS, Launch, Level, Limits
 from ..core.text import close_key_hint
+from ..tools.options import CompileOptions
 
 COMPILE_KEYS = (
     "source",

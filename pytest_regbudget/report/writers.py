@@ -11,8 +11,8 @@ from pathlib import Path
 
 from msgspec import Struct
 
-from ..core.baseline import atomic_write
 from ..core.trend import Trails
+from ..util.files import atomic_write
 from . import compare, html
 from .markdown import broken_builds_markdown, markdown_report
 from .record import ReportRecord, json_text
@@ -51,7 +51,7 @@ def _markdown(records: Sequence[ReportRecord], broken_builds: Sequence[Mapping[s
 
 # The JSON report's schema: 2 adds "format", "version", "scope" and "toolkit_comparison" to 0.1's bare
 # {"kernels": [...]}, and "compiler", "release" and a five-part "key" to each record; 3 adds "provenance"
-# (commit, date, host, GPU, plugin version, compilers: plugin/provenance.py). Readers (`regbudget compare`,
+# (commit, date, host, GPU, plugin version, compilers: engine/provenance.py). Readers (`regbudget compare`,
 # `regbudget merge`) read the versions in READABLE_VERSIONS: 3 only adds a field. 4 adds "broken_builds": one
 # object per manifest build that failed or that the baseline records as broken (update/broken.py), which are
 # not kernels.
@@ -93,7 +93,7 @@ def file_writers(
     broken_builds: Sequence[Mapping[str, object]] = (),
 ) -> list[FileWriter]:
     """`scope`: what the run collected and built (session.report_scope), for the JSON report; `provenance`
-    where it ran (plugin/provenance.py)."""
+    where it ran (engine/provenance.py)."""
     writers = []
     if json_path is not None:
         writers.append(

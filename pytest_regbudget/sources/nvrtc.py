@@ -10,10 +10,10 @@ from typing import Literal
 from msgspec import Struct
 from msgspec.structs import replace
 
-from ..build.options import CompileOptions
-from ..build.outputs import CompiledKernel
-from ..build.units import Spec
 from ..core.facts import KernelFacts
+from ..tools.options import CompileOptions
+from ..tools.outputs import CompiledKernel
+from ..tools.units import Spec
 from .protocol import BuildEnv
 
 

@@ -7,13 +7,13 @@ from pathlib import Path
 
 from msgspec import Struct
 
-from ..build import binary
-from ..build.options import CompileOptions
-from ..build.units import Spec
 from ..core import names
 from ..core.errors import CompileError, KernelNotFoundError
 from ..core.facts import KernelFacts, Provenance
 from ..core.ptxas import KernelResources, TmemAlloc, three_dims
+from ..tools import cuobjdump as binary
+from ..tools.options import CompileOptions
+from ..tools.units import Spec
 from .protocol import BuildEnv
 
 # A binary records that a kernel runs tcgen05 (EIATTR_TCGEN05_1CTA_USED, _2CTA_USED) but not how many tensor

@@ -11,13 +11,13 @@ from typing import Protocol
 
 from msgspec import Struct
 
-from ..build.binary import Held
-from ..build.frontends import FrontendPtx
-from ..build.options import CompileOptions
-from ..build.outputs import CompiledKernel
-from ..build.toolchain import Nvcc, Toolkit
-from ..build.units import Spec
 from ..core.facts import KernelFacts
+from ..tools.cuobjdump import Held
+from ..tools.frontends import FrontendPtx
+from ..tools.options import CompileOptions
+from ..tools.outputs import CompiledKernel
+from ..tools.toolkit import Nvcc, Toolkit
+from ..tools.units import Spec
 
 
 class BuildEnv(Protocol):

@@ -15,14 +15,14 @@ from typing import Any
 from msgspec import Struct, field
 from msgspec.structs import replace
 
-from ..build.assembler import run_ptxas
-from ..build.compiler import interpret
-from ..build.frontends import FrontendPtx, TritonJob, numba_ptx
-from ..build.options import CompileOptions
-from ..build.outputs import BuildOutputs
-from ..build.toolchain import Toolkit, discover
-from ..build.units import Spec
 from ..core.facts import KernelFacts, Provenance
+from ..tools.compiler import interpret
+from ..tools.frontends import FrontendPtx, TritonJob, numba_ptx
+from ..tools.options import CompileOptions
+from ..tools.outputs import BuildOutputs
+from ..tools.ptxas import run_ptxas
+from ..tools.toolkit import Toolkit, discover
+from ..tools.units import Spec
 from .protocol import BuildEnv
 
 

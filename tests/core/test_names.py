@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from pytest_regbudget.build.compiler import kernel_line
-from pytest_regbudget.build.nvcc import missing_header_hint, wheel_include_dirs
 from pytest_regbudget.core import names
 from pytest_regbudget.core.errors import CompileError
+from pytest_regbudget.tools.compiler import kernel_line
+from pytest_regbudget.tools.nvcc import missing_header_hint, wheel_include_dirs
 
 MATMUL16 = "_Z13MatrixMulCUDAILi16EEvPfS0_S0_ii"
 MATMUL32 = "_Z13MatrixMulCUDAILi32EEvPfS0_S0_ii"

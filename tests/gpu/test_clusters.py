@@ -23,8 +23,8 @@ import pytest
 from conftest import run_json
 
 from pytest_regbudget import CompileOptions, compile_kernel, discover
-from pytest_regbudget.build.toolchain import nvidia_roots
 from pytest_regbudget.gpu.device import Device
+from pytest_regbudget.tools.toolkit import nvidia_roots
 
 pytestmark = [pytest.mark.gpu, pytest.mark.usefixtures("gpu_device")]
 

@@ -11,12 +11,12 @@ import pytest
 from conftest import ACC_KERNEL, run_json
 from msgspec.structs import replace
 
-from pytest_regbudget.build.cache import CompileCache
-from pytest_regbudget.build.fingerprint import FORMAT, cache_key
-from pytest_regbudget.build.options import CompileOptions
-from pytest_regbudget.build.pool import default_jobs
-from pytest_regbudget.build.toolchain import discover
+from pytest_regbudget.cache.fingerprint import FORMAT, cache_key
+from pytest_regbudget.cache.prefetch import default_jobs
+from pytest_regbudget.cache.store import CompileCache
 from pytest_regbudget.core.dirs import default_cache_dir
+from pytest_regbudget.tools.options import CompileOptions
+from pytest_regbudget.tools.toolkit import discover
 
 KERNELS = Path(__file__).parent.parent / "kernels"
 HUNGRY = KERNELS / "hungry.cu"

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from pytest_regbudget.build.cache import CompileCache
-from pytest_regbudget.build.fingerprint import FORMAT
-from pytest_regbudget.build.options import CompileOptions
-from pytest_regbudget.build.toolchain import discover
+from pytest_regbudget.cache.fingerprint import FORMAT
+from pytest_regbudget.cache.store import CompileCache
 from pytest_regbudget.core.errors import CompileError
+from pytest_regbudget.tools.options import CompileOptions
+from pytest_regbudget.tools.toolkit import discover
 
 HUNGRY = Path(__file__).parent.parent / "kernels" / "hungry.cu"
 OPTIONS = CompileOptions.make(defines={"NACC": 6})

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from conftest import run_json
 
-from pytest_regbudget.build.nvcc import find_nvcc
 from pytest_regbudget.core.errors import CompileError
+from pytest_regbudget.tools.nvcc import find_nvcc
 
 # Six kernels, each reading the shared header and a config header of its own, found through include_dirs
 # inc1 then inc2; N sets the registers (2 and 9 differ).

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from conftest import ACC_KERNEL, fake_home, run_json
 
-from pytest_regbudget.build.fingerprint import FORMAT
-from pytest_regbudget.build.nvcc import find_nvcc
+from pytest_regbudget.cache.fingerprint import FORMAT
 from pytest_regbudget.core.errors import CompileError
+from pytest_regbudget.tools.nvcc import find_nvcc
 
 # The size N comes from wherever a case puts it; N=2 and N=9 give different register counts, and the same
 # header size, so that an edit within one timestamp tick cannot hide behind an unchanged size.

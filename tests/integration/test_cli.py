@@ -20,9 +20,9 @@ else:
 
 from conftest import bad_input, regbudget
 
-from pytest_regbudget.build.cache import compile_kernel
-from pytest_regbudget.build.options import CompileOptions
-from pytest_regbudget.build.toolchain import discover
+from pytest_regbudget.cache.store import compile_kernel
+from pytest_regbudget.tools.options import CompileOptions
+from pytest_regbudget.tools.toolkit import discover
 
 KERNELS = Path(__file__).parent.parent / "kernels"
 BASELINE = "regbudget-baseline.toml"

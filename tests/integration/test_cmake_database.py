@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from pytest_regbudget.build import toolchain
-from pytest_regbudget.build.nvcc import find_nvcc
 from pytest_regbudget.core.errors import CompileError, ToolchainError
 from pytest_regbudget.core.ptxas import parse_ptxas_output
+from pytest_regbudget.tools import toolkit as toolchain
+from pytest_regbudget.tools.nvcc import find_nvcc
 
 FIXTURE = Path(__file__).parents[1] / "data" / "cmake_project"
 PYPROJECT = """

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from pytest_regbudget.build.cache import compile_kernel
-from pytest_regbudget.build.nvcc import find_nvcc
-from pytest_regbudget.build.nvrtc import compile_ptx
-from pytest_regbudget.build.options import CompileOptions
-from pytest_regbudget.build.toolchain import Toolkit, discover
+from pytest_regbudget.cache.store import compile_kernel
 from pytest_regbudget.core.errors import CompileError, KernelNotFoundError
+from pytest_regbudget.tools.nvcc import find_nvcc
+from pytest_regbudget.tools.nvrtc import compile_ptx
+from pytest_regbudget.tools.options import CompileOptions
+from pytest_regbudget.tools.toolkit import Toolkit, discover
 
 
 @pytest.fixture(scope="module")

@@ -19,9 +19,9 @@ import pytest
 from conftest import regbudget
 from occupancy_header import ask, build_oracle, launch_line
 
-from pytest_regbudget.build.toolchain import Toolkit, discover
 from pytest_regbudget.core.arch import get_arch
 from pytest_regbudget.gpu.device import Device
+from pytest_regbudget.tools.toolkit import Toolkit, discover
 
 KERNELS = Path(__file__).parent.parent / "kernels"
 NEW_ARCHS = ("sm_110", "sm_110a", "sm_88", "sm_107", "sm_107f")

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from conftest import bad_input, regbudget
 
-from pytest_regbudget.build.nvcc import find_nvcc
+from pytest_regbudget.tools.nvcc import find_nvcc
 
 KERNELS = Path(__file__).parent.parent / "kernels"
 

@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 from conftest import fake_home, run_json
 
-from pytest_regbudget.build import toolchain
-from pytest_regbudget.build.nvcc import find_nvcc
 from pytest_regbudget.core import baseline as bl
 from pytest_regbudget.core.dirs import default_cache_dir
 from pytest_regbudget.core.errors import CompileError
+from pytest_regbudget.tools import toolkit as toolchain
+from pytest_regbudget.tools.nvcc import find_nvcc
 
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="the fake tools are shell scripts")
 

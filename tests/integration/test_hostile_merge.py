@@ -19,8 +19,8 @@ import pytest
 from conftest import bad_input, fake_home, regbudget
 from test_cli import BASELINE, KERNELS, TESTS
 
-from pytest_regbudget.build import nvrtc
 from pytest_regbudget.core.errors import ToolchainError
+from pytest_regbudget.tools import nvrtc
 
 Doc = dict[str, Any]
 

@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from pytest_regbudget.build.cache import CompileCache
-from pytest_regbudget.build.nvcc import find_nvcc
-from pytest_regbudget.build.options import CompileOptions
-from pytest_regbudget.build.toolchain import Nvcc, Toolkit, discover
-from pytest_regbudget.build.units import Unit
+from pytest_regbudget.cache.store import CompileCache
 from pytest_regbudget.core.errors import CompileError
 from pytest_regbudget.core.ptxas import parse_ptxas_output
+from pytest_regbudget.tools.nvcc import find_nvcc
+from pytest_regbudget.tools.options import CompileOptions
+from pytest_regbudget.tools.toolkit import Nvcc, Toolkit, discover
+from pytest_regbudget.tools.units import Unit
 
 REPO = Path(__file__).resolve().parents[2]
 # Every CUDA file of the repository but the one that does not compile on purpose.

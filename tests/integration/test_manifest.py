@@ -13,10 +13,11 @@ from typing import Any
 import pytest
 from conftest import run_json
 
-from pytest_regbudget.build import assembler, toolchain
-from pytest_regbudget.build.nvcc import find_nvcc
 from pytest_regbudget.core import baseline as bl
 from pytest_regbudget.core.ptxas import parse_ptxas_output
+from pytest_regbudget.tools import ptxas as assembler
+from pytest_regbudget.tools import toolkit as toolchain
+from pytest_regbudget.tools.nvcc import find_nvcc
 
 HUNGRY = (Path(__file__).parent.parent / "kernels" / "hungry.cu").read_text()
 # Two extern "C" kernels (a listing finds them), a template and a namespaced template (named by name

@@ -9,13 +9,13 @@ from pathlib import Path
 import pytest
 from conftest import run_json
 
-from pytest_regbudget.build.cache import compile_kernel
-from pytest_regbudget.build.nvcc import find_nvcc
-from pytest_regbudget.build.nvrtc import compile_ptx
-from pytest_regbudget.build.options import CompileOptions
-from pytest_regbudget.build.toolchain import Toolkit, discover, nvidia_roots
+from pytest_regbudget.cache.store import compile_kernel
 from pytest_regbudget.core import names
 from pytest_regbudget.core.ptxas import parse_ptx_entries, parse_ptxas_output
+from pytest_regbudget.tools.nvcc import find_nvcc
+from pytest_regbudget.tools.nvrtc import compile_ptx
+from pytest_regbudget.tools.options import CompileOptions
+from pytest_regbudget.tools.toolkit import Toolkit, discover, nvidia_roots
 
 KERNELS = Path(__file__).parent.parent / "kernels"
 TEMPLATES = KERNELS / "templates.cu"

@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 
 from pytest_regbudget import cli
-from pytest_regbudget.build import units
-from pytest_regbudget.build.cache import compile_kernel
-from pytest_regbudget.build.nvcc import find_nvcc
-from pytest_regbudget.build.options import CompileOptions
-from pytest_regbudget.build.toolchain import discover
+from pytest_regbudget.cache.store import compile_kernel
+from pytest_regbudget.tools import units
+from pytest_regbudget.tools.nvcc import find_nvcc
+from pytest_regbudget.tools.options import CompileOptions
+from pytest_regbudget.tools.toolkit import discover
 
 KERNELS = Path(__file__).parent.parent / "kernels"
 

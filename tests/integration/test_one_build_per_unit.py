@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from conftest import run_json
 
-from pytest_regbudget.build.nvcc import find_nvcc
-from pytest_regbudget.build.toolchain import discover
+from pytest_regbudget.tools.nvcc import find_nvcc
+from pytest_regbudget.tools.toolkit import discover
 
 ARCHS = ("sm_80", "sm_90")
 

@@ -12,12 +12,12 @@ from typing import Any
 
 import pytest
 
-from pytest_regbudget.build.assembler import run_ptxas
-from pytest_regbudget.build.cache import compile_kernel
-from pytest_regbudget.build.nvcc import find_nvcc
-from pytest_regbudget.build.nvrtc import compile_ptx
-from pytest_regbudget.build.options import CompileOptions
-from pytest_regbudget.build.toolchain import discover
+from pytest_regbudget.cache.store import compile_kernel
+from pytest_regbudget.tools.nvcc import find_nvcc
+from pytest_regbudget.tools.nvrtc import compile_ptx
+from pytest_regbudget.tools.options import CompileOptions
+from pytest_regbudget.tools.ptxas import run_ptxas
+from pytest_regbudget.tools.toolkit import discover
 
 KERNELS = Path(__file__).parent.parent / "kernels"
 

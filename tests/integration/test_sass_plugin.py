@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from conftest import run_json
 
-from pytest_regbudget.build import disasm
+from pytest_regbudget.tools import nvdisasm as disasm
 
 KERNELS = Path(__file__).parent.parent / "kernels"
 SPILLS = KERNELS / "spills.cu"

@@ -12,12 +12,12 @@ from pathlib import Path
 import pytest
 import test_cache_stale as stale
 
-from pytest_regbudget.build.cache import compile_kernel
-from pytest_regbudget.build.fingerprint import StatCache, _reach, inside, parse_depfile
-from pytest_regbudget.build.nvcc import find_nvcc
-from pytest_regbudget.build.options import CompileOptions
-from pytest_regbudget.build.toolchain import Nvcc, discover
+from pytest_regbudget.cache.fingerprint import StatCache, _reach, inside, parse_depfile
+from pytest_regbudget.cache.store import compile_kernel
 from pytest_regbudget.core.errors import CompileError
+from pytest_regbudget.tools.nvcc import find_nvcc
+from pytest_regbudget.tools.options import CompileOptions
+from pytest_regbudget.tools.toolkit import Nvcc, discover
 
 REPO = Path(__file__).resolve().parents[2]
 SOURCES = sorted(

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from conftest import verbose_outcomes
 
-from pytest_regbudget.build import toolchain
-from pytest_regbudget.build.nvcc import find_nvcc
+from pytest_regbudget.tools import toolkit as toolchain
+from pytest_regbudget.tools.nvcc import find_nvcc
 
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="the logging tools are shell scripts")
 

@@ -18,7 +18,7 @@ SOURCE_MODULE = '''
 import ast
 from pathlib import Path
 
-from pytest_regbudget.build.compiler import CompileOptions
+from pytest_regbudget.tools.compiler import CompileOptions
 from pytest_regbudget.sources import SourceSpec
 from pytest_regbudget.sources.nvrtc import facts_of
 

@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 from conftest import nvcc_usable, regbudget
 
-from pytest_regbudget.build import toolchain
-from pytest_regbudget.build.binary import find_cuobjdump
-from pytest_regbudget.build.cache import compile_kernel
-from pytest_regbudget.build.options import CompileOptions
+from pytest_regbudget.cache.store import compile_kernel
+from pytest_regbudget.tools import toolkit as toolchain
+from pytest_regbudget.tools.cuobjdump import find_cuobjdump
+from pytest_regbudget.tools.options import CompileOptions
 
 KERNELS = Path(__file__).parent.parent / "kernels"
 TOOLKIT = "--regbudget-toolkit=cu12"  # NVRTC and ptxas 12.9: the first release that builds tcgen05

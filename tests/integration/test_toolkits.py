@@ -16,10 +16,10 @@ from typing import Any
 import pytest
 from filelock import FileLock
 
-from pytest_regbudget.build.cache import compile_kernel
-from pytest_regbudget.build.options import CompileOptions
-from pytest_regbudget.build.toolchain import Toolkit, discover
+from pytest_regbudget.cache.store import compile_kernel
 from pytest_regbudget.core import baseline as bl
+from pytest_regbudget.tools.options import CompileOptions
+from pytest_regbudget.tools.toolkit import Toolkit, discover
 
 if sys.version_info >= (3, 11):
     import tomllib

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from pytest_regbudget.build.binary import read_binary
+from pytest_regbudget.tools.cuobjdump import read_binary
 
 pytest.importorskip("triton", reason="triton is in the test extra; it did not import here")
 

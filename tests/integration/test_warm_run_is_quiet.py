@@ -12,8 +12,8 @@ import sys
 
 import pytest
 
-from pytest_regbudget.build.nvcc import find_nvcc
-from pytest_regbudget.build.toolchain import discover
+from pytest_regbudget.tools.nvcc import find_nvcc
+from pytest_regbudget.tools.toolkit import discover
 
 CONFTEST = """
 import ctypes

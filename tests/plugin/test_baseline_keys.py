@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_regbudget.plugin.state import _relative
+from pytest_regbudget.engine.state import _relative
 
 
 def test_a_source_under_the_rootdir_is_its_relative_path(tmp_path: Path) -> None:

@@ -1,0 +1,617 @@
+"""Resources of the kernels in an already built CUDA binary, read with cuobjdump, on a machine without a GPU.
+
+Owns finding cuobjdump, running it over a cubin, fatbin, object file, shared library or executable, and
+pure parsers of what it prints. Three listings, each one block per embedded ELF in the same order
+(a bare cubin prints no block header; "Fatbin ptx code" blocks hold PTX, which has no resources yet):
+
+- `cuobjdump --dump-resource-usage FILE`: per function REG, STACK, SHARED, LOCAL, CONSTANT[n]::
+
+      Fatbin elf code:
+      ================
+      arch = sm_90
+      ...
+      Resource usage:
+       Common:
+        GLOBAL:0
+       Function bounded:
+        REG:42 STACK:128 SHARED:2048 LOCAL:0 CONSTANT[0]:548 TEXTURE:0 SURFACE:0 SAMPLER:0
+
+- `cuobjdump --dump-elf FILE`: the ELF header (arch, ET_EXEC/ET_REL, toolkit), the symbol table, where
+  kernels are the FUNC symbols marked ENTRY (STO_CUDA_ENTRY), and per kernel a `.nv.info.NAME` section
+  of EIATTR attributes: EIATTR_MAX_THREADS / EIATTR_REQNTID (launch bounds), EIATTR_MAXREG_COUNT (the
+  register cap ptxas compiled under) and EIATTR_ANNOTATIONS, where ptxas 12.9 and later list the offset
+  of every spill and refill instruction ("SpillRefill : Offset : 0x840").
+- `cuobjdump --dump-sass --function K,...`: the instructions at those offsets, for their access widths.
+
+What the binary records and what it does not, as checked against `nvcc -Xptxas -v` of the same build
+(tests/tools/test_binary.py):
+
+- REG is ptxas's "Used N registers"; STACK is the per-thread stack the driver allocates (its
+  local_size_bytes): ptxas's "N bytes stack frame", plus, in a program nvlink linked from -rdc objects,
+  the frames of the kernel's callees.
+- SHARED is the size of the kernel's `.nv.shared.NAME` section. From sm_90 on, ptxas puts the 1 KB that
+  the driver reserves per block at the start of that section whenever the kernel has one (static or
+  dynamic shared memory; an `extern __shared__` array gives one to every kernel of its module), so
+  SHARED is ptxas's smem + 1024. `BinaryKernel.shared` takes the reservation (arch.py's
+  reserved_smem_per_block) off again: it equals ptxas's smem, and the driver's shared_size_bytes (seen on
+  an H200 with driver 580, which reported 1024 for a kernel cuobjdump lists with SHARED:2048).
+  Relocatable objects (-rdc) do not hold the reservation yet: nvlink adds it.
+- CONSTANT[n] are ptxas's per-kernel cmem[n] (bank 0: parameters and the driver's part).
+- Spill byte counts are not recorded as numbers. ptxas 12.9+ marks each spill and refill instruction
+  (EIATTR_ANNOTATIONS); the bytes the marked STL and LDL instructions move, the code of non-inlined
+  callees in the kernel's section left out, are ptxas's "spill stores" and "spill loads" of the kernel
+  (equal for every kernel the tests build, sm_75 to sm_120, ptxas 12.9 and 13.5). Not so for an -rdc
+  device function, whose callee-saved register stores ptxas counts but does not mark; kernels have none.
+  Before 12.9 (11.8, 12.0 and 12.4 checked) nothing is marked, so a kernel without marks from such a
+  ptxas has unknown spills (None), never 0.
+- `.minnctapersm` (the 2 in `__launch_bounds__(256, 2)`) is not recorded: ptxas folds it into the register
+  cap (EIATTR_MAXREG_COUNT 128 = 65536 / (256 * 2)), so `min_blocks` is always None.
+- In a relocatable object (nvcc -dc) REG is the kernel's own and STACK is 0: nvlink settles both.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import json
+import math
+import subprocess
+import tempfile
+from collections.abc import Callable, Collection, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import TypeVar
+
+from msgspec import Struct
+from msgspec.structs import replace
+
+from ..core import names
+from ..core.arch import get_arch
+from ..core.cuobjdump import (
+    ElfInfo,
+    KernelAttributes,
+    ResourceUsage,
+    elf_block_archs,
+    parse_elf_dump,
+    parse_elf_list,
+    parse_resource_usage,
+    parse_sass_local_accesses,
+    parse_sass_roles,
+    spill_bytes,
+    version_tuple,
+)
+from ..core.errors import BinaryError, CompileError, ParseError, ToolchainError, UnknownArchError
+from ..util.files import file_sha256, read_document, settled, sha256_hex, write_document
+from .options import DEFAULT_CUOBJDUMP_TIMEOUT, Timeouts
+from .toolkit import Toolkit, find_tool
+from .toolkit import ptxas_version as tool_version
+
+CUOBJDUMP_FIX = (
+    'pip install "nvidia-cuda-cuobjdump" (CUDA 13; "nvidia-cuda-cuobjdump-cu12" for CUDA 12), '
+    "or install a CUDA toolkit and put its bin/ (which has cuobjdump) on PATH"
+)
+T = TypeVar("T")
+
+# The first ptxas seen to mark spill instructions; 12.4 and older were checked and do not.
+_ANNOTATING_PTXAS = (12, 9)
+
+
+class BinaryKernel(Struct, frozen=True):
+    """One kernel (entry function) for one arch, as one ELF of a binary records it."""
+
+    name: str  # mangled name, as in the binary
+    arch: str  # "sm_90"
+    registers: int
+    stack: int  # STACK: per-thread stack bytes (ptxas's "stack frame"; callees' too once -rdc is linked)
+    shared: int  # static shared memory in bytes, as ptxas's smem (without the sm_90+ reservation)
+    local: int  # LOCAL bytes (the .nv.local section; local arrays live in the stack frame instead)
+    const: int  # sum of the kernel's CONSTANT[n] banks
+    max_threads: int | None  # x*y*z of EIATTR_MAX_THREADS (.maxntid) or EIATTR_REQNTID; None if neither
+    min_blocks: int | None  # .minnctapersm: not recorded in the ELF (folded into the register cap)
+    spill_stores: int | None  # bytes; None: the binary does not say (ptxas older than 12.9)
+    spill_loads: int | None
+    # Extras the binary records, for messages and for telling the cases above apart.
+    spill_instructions: int | None = None  # instructions ptxas marked as spill/refill in this kernel
+    reserved_shared: int | None = 0  # bytes of the driver's reservation inside SHARED; None: unknown arch
+    const_banks: tuple[tuple[int, int], ...] = ()  # ((bank, bytes), ...) as cuobjdump prints them
+    maxntid: tuple[int, ...] | None = None
+    reqntid: tuple[int, ...] | None = None
+    register_limit: int | None = None  # EIATTR_MAXREG_COUNT when below the 255 default
+    # Its warpgroups' register targets as its SASS keeps them (("inc", 232), ("dec", 40)); () for none.
+    setmaxnreg: tuple[tuple[str, int], ...] = ()
+    cluster_dims: tuple[int, ...] | None = None  # EIATTR_CTA_PER_CLUSTER (__cluster_dims__)
+    tcgen05: bool = False  # EIATTR_TCGEN05_*: it uses tensor memory (how many columns, the ELF does not say)
+    relocatable: bool = False  # from an unlinked -rdc object: REG/STACK do not include callees yet
+    toolkit: str | None = None  # CUDA version of the ptxas that built it, "12.9"; None if not recorded
+    elf: int = 0  # which ELF of the file (cuobjdump's order), to tell same-arch copies apart
+    # Where the name is in several ELFs of this arch (a library's translation units each instantiate it):
+    # this copy's tag (`copy_tags`), so that each copy is a kernel of its own; None for a name held once.
+    copy: str | None = None
+
+    @property
+    def entry(self) -> str:
+        """The name the plugin knows the kernel by: the mangled name, with a copy's tag."""
+        return self.name if self.copy is None else f"{self.name}{names.COPY_MARK}{self.copy}"
+
+
+def find_cuobjdump(toolkit: Toolkit | None) -> Path | None:
+    """The toolkit's own cuobjdump (beside its ptxas), else the wheels' (CUDA 13, then 12), else PATH's."""
+    return find_tool("cuobjdump", toolkit, "cuda_cuobjdump")
+
+
+def describe_cuobjdump(toolkit: Toolkit | None) -> str | None:
+    """`cuobjdump 13.5.37 (/path/bin/cuobjdump)`, for the run's header and summary; None without one."""
+    found = find_cuobjdump(toolkit)
+    if found is None:
+        return None
+    try:
+        # cuobjdump answers --version as ptxas does ("Cuda compilation tools, ..., V13.5.37").
+        version = tool_version(found)
+    except ToolchainError:
+        version = "(version unknown)"
+    return f"cuobjdump {version} ({found})"
+
+
+def _keep_all(line: str) -> bool:
+    return True
+
+
+def _not_hex(line: str) -> bool:
+    # Section contents in -elf are rows of "0x........" words: most of the output, none of the facts.
+    return not line.startswith("0x")
+
+
+def _is_sass(line: str) -> bool:
+    stripped = line.lstrip()
+    return (
+        not stripped.startswith("/*")
+        or "STL" in line
+        or "LDL" in line
+        or "USETMAXREG" in line
+        or stripped.startswith(("Fatbin", "arch", "Function"))
+    )
+
+
+def _run(
+    cuobjdump: Path,
+    args: Sequence[str],
+    path: Path,
+    timeout: float,
+    keep: Callable[[str], bool] = _keep_all,
+    cwd: Path | None = None,
+) -> list[str]:
+    """cuobjdump's stdout lines that `keep` accepts; its output goes through a file, as it can be huge."""
+    cmd = [str(cuobjdump), *args, str(path.absolute())]
+    with tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace") as out:
+        try:
+            proc = subprocess.run(
+                cmd, stdout=out, stderr=subprocess.PIPE, text=True, timeout=timeout, check=False, cwd=cwd
+            )
+        except subprocess.TimeoutExpired:
+            raise BinaryError(
+                f"`{' '.join(cmd)}` did not finish within {timeout:g} s ({_TIMEOUT_KEY} seconds per 100 MB "
+                f"of the file read). Fix: raise ini {_TIMEOUT_KEY} (now "
+                f"{timeout / max(1.0, path.stat().st_size / _PER_BYTES):g})"
+            ) from None
+        except OSError as exc:
+            raise BinaryError(f"cannot run {cuobjdump} on {path}: {exc}") from exc
+        out.seek(0)
+        if proc.returncode != 0:
+            message = proc.stderr.strip() or out.read(2000).strip()
+            raise BinaryError(
+                f"cuobjdump cannot read {path} as a CUDA binary (exit {proc.returncode}): {message}\n"
+                "It takes cubins, fatbins, object files, shared libraries and executables that hold "
+                "device code; a cubin from an older CUDA than this cuobjdump knows may be unreadable.",
+                proc.stderr,
+            )
+        return [line.rstrip("\n") for line in out if keep(line)]
+
+
+# Seconds one cuobjdump run may take, per 100 MB of the file it reads: a pass over a whole library scales
+# with its size; the runs over one extracted cubin are small. ini regbudget_cuobjdump_timeout raises it.
+_TIMEOUT_KEY = Timeouts.INI["cuobjdump"]
+_PER_BYTES = 100 * 1024 * 1024
+
+
+def read_binary(
+    path: Path,
+    toolkit: Toolkit | None = None,
+    timeout: float = DEFAULT_CUOBJDUMP_TIMEOUT,
+    *,
+    archs: Collection[str] | None = None,
+    cache_dir: Path | None = None,
+    jobs: int = 1,
+) -> list[BinaryKernel]:
+    """Every kernel x arch (of `archs`, default all) that `path` holds compiled code for (PTX-only
+    entries have no resources).
+
+    One `cuobjdump --dump-resource-usage` pass over the file gives every number but spills and launch
+    bounds; the ELFs of the archs asked for are then extracted and read one by one (`--dump-elf`, and
+    `--dump-sass` for the kernels that ptxas marked spills in), `jobs` at a time. With a `cache_dir`, a
+    file's facts are kept per arch under its content digest, and each cubin's under its own, so an
+    unchanged library (or a rebuilt one whose cubins did not change) costs no cuobjdump run.
+    Raises BinaryError without cuobjdump, or if the file is not a CUDA binary.
+    """
+    path = Path(path)
+    file = _File.of(path, require_cuobjdump(path, toolkit), timeout)
+    wanted = sorted(archs) if archs is not None else file.archs()
+    return [k for arch in wanted for k in _held(file, arch, cache_dir, jobs).kernels]
+
+
+def require_cuobjdump(path: Path, toolkit: Toolkit | None) -> Path:
+    """find_cuobjdump's, else BinaryError saying where it looked and the fix."""
+    cuobjdump = find_cuobjdump(toolkit)
+    if cuobjdump is None:
+        raise BinaryError(
+            f"cannot read the CUDA binary {path}: that needs cuobjdump, and none was found (searched the "
+            f"toolkit's bin/, the pip wheels and PATH). Fix: {CUOBJDUMP_FIX}."
+        )
+    return cuobjdump
+
+
+def held_archs(path: Path, toolkit: Toolkit | None) -> list[str]:
+    """The archs `path` holds machine code for, from the whole-file pass alone (no ELF is read)."""
+    return _File.of(Path(path), require_cuobjdump(path, toolkit), DEFAULT_CUOBJDUMP_TIMEOUT).archs()
+
+
+class Held(Struct, frozen=True):
+    """A binary's kernels for one arch, with the lookups every item of a library makes (thousands of
+    items look themselves up in the same list): by entry, and by the normalized readable name."""
+
+    kernels: tuple[BinaryKernel, ...]
+    by_entry: dict[str, BinaryKernel]
+    by_name: dict[str, str]  # normalized readable name -> entry, for the names no two entries share
+    shown: dict[str, str]  # entry -> the name reports show (names.display_names)
+    empty: int  # ELFs of this arch that hold no kernel (host-only or device-function-only units)
+
+
+def read_arch(
+    path: Path,
+    cuobjdump: Path,
+    arch: str,
+    *,
+    timeout: float = DEFAULT_CUOBJDUMP_TIMEOUT,
+    cache_dir: Path | None = None,
+    jobs: int = 1,
+) -> Held:
+    """read_binary of one arch with `cuobjdump` (find_cuobjdump's), with its lookups: the same object while
+    the file is unchanged."""
+    return _held(_File.of(path, cuobjdump, timeout), arch, cache_dir, jobs)
+
+
+@functools.lru_cache(maxsize=64)
+def _held(file: _File, arch: str, cache_dir: Path | None, jobs: int) -> Held:
+    facts = _arch_kernels(file, arch, cache_dir, jobs)
+    kernels = tuple(copy_tags(facts.kernels))
+    entries = [k.entry for k in kernels]
+    by_name: dict[str, list[str]] = {}
+    for e in dict.fromkeys(entries):
+        by_name.setdefault(names.normalize(names.readable(e)), []).append(e)
+    try:
+        shown = names.display_names(entries)
+    except CompileError as exc:
+        raise BinaryError(f"{file.path} [{arch}]: {exc}") from None
+    return Held(
+        kernels,
+        {k.entry: k for k in kernels},
+        {name: found[0] for name, found in by_name.items() if len(found) == 1},
+        shown,
+        facts.empty,
+    )
+
+
+class _Listing(Struct, frozen=True):
+    """The whole-file pass: every function's resources, and each ELF's arch and file name."""
+
+    usages: tuple[ResourceUsage, ...]
+    archs: tuple[str | None, ...]  # per ELF, in cuobjdump's order
+    names: tuple[str, ...]  # per ELF, --list-elf's names; () for a bare cubin (the file is its one ELF)
+
+
+class _File(Struct, frozen=True):
+    path: Path
+    stamp: tuple[int, ...]  # size, mtime, ctime, inode, device: the file as it was when read
+    cuobjdump: Path
+    timeout: float
+    is_settled: bool  # still for longer than a timestamp tick: its digest may be remembered by its stat
+
+    @classmethod
+    def of(cls, path: Path, cuobjdump: Path, timeout: float) -> _File:
+        try:
+            st = path.stat()
+        except OSError:
+            raise BinaryError(f"cannot read the CUDA binary {path}: no such file") from None
+        stamp = (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev)
+        return cls(path, stamp, cuobjdump, timeout, settled(st))
+
+    def whole_file_timeout(self) -> float:
+        return self.timeout * max(1.0, self.stamp[0] / _PER_BYTES)
+
+    def listing(self) -> _Listing:
+        return _listing(self)
+
+    def archs(self) -> list[str]:
+        return sorted({a for a in self.listing().archs if a})
+
+    def run(
+        self, args: Sequence[str], target: Path, timeout: float, keep: Callable[[str], bool] = _keep_all
+    ) -> list[str]:
+        return _run(self.cuobjdump, args, target, timeout, keep)
+
+
+@functools.lru_cache(maxsize=32)
+def _listing(file: _File) -> _Listing:
+    """Once per process while the file is as it was: a manifest reads a library for its listing and again
+    for each of its kernels' items."""
+    timeout = file.whole_file_timeout()
+    text = "\n".join(file.run(["--dump-resource-usage"], file.path, timeout))
+    try:
+        usages = parse_resource_usage(text)
+        archs = elf_block_archs(text)
+        names = parse_elf_list("\n".join(file.run(["--list-elf"], file.path, timeout)))
+    except ParseError as exc:
+        raise BinaryError(f"cannot read cuobjdump's listings of {file.path}: {exc}") from exc
+    if archs == [None]:
+        # A bare cubin (cuobjdump lists it as one ELF file, but prints no fatbin header and extracts none) is
+        # its own one ELF; its ELF header names its arch (a small file, read twice).
+        names = []
+        elves = parse_elf_dump(file.run(["--dump-elf"], file.path, timeout, _not_hex))
+        archs = [elf.arch for elf in elves] or [None]
+        usages = [replace(u, arch=archs[0]) for u in usages]
+    if names and len(names) != len(archs):
+        raise BinaryError(
+            f"cannot read {file.path}: cuobjdump lists {len(names)} ELF files but prints resources for "
+            f"{len(archs)}; read the extracted cubins instead (cuobjdump -xelf all)"
+        )
+    return _Listing(tuple(usages), tuple(archs), tuple(names))
+
+
+class _CubinFacts(Struct, frozen=True):
+    """What one cubin's ELF and SASS say, kept under the cubin's digest."""
+
+    elf: ElfInfo
+    accesses: dict[str, dict[int, str]]
+    # The setmaxnreg targets in the SASS of each kernel with EIATTR_REG_RECONFIG.
+    roles: dict[str, tuple[tuple[str, int], ...]] = {}
+
+
+class _ArchFacts(Struct, frozen=True):
+    """A file's kernels for one arch, kept under the file's digest."""
+
+    kernels: tuple[BinaryKernel, ...]
+    empty: int  # ELFs of this arch without a kernel
+
+
+# The cache documents' own version: a change of BinaryKernel or of what is read changes it.
+# 2: a linked kernel without a stack frame has spills 0 whatever its ptxas; 3: setmaxnreg roles from the SASS;
+# 4: cluster dims and tcgen05 use from the kernel's attributes.
+_CACHE_FORMAT = 4
+
+
+def _kept(doc: str | None, kind: type[T], make: Callable[[], T], keep: bool = True) -> T:
+    """The payload of the cache document `doc`, else `make()`, stored there when `keep`. A missing or
+    damaged document reads as absent, and one that cannot be written only costs a read next time."""
+    if doc is not None:
+        try:
+            return read_document(doc, kind, _CACHE_FORMAT)
+        except (OSError, ValueError):
+            pass
+    made = make()
+    if doc is not None and keep:
+        with contextlib.suppress(OSError):
+            write_document(doc, made, _CACHE_FORMAT)
+    return made
+
+
+@functools.lru_cache(maxsize=64)
+def _arch_kernels(file: _File, arch: str, cache_dir: Path | None, jobs: int) -> _ArchFacts:
+    folder = None if cache_dir is None else cache_dir / "binaries"
+    doc = None
+    if folder is not None:
+        tool = file.cuobjdump.stat()
+        digest = _file_digest(file, folder)
+        key = sha256_hex(f"{_CACHE_FORMAT}|{digest}|{arch}|{tool.st_size}|{tool.st_mtime_ns}".encode())
+        doc = str(folder / f"file-{key}.json")
+    return _kept(doc, _ArchFacts, lambda: _read_arch(file, arch, folder, jobs))
+
+
+def _file_digest(file: _File, folder: Path) -> str:
+    """The file's content digest, remembered by path, size, mtime and inode: a warm run hashes nothing."""
+    stamp = sha256_hex(json.dumps([str(file.path.resolve()), *file.stamp]).encode())
+    return _kept(str(folder / f"stamp-{stamp}.json"), str, lambda: file_sha256(file.path), file.is_settled)
+
+
+def _read_arch(file: _File, arch: str, folder: Path | None, jobs: int) -> _ArchFacts:
+    listing = file.listing()
+    mine = [i for i, a in enumerate(listing.archs) if a == arch or (a is None and len(listing.archs) == 1)]
+    usages = [u for u in listing.usages if u.elf in mine]
+    with tempfile.TemporaryDirectory(prefix="regbudget-cuobjdump-") as tmp:
+        cubins = _extract(file, listing, mine, Path(tmp))
+        with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+            found = list(pool.map(lambda item: _cubin_facts(file, item[1], folder), cubins.items()))
+    facts = dict(zip(cubins, found, strict=True))
+    # The fatbin's arch for each ELF (sm_90a where its header says 90a), the file's own for a bare cubin.
+    elves = {i: replace(f.elf, index=i, arch=listing.archs[i] or f.elf.arch) for i, f in facts.items()}
+    try:
+        kernels = combine_listings(usages, elves, {i: f.accesses for i, f in facts.items()})
+    except ParseError as exc:
+        raise BinaryError(f"cannot read cuobjdump's listings of {file.path}: {exc}") from exc
+    kernels = [replace(k, setmaxnreg=facts[k.elf].roles.get(k.name, ())) for k in kernels]
+    held = {k.elf for k in kernels}
+    return _ArchFacts(tuple(kernels), sum(1 for i in mine if i not in held))
+
+
+def copy_tags(kernels: Sequence[BinaryKernel]) -> list[BinaryKernel]:
+    """`kernels` (of one arch), each copy of a kernel that several ELFs hold tagged by what stays stable from
+    build to build. A copy is a name (its stable signature: a `static` kernel's mangled name differs per
+    file) that several ELFs hold. Its tag is its cubin's anchor, the first kernel name (in sort order) that
+    no other ELF of the arch holds, read as `base_name.hash` (`trsv_ln_exec.b8058f`: the hash of the
+    anchor's mangled name tells apart two instantiations of one template). A copy whose cubin holds no name
+    of its own (one translation unit linked twice) is told apart by its place among the copies: `#2`."""
+    ident = {k.name: names.signature(k.name) for k in kernels}
+    where: dict[str, set[int]] = {}
+    for k in kernels:
+        where.setdefault(ident[k.name], set()).add(k.elf)
+    if all(len(elves) == 1 for elves in where.values()):
+        return list(kernels)
+    anchors: dict[int, str] = {}
+    for k in sorted(kernels, key=lambda k: k.name):
+        if len(where[ident[k.name]]) == 1:
+            anchors.setdefault(k.elf, k.name)
+    out = []
+    for k in kernels:
+        elves = sorted(where[ident[k.name]])
+        if len(elves) == 1:
+            out.append(k)
+            continue
+        anchor = anchors.get(k.elf)
+        if anchor is not None and [anchors.get(e) for e in elves].count(anchor) == 1:
+            tag = f"{names.base_name(anchor)}.{sha256_hex(anchor.encode())[:6]}"
+        else:
+            tag = f"#{elves.index(k.elf) + 1}"
+        out.append(replace(k, copy=tag))
+    return out
+
+
+def _extract(file: _File, listing: _Listing, elves: Sequence[int], tmp: Path) -> dict[int, Path]:
+    """The ELFs `elves` of the file as cubins of their own: the file itself when it is a bare cubin."""
+    if not listing.names:
+        return dict.fromkeys(elves, file.path)
+    wanted = [listing.names[i] for i in elves]
+    if not wanted:
+        return {}
+    # An options file: a library's list of names outgrows a command line. A name is a "partial file name",
+    # and libcublas.so.3.sm_90.cubin is part of libcublas.so.3.sm_90a.cubin: extracting more is harmless.
+    options = tmp / "extract.txt"
+    options.write_text(f"--extract-elf {','.join(wanted)}\n", encoding="utf-8")
+    out = tmp / "elves"
+    out.mkdir()
+    _run(file.cuobjdump, ["--options-file", str(options)], file.path, file.whole_file_timeout(), cwd=out)
+    cubins = {i: out / name for i, name in zip(elves, wanted, strict=True)}
+    missing = [p.name for p in cubins.values() if not p.is_file()]
+    if missing:
+        raise BinaryError(f"cuobjdump --extract-elf did not write {missing[:3]} from {file.path}")
+    return cubins
+
+
+def _cubin_facts(file: _File, cubin: Path, folder: Path | None) -> _CubinFacts:
+    doc = None if folder is None else str(folder / f"cubin-{_CACHE_FORMAT}-{file_sha256(cubin)}.json")
+    return _kept(doc, _CubinFacts, lambda: _read_cubin(file, cubin))
+
+
+def _read_cubin(file: _File, cubin: Path) -> _CubinFacts:
+    # A cubin's own size sets its timeout: the one of a whole library when the file is its one ELF.
+    timeout = file.timeout * max(1.0, cubin.stat().st_size / _PER_BYTES)
+    elves = parse_elf_dump(file.run(["--dump-elf"], cubin, timeout, _not_hex))
+    if len(elves) != 1:
+        raise BinaryError(f"cannot read {file.path}: an extracted ELF reads as {len(elves)} ELFs")
+    elf = elves[0]
+    # Widths of the marked instructions, and the targets of the kernels that reconfigure registers (their
+    # ELF says so, not with which targets), only for those kernels: the SASS can be large.
+    marked = sorted(name for name in elf.kernels if _marks(elf, name))
+    reconfigured = sorted(name for name, attrs in elf.kernels.items() if attrs.reg_reconfig)
+    wanted = sorted({*marked, *reconfigured})
+    accesses: dict[str, dict[int, str]] = {}
+    roles: dict[str, tuple[tuple[str, int], ...]] = {}
+    if wanted:
+        with tempfile.TemporaryDirectory(prefix="regbudget-cuobjdump-") as tmp:
+            options = Path(tmp) / "functions.txt"
+            options.write_text(f"--function {','.join(wanted)}\n", encoding="utf-8")
+            sass = file.run(["--dump-sass", "--options-file", str(options)], cubin, timeout, _is_sass)
+        per_elf = parse_sass_local_accesses(sass)
+        accesses = {name: dict(offsets) for name, offsets in (per_elf[0] if per_elf else {}).items()}
+        per_elf_roles = parse_sass_roles(sass)
+        roles = dict(per_elf_roles[0]) if per_elf_roles else {}
+    return _CubinFacts(elf, accesses, roles)
+
+
+def _marks(elf: ElfInfo, name: str) -> bool:
+    attrs = elf.kernels.get(name)
+    return attrs is not None and bool(attrs.spill_offsets)
+
+
+def combine_listings(
+    usages: Sequence[ResourceUsage],
+    elves: Sequence[ElfInfo] | Mapping[int, ElfInfo],
+    accesses: Sequence[Mapping[str, Mapping[int, str]]] | Mapping[int, Mapping[str, Mapping[int, str]]] = (),
+) -> list[BinaryKernel]:
+    """The kernels of the three parsed listings of one file (device functions are left out): the ELF
+    listing and SASS accesses in cuobjdump's order, or by ELF index (the extracted cubins of some ELFs).
+
+    `accesses` (from `parse_sass_local_accesses`) is needed only for kernels with marked spills; without
+    it their spill bytes are None.
+    """
+    by_elf = dict(elves) if isinstance(elves, Mapping) else dict(enumerate(elves))
+    seen = dict(accesses) if isinstance(accesses, Mapping) else dict(enumerate(accesses))
+    # Both listings print the same ELFs in the same order; check that before pairing them up.
+    for u in usages:
+        if u.elf not in by_elf or (u.arch is not None and u.arch != by_elf[u.elf].arch):
+            raise ParseError(
+                f"the resource listing's ELF {u.elf} ({u.arch}) has no counterpart in the ELF listing"
+            )
+    elves = by_elf
+    return [
+        _kernel(u, elves[u.elf], seen.get(u.elf, {}))
+        for u in usages
+        # --dump-resource-usage lists the device functions of relocatable objects too. A linked ELF whose
+        # symbol table this parser could not read (cuobjdump 13.0 prints it in another layout, seen on an
+        # H200 machine) lists kernels only, so its listing is taken as it is.
+        if u.name in elves[u.elf].entries or (not elves[u.elf].entries and not elves[u.elf].relocatable)
+    ]
+
+
+def _kernel(usage: ResourceUsage, elf: ElfInfo, accesses: Mapping[str, Mapping[int, str]]) -> BinaryKernel:
+    attrs = elf.kernels.get(usage.name, KernelAttributes())
+    reserved = _reserved_shared(usage, elf)
+    spills: tuple[int, int] | None
+    marked: int | None
+    if attrs.spill_offsets is not None:
+        spills = spill_bytes(attrs.spill_offsets, accesses.get(usage.name, {}))
+        marked = len(attrs.spill_offsets)
+    elif elf.toolkit is not None and version_tuple(elf.toolkit) >= _ANNOTATING_PTXAS:
+        spills, marked = (0, 0), 0  # a ptxas that marks spills marked none
+    elif usage.stack == 0 and not elf.relocatable:
+        # Spills live in the stack frame: a linked kernel without one spilled nothing, whichever ptxas built
+        # it (a relocatable object's STACK is 0 until nvlink settles it).
+        spills, marked = (0, 0), None
+    else:
+        spills, marked = None, None
+    # PTX forbids .reqntid together with .maxntid, so at most one of them is set.
+    dims = attrs.reqntid if attrs.reqntid is not None else attrs.maxntid
+    return BinaryKernel(
+        name=usage.name,
+        arch=elf.arch,
+        registers=usage.registers,
+        stack=usage.stack,
+        shared=usage.shared - (reserved or 0),
+        local=usage.local,
+        const=usage.const,
+        max_threads=None if dims is None else math.prod(dims),
+        min_blocks=None,
+        spill_stores=None if spills is None else spills[0],
+        spill_loads=None if spills is None else spills[1],
+        spill_instructions=marked,
+        reserved_shared=reserved,
+        const_banks=usage.const_banks,
+        maxntid=attrs.maxntid,
+        reqntid=attrs.reqntid,
+        register_limit=attrs.register_limit,
+        cluster_dims=attrs.cluster_dims,
+        tcgen05=attrs.tcgen05,
+        relocatable=elf.relocatable,
+        toolkit=elf.toolkit,
+        elf=elf.index,
+    )
+
+
+def _reserved_shared(usage: ResourceUsage, elf: ElfInfo) -> int | None:
+    """Bytes of the driver's per-block reservation that SHARED includes (see the module docstring)."""
+    if elf.relocatable or usage.shared == 0:
+        return 0
+    try:
+        limits = get_arch(elf.arch)
+    except UnknownArchError:
+        return None  # an arch arch.py does not know: its reservation is not known either
+    if limits.major < 9 or usage.shared < limits.reserved_smem_per_block:
+        return 0
+    return limits.reserved_smem_per_block

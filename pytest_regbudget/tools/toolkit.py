@@ -1,0 +1,835 @@
+"""Find NVRTC and ptxas as one matched CUDA toolkit, and the headers nvcc would put on the include path.
+
+Owns the search order (explicit home, pip wheels, CUDA_HOME/CUDA_PATH, PATH), the versions of what was
+found, what each compiler builds (`Targets`: the archs its own list names, and the one-line message for an
+arch it does not build), and the error that lists everything searched. Versions come from file names and
+package metadata; the archs NVRTC builds come from NVRTC (`nvrtcGetSupportedArchs`), asked once when a
+toolkit is discovered afresh and remembered with it, so that `pytest --help` loads no NVRTC and a warm run
+neither loads it nor starts a process. Also owns how a tool (ptxas, nvcc) is run: under a timeout, in a
+process group of its own that is killed whole.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import importlib.metadata
+import importlib.util
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from msgspec import Struct
+
+from ..core.arch import (
+    SUPPORTED_ARCHS,
+    SUPPORTED_VARIANTS,
+    arch_number,
+    is_arch_name,
+    lineage,
+    renamed,
+)
+from ..core.errors import ToolchainError, Unbuildable
+from ..core.facts import Provenance, release_of
+from ..util.files import atomic_write
+
+PIP_FIX = (
+    'pip install "nvidia-cuda-nvcc-cu12" "nvidia-cuda-nvrtc-cu12" "nvidia-cuda-runtime-cu12" '
+    '"nvidia-cuda-cccl-cu12"   (or reinstall pytest-regbudget, which depends on them)'
+)
+_EXE = ".exe" if sys.platform == "win32" else ""
+
+
+class Toolkit(Struct, frozen=True):
+    origin: str  # where it was found, for the report header: "pip wheels (nvidia-cuda-nvcc-cu12 12.9.86)"
+    ptxas: Path
+    # The NVRTC shared library; None for a toolkit named for its nvcc alone (--regbudget-toolkit=system on a
+    # CUDA install without NVRTC): it builds compiler="nvcc" kernels, and NVRTC kernels are skipped under it.
+    nvrtc: Path | None
+    nvrtc_version: str  # "12.9" or "12.9.86"; only major.minor is guaranteed; "" without NVRTC
+    ptxas_version: str  # "12.9.86"
+    include_dirs: tuple[Path, ...] = ()  # the toolkit's own headers, as nvcc adds them
+    nvdisasm: Path | None = None
+    # The real archs its NVRTC builds ("sm_75", ..., "sm_121"), as nvrtcGetSupportedArchs lists them; () where
+    # it was not asked (no NVRTC: its nvcc's list counts) or could not say (a library that does not load).
+    archs: tuple[str, ...] = ()
+
+    @property
+    def release(self) -> str:
+        """major.minor of the toolkit, e.g. "12.9"."""
+        return ".".join(self.ptxas_version.split(".")[:2])
+
+    def targets(self, name: str | None = None) -> Targets:
+        """What its NVRTC builds, named as a message names it: `NVRTC 12.9.86 (pip wheels (...))`, or with
+        the --regbudget-toolkit `name` it was asked for by, `toolkit cu13 (CUDA 13.5: NVRTC 13.5.37, ...)`."""
+        tool = f"NVRTC {self.nvrtc_version}" if self.nvrtc is not None else f"ptxas {self.ptxas_version}"
+        who = (
+            f"{tool} ({self.origin})"
+            if name is None
+            else f"toolkit {name} (CUDA {self.release}: {tool}, from {self.origin})"
+        )
+        return Targets(who, self.release, with_variants(self.archs), TOOLKIT_OPTION)
+
+    def describe(self) -> str:
+        if self.nvrtc is None:
+            return f"{self.origin}: no NVRTC (nvcc kernels only), ptxas {self.ptxas_version}"
+        return f"{self.origin}: NVRTC {self.nvrtc_version}, ptxas {self.ptxas_version}"
+
+    def require_nvrtc(self) -> Path:
+        """The NVRTC library; Unbuildable (the item is skipped, with why) for a toolkit without one."""
+        if self.nvrtc is None:
+            raise Unbuildable(
+                f'toolkit {self.origin} has no NVRTC: it builds only compiler="nvcc" kernels, with its '
+                f'nvcc. Fix: build this kernel with compiler="nvcc", or compare NVRTC kernels with a '
+                "toolkit that has NVRTC (cu12, cu13)"
+            )
+        return self.nvrtc
+
+
+# How a run picks another compiler of a kind: the advice of a refusal names the option.
+TOOLKIT_OPTION = "--regbudget-toolkit"
+NVCC_OPTION = "--regbudget-nvcc"
+
+
+class Targets(Struct, frozen=True):
+    """What one compiler of a run builds, as its own list says (nvrtcGetSupportedArchs, `nvcc
+    --list-gpu-code`), and the words a message names it by. An empty list means the compiler could not be
+    asked: it is taken to build every arch, and its own error says otherwise."""
+
+    who: str  # "NVRTC 12.9.86 (pip wheels (nvidia-cuda-nvcc-cu12 12.9.86))", "nvcc 13.0.88 (/bin/nvcc, ...)"
+    release: str  # "12.9"
+    archs: tuple[str, ...]  # "sm_75", "sm_90", "sm_90a", ...: its real archs and the table's variants of them
+    option: str  # TOOLKIT_OPTION or NVCC_OPTION: how the run would pick another
+
+    @property
+    def known(self) -> bool:
+        return bool(self.archs)
+
+    def builds(self, arch: str) -> bool:
+        return not self.archs or arch in self.archs
+
+    def real_archs(self) -> tuple[str, ...]:
+        """Its archs without the `a`/`f` variants, in its own order."""
+        return tuple(a for a in self.archs if a[-1].isdigit())
+
+    def refusal(self, arch: str) -> str | None:
+        """None where it builds `arch`, else the one line that says so: the arch, the compiler with its
+        release, why (renamed, dropped, newer than it) and advice that is true."""
+        if self.builds(arch):
+            return None
+        head = f"{self.who} does not build {arch}"
+        mine = _release_key(self.release)
+        major = mine[0] if mine else 0
+        line = lineage(arch)
+        older = [r for r in line.listed_by if _release_key(r) < mine] if line else []
+        newer = [r for r in line.listed_by if _release_key(r) > mine] if line else []
+        new_name = renamed(arch, major)
+        if new_name is not None:
+            back = (
+                f" ({arch} is CUDA {older[-1].split('.')[0]}'s name: {_how(self.option, older[-1])})"
+                if older
+                else ""
+            )
+            return f"{head}: CUDA {major} calls this arch {new_name}. Fix: --regbudget-arch={new_name}{back}"
+        oldest = min(self.real_archs(), key=arch_number, default=None)
+        if oldest is not None and is_arch_name(arch) and arch_number(arch) < arch_number(oldest):
+            base = f"sm_{arch_number(arch)}"
+            dropped = line is not None and line.dropped_in is not None and major >= line.dropped_in
+            why = f"its oldest target is {oldest}" + (f"; CUDA {major} dropped {base}" if dropped else "")
+            if not older:
+                return f"{head}: {why}. Fix: drop {arch}"
+            last = older[-1]
+            return f"{head}: {why}. Fix: build it with CUDA {last.split('.')[0]}.x: {_how(self.option, last)}"
+        if newer:
+            listed = " and ".join(newer)
+            verb = "builds" if len(newer) == 1 else "build"
+            return f"{head}: CUDA {listed} {verb} it. Fix: {_how(self.option, newer[-1])}"
+        return f"{head}, and no CUDA release pytest-regbudget knows of lists it. Fix: drop {arch}"
+
+
+def _how(option: str, release: str) -> str:
+    """How a run gets a compiler of `release` for `option` (a toolkit, or a pinned nvcc). The cu13 and nvcc
+    extras install CUDA 13.5 (pyproject.toml), which builds every arch the lineage (core/arch.py) lists for
+    a 13.x release."""
+    major = release.split(".")[0]
+    if option == TOOLKIT_OPTION:
+        install = ' (pip install "pytest-regbudget[cu13]")' if major == "13" else ""
+        return (
+            f"run with --regbudget-toolkit=cu{major}{install}"
+            if major in ("12", "13")
+            else f"use CUDA {release}"
+        )
+    if major == "13":
+        wheel = 'pip install "pytest-regbudget[nvcc]" installs one'
+        return f"pin an nvcc of CUDA {release} with --regbudget-nvcc ({wheel})"
+    return f"pin an nvcc of CUDA {major}.x with --regbudget-nvcc (a CUDA {major} install's bin/nvcc)"
+
+
+# The plugin's options in a refusal's advice, and how `regbudget explain` spells each.
+_EXPLAIN_WORDS = (
+    ("--regbudget-arch=", "--arch "),
+    ("--regbudget-toolkit=", "--toolkit "),
+    ("pin an nvcc of CUDA", "use the nvcc of CUDA"),
+    ("with --regbudget-nvcc", "with --toolkit (cu13, or that nvcc's CUDA home)"),
+)
+
+
+def in_explain_words(message: str) -> str:
+    """A refusal's advice as `regbudget explain` takes it: its --arch and --toolkit for the plugin's
+    options."""
+    for plugin, explain in _EXPLAIN_WORDS:
+        message = message.replace(plugin, explain)
+    return message
+
+
+def _release_key(release: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in release.split(".")[:2] if p.isdigit())
+
+
+def with_variants(archs: Iterable[str]) -> tuple[str, ...]:
+    """`archs` and, after each, the `a`/`f` variants the arch table knows of it: NVRTC and `nvcc
+    --list-gpu-code` list real archs only, and build a listed arch's variants too."""
+    out: list[str] = []
+    for arch in archs:
+        out.append(arch)
+        out += [v for v in SUPPORTED_VARIANTS if v[:-1] == arch]
+    return tuple(out)
+
+
+def table_lacks(arch: str, builders: Sequence[Targets]) -> str:
+    """The usage error for an arch that compilers of the run build but the arch table has no limits for (an
+    arch of a later release, or one older than the table): it is never built with guessed limits."""
+    whose = " and ".join(t.who for t in builders)
+    newest = max(SUPPORTED_ARCHS, key=arch_number)
+    later = is_arch_name(arch) and arch_number(arch) > arch_number(newest)
+    fix = f"drop {arch}" + (", or upgrade pytest-regbudget (a later version may know it)" if later else "")
+    return (
+        f"{whose} {'builds' if len(builders) == 1 else 'build'} {arch}, but pytest-regbudget's arch table "
+        f"has no limits for it (threads, blocks, barriers and shared memory per SM; it knows "
+        f"{', '.join(SUPPORTED_ARCHS)}), and it does not guess them. Fix: {fix}"
+    )
+
+
+@functools.lru_cache(maxsize=8)
+def nvrtc_archs(library: Path) -> tuple[str, ...]:
+    """The real archs the NVRTC library builds (nvrtcGetSupportedArchs), e.g. ("sm_75", ..., "sm_121"); ()
+    where it cannot say: an NVRTC before 11.2, or a library that does not load (check_nvrtc and the first
+    compile say why). Loads the library: discovery asks this once per toolkit, and the answer is
+    remembered with the toolkit."""
+    # NVRTC's binding for this one question, imported here: only discovery afresh asks.
+    import ctypes
+
+    try:
+        lib = ctypes.CDLL(str(library))
+    except OSError:
+        return ()
+    if not hasattr(lib, "nvrtcGetNumSupportedArchs"):
+        return ()
+    count = ctypes.c_int()
+    if lib.nvrtcGetNumSupportedArchs(ctypes.byref(count)) != 0:
+        return ()
+    numbers = (ctypes.c_int * count.value)()
+    if lib.nvrtcGetSupportedArchs(numbers) != 0:
+        return ()
+    return tuple(f"sm_{n}" for n in numbers)
+
+
+class _Search:
+    """The trail of places looked at, so the final error can list them."""
+
+    def __init__(self) -> None:
+        self.tried: list[str] = []
+
+    def note(self, where: str, why: str) -> None:
+        self.tried.append(f"{where}: {why}")
+
+
+def _major_minor(version: str) -> str:
+    return ".".join(version.split(".")[:2])
+
+
+# `ptxas --version` answers at once; a tool that does not answer within this is broken, not busy.
+VERSION_TIMEOUT = 60.0
+
+
+# Tool runs in progress, in any thread: kill_running_tools stops them when the run is interrupted.
+_running: set[subprocess.Popen[bytes]] = set()
+_running_lock = threading.Lock()
+_POSIX = os.name == "posix"
+
+
+def run_tool(cmd: Sequence[str], timeout: float) -> tuple[int, str]:
+    """(exit code, stdout + stderr) of a tool run that must finish within `timeout` seconds.
+
+    The tool runs in a session of its own, so that on a timeout (or Ctrl-C) the whole process group is
+    killed: a wrapper script's children, or nvcc's cicc and ptxas, would otherwise live on and keep the
+    pipes open. Output is decoded leniently: a path or message in another encoding must not crash the run.
+    Raises subprocess.TimeoutExpired after the kill, and OSError when the tool cannot be started.
+    """
+    with subprocess.Popen(
+        list(cmd), stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=_POSIX
+    ) as proc:
+        with _running_lock:
+            _running.add(proc)
+        try:
+            out, err = proc.communicate(timeout=timeout)
+        except BaseException:
+            _kill_group(proc)
+            # A grandchild that left the group (setsid) may still hold the pipes: close them rather than
+            # read them to the end, and reap the child.
+            for pipe in (proc.stdout, proc.stderr):
+                if pipe is not None:
+                    pipe.close()
+            proc.wait()
+            raise
+        finally:
+            with _running_lock:
+                _running.discard(proc)
+    return proc.returncode, (out + err).decode(errors="replace")
+
+
+def kill_running_tools() -> None:
+    """Kill every tool run in progress, with its children, in every thread (each run then returns its
+    exit status, a signal). For an interrupted session: a tool in a session of its own does not get the
+    terminal's Ctrl-C, and a compile thread would wait for it to finish."""
+    with _running_lock:
+        running = list(_running)
+    for proc in running:
+        _kill_group(proc)
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    if _POSIX:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+            return
+        except (ProcessLookupError, PermissionError):
+            pass  # the group is gone already; the child may still need its own signal
+    proc.kill()
+
+
+@functools.lru_cache(maxsize=32)
+def ptxas_version(ptxas: Path, timeout: float | None = None) -> str:
+    """Ask ptxas itself; cached because discovery may run once per test process."""
+    limit = VERSION_TIMEOUT if timeout is None else timeout
+    try:
+        _, out = run_tool([str(ptxas), "--version"], limit)
+    except subprocess.TimeoutExpired:
+        raise ToolchainError(
+            f"{ptxas} --version did not answer within {limit:g} s (killed); this ptxas is broken or hangs. "
+            "Fix: reinstall the toolkit, or point --regbudget-cuda-home / REGBUDGET_CUDA_HOME at another one"
+        ) from None
+    except OSError as exc:
+        raise ToolchainError(f"cannot run {ptxas}: {start_failure(exc, ptxas)}") from None
+    match = re.search(r"V(\d+\.\d+\.\d+)", out) or re.search(r"release (\d+\.\d+)", out)
+    if not match:
+        raise ToolchainError(f"cannot read the version of {ptxas}: `ptxas --version` printed {out!r}")
+    return match.group(1)
+
+
+def start_failure(exc: OSError, tool: Path | str) -> str:
+    """Why a tool could not be started, with the fix."""
+    reason = exc.strerror or str(exc)
+    if isinstance(exc, PermissionError):
+        return f"{reason} (it is not executable). Fix: chmod +x {tool}, or reinstall the toolkit"
+    if isinstance(exc, FileNotFoundError):
+        return f"{reason}. Fix: reinstall the toolkit"
+    return f"{reason}. Fix: check that {tool} is a program for this machine, or reinstall the toolkit"
+
+
+def _nvrtc_libs(directory: Path) -> Iterator[Path]:
+    # The unversioned libnvrtc.so is a dev symlink that runtime-only installs lack; prefer the SONAME file.
+    if sys.platform == "win32":
+        yield from sorted(directory.glob("nvrtc64_*.dll"))
+        return
+    yield from sorted(p for p in directory.glob("libnvrtc.so.*") if "alt" not in p.name)
+    yield from (p for p in [directory / "libnvrtc.so"] if p.exists())
+
+
+def _nvrtc_version_near(lib: Path) -> str | None:
+    """NVRTC's version without loading it: the builtins library beside it carries major.minor."""
+    names = [lib.resolve().name, *(p.name for p in lib.parent.glob("libnvrtc-builtins.so.*"))]
+    for name in names:
+        match = re.search(r"\.so\.(\d+\.\d+(?:\.\d+)?)$", name)
+        if match:
+            return match.group(1)
+    return None
+
+
+def _toolkit_from_dirs(
+    origin: str,
+    bin_dirs: Iterable[Path],
+    lib_dirs: Iterable[Path],
+    include_dirs: Iterable[Path],
+    search: _Search,
+    nvrtc_version: str | None = None,
+    nvcc_only: bool = False,
+) -> Toolkit | None:
+    """The toolkit of these directories. With `nvcc_only`, one without NVRTC is taken where nvcc is beside
+    its ptxas (a toolkit named for its nvcc kernels)."""
+    bin_dirs, lib_dirs = list(bin_dirs), list(lib_dirs)
+    ptxas = next((d / f"ptxas{_EXE}" for d in bin_dirs if (d / f"ptxas{_EXE}").is_file()), None)
+    nvrtc = next((lib for d in lib_dirs if d.is_dir() for lib in _nvrtc_libs(d)), None)
+    nvdisasm = next((d / f"nvdisasm{_EXE}" for d in bin_dirs if (d / f"nvdisasm{_EXE}").is_file()), None)
+    nvcc_alone = nvcc_only and ptxas is not None and (ptxas.parent / f"nvcc{_EXE}").is_file()
+    if ptxas is None or (nvrtc is None and not nvcc_alone):
+        missing = " and ".join(
+            what for what, found in (("ptxas", ptxas), ("libnvrtc", nvrtc)) if found is None
+        )
+        where = ", ".join(str(d) for d in [*bin_dirs, *lib_dirs]) or "(nothing)"
+        search.note(origin, f"no {missing} in {where}")
+        return None
+    ptxas_ver = ptxas_version(ptxas)
+    if nvrtc is None:
+        search.note(origin, f"no libnvrtc in {', '.join(map(str, lib_dirs))}: nvcc kernels only")
+        nvrtc_ver = ""
+    else:
+        nvrtc_ver = nvrtc_version or _nvrtc_version_near(nvrtc) or ptxas_ver
+        if _major_minor(nvrtc_ver) != _major_minor(ptxas_ver):
+            # ptxas rejects PTX from a newer NVRTC, and an older NVRTC hides the compiler change under test.
+            raise ToolchainError(
+                f"{origin}: NVRTC {nvrtc_ver} ({nvrtc}) and ptxas {ptxas_ver} ({ptxas}) come from different "
+                "CUDA toolkits; install matching versions, e.g. "
+                f'pip install "nvidia-cuda-nvcc-cu12=={ptxas_ver}" "nvidia-cuda-nvrtc-cu12=={ptxas_ver}"'
+            )
+    return Toolkit(
+        origin=origin,
+        ptxas=ptxas,
+        nvrtc=nvrtc,
+        nvrtc_version=nvrtc_ver,
+        ptxas_version=ptxas_ver,
+        include_dirs=tuple(d for d in include_dirs if d.is_dir()),
+        nvdisasm=nvdisasm,
+        archs=() if nvrtc is None else nvrtc_archs(nvrtc),
+    )
+
+
+def _home_include_dirs(home: Path) -> list[Path]:
+    # CUDA 13 moved CCCL (cub, thrust, libcu++, <nv/target>) to include/cccl.
+    incs = [home / "include", *sorted(home.glob("targets/*/include"))]
+    return [*incs, *(i / "cccl" for i in incs)]
+
+
+def toolkit_from_home(
+    home: Path, origin: str, search: _Search | None = None, *, nvcc_only: bool = False
+) -> Toolkit | None:
+    """A CUDA install tree (/usr/local/cuda) or a wheel root (site-packages/nvidia/cu13); with `nvcc_only`,
+    also one with nvcc and ptxas but no NVRTC."""
+    search = search or _Search()
+    if not home.is_dir():
+        search.note(origin, f"{home} is not a directory")
+        return None
+    lib_dirs = [home / "lib64", home / "lib", *sorted(home.glob("targets/*/lib"))]
+    return _toolkit_from_dirs(
+        origin,
+        [home / "bin"],
+        lib_dirs,
+        _home_include_dirs(home),
+        search,
+        nvrtc_version=None,
+        nvcc_only=nvcc_only,
+    )
+
+
+def nvidia_roots() -> list[Path]:
+    """Every directory of the `nvidia` namespace package (wheels may be spread over several site dirs)."""
+    spec = importlib.util.find_spec("nvidia")
+    if spec is None or spec.submodule_search_locations is None:
+        return []
+    return [Path(p) for p in spec.submodule_search_locations]
+
+
+def _dist_version(name: str) -> str | None:
+    try:
+        return importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+class _Wheels(Struct, frozen=True):
+    """One CUDA release's pip wheels: their distribution names, and where their parts lie under each
+    directory of the `nvidia` namespace package."""
+
+    release: str
+    nvcc: str  # the distribution that carries ptxas
+    nvrtc: str
+    bin_dirs: tuple[str, ...]
+    lib_dirs: tuple[str, ...]
+    include_dirs: tuple[str, ...]
+
+
+# CUDA 12 wheels first: they are what pytest-regbudget depends on, so they are what the user chose.
+_WHEELS = (
+    _Wheels(
+        "CUDA 12",
+        nvcc="nvidia-cuda-nvcc-cu12",
+        nvrtc="nvidia-cuda-nvrtc-cu12",
+        bin_dirs=("cuda_nvcc/bin", "cuda_nvdisasm/bin"),
+        lib_dirs=("cuda_nvrtc/lib",),
+        include_dirs=("cuda_runtime/include", "cuda_cccl/include"),
+    ),
+    # CUDA 13 wheels share one tree, nvidia/cu13.
+    _Wheels(
+        "CUDA 13",
+        nvcc="nvidia-cuda-nvcc",
+        nvrtc="nvidia-cuda-nvrtc",
+        bin_dirs=("cu13/bin",),
+        lib_dirs=("cu13/lib",),
+        include_dirs=("cu13/include", "cu13/include/cccl"),
+    ),
+)
+
+
+def _from_wheels(search: _Search, only: Sequence[_Wheels] = _WHEELS) -> Toolkit | None:
+    roots = nvidia_roots()
+    if not roots:
+        search.note("pip wheels", "no `nvidia` package in this Python environment")
+        return None
+    for wheels in only:
+        version = _dist_version(wheels.nvcc)
+        if not version:
+            search.note(f"pip wheels ({wheels.release})", f"{wheels.nvcc} is not installed")
+            continue
+        found = _toolkit_from_dirs(
+            f"pip wheels ({wheels.nvcc} {version})",
+            [r / d for d in wheels.bin_dirs for r in roots],
+            [r / d for d in wheels.lib_dirs for r in roots],
+            [r / d for d in wheels.include_dirs for r in roots],
+            search,
+            nvrtc_version=_dist_version(wheels.nvrtc),
+        )
+        if found:
+            return found
+    return None
+
+
+def tool_candidates(name: str, toolkit: Toolkit | None, wheel: str) -> list[Path]:
+    """Where a companion tool (nvcc, nvdisasm, cuobjdump) may be, in order: beside the toolkit's ptxas, in
+    the CUDA 13 wheels (nvidia/cu13/bin), in the CUDA 12 wheel `nvidia/<wheel>/bin`."""
+    exe = f"{name}{_EXE}"
+    found = [toolkit.ptxas.parent / exe] if toolkit is not None else []
+    for root in nvidia_roots():
+        found += [root / "cu13" / "bin" / exe, root / wheel / "bin" / exe]
+    return found
+
+
+def find_tool(name: str, toolkit: Toolkit | None, wheel: str) -> Path | None:
+    """The first of tool_candidates that exists, else `name` on PATH."""
+    existing = next((p for p in tool_candidates(name, toolkit, wheel) if p.is_file()), None)
+    on_path = shutil.which(name)
+    return existing or (Path(on_path) if on_path else None)
+
+
+# --regbudget-toolkit's names: the CUDA 12 wheels, the CUDA 13 wheels, the system's toolkit (CUDA_HOME,
+# CUDA_PATH, PATH); anything else is a path to a toolkit's home.
+TOOLKIT_NAMES = ("cu12", "cu13", "system")
+_NAMED_FIX = {
+    "cu12": 'pip install "nvidia-cuda-nvrtc-cu12==12.9.*" "nvidia-cuda-nvcc-cu12==12.9.*"',
+    "cu13": 'pip install "pytest-regbudget[cu13]" (CUDA 13 wheels: nvidia-cuda-nvrtc, nvidia-cuda-nvcc)',
+    "system": "set CUDA_HOME to a CUDA toolkit (the directory holding bin/ptxas), or put its ptxas on PATH",
+}
+
+
+def _discover_named(name: str, env: Mapping[str, str]) -> Toolkit:
+    """The toolkit --regbudget-toolkit names; ToolchainError saying what is missing and how to get it."""
+    search = _Search()
+    if name in ("cu12", "cu13"):
+        found = _from_wheels(search, [_WHEELS[0 if name == "cu12" else 1]])
+    elif name == "system":
+        # A named toolkit is asked for by name: one that has nvcc but no NVRTC still builds nvcc kernels.
+        found = _from_system(env, search, nvcc_only=True)
+    else:
+        found = toolkit_from_home(Path(name), name, search, nvcc_only=True)
+    if found is not None:
+        return found
+    tried = "\n".join(f"  - {t}" for t in search.tried)
+    fix = _NAMED_FIX.get(name, "point it at a CUDA toolkit's home (the directory of bin/ptxas and lib64)")
+    raise ToolchainError(
+        f"toolkit {name!r} has neither NVRTC and ptxas nor nvcc and ptxas:\n{tried}\nFix: {fix}"
+    )
+
+
+def _from_system(env: Mapping[str, str], search: _Search, *, nvcc_only: bool = False) -> Toolkit | None:
+    """CUDA_HOME, CUDA_PATH, then the toolkit of the ptxas on PATH."""
+    for var in ("CUDA_HOME", "CUDA_PATH"):
+        value = env.get(var)
+        if value:
+            found = toolkit_from_home(Path(value), f"{var}={value}", search, nvcc_only=nvcc_only)
+            if found:
+                return found
+        else:
+            search.note(var, "not set")
+    ptxas_on_path = shutil.which("ptxas", path=env.get("PATH", ""))
+    if ptxas_on_path:
+        # /usr/bin/ptxas may be a link into the toolkit: try the directory it is in, then its target's.
+        homes = dict.fromkeys(
+            [Path(ptxas_on_path).parent.parent, Path(ptxas_on_path).resolve().parent.parent]
+        )
+        for home in homes:
+            found = toolkit_from_home(home, f"PATH ({ptxas_on_path})", search, nvcc_only=nvcc_only)
+            if found:
+                return found
+    else:
+        search.note("PATH", "no ptxas on PATH")
+    return None
+
+
+def _discover(cuda_home: str | None, env: Mapping[str, str]) -> Toolkit:
+    search = _Search()
+    explicit = [("--regbudget-cuda-home", cuda_home), ("REGBUDGET_CUDA_HOME", env.get("REGBUDGET_CUDA_HOME"))]
+    for origin, value in explicit:
+        if value:
+            # An explicit choice that does not work is an error, not a reason to quietly use another toolkit.
+            found = toolkit_from_home(Path(value), f"{origin}={value}", search)
+            if found is None:
+                raise ToolchainError(_not_found_message(search))
+            return found
+    found = _from_wheels(search) or _from_system(env, search)
+    if found:
+        return found
+    raise ToolchainError(_not_found_message(search))
+
+
+def _not_found_message(search: _Search) -> str:
+    lines = "\n".join(f"  - {t}" for t in search.tried)
+    return (
+        "pytest-regbudget found no CUDA toolkit with both NVRTC and ptxas. Searched, in order:\n"
+        f"{lines}\nFix: {PIP_FIX}\n"
+        "or point --regbudget-cuda-home / REGBUDGET_CUDA_HOME at a CUDA toolkit "
+        "(the directory holding bin/ptxas)."
+    )
+
+
+def discover(
+    cuda_home: str | None = None,
+    env: Mapping[str, str] | None = None,
+    memo: ToolMemo | None = None,
+    named: str | None = None,
+) -> Toolkit:
+    """The matched toolkit for this run (or the one --regbudget-toolkit `named`, see TOOLKIT_NAMES);
+    cached per (explicit home, name, relevant environment), and in `memo` (kept in the compile cache) while
+    nothing discovery looked at has changed, so that a warm run starts no `ptxas --version`."""
+    env = os.environ if env is None else env
+    keys = ("REGBUDGET_CUDA_HOME", "CUDA_HOME", "CUDA_PATH", "PATH")
+    env_items = tuple((k, env.get(k, "")) for k in keys)
+    if memo is None:
+        return _discover_cached(cuda_home, env_items, named)
+    key = json.dumps(["toolkit", cuda_home, env_items, sys.prefix] + ([named] if named else []))
+    known = memo.get(key)
+    if known is not None:
+        with contextlib.suppress(KeyError, TypeError, ValueError):
+            return _toolkit_from_json(known)
+    found = _discover_cached(cuda_home, env_items, named)
+    memo.put(key, _toolkit_to_json(found), _discovery_inputs(found, cuda_home, dict(env_items)))
+    return found
+
+
+def _toolkit_to_json(tk: Toolkit) -> dict[str, object]:
+    return {
+        "origin": tk.origin,
+        "ptxas": str(tk.ptxas),
+        "nvrtc": None if tk.nvrtc is None else str(tk.nvrtc),
+        "nvrtc_version": tk.nvrtc_version,
+        "ptxas_version": tk.ptxas_version,
+        "include_dirs": [str(d) for d in tk.include_dirs],
+        "nvdisasm": None if tk.nvdisasm is None else str(tk.nvdisasm),
+        "archs": list(tk.archs),
+    }
+
+
+def _toolkit_from_json(doc: Mapping[str, Any]) -> Toolkit:
+    nvdisasm = doc["nvdisasm"]
+    return Toolkit(
+        origin=str(doc["origin"]),
+        ptxas=Path(doc["ptxas"]),
+        nvrtc=None if doc["nvrtc"] is None else Path(doc["nvrtc"]),
+        nvrtc_version=str(doc["nvrtc_version"]),
+        ptxas_version=str(doc["ptxas_version"]),
+        include_dirs=tuple(Path(d) for d in doc["include_dirs"]),
+        nvdisasm=None if nvdisasm is None else Path(nvdisasm),
+        archs=tuple(str(a) for a in doc["archs"]),
+    )
+
+
+def _discovery_inputs(tk: Toolkit, cuda_home: str | None, env: Mapping[str, str]) -> list[Path]:
+    """What discovery's answer depends on: the tools found, and every directory whose entries decide what
+    is found (site-packages and the `nvidia` wheels in it, the homes named, PATH). A directory's stat
+    changes when an entry is added or removed there: a wheel installed, upgraded or removed."""
+    files = [tk.ptxas, *(f for f in (tk.nvrtc, tk.nvdisasm) if f is not None)]
+    site = [Path(p) for p in sys.path if Path(p).name in ("site-packages", "dist-packages")]
+    dirs = [f.parent for f in files] + [*nvidia_roots(), *site]
+    for root in nvidia_roots():
+        dirs += [root / sub for wheels in _WHEELS for sub in {d.split("/")[0] for d in wheels.bin_dirs}]
+    homes = [cuda_home, env.get("REGBUDGET_CUDA_HOME"), env.get("CUDA_HOME"), env.get("CUDA_PATH")]
+    for home in filter(None, homes):
+        dirs += [Path(home), *(Path(home) / sub for sub in ("bin", "lib", "lib64", "include", "targets"))]
+    dirs += [Path(d) for d in env.get("PATH", "").split(os.pathsep) if d]
+    return list(dict.fromkeys([*files, *dirs]))
+
+
+def _stat_of(path: Path) -> list[int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev]
+
+
+class ToolMemo:
+    """Answers of slow probes (a toolkit's discovery, `nvcc --version`) kept in one small file, trusted
+    while every file and directory they were made from has the stat it had (size, times, inode). The file
+    lives in the compile cache; a damaged one only means probing again. Without a path: memory only."""
+
+    def __init__(self, path: Path | None) -> None:
+        self.path = path
+        self._records: dict[str, Any] | None = None
+        self._lock = threading.Lock()
+
+    def _all(self) -> dict[str, Any]:
+        if self._records is None:
+            self._records = {}
+            if self.path is not None:
+                with contextlib.suppress(OSError, ValueError):
+                    doc = json.loads(self.path.read_text(encoding="utf-8"))
+                    if (
+                        isinstance(doc, dict)
+                        and doc.get("format") == 1
+                        and isinstance(doc.get("probes"), dict)
+                    ):
+                        self._records = doc["probes"]
+        return self._records
+
+    def get(self, key: str) -> Any:
+        """The answer stored for `key`, if everything it depends on is as it was; else None."""
+        with self._lock:
+            record = self._all().get(key)
+        if not isinstance(record, dict) or not isinstance(record.get("inputs"), list):
+            return None
+        for entry in record["inputs"]:
+            if not (isinstance(entry, list) and len(entry) == 2 and _stat_of(Path(entry[0])) == entry[1]):
+                return None
+        return record.get("value")
+
+    def put(self, key: str, value: object, inputs: Sequence[Path]) -> None:
+        """Remember `value` while `inputs` keep their stat (a missing one: while it is missing)."""
+        record = {"value": value, "inputs": [[str(p), _stat_of(p)] for p in inputs]}
+        with self._lock:
+            records = self._all()
+            records[key] = record
+            text = json.dumps({"format": 1, "probes": records})
+        if self.path is None:
+            return
+        # Written whole and renamed into place; a read-only cache only means probing again next run.
+        with contextlib.suppress(OSError):
+            atomic_write(self.path, text)
+
+    def version(self, tool: Path, probe: Callable[[], str]) -> str:
+        """`probe()` (a tool's --version), remembered while the tool's file is unchanged."""
+        key = json.dumps(["version", str(tool)])
+        known = self.get(key)
+        if isinstance(known, str):
+            return known
+        answer = probe()
+        self.put(key, answer, [tool])
+        return answer
+
+    def names(self, kind: str, tool: Path, probe: Callable[[], list[str]]) -> list[str]:
+        """`probe()` (a list a tool prints, e.g. `nvcc --list-gpu-code`), remembered while the tool's file is
+        unchanged. An empty answer (the tool could not say) is not remembered: the next run asks again."""
+        key = json.dumps([kind, str(tool)])
+        known = self.get(key)
+        if isinstance(known, list) and known and all(isinstance(n, str) for n in known):
+            return known
+        answer = probe()
+        if answer:
+            self.put(key, answer, [tool])
+        return answer
+
+
+@functools.lru_cache(maxsize=8)
+def _discover_cached(
+    cuda_home: str | None, env_items: tuple[tuple[str, str], ...], named: str | None = None
+) -> Toolkit:
+    env = {k: v for k, v in env_items if v}
+    return _discover(cuda_home, env) if named is None else _discover_named(named, env)
+
+
+class Nvcc(Struct, frozen=True):
+    """An nvcc, with the toolkit it belongs to (its ptxas does the measuring)."""
+
+    path: Path
+    version: str
+    origin: str
+    # Headers of CUDA 13 wheels installed beside other site dirs than nvcc's own (whose nvcc.profile covers
+    # them): CCCL, the profiler API, a library's (nvidia-cublas)
+    include_dirs: tuple[Path, ...] = ()
+    # The real archs it builds, as `nvcc --list-gpu-code` lists them; () where it could not say.
+    archs: tuple[str, ...] = ()
+
+    def describe(self) -> str:
+        """`nvcc 13.5.37 (/path/bin/nvcc, from PATH)`: the header's, the summary's and the JSON's words."""
+        return f"nvcc {self.version} ({self.path}, from {self.origin})"
+
+    def targets(self) -> Targets:
+        """What it builds, named as describe() names it."""
+        return Targets(self.describe(), release_of(self.version), with_variants(self.archs), NVCC_OPTION)
+
+    def provenance(self) -> Provenance:
+        # The report and the baseline record the versions that built the kernel: nvcc's own.
+        return Provenance(
+            "nvcc",
+            frontend=f"nvcc {self.version}",
+            ptxas=self.version,
+            origin=f"{self.origin} (nvcc {self.version})",
+        )
+
+    def identity(self) -> list[object]:
+        """What a cache key needs to know of this nvcc (its ptxas is the one beside it)."""
+        return ["nvcc", self.version, str(self.path), *map(str, self.include_dirs)]
+
+    def tools(self) -> list[Path]:
+        """The files whose contents make an nvcc build: the driver, its profile (include and library paths)
+        and the programs it runs for device code (a missing one is keyed as missing)."""
+        bin_dir = self.path.parent
+        return [
+            self.path,
+            bin_dir / "nvcc.profile",
+            bin_dir / "cudafe++",
+            bin_dir / "ptxas",
+            bin_dir.parent / "nvvm" / "bin" / "cicc",
+        ]
+
+
+def not_a_library(path: Path) -> str:
+    """Why `path` cannot be a shared library ("" when it may be one): read, not loaded, so that a damaged
+    install is found at start-up without loading anything. ELF on Linux; elsewhere only that it exists."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(4)
+    except OSError as exc:
+        return f"cannot be read ({exc.strerror or exc})"
+    if sys.platform.startswith("linux") and head != b"\x7fELF":
+        return f"is not a shared library (it starts {head!r}, not an ELF header)"
+    return ""
+
+
+NVRTC_FIX = (
+    "Fix: reinstall the NVRTC wheel (pip install --force-reinstall nvidia-cuda-nvrtc-cu12), or point "
+    "--regbudget-cuda-home at a complete toolkit"
+)
+
+
+def check_nvrtc(library: Path) -> None:
+    """ToolchainError when the NVRTC library is damaged (empty, truncated, not a library): once, at start-up.
+    The file is read, not loaded: a fully cached run loads no NVRTC, and this is one read of 4 bytes."""
+    damaged = not_a_library(library)
+    if damaged:
+        raise ToolchainError(f"the NVRTC library {library} {damaged}. {NVRTC_FIX}")

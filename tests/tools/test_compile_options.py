@@ -1,0 +1,39 @@
+"""CompileOptions turns itself into flags, for NVRTC and for nvcc, in one place."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pytest_regbudget.tools.options import Backend, CompileOptions
+
+OPTIONS = CompileOptions.make(
+    defines={"N": 4, "DEBUG": None},
+    include_dirs=["/p/inc"],
+    options=["-std=c++17"],
+    ptxas_options=["-O2"],
+    depends=["/p/cfg.h"],
+)
+
+
+def test_nvrtc_flags_target_the_virtual_arch_and_add_the_toolkit_headers() -> None:
+    flags = OPTIONS.flags("nvrtc", "sm_90a", Path("/p/src"), [Path("/cuda/include")])
+    assert flags == [
+        "--gpu-architecture=compute_90a",
+        "-DN=4",
+        "-DDEBUG",
+        "--include-path=/p/inc",
+        "--include-path=/p/src",
+        "--include-path=/cuda/include",
+        "-std=c++17",
+    ]
+
+
+def test_nvcc_flags_target_the_real_arch_and_pass_ptxas_options_through() -> None:
+    flags = OPTIONS.flags("nvcc", "sm_90", Path("/p/src"))
+    assert flags == ["-arch=sm_90", "-DN=4", "-DDEBUG", "-I/p/inc", "-I/p/src", "-std=c++17", "-Xptxas=-O2"]
+
+
+def test_depends_reach_no_compiler() -> None:
+    backends: tuple[Backend, ...] = ("nvrtc", "nvcc")
+    for backend in backends:
+        assert not any("cfg.h" in f for f in OPTIONS.flags(backend, "sm_90", Path("/p")))
