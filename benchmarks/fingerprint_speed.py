@@ -25,7 +25,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from pytest_regbudget.cache.fingerprint import MAX_TREE_FILES, StatCache, cache_key, walk_tree
+from pytest_regbudget.cache.fingerprint import MAX_TREE_FILES, StatCache, walk_tree
+from pytest_regbudget.cache.keys import cache_key
 from pytest_regbudget.tools.options import CompileOptions
 from pytest_regbudget.tools.toolkit import Toolkit
 

@@ -24,7 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
-from history_repo import entry, key  # noqa: E402
+from helpers.history import entry, key  # noqa: E402
 
 from pytest_regbudget.core.baseline import Baseline, dumps  # noqa: E402
 

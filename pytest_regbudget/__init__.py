@@ -15,8 +15,9 @@ from ._version import __version__
 from .core.arch import SUPPORTED_ARCHS, ArchLimits, get_arch
 from .core.errors import CompileError, KernelNotFoundError, RegbudgetWarning, ToolchainError, UnknownArchError
 from .core.kernel_report import KernelReport
+from .core.metrics import KernelResources
 from .core.occupancy import Occupancy, launch_failure, occupancy
-from .core.ptxas import KernelResources, parse_ptxas_output
+from .core.ptxas import parse_ptxas_output
 
 if TYPE_CHECKING:
     from .cache.store import compile_kernel

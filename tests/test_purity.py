@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import fnmatch
+import re
 import subprocess
 import sys
 from functools import cache
@@ -214,6 +215,19 @@ def test_no_import_circle_and_at_most_seven_floors() -> None:
     assert floors["core"] == 2, floors
 
 
+def test_the_command_line_imports_no_plugin_module() -> None:
+    cli = {m: ours for m, (ours, _) in graph().items() if folder(m) == "cli"}
+    assert len(cli) > 1  # a package, one module per command
+    assert not {m for ours in cli.values() for m in ours if folder(m) == "plugin"}, cli
+
+
+def test_no_module_is_over_600_lines_and_nothing_is_named_build() -> None:
+    long = {m: n for m, path in modules().items() if (n := len(path.read_text().splitlines())) > 600}
+    assert not long, f"modules over 600 lines: {long}"
+    named_build = [p for p in PACKAGE.rglob("*") if p.stem == "build"]
+    assert not named_build, named_build
+
+
 def test_the_checks_see_every_form_of_import_and_a_circle() -> None:
     source = (
         "from __future__ import annotations\n"
@@ -284,3 +298,38 @@ def test_pytest_collects_every_test_folder() -> None:
     folders = [d.name for d in tests.iterdir() if d.is_dir() and any(d.glob("test_*.py"))]
     assert {"core", "tools", "cache", "report", "update", "plugin", "integration", "gpu"} <= set(folders)
     assert not [f for f in folders if any(fnmatch.fnmatch(f, pattern) for pattern in default)]
+
+
+def test_contributing_quotes_the_floor_plan_as_it_stands() -> None:
+    # docs/contributing.md gives the floor plan's figures and names the files its recipes touch: both are
+    # checked here, so the page cannot drift from the package again.
+    page = (PACKAGE.parent / "docs" / "contributing.md").read_text(encoding="utf-8")
+    edges = folders()
+    floors = heights(edges)
+    quoted = re.search(r"at most 7 floors: today (\d+)", page)
+    assert quoted, "contributing.md no longer says how many floors the folders stand on"
+    assert int(quoted.group(1)) == max(floors.values()), floors
+    arrows = re.search(r"(\d+) arrows between (\d+) folders", page)
+    assert arrows, "contributing.md no longer counts the arrows between folders"
+    assert (int(arrows.group(1)), int(arrows.group(2))) == (sum(map(len, edges.values())), len(edges)), edges
+    count = re.search(r"(\d+) modules", page)
+    assert count, "contributing.md no longer counts the modules"
+    assert int(count.group(1)) == len(modules())
+    # Every table row names a folder that exists, and every module path the page names exists.
+    table = set(re.findall(r"^\| `(\w+)/` \|", page, flags=re.MULTILINE))
+    assert table == set(edges), (
+        f"the floor plan's table lists {sorted(table)}, the package has {sorted(edges)}"
+    )
+    named = set(re.findall(r"`((?:\w+/)+\w+\.py)`", page))
+    assert len(named) > 20
+    missing = [n for n in named if not (PACKAGE / n).is_file() and not (PACKAGE.parent / n).is_file()]
+    assert not missing, f"contributing.md names files that do not exist: {sorted(missing)}"
+    recipes = re.findall(r"^## (Add [^\n]+)\n(.*?)(?=^## )", page, flags=re.MULTILINE | re.DOTALL)
+    assert {title for title, _ in recipes} >= {
+        "Add a kernel source",
+        "Add a report format",
+        "Add a metric",
+        "Add a command",
+    }
+    for title, body in recipes:
+        assert re.search(r"`(?:\w+/)+\w+\.py`", body), f"the recipe '{title}' names no file it touches"

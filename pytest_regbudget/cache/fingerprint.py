@@ -1,45 +1,24 @@
-"""What a build may read, and whether it is still as it was: the fingerprints that key the compile cache.
+"""File digests, and whether a file or a tree is still as it was: what the compile cache's keys are made of.
 
-- File digests (`StatCache`): SHA-256 remembered by (size, mtime, ctime, inode, device), so that an unchanged
-  tree is stat()ed, not read.
-- NVRTC has no dependency output: `cache_key` fingerprints every file NVRTC could reach (the source's and the
-  include directories' trees, every place an `#include`, `__has_include` or pre-include could be found,
-  present or absent), the toolkit and the `depends=` files.
-- nvcc lists what it opened (`-MD -MF`): a *dependency record* (`DepBuild`) keeps, for each build seen, the
-  files nvcc opened with their digests and the listings of the directories it searched; a lookup re-checks
-  them.
+`StatCache` remembers each file's SHA-256 by (size, mtime, ctime, inode, device), in memory and in one file
+of the cache, so that an unchanged tree is stat()ed, not read; `file_state` is what a lookup of a path
+finds (a digest, "absent", ...); the walks give a tree's digest (names and contents) or its listing
+(names). Also the version of the cache's documents (`FORMAT`) and `Uncacheable`, raised where a key cannot
+cover what a compiler may read. The keys themselves are keys.py's; nvcc's dependency records,
+nvcc_deps.py's.
 """
 
 from __future__ import annotations
 
 import contextlib
-import functools
-import glob
 import json
 import os
-import re
 import stat
-import subprocess
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from pathlib import Path
 
-from msgspec import Struct
-
-from ..core.text import source_bytes
-from ..tools import nvcc
-from ..tools.options import CompileOptions
-from ..tools.toolkit import Toolkit
-from ..util.files import atomic_write, json_digest, settled, sha256_hex
-from .includes import (
-    DIR_OPTIONS,
-    PRE_INCLUDE_OPTIONS,
-    Directive,
-    directives_of,
-    option_values,
-    scanned,
-    text_directives,
-)
+from ..util.files import atomic_write, settled, sha256_hex
 
 # The format of the cache's documents (the keys, the stat cache, the entries, the dependency records).
 # 2: an entry keeps the PTX and cubin in a body file of its own, read only when needed (0.2).
@@ -167,7 +146,7 @@ class StatCache:
         known = self._trees.get((root, skip))
         if not fresh and known is not None and known[0] == ident:
             return known[1]
-        digest = _tree_digest(root, self, skip)
+        digest = tree_digest(root, self, skip)
         self._trees[root, skip] = (ident, digest)
         return digest
 
@@ -261,7 +240,7 @@ def walk_tree(
     return [rel for rel, _ in _walk(root, skip, recursive, limit)]
 
 
-def _tree_digest(root: str, digests: StatCache, skip: frozenset[str]) -> str:
+def tree_digest(root: str, digests: StatCache, skip: frozenset[str]) -> str:
     """Names and contents of every file under `root`."""
     if not os.path.isdir(root):
         return "absent"
@@ -285,7 +264,7 @@ def newest_change(paths: Iterable[str]) -> int:
     return newest
 
 
-def _outermost(roots: Iterable[str]) -> list[str]:
+def outermost(roots: Iterable[str]) -> list[str]:
     """The roots that are not inside another (a tree covers its subdirectories)."""
     kept: list[str] = []
     for root in sorted(set(roots), key=len):
@@ -296,390 +275,3 @@ def _outermost(roots: Iterable[str]) -> list[str]:
 
 def inside(path: str, roots: Iterable[str]) -> bool:
     return any(path == r or path.startswith(r.rstrip(os.sep) + os.sep) for r in roots)
-
-
-# -- what a build may read ------------------------------------------------------------------------------
-class _Reach(Struct):
-    """What NVRTC could read for one build, found by following #include names through the include path."""
-
-    roots: set[str]  # trees whose every file counts
-    lookups: dict[str, str] = {}  # every candidate path -> file_state
-    found: dict[str, str] = {}  # real path -> digest of user headers read
-    unresolved: list[tuple[str, str]] = []  # (file, directive as written)
-
-
-def search_path(
-    source: Path,
-    options: CompileOptions,
-    toolkit_dirs: Sequence[str | Path] = (),
-    prepend: Sequence[str] = (),
-    append: Sequence[str] = (),
-) -> list[str]:
-    """The directories a header is looked for in, absolute, in the order of the flags `CompileOptions.flags`
-    gives both compilers: `include_dirs`, the source's own directory, the toolkit's headers, then the -I
-    options (with nvcc, NVCC_PREPEND_FLAGS's -I first and NVCC_APPEND_FLAGS's last)."""
-    dirs = [
-        *option_values(prepend, DIR_OPTIONS),
-        *options.include_dirs,
-        str(source.parent),
-        *map(str, toolkit_dirs),
-        *option_values([*options.options, *append], DIR_OPTIONS),
-    ]
-    return list(dict.fromkeys(os.path.abspath(d) for d in dirs))
-
-
-def candidates(name: str, includer_dir: str, search: Sequence[str]) -> list[str]:
-    """Every path where an `#include` (or `__has_include`) of `name` may be found, in the order they are
-    tried: the includer's directory (for a quoted name), then `search`. Angled names get the includer's
-    directory too, and every path is kept, whatever is found before it: probing a superset of the
-    compiler's search costs a rebuild at worst, never a stale hit."""
-    if os.path.isabs(name):
-        return [name]
-    return [os.path.join(b, name) for b in dict.fromkeys([includer_dir, *search])]
-
-
-def _reach(
-    source: Path, text: str, options: CompileOptions, toolkit_dirs: Sequence[Path], digests: StatCache
-) -> _Reach:
-    """What NVRTC may read for one build: every candidate path of every directive with its state
-    (`lookups`), the headers it reads (`found`: the first candidate that exists, in the compiler's order, and
-    the headers those include in turn), and the directives no candidate list covers (`unresolved`)."""
-    here = os.path.abspath(source.parent)
-    real = digests.realpath
-    toolkit = [real(str(d)) for d in toolkit_dirs]
-    search = search_path(source, options, toolkit_dirs)
-    reach = _Reach(roots={d for d in search if not inside(real(d), toolkit)})
-    # (file that includes, its directory, its directives, extra candidates for a pre-include)
-    pending: list[tuple[str, str, list[Directive], list[str]]] = [
-        (str(source), here, text_directives(text), [])
-    ]
-    pre: list[Directive] = [
-        (name, f"pre-include {name}") for name in option_values(options.options, PRE_INCLUDE_OPTIONS)
-    ]
-    if pre:
-        # A pre-include is looked up like a quoted #include of the source, and in the working directory.
-        pending.append((str(source), here, pre, [os.getcwd()]))
-    visited: set[str] = set()
-    while pending:
-        includer, includer_dir, found_directives, extra = pending.pop()
-        for name, written in found_directives:
-            if name is None:
-                reach.unresolved.append((includer, written))
-                continue
-            escapes = os.path.isabs(name) or ".." in Path(name).parts
-            for candidate in candidates(name, includer_dir, [*extra, *search]):
-                if candidate in reach.lookups:
-                    continue
-                if inside(real(candidate), toolkit):
-                    reach.lookups[candidate] = "toolkit" if os.path.isfile(candidate) else "absent"
-                else:
-                    reach.lookups[candidate] = file_state(candidate, digests)
-            # The file the compiler reads: the first that exists in its order, where an angled name skips
-            # the includer's directory.
-            order = [*extra, *search] if "<" in written else [includer_dir, *extra, *search]
-            first = next((c for c in candidates(name, order[0], order) if os.path.isfile(c)), None)
-            if first is None or reach.lookups.get(first) == "toolkit" or written.startswith("__has"):
-                continue  # not found, the toolkit's, or only tested for (__has_include reads nothing)
-            found = real(first)
-            if escapes:
-                reach.roots.add(os.path.dirname(found))
-            if found in visited:
-                continue
-            visited.add(found)
-            reach.found[found] = reach.lookups[first]
-            inner = scanned.get(reach.lookups[first])
-            if inner is None:
-                try:
-                    with open(first, "rb") as fh:
-                        data = fh.read()
-                except OSError:
-                    continue  # unreadable to NVRTC too; its state is in the lookups
-                inner = directives_of(data, sha256_hex(data))
-            pending.append((first, os.path.dirname(first), inner, []))
-    return reach
-
-
-def include_lookups(
-    source: Path, text: str, options: CompileOptions, system_dirs: Sequence[Path], digests: StatCache
-) -> list[tuple[str, str]]:
-    """Every path where an #include of `source` (and of the user headers it reaches) may be found, with its
-    state now ("absent", a digest, "toolkit" for one in `system_dirs`): what a build that failed could have
-    read, so that a header that appears, changes or goes rebuilds it. Raises Uncacheable for an #include
-    through a macro, which no such list covers."""
-    reach = _reach(source, text, options, system_dirs, digests)
-    if reach.unresolved:
-        where, written = reach.unresolved[0]
-        raise Uncacheable(shown_path(where), f"{written} goes through a macro")
-    return sorted(reach.lookups.items())
-
-
-def tool_states(paths: Iterable[str | Path], digests: StatCache) -> list[list[str]]:
-    """The contents of the programs and libraries a build runs, not their names or version strings: a
-    ptxas wrapper rewritten in place is another ptxas. Each digest is remembered by the file's stat (the
-    stat cache), so a tool is read once, not once per run."""
-    return [[str(p), file_state(str(p), digests)] for p in paths]
-
-
-def _toolkit_identity(toolkit: Toolkit, digests: StatCache) -> list[object]:
-    # A wheel upgrade rewrites the header directories, which changes their modification times.
-    dirs = []
-    for d in toolkit.include_dirs:
-        try:
-            dirs.append((str(d), os.stat(d).st_mtime_ns))
-        except OSError:
-            dirs.append((str(d), 0))
-    # NVRTC's front end lives partly in libnvrtc-builtins, beside libnvrtc.
-    nvrtc = toolkit.require_nvrtc()
-    libraries = [nvrtc, *sorted(nvrtc.parent.glob("libnvrtc-builtins*"))]
-    return [
-        toolkit.nvrtc_version,
-        toolkit.ptxas_version,
-        dirs,
-        tool_states([toolkit.ptxas, *libraries], digests),
-    ]
-
-
-def host_compiler_identity(digests: StatCache) -> list[object]:
-    # nvcc preprocesses with the host compiler, whose built-in macros the dependency list does not show.
-    path = nvcc.host_compiler()
-    if path is None:
-        return []
-    return [path, *tool_states([os.path.realpath(path)], digests)]
-
-
-def depends_fingerprint(patterns: Sequence[str], digests: StatCache, skip: frozenset[str]) -> list[object]:
-    """Contents of the files the user named with depends= (globs expanded; a directory: its tree)."""
-    out: list[object] = []
-    for pattern in patterns:
-        magic = any(c in pattern for c in "*?[")
-        matches = sorted(glob.glob(pattern, recursive=True)) if magic else [pattern]
-        states = []
-        for match in matches:
-            state = _tree_digest(match, digests, skip) if os.path.isdir(match) else file_state(match, digests)
-            states.append([match, state])
-        out.append([pattern, states])
-    return out
-
-
-def skip_dirs(toolkit_dirs: Iterable[Path], cache_dir: Path | None) -> frozenset[str]:
-    return _skip_dirs_of(tuple(toolkit_dirs), cache_dir)
-
-
-@functools.lru_cache(maxsize=16)
-def _skip_dirs_of(toolkit_dirs: tuple[Path, ...], cache_dir: Path | None) -> frozenset[str]:
-    skip = {os.path.realpath(d) for d in toolkit_dirs}
-    if cache_dir is not None:
-        skip.add(os.path.realpath(cache_dir))
-    return frozenset(skip)
-
-
-def identity_digest(
-    source: Path, text: str, names: Sequence[str], arch: str, options: CompileOptions, digests: StatCache
-) -> list[object]:
-    return [
-        FORMAT,
-        digests.realpath(str(source)),  # compilers write the path into diagnostics and line info
-        sha256_hex(source_bytes(text)),
-        "unit",  # a translation unit's outputs, every kernel of it (before 0.2: one kernel's)
-        list(names),
-        arch,
-        list(options.identity()),
-    ]
-
-
-def cache_key(
-    source: Path,
-    text: str,
-    names: Sequence[str] | str,
-    arch: str,
-    options: CompileOptions,
-    toolkit: Toolkit,
-    digests: StatCache | None = None,
-    cache_dir: Path | None = None,
-    *,
-    fresh: bool = False,
-) -> str:
-    """The key of an NVRTC + ptxas build of `source` with the name expressions `names` (a str is one):
-    raises Uncacheable where an #include cannot be followed. Each tree is fingerprinted once per
-    `digests` (a run), unless `fresh`; so is what a file's units share (all but names and arch)."""
-    names = (names,) if isinstance(names, str) else tuple(names)
-    digests = digests or StatCache(None)
-    memo = (source, text, options, toolkit, cache_dir)
-    shared = None if fresh else digests.unit_keys.get(memo)
-    if shared is None:
-        reach = _reach(source, text, options, toolkit.include_dirs, digests)
-        if reach.unresolved and not options.depends:
-            where, written = reach.unresolved[0]
-            raise Uncacheable(
-                shown_path(where),
-                f"{written} goes through a macro, which the cache cannot follow; name the files it can "
-                "reach with depends=",
-            )
-        skip = skip_dirs(toolkit.include_dirs, cache_dir)
-        trees = []
-        if reach.unresolved:
-            # A computed include may read any file: the trees it can reach are keyed whole, with the
-            # depends= files. Every other build is keyed by what it read and probed (`reach.lookups`).
-            where, written = reach.unresolved[0]
-            digests.whole_dirs[shown_path(where)] = f"{written} goes through a macro"
-            roots = _outermost(digests.realpath(r) for r in reach.roots)
-            trees = [[root, digests.tree(root, skip, fresh)] for root in roots]
-        # The JSON of the list the key is the digest of, cut around names and arch: made once per file.
-        head = json.dumps([FORMAT, digests.realpath(str(source)), sha256_hex(source_bytes(text)), "unit"])
-        tail = json.dumps(
-            [
-                list(options.identity()),
-                "nvrtc",
-                _toolkit_identity(toolkit, digests),
-                sorted(reach.lookups.items()),
-                trees,
-                depends_fingerprint(options.depends, digests, skip),
-            ],
-            sort_keys=True,
-        )
-        shared = digests.unit_keys[memo] = (head[:-1], tail[1:])
-    # The same text as json_digest of [*identity_digest(...), "nvrtc", ...] (json.dumps joins with ", ").
-    return sha256_hex(f"{shared[0]}, {json.dumps(list(names))}, {json.dumps(arch)}, {shared[1]}".encode())
-
-
-# -- nvcc: a dependency record of the files each build opened ---------------------------------------
-_DEP_TOKEN = re.compile(r"(?:\\.|[^\s\\])+")
-
-
-def parse_depfile(text: str, cwd: str) -> list[str]:
-    """The prerequisites of a make rule as nvcc -MD writes it (`target : a.cu b.h \\`), absolute."""
-    tokens = _DEP_TOKEN.findall(text.replace("\\\n", " ").replace("\\\r\n", " "))
-    # The rule's target ends at the first token that ends with the colon.
-    start = next((i + 1 for i, t in enumerate(tokens) if t.endswith(":")), len(tokens))
-    deps = []
-    for token in tokens[start:]:
-        name = re.sub(r"\\(.)", r"\1", token).replace("$$", "$")
-        deps.append(os.path.join(cwd, name))
-    return list(dict.fromkeys(deps))
-
-
-class DepBuild(Struct, frozen=True):
-    """One build in a dependency record: the files nvcc opened, the paths it may have probed for a header
-    and found nothing (or something it did not open), and the system directories it read from, as they
-    were."""
-
-    files: tuple[tuple[str, str], ...]  # (path, file_state)
-    # (directory, recursive, listing_digest): the non-recursive listings of system header directories it
-    # read from; the user's whole trees only for a build with a computed include (see nvcc_probes).
-    listings: tuple[tuple[str, bool, str], ...]
-    probes: tuple[tuple[str, str], ...] = ()  # (path, probe_kind) of every user-side candidate path
-
-    def key(self, record_key: str) -> str:
-        return json_digest(
-            [
-                record_key,
-                [list(f) for f in self.files],
-                [list(d) for d in self.listings],
-                [list(p) for p in self.probes],
-            ]
-        )
-
-    def still_valid(
-        self, digests: StatCache, skip: frozenset[str], listed: dict[tuple[str, bool], str]
-    ) -> bool:
-        """Every file as it was, every probed path as it was (a header that now shadows one, a
-        __has_include that now finds one), and every directory listing (`listed` holds those already
-        made)."""
-        if not all(file_state(path, digests) == state for path, state in self.files):
-            return False
-        if not all(probe_kind(path) == kind for path, kind in self.probes):
-            return False
-        for d, recursive, state in self.listings:
-            if (d, recursive) not in listed:
-                listed[d, recursive] = listing_digest(d, skip, recursive)
-            if listed[d, recursive] != state:
-                return False
-        return True
-
-
-def probe_kind(path: str) -> str:
-    """What a header search finds at `path`: "file", "absent", or what stands there instead. Only the kind:
-    the content of a file nvcc opened is in DepBuild.files, and one it did not open was not read."""
-    try:
-        st = os.stat(path)
-    except FileNotFoundError:
-        return "absent"
-    except OSError as exc:
-        return f"error {exc.errno}"
-    return "file" if stat.S_ISREG(st.st_mode) else "directory" if stat.S_ISDIR(st.st_mode) else "other"
-
-
-class NvccProbes(Struct, frozen=True):
-    """What the files of an nvcc build may have looked for, worked out after the build (nvcc_probes)."""
-
-    probes: dict[str, str]  # path -> probe_kind, every user-side candidate of every directive
-    unresolved: list[tuple[str, str]]  # (file, directive): computed includes, which no candidate list covers
-    system: list[str]  # files of the toolkit or the host compiler's own headers, which are not scanned
-
-
-def nvcc_probes(
-    files: Sequence[str],
-    source: Path,
-    options: CompileOptions,
-    system_dirs: Sequence[str],
-    env_flags: tuple[Sequence[str], Sequence[str]] = ((), ()),
-) -> NvccProbes:
-    """The probes of an nvcc build that opened `files` (its depfile): for every #include, __has_include and
-    pre-include of every file it opened outside `system_dirs`, each place in the user's directories where
-    that header may be looked for (`candidates`), and what is there now.
-
-    A header added where none of these looks (a new file nobody includes) changes no build; one added where
-    a build looked (it shadows the header found later, or a __has_include now finds it) changes exactly the
-    builds that looked there. The toolkit's and the host compiler's own headers are not scanned: their
-    directories cannot hold the user's headers, and their files are keyed by content like every other."""
-    # The user's directories in nvcc's order; `env_flags`: NVCC_PREPEND_FLAGS's and NVCC_APPEND_FLAGS's.
-    search = search_path(source, options, (), *env_flags)
-    probes: dict[str, str] = {}
-    unresolved: list[tuple[str, str]] = []
-    system: list[str] = []
-    pre: list[Directive] = [
-        (name, f"pre-include {name}") for name in option_values(options.options, PRE_INCLUDE_OPTIONS)
-    ]
-    work: list[tuple[str, list[Directive], list[str]]] = [(str(source), pre, [os.getcwd()])] if pre else []
-    for path in files:
-        if inside(os.path.realpath(path), system_dirs):
-            system.append(path)
-            continue
-        try:
-            with open(path, "rb") as fh:
-                data = fh.read()
-        except OSError:
-            continue  # gone since nvcc read it: its state in DepBuild.files says so
-        work.append((path, directives_of(data, sha256_hex(data)), []))
-    for includer, found, extra in work:
-        for name, written in found:
-            if name is None:
-                unresolved.append((includer, written))
-                continue
-            for candidate in candidates(name, os.path.dirname(includer), [*extra, *search]):
-                if candidate not in probes:
-                    probes[candidate] = probe_kind(candidate)
-    return NvccProbes(probes, unresolved, system)
-
-
-@functools.lru_cache(maxsize=4)
-def host_system_dirs(compiler: str | None) -> tuple[str, ...]:
-    """The host compiler's own header directories (as `g++ -E -v` lists them), real paths; () when it
-    cannot say, and then every header nvcc opened is scanned, which is slower, not less safe."""
-    if compiler is None:
-        return ()
-    try:
-        out = subprocess.run(
-            [compiler, "-xc++", "-E", "-v", os.devnull], capture_output=True, text=True, timeout=60
-        ).stderr
-    except (OSError, subprocess.SubprocessError):
-        return ()
-    listed = out.partition("#include <...> search starts here:")[2].partition("End of search list.")[0]
-    return tuple(os.path.realpath(line.strip()) for line in listed.splitlines() if line.strip())
-
-
-def searched_trees(source: Path, options: CompileOptions) -> list[str]:
-    """The user's include directories and the source's: whole trees, as `#include "sub/x.h"` may land in
-    any subdirectory of them."""
-    user = [*options.include_dirs, *option_values(options.options, DIR_OPTIONS), str(source.parent)]
-    return _outermost(os.path.realpath(d) for d in user)

@@ -1,13 +1,18 @@
 """The `#include`, `__has_include` and pre-include directives of a CUDA source, read as the preprocessor reads
-them (line splices, comments, strings and character literals), and the include options of a command line.
-What an NVRTC build may read is worked out from these (fingerprint.py); nothing here touches the disk.
+them (line splices, comments, strings and character literals), the include options of a command line, and
+where a header is looked for (`search_path`, `candidates`). What an NVRTC build may read is worked out from
+these (keys.py), and what an nvcc build may have looked for (nvcc_deps.py); nothing here touches the disk.
 """
 
 from __future__ import annotations
 
 import functools
+import os
 import re
 from collections.abc import Sequence
+from pathlib import Path
+
+from ..tools.options import CompileOptions
 
 # -- include directives ---------------------------------------------------------------------------------
 # Read as the preprocessor does, not by a pattern over lines: line splices first, then comments become one
@@ -108,3 +113,34 @@ def option_values(options: Sequence[str], names: Sequence[str]) -> list[str]:
 
 DIR_OPTIONS = ("-I", "--include-path", "-isystem", "--system-include", "-idirafter")
 PRE_INCLUDE_OPTIONS = ("-include", "--pre-include")
+
+
+# -- where a header is looked for ----------------------------------------------------------------------
+def search_path(
+    source: Path,
+    options: CompileOptions,
+    toolkit_dirs: Sequence[str | Path] = (),
+    prepend: Sequence[str] = (),
+    append: Sequence[str] = (),
+) -> list[str]:
+    """The directories a header is looked for in, absolute, in the order of the flags `CompileOptions.flags`
+    gives both compilers: `include_dirs`, the source's own directory, the toolkit's headers, then the -I
+    options (with nvcc, NVCC_PREPEND_FLAGS's -I first and NVCC_APPEND_FLAGS's last)."""
+    dirs = [
+        *option_values(prepend, DIR_OPTIONS),
+        *options.include_dirs,
+        str(source.parent),
+        *map(str, toolkit_dirs),
+        *option_values([*options.options, *append], DIR_OPTIONS),
+    ]
+    return list(dict.fromkeys(os.path.abspath(d) for d in dirs))
+
+
+def candidates(name: str, includer_dir: str, search: Sequence[str]) -> list[str]:
+    """Every path where an `#include` (or `__has_include`) of `name` may be found, in the order they are
+    tried: the includer's directory (for a quoted name), then `search`. Angled names get the includer's
+    directory too, and every path is kept, whatever is found before it: probing a superset of the
+    compiler's search costs a rebuild at worst, never a stale hit."""
+    if os.path.isabs(name):
+        return [name]
+    return [os.path.join(b, name) for b in dict.fromkeys([includer_dir, *search])]

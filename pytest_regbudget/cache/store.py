@@ -1,20 +1,18 @@
-"""The content-addressed cache of compiler outputs: one entry per translation unit and arch (units.py),
-looked up by a key that covers everything the compiler could have read (fingerprint.py).
+"""The content-addressed cache of compiler outputs: one entry per translation unit and arch (tools/units.py),
+looked up by a key that covers everything the compiler could have read. Owns which key finds which entry,
+and when an entry may be stored; the keys are keys.py's, the documents entries.py's.
 
-- **NVRTC** builds are keyed beforehand by a conservative fingerprint of every file NVRTC could reach.
+- **NVRTC** builds are keyed beforehand by a conservative fingerprint of every file NVRTC could reach
+  (keys.py `cache_key`).
 - **nvcc** builds, as in ccache's "direct mode", go through a *dependency record* keyed by the source, arch,
   options and toolkit: for each build seen, the files nvcc opened (`-MD -MF`) with their digests and the
-  listings of the directories it searched. A lookup re-checks them, and the entry they name is used only
-  when all still match.
+  listings of the directories it searched (nvcc_deps.py). A lookup re-checks them, and the entry they name
+  is used only when all still match.
 
 Both keys hold every field of CompileOptions (`CompileOptions.identity`, which the baseline's options_hash
 uses too) and the contents of the `depends=` files. An entry is stored only if its inputs did not change
 while the compiler ran. Across processes a lock per key in the cache directory makes the second process
 wait for the first one's entry.
-
-Entries are JSON files written atomically and carry a checksum: a corrupt or unreadable entry is rebuilt,
-never trusted. The checksum detects damage, not tampering: whoever can write the cache directory can make
-it report anything.
 
 A build the compiler rejected (`Rejected`: NVRTC's or nvcc's errors, ptxas's exit code) is cached too, so
 that a file that does not build costs no compiler run on a warm run: under the build's own key plus every
@@ -30,16 +28,13 @@ import os
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TypeVar
 
 import msgspec
 from msgspec import Struct, field
 
-from ..core import names
 from ..core.errors import CompileError, Rejected
-from ..core.facts import Deferred
 from ..core.text import readable
 from ..tools import compiler, nvcc, units
 from ..tools.frontends import FrontendPtx
@@ -49,31 +44,28 @@ from ..tools.options import DEFAULT_NVCC_TIMEOUT, DEFAULT_PTXAS_TIMEOUT, Compile
 from ..tools.outputs import CompiledKernel, UnitOutputs
 from ..tools.toolkit import Nvcc, Toolkit
 from ..tools.units import Unit
-from ..util.files import atomic_write, json_digest, read_document, sha256_hex, write_document
+from ..util.files import json_digest
+from .entries import Entries, FailedBuild, sound
 from .fingerprint import (
     CLOCK_SLACK_NS,
     FORMAT,
-    DepBuild,
     StatCache,
     Uncacheable,
-    cache_key,
-    depends_fingerprint,
     file_state,
-    host_compiler_identity,
-    host_system_dirs,
-    identity_digest,
-    include_lookups,
     listing_digest,
     newest_change,
-    nvcc_probes,
-    parse_depfile,
-    searched_trees,
     shown_path,
+)
+from .keys import (
+    cache_key,
+    depends_fingerprint,
+    host_compiler_identity,
+    identity_digest,
+    include_lookups,
     skip_dirs,
     tool_states,
 )
-
-T = TypeVar("T")
+from .nvcc_deps import DepBuild, host_system_dirs, nvcc_probes, parse_depfile, searched_trees
 
 DEFAULT_TIMEOUTS = Timeouts()
 _RECORD_BUILDS = 8  # builds kept per dependency record, newest first
@@ -162,11 +154,7 @@ class CompileCache:
         self.directory = directory
         self.digests = StatCache(None if directory is None else directory / f"v{FORMAT}" / "stat-cache")
         self._keys: dict[tuple[Unit, str, Toolkit], str] = {}  # NVRTC keys made this run
-
-    def _path(self, key: str, kind: str = "", suffix: str = ".json") -> str:
-        assert self.directory is not None
-        # A string, from one join: every kernel of a warm run reads one, and a Path costs more than the read.
-        return os.path.join(self.directory, f"v{FORMAT}", kind, key[:2], f"{key}{suffix}")
+        self.entries = Entries(directory, self._count)
 
     def _count(self, what: str) -> None:
         with self._lock:
@@ -232,7 +220,7 @@ class CompileCache:
         def known_failure() -> None:
             """Raise the failure the cache holds for these inputs, if it holds one (a hit)."""
             key = failed_key()
-            known = None if key is None else self._read(self._path(key, "failed"), _FailedBuild)
+            known = None if key is None else self.entries.failed(key)
             if known is not None:
                 self._count("hits")
                 raise _KnownFailure(known.message, known.log)
@@ -252,8 +240,8 @@ class CompileCache:
             key = failed_key()  # made by known_failure, which every build comes after
             if key is not None and self._failed_key(unit, now, toolkit, fresh=True) == key:
                 # As text a person reads: a file name's byte that is not UTF-8 is shown, not stored raw.
-                kept = _FailedBuild(readable(str(exc)), readable(exc.log))
-                self._write(self._path(key, "failed"), kept)
+                kept = FailedBuild(readable(str(exc)), readable(exc.log))
+                self.entries.store_failed(key, kept)
             raise
         finally:
             self.stats.whole_dirs.update(self.digests.whole_dirs)
@@ -281,8 +269,8 @@ class CompileCache:
         try:
             text = compiler.read_source(unit.source)
             if unit.nvcc is not None:
-                return os.path.exists(self._path(self._record_key(unit, text, unit.nvcc), "records"))
-            return os.path.exists(self._path(self._nvrtc_key(unit, text, toolkit)))
+                return os.path.exists(self.entries.path(self._record_key(unit, text, unit.nvcc), "records"))
+            return os.path.exists(self.entries.path(self._nvrtc_key(unit, text, toolkit)))
         except (CompileError, Uncacheable, OSError):
             return False
 
@@ -340,23 +328,6 @@ class CompileCache:
             if lock is not None:
                 lock.release()
 
-    def _hit(
-        self, key: str, unit: Unit, rebuild: Callable[[], UnitOutputs], *, quiet: bool = False
-    ) -> UnitOutputs | None:
-        """The entry of `key`, if it is there and sound (a damaged one is counted, unless `quiet`). Its body
-        (PTX and cubin) is read when first needed; `rebuild` makes it again if it turns out damaged then."""
-        loaded = self._load(key, rebuild, quiet=quiet)
-        if loaded is None:
-            return None
-        cached, demangled = loaded
-        if not _sound(cached, unit):
-            if not quiet:
-                self._count("corrupt")
-            return None
-        names.learn(demangled)
-        self._count("hits")
-        return cached
-
     def _unit_nvrtc(
         self,
         unit: Unit,
@@ -370,13 +341,13 @@ class CompileCache:
             return self._nvrtc_key(unit, text, toolkit, fresh)
 
         before = key()  # Uncacheable before anything is counted
-        found = self._hit(before, unit, build)
+        found = self.entries.hit(before, unit, build)
         if found is not None:
             return found
         known_failure()
         with self._locked(before, timeout):
             # Another process may have built it while this one waited, or seen it fail.
-            found = self._hit(before, unit, build, quiet=True)
+            found = self.entries.hit(before, unit, build, quiet=True)
             if found is not None:
                 return found
             known_failure()
@@ -384,8 +355,8 @@ class CompileCache:
             outputs = build()
             # A file edited while NVRTC ran may have been read in either state: then store nothing.
             with contextlib.suppress(Uncacheable):
-                if key(fresh=True) == before and _sound(outputs, unit):
-                    self._store(before, outputs)
+                if key(fresh=True) == before and sound(outputs, unit):
+                    self.entries.store(before, outputs)
         return outputs
 
     def _unit_nvcc(
@@ -455,7 +426,7 @@ class CompileCache:
             present = [p for p, kind in scanned.probes.items() if kind == "file"]
             # A file or directory that changed (or a header that appeared) while nvcc ran may have been
             # read in either state: store nothing.
-            if newest_change([*files, *dirs, *present]) >= started - CLOCK_SLACK_NS or not _sound(
+            if newest_change([*files, *dirs, *present]) >= started - CLOCK_SLACK_NS or not sound(
                 outputs, unit
             ):
                 return outputs
@@ -474,8 +445,8 @@ class CompileCache:
                 listings=tuple(listed),
                 probes=tuple(sorted(scanned.probes.items())),
             )
-            self._store(seen.key(record_key), outputs)
-            self._store_record(record_key, [seen, *(b for b in builds if b != seen)][:_RECORD_BUILDS])
+            self.entries.store(seen.key(record_key), outputs)
+            self.entries.store_record(record_key, [seen, *(b for b in builds if b != seen)][:_RECORD_BUILDS])
         return outputs
 
     def _record_hit(
@@ -489,170 +460,31 @@ class CompileCache:
     ) -> tuple[UnitOutputs | None, list[DepBuild]]:
         """The entry of the first build in the dependency record whose files, probes and directories are
         all as they were, and the record's builds."""
-        builds = self._load_record(record_key, quiet=quiet)
+        builds = self.entries.record(record_key, quiet=quiet)
         known: dict[tuple[str, bool], str] = {}  # listings made for one build, reused for the next
         for seen in builds:
             if seen.still_valid(self.digests, skip, known):
-                return self._hit(seen.key(record_key), unit, rebuild, quiet=quiet), builds
+                return self.entries.hit(seen.key(record_key), unit, rebuild, quiet=quiet), builds
         return None, builds
-
-    def _read(self, path: str, kind: type[T], *, quiet: bool = False) -> T | None:
-        """A document's payload as `kind`; None if absent or damaged (counted, unless `quiet`)."""
-        try:
-            return read_document(path, kind, FORMAT)
-        except FileNotFoundError:
-            return None
-        except (OSError, ValueError):
-            if not quiet:
-                self._count("corrupt")
-            return None
-
-    def _write(self, path: str, payload: object) -> None:
-        # A read-only or full cache directory slows the run down; it must not fail it.
-        with contextlib.suppress(OSError):
-            write_document(path, payload, FORMAT)
-
-    def _load(
-        self, key: str, rebuild: Callable[[], UnitOutputs], *, quiet: bool = False
-    ) -> tuple[UnitOutputs, dict[str, str]] | None:
-        """An entry's outputs, with its body to be read when first needed, and its kernels' demangled
-        names."""
-        doc = self._read(self._path(key), _EntryDocument, quiet=quiet)
-        if doc is None:
-            return None
-        body = doc.body
-        outputs = UnitOutputs(
-            outline=doc.outline,
-            nvrtc_log=doc.nvrtc_log,
-            ptxas_log=doc.ptxas_log,
-            body=Deferred(
-                lambda: self._body(key, body.sha256, body.ptx_bytes, doc.outline, doc.ptxas_log, rebuild)
-            ),
-            lowered=doc.lowered,
-            messages=doc.messages,
-        )
-        return outputs, doc.names
-
-    def _body(
-        self,
-        key: str,
-        digest: str,
-        ptx_bytes: int,
-        outline: str,
-        ptxas_log: str,
-        rebuild: Callable[[], UnitOutputs],
-    ) -> tuple[str, bytes]:
-        """An entry's PTX and cubin, from its body file. A body that is missing or damaged (its checksum is
-        in the entry) is counted and made again by `rebuild`, which must report what the entry says."""
-        try:
-            with open(self._path(key, suffix=".body"), "rb") as fh:
-                data = fh.read()
-            if sha256_hex(data) != digest or ptx_bytes > len(data):
-                raise ValueError("checksum mismatch")
-            return data[:ptx_bytes].decode(), data[ptx_bytes:]
-        except (OSError, ValueError):
-            self._count("corrupt")
-        fresh = rebuild()
-        self._count("misses")
-        # The logs may differ in a temporary file's name; the numbers read from them may not.
-        if _report(fresh.ptxas_log, fresh.outline) != _report(ptxas_log, outline):
-            raise CompileError(
-                f"the compile cache entry {self._path(key)} lost its PTX and cubin, and building them again "
-                "gave a different ptxas report; run again (the entry is replaced), or with "
-                "--regbudget-no-cache",
-                fresh.ptxas_log,
-            )
-        self._store(key, fresh)
-        return fresh.ptx, fresh.cubin
-
-    def _store(self, key: str, outputs: UnitOutputs) -> None:
-        ptx = outputs.ptx.encode()
-        data = ptx + outputs.cubin
-        doc = _EntryDocument(
-            outline=outputs.outline,
-            nvrtc_log=outputs.nvrtc_log,
-            ptxas_log=outputs.ptxas_log,
-            lowered=dict(outputs.lowered),
-            # As the demangler prints them now: a run that finds every build here demangles nothing.
-            names={e: names.demangle(e) for e in outputs.entries if e.startswith("_Z")},
-            body=_BodyDigest(sha256_hex(data), len(ptx)),
-            messages=dict(outputs.messages),
-        )
-        # The body first: an entry is only ever found with the body it names (or a damaged one, made again).
-        with contextlib.suppress(OSError):
-            atomic_write(Path(self._path(key, suffix=".body")), data)
-            self._write(self._path(key), doc)
 
     def frontend(self, key: str | None, make: Callable[[], FrontendPtx]) -> FrontendPtx:
         """A Python front end's build (Triton's PTX, cubin and ptxas log), from the cache by `key` (the
         front end's own cache key: frontends.triton_key), or made and stored. No key: made every time."""
         if self.directory is None or key is None:
             return make()
-        path = self._path(json_digest(["frontend", FORMAT, key]), "frontend")
-        found = self._read(path, FrontendPtx)
+        path = self.entries.path(json_digest(["frontend", FORMAT, key]), "frontend")
+        found = self.entries.read(path, FrontendPtx)
         if found is not None:
             self._count("hits")
             return found
         self._count("misses")
         made = make()
-        self._write(path, made)
+        self.entries.write(path, made)
         return made
-
-    def _load_record(self, key: str, *, quiet: bool = False) -> list[DepBuild]:
-        return self._read(self._path(key, "records"), list[DepBuild], quiet=quiet) or []
-
-    def _store_record(self, key: str, builds: Sequence[DepBuild]) -> None:
-        self._write(self._path(key, "records"), list(builds))
 
 
 class _KnownFailure(Rejected):
     """A failed build read from the cache (not stored again)."""
-
-
-class _FailedBuild(Struct, frozen=True):
-    """A build the compiler rejected: its error, as the build raised it."""
-
-    message: str
-    log: str
-
-
-class _BodyDigest(Struct, frozen=True):
-    sha256: str  # of the body file: the PTX's bytes, then the cubin's
-    ptx_bytes: int
-
-
-class _EntryDocument(Struct, frozen=True):
-    """A unit's entry: what its build printed and made, but the PTX and cubin, which are in its body file."""
-
-    outline: str
-    nvrtc_log: str
-    ptxas_log: str
-    lowered: dict[str, str]  # name expression -> mangled entry
-    names: dict[str, str]  # mangled entry -> demangled name
-    body: _BodyDigest
-    messages: dict[str, tuple[str, ...]]
-
-
-def _report(ptxas_log: str, outline: str) -> object:
-    try:
-        return compiler.read_report(ptxas_log, outline)
-    except ValueError as exc:
-        return exc
-
-
-def _sound(outputs: UnitOutputs, unit: Unit) -> bool:
-    """Whether a unit's outputs can be read: ptxas reported every kernel of the PTX, and each name
-    expression lowered to one of them (else an entry is damaged, or a build was)."""
-    try:
-        report = compiler.read_report(outputs.ptxas_log, outputs.outline)
-    except ValueError:
-        return False
-    entries = outputs.entries
-    return (
-        all(e in report for e in entries)
-        and set(outputs.lowered) == set(unit.names)
-        and all(e in entries for e in outputs.lowered.values())
-    )
 
 
 def compile_kernel(

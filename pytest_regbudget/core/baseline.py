@@ -2,7 +2,7 @@
 
 Owns the file format (version 3: one TOML table per kernel (source, name, variant, arch) and toolkit release,
 keys in a fixed order so a register change is a one-line diff, and a `broken` table per build that failed when
-it was recorded), the atomic write under a cross-process lock,
+it was recorded), the atomic write under a cross-process lock (whose lock and errors are baseline_write.py's),
 and the update arithmetic (added, updated, unchanged, stale). It knows nothing of pytest.
 
 Versions 1 and 2 were written only by development versions before 0.1.0, within days of each other, and are
@@ -12,16 +12,11 @@ not read: such a file is one clear error that says how to record it anew.
 from __future__ import annotations
 
 import codecs
-import contextlib
-import errno
 import hashlib
-import os
 import re
-import socket
-import stat
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, TypedDict, cast
 
 import tomli
 import tomli_w
@@ -30,8 +25,12 @@ from msgspec.structs import replace
 
 from ..util.files import atomic_write, not_a_file
 from . import names
+from .baseline_write import check_writable, write_failure
+from .baseline_write import lock_path as lock_path
+from .baseline_write import locked as _locked  # update's; tests hold it from another process
 from .dirs import default_cache_dir
 from .errors import BaselineError
+from .metrics import AGREED, COUNTS, KernelResources
 from .timing import Interval
 
 # An item id of a run with several toolkits ends in the release ("test_x[sm_90-13.5]"); a baseline entry,
@@ -88,10 +87,39 @@ def error_summary(log: str) -> str:
     return "\n".join(lines[:BROKEN_ERROR_LINES])
 
 
-# Stored integer metrics, in file order; "occupancy" (a fraction) and the provenance fields follow.
-INT_FIELDS = ("registers", "spill_stores", "spill_loads", "stack", "smem", "const_mem")
+# Stored whole-number metrics (the metrics table's), in file order; "occupancy" (a fraction) and the
+# provenance fields follow.
+INT_FIELDS = tuple(m.baseline for m in COUNTS if m.baseline)
 TEXT_FIELDS = ("ptxas", "nvrtc", "compiler", "options_hash")
-OPTIONAL_INT_FIELDS = ("spill_stores", "spill_loads")  # absent for binaries, which do not record spills
+# Absent where unknown: spills for binaries, which do not record them; local instructions where the SASS was
+# not read, and 0 (most kernels), which is not written.
+OPTIONAL_INT_FIELDS = ("spill_stores", "spill_loads", "local_instructions")
+
+
+class EntryNumbers(TypedDict):
+    """An entry's metrics, as a measured kernel's resources give them (`numbers_of`)."""
+
+    registers: int
+    spill_stores: int | None
+    spill_loads: int | None
+    stack: int
+    smem: int
+    const_mem: int
+    local_instructions: int | None
+
+
+def numbers_of(res: KernelResources) -> EntryNumbers:
+    """What an entry records of a kernel's resources: unknown spills and no local instructions as None."""
+    known = res.spills_known
+    return EntryNumbers(
+        registers=res.registers,
+        spill_stores=res.spill_stores if known else None,
+        spill_loads=res.spill_loads if known else None,
+        stack=res.stack,
+        smem=res.smem,
+        const_mem=res.const_mem,
+        local_instructions=res.local_instructions or None,
+    )
 
 
 class BaselineEntry(Struct, frozen=True):
@@ -119,6 +147,14 @@ class BaselineEntry(Struct, frozen=True):
     # Its build settings: every flag but the variant's defines ("-DGGML_CUDA_F16", "-Iinclude"), so that
     # a change is reported by name. Recorded, not keyed; () for none, or for an entry written before 0.2.
     build_settings: tuple[str, ...] = ()
+    local_instructions: int | None = None  # LDL/STL in its SASS, where read and above 0
+
+    @property
+    def spills(self) -> tuple[int, int] | None:
+        """(stores, loads) in bytes; None where unknown (a binary)."""
+        if self.spill_stores is None or self.spill_loads is None:
+            return None
+        return self.spill_stores, self.spill_loads
 
     def to_toml(self) -> dict[str, object]:
         out: dict[str, object] = {n: getattr(self, n) for n in INT_FIELDS if getattr(self, n) is not None}
@@ -140,12 +176,18 @@ class BaselineEntry(Struct, frozen=True):
 
     def merged(self, old: BaselineEntry) -> BaselineEntry:
         """This measurement, keeping what it did not measure of `old`: other launches' occupancy, other
-        GPUs' figures (all of them, on a CPU runner), fields this version does not know."""
+        GPUs' figures (all of them, on a CPU runner), fields this version does not know, and the local
+        instructions of a build that reads as the same one (an update that did not read the SASS does not
+        drop what one that did recorded)."""
+        local = self.local_instructions
+        if local is None and all(getattr(self, m.name) == getattr(old, m.name) for m in AGREED):
+            local = old.local_instructions
         return replace(
             self,
             occupancy={**old.occupancy, **self.occupancy},
             gpu={**old.gpu, **self.gpu},
             extra={**old.extra, **self.extra},
+            local_instructions=local,
         )
 
     def gpu_time_ms(self, device: str) -> float | None:
@@ -235,6 +277,7 @@ def _entry(where: str, table: object) -> BaselineEntry:
         build_settings=_strings(where, "build_settings", table.get("build_settings", [])),
         setmaxnreg=_targets(where, table.get("setmaxnreg", [])),
         extra={k: v for k, v in table.items() if k not in known},
+        local_instructions=table.get("local_instructions"),
     )
 
 
@@ -453,57 +496,6 @@ def dumps(baseline: Baseline) -> str:
     return HEADER + "\n" + tomli_w.dumps(doc)
 
 
-def lock_path(path: Path, lock_dir: Path) -> Path:
-    """The lock of baseline `path`: in `lock_dir` (the compile cache), keyed by the baseline's absolute
-    path. Not beside the baseline, where it would be an untracked file in the user's repository, and not in
-    a shared temp dir under a name anyone can guess."""
-    digest = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:16]
-    return lock_dir / "locks" / f"baseline-{digest}.lock"
-
-
-@contextlib.contextmanager
-def _locked(path: Path, lock_dir: Path, timeout: float) -> Iterator[None]:
-    """An exclusive lock shared by every pytest process that writes `path`, waited for at most `timeout`
-    seconds. The holder writes its pid beside the lock (`<lock>.pid`), so a waiter that gives up can say
-    whom it waited for: a lock file's own content is not reliable on every platform."""
-    lock_file = lock_path(path, lock_dir)
-    pid_file = lock_file.with_name(lock_file.name + ".pid")
-    import filelock  # only an update locks: a plain run does not pay for importing it
-
-    try:
-        lock_file.parent.mkdir(parents=True, exist_ok=True)
-        lock = filelock.FileLock(str(lock_file), timeout=timeout)
-        lock.acquire()
-    except filelock.Timeout:
-        raise BaselineError(
-            f"baseline {path} is being updated by {_holder(pid_file)}; gave up after waiting {timeout:g} s "
-            f"for its lock {lock_file}. Fix: let that run finish (or stop it), then update again"
-        ) from None
-    except OSError as exc:
-        raise BaselineError(
-            f"cannot lock baseline {path}: {lock_file}: {exc.strerror or exc}. Fix: make "
-            f"{lock_file.parent} writable, or set REGBUDGET_CACHE_DIR to a writable directory"
-        ) from None
-    try:
-        with contextlib.suppress(OSError):  # the pid only makes a waiter's message better
-            pid_file.write_text(f"{os.getpid()} {socket.gethostname()}\n", encoding="utf-8")
-        yield
-    finally:
-        # Before the release: the next holder's pid must not be deleted by this one.
-        with contextlib.suppress(OSError):
-            pid_file.unlink()
-        lock.release()
-
-
-def _holder(pid_file: Path) -> str:
-    try:
-        pid, _, host = pid_file.read_text(encoding="utf-8").strip().partition(" ")
-    except OSError:
-        return "another process (pid unknown)"
-    where = f" on {host}" if host and host != socket.gethostname() else ""
-    return f"another process (pid {pid}{where})"
-
-
 class UpdateCounts(Struct):
     added: int = 0
     updated: int = 0
@@ -582,36 +574,9 @@ def update(
         counts.broken, counts.broken_dropped = len(failed), len(dropped)
         text = dumps(Baseline(merged, failed))
         if not path.exists() or path.read_bytes() != text.encode():
-            _check_writable(path)
+            check_writable(path)
             try:
                 atomic_write(path, text)
             except OSError as exc:
-                raise BaselineError(_write_failure(path, exc)) from None
+                raise BaselineError(write_failure(path, exc)) from None
     return counts
-
-
-def _check_writable(path: Path) -> None:
-    """Refuse to replace a file the user made read-only: os.replace would ignore its mode (and root
-    ignores every mode), so the check is ours."""
-    try:
-        mode = path.stat().st_mode
-    except FileNotFoundError:
-        return
-    if not mode & 0o222 or not os.access(path, os.W_OK):
-        raise BaselineError(
-            f"baseline {path} is read-only (mode {stat.S_IMODE(mode):o}). Fix: chmod u+w {path} to let "
-            "--regbudget-update write it, or run without --regbudget-update"
-        )
-
-
-def _write_failure(path: Path, exc: OSError) -> str:
-    reason = exc.strerror or str(exc)
-    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
-        fix = f"free space on the disk that holds {path.parent}"
-    elif exc.errno == errno.EFBIG:
-        fix = "raise the file size limit (ulimit -f)"
-    elif exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
-        fix = f"make {path.parent} writable (chmod u+w {path.parent}), or set --regbudget-baseline elsewhere"
-    else:
-        fix = f"check that {path.parent} is a writable directory"
-    return f"cannot write baseline {path}: {reason}; the file is as it was. Fix: {fix}"

@@ -15,8 +15,9 @@ from msgspec import Struct
 
 from .gpu_facts import GpuFacts
 from .limits import Launch, Limits
+from .metrics import KernelResources
 from .occupancy import Occupancy
-from .ptxas import KernelResources, TmemAlloc
+from .ptx import TmemAlloc
 
 # One SM's tensor memory: 128 lanes x 512 columns of 32-bit cells (PTX ISA 8.6+, "Tensor Memory"). Blocks
 # resident on one SM share it: tcgen05.alloc takes a power of 2 from 32 to 512 columns ("tcgen05.alloc"), and
@@ -195,7 +196,7 @@ def driver_cluster_violations(
         return []
     size = math.prod(dims)
     threads = limits.launch.threads
-    smem = res.shared_mem + limits.dynamic_smem
+    smem = res.smem + limits.dynamic_smem
     per_sm = "" if occ is None else f"; one SM holds {occ.active_blocks} of these blocks ({occ.summary})"
     shape = (
         f"clusters of {cluster_text(dims)} = {size} blocks of {threads} threads and {smem:,} bytes of shared "

@@ -26,6 +26,7 @@ from .diagnosis import diagnose
 from .gpu_facts import GpuFacts
 from .kernel_report import KernelReport
 from .limits import Launch, Level, Limits
+from .metrics import CAP_KEYS, CAPPED, KernelResources
 from .occupancy import (
     BARRIERS,
     BLOCKS,
@@ -37,7 +38,7 @@ from .occupancy import (
     occupancy,
     register_cliff,
 )
-from .ptxas import KernelResources, TmemAlloc
+from .ptx import TmemAlloc
 from .sass import SassReport
 
 
@@ -52,7 +53,7 @@ def _occupancy(
         arch,
         r.registers if regs is None else regs,
         threads,
-        r.shared_mem,
+        r.smem,
         dynamic_smem,
         r.max_threads,
         barriers=r.barriers,
@@ -119,7 +120,7 @@ def _launch_fixes(arch: str, r: KernelResources, launch: Launch, occ: Occupancy)
         elif limit == SHARED_MEMORY:
             room = _smem_room(arch, r, launch.threads, need)
             fixes.append(
-                f"at most {room:,} bytes of shared memory per block {per_sm} (now {r.shared_mem:,} static + "
+                f"at most {room:,} bytes of shared memory per block {per_sm} (now {r.smem:,} static + "
                 f"{occ.dynamic_shared_mem:,} dynamic): less static or dynamic shared memory, or a smaller "
                 "block if its shared memory shrinks with it"
             )
@@ -190,7 +191,8 @@ def check(
     the launch and `min_occupancy` are judged on no more blocks than hold their tensor memory at once.
     """
     r = limits
-    res = resources
+    # The SASS, where it was read, counts the local-memory instructions that the build could not.
+    res = resources if sass is None else replace(resources, local_instructions=sass.local_instructions)
     violations: list[str] = []
     defects: list[str] = []
     use = tmem_use(tmem, r.tmem_cols)
@@ -200,22 +202,7 @@ def check(
         level = "fail"
     if r.max_regs is not None and res.registers > r.max_regs:
         violations.append(f"registers {res.registers} > max_regs {r.max_regs}")
-    if not res.spills_known and any(v is not None for v in (r.spills, r.spill_stores, r.spill_loads)):
-        violations.append(
-            "spill budgets cannot be checked: this binary does not record spill bytes. Check them where the "
-            'kernel is compiled (source= with compiler="nvcc"), or drop the spill budget for the binary'
-        )
-    for metric, value in (("spill stores", res.spill_stores), ("spill loads", res.spill_loads)):
-        if r.spills is not None and value > r.spills:
-            violations.append(f"{metric} {_bytes(value)} > spills {r.spills}")
-    if r.spill_stores is not None and res.spill_stores > r.spill_stores:
-        violations.append(f"spill stores {_bytes(res.spill_stores)} > spill_stores {r.spill_stores}")
-    if r.spill_loads is not None and res.spill_loads > r.spill_loads:
-        violations.append(f"spill loads {_bytes(res.spill_loads)} > spill_loads {r.spill_loads}")
-    if r.stack is not None and res.stack_frame > r.stack:
-        violations.append(f"stack frame {_bytes(res.stack_frame)} > stack {r.stack}")
-    if r.smem is not None and res.shared_mem > r.smem:
-        violations.append(f"static shared memory {_bytes(res.shared_mem)} > smem {r.smem}")
+    violations += _caps(res, r)
     violations += tmem_budget(use, r)
     occ = None
     if r.launch is not None:
@@ -253,7 +240,7 @@ def check(
             arch,
             res.registers,
             r.launch.threads,
-            res.shared_mem,
+            res.smem,
             r.dynamic_smem,
             res.max_threads,
             barriers=res.barriers,
@@ -298,13 +285,32 @@ def check(
     )
 
 
+def _caps(res: KernelResources, r: Limits) -> list[str]:
+    """A sentence per metric over its cap: a group's cap (spills=) for each of its metrics first, then each
+    metric's own. A binary that does not record spills cannot be held to a spill budget, which says so."""
+    out = []
+    unknown = [m for m in CAPPED if res.recorded(m) is None]
+    if any(key in r.caps for m in unknown for key in (m.group, m.name)):
+        out.append(
+            "spill budgets cannot be checked: this binary does not record spill bytes. Check them where the "
+            'kernel is compiled (source= with compiler="nvcc"), or drop the spill budget for the binary'
+        )
+    for key in CAP_KEYS:
+        cap = r.caps.get(key)
+        for m in CAPPED:
+            value = res.recorded(m)
+            if cap is not None and key in (m.group, m.name) and value is not None and value > cap:
+                out.append(f"{m.label} {_bytes(value)} > {key} {cap}")
+    return out
+
+
 def _driver_disagreements(res: KernelResources, gpu: GpuFacts) -> list[str]:
     """The driver loaded the cubin ptxas measured: any difference means the numbers are not this binary's."""
     out = []
     for what, ptxas_value, driver_value in (
         ("registers", res.registers, gpu.view.registers),
-        ("local memory bytes", res.stack_frame, gpu.view.local_bytes),
-        ("static shared memory bytes", res.shared_mem, gpu.view.shared_bytes),
+        ("local memory bytes", res.stack, gpu.view.local_bytes),
+        ("static shared memory bytes", res.smem, gpu.view.shared_bytes),
     ):
         if ptxas_value != driver_value:
             out.append(

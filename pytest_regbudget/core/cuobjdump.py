@@ -1,16 +1,25 @@
 """Readers of cuobjdump's listings, on their text alone: the resource usage (`-res-usage`), the ELF's
-sections and attributes (`-elf`), and the local-memory accesses of the SASS (`-sass`). tools/cuobjdump.py runs
-cuobjdump and joins what these read into one kernel's numbers.
+sections and attributes (`-elf`), and the local-memory accesses of the SASS (`-sass`), and what they say of
+one kernel together (`combine_listings`, `BinaryKernel`). tools/cuobjdump.py runs cuobjdump; its docstring
+says what a binary records and what it does not.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 
 from msgspec import Struct, field
 
-from .errors import ParseError
+from . import names
+from .arch import get_arch
+from .errors import ParseError, UnknownArchError
+from .fatbin import Block, elf_blocks
+from .fatbin import elf_block_archs as elf_block_archs
+from .fatbin import parse_elf_list as parse_elf_list
+from .metrics import KernelResources
+from .ptxas import three_dims
 from .sass import instruction, local_opcode, setmaxnreg_of
 
 
@@ -60,72 +69,6 @@ class ElfInfo(Struct, frozen=True):
 
 
 # ---------------------------------------------------------------------------------------------------
-# Splitting a listing into its ELF blocks
-
-
-_FATBIN_ELF = "Fatbin elf code:"
-_FATBIN_PTX = "Fatbin ptx code:"
-_BLOCK_ARCH = re.compile(r"^arch\s*=\s*(sm_\w+)\s*$")
-
-
-class _Block(Struct):
-    arch: str | None
-    lines: list[tuple[int, str]]  # (1-based line number, text)
-
-
-def _elf_blocks(lines: Iterable[str]) -> list[_Block]:
-    """The ELF blocks of a listing; a listing without block headers (a bare cubin) is one ELF."""
-    blocks: list[_Block] = []
-    current: _Block | None = None
-    preamble: list[tuple[int, str]] = []
-    headers = False
-    in_header = False
-    for lineno, line in enumerate(lines, 1):
-        stripped = line.strip()
-        if stripped in (_FATBIN_ELF, _FATBIN_PTX):
-            headers = True
-            # PTX has no resources, symbols or SASS: its block is read and dropped.
-            current = _Block(None, []) if stripped == _FATBIN_ELF else None
-            if current is not None:
-                blocks.append(current)
-            in_header = True
-            continue
-        if in_header:
-            # The block header runs to the first blank line: "arch = sm_90", "code version = ...".
-            if not stripped:
-                in_header = False
-            elif current is not None and (m := _BLOCK_ARCH.match(stripped)):
-                current.arch = m.group(1)
-            continue
-        if current is not None:
-            current.lines.append((lineno, line))
-        elif not headers:
-            preamble.append((lineno, line))
-    if not headers and any(text.strip() for _, text in preamble):
-        return [_Block(None, preamble)]
-    return blocks
-
-
-def elf_block_archs(text: str) -> list[str | None]:
-    """The arch of each ELF block of a listing, in order, empty ones included (a bare cubin: [None])."""
-    return [block.arch for block in _elf_blocks(text.splitlines())]
-
-
-_LISTED_ELF = re.compile(r"^ELF file\s+(\d+):\s*(\S.*?)\s*$")
-
-
-def parse_elf_list(text: str) -> list[str]:
-    """The ELF file names of `cuobjdump --list-elf` (`ELF file    3: libcublas.so.3.sm_90.cubin`), in
-    order: the names `--extract-elf` takes. [] for a file that is not a fatbin container (a bare cubin)."""
-    found = [(int(m.group(1)), m.group(2)) for line in text.splitlines() if (m := _LISTED_ELF.match(line))]
-    if [n for n, _ in found] != list(range(1, len(found) + 1)):
-        raise ParseError(
-            f"--list-elf numbers its files {[n for n, _ in found][:5]}..., not 1, 2, 3, ...", "", 0
-        )
-    return [name for _, name in found]
-
-
-# ---------------------------------------------------------------------------------------------------
 # --dump-resource-usage
 
 _FUNCTION = re.compile(r"^\s*Function\s+(\S.*?):\s*$")
@@ -140,7 +83,7 @@ def parse_resource_usage(text: str) -> list[ResourceUsage]:
     Device functions are listed too (in relocatable objects): tell kernels apart with `parse_elf_dump`.
     """
     result: list[ResourceUsage] = []
-    for index, block in enumerate(_elf_blocks(text.splitlines())):
+    for index, block in enumerate(elf_blocks(text.splitlines())):
         pending: tuple[str, int, str] | None = None  # (name, lineno, line) awaiting its numbers
         for lineno, line in block.lines:
             if m := _FUNCTION.match(line):
@@ -247,7 +190,7 @@ def _parse_symbol(line: str) -> _Symbol | None:
     )
 
 
-def _read_elf_block(block: _Block) -> _ElfState:
+def _read_elf_block(block: Block) -> _ElfState:
     state = _ElfState()
     section: str | None = None
     tool: str | None = None
@@ -340,7 +283,7 @@ def parse_elf_dump(text: str | Iterable[str]) -> list[ElfInfo]:
     """
     lines = text.splitlines() if isinstance(text, str) else text
     result: list[ElfInfo] = []
-    for index, block in enumerate(_elf_blocks(lines)):
+    for index, block in enumerate(elf_blocks(lines)):
         state = _read_elf_block(block)
         if state.header is None:
             raise ParseError(f"ELF {index} of the listing has no ELF header line")
@@ -381,7 +324,7 @@ def _sass_functions(text: str | Iterable[str]) -> list[dict[str, list[tuple[int,
     """Per ELF, per function of a `--dump-sass` listing: its (address, instruction) pairs, in order."""
     lines = text.splitlines() if isinstance(text, str) else text
     result: list[dict[str, list[tuple[int, str]]]] = []
-    for block in _elf_blocks(lines):
+    for block in elf_blocks(lines):
         functions: dict[str, list[tuple[int, str]]] = {}
         current: list[tuple[int, str]] | None = None
         for _, line in block.lines:
@@ -438,4 +381,173 @@ def spill_bytes(offsets: Sequence[int], accesses: Mapping[int, str]) -> tuple[in
 
 
 # ---------------------------------------------------------------------------------------------------
-# Running cuobjdump
+# One kernel's numbers from the three listings
+
+# The first ptxas seen to mark spill instructions; 12.4 and older were checked and do not.
+_ANNOTATING_PTXAS = (12, 9)
+
+
+class BinaryKernel(Struct, frozen=True):
+    """One kernel (entry function) for one arch, as one ELF of a binary records it."""
+
+    name: str  # mangled name, as in the binary
+    arch: str  # "sm_90"
+    registers: int
+    stack: int  # STACK: per-thread stack bytes (ptxas's "stack frame"; callees' too once -rdc is linked)
+    shared: int  # static shared memory in bytes, as ptxas's smem (without the sm_90+ reservation)
+    local: int  # LOCAL bytes (the .nv.local section; local arrays live in the stack frame instead)
+    const: int  # sum of the kernel's CONSTANT[n] banks
+    max_threads: int | None  # x*y*z of EIATTR_MAX_THREADS (.maxntid) or EIATTR_REQNTID; None if neither
+    min_blocks: int | None  # .minnctapersm: not recorded in the ELF (folded into the register cap)
+    spill_stores: int | None  # bytes; None: the binary does not say (ptxas older than 12.9)
+    spill_loads: int | None
+    # Extras the binary records, for messages and for telling the cases above apart.
+    spill_instructions: int | None = None  # instructions ptxas marked as spill/refill in this kernel
+    reserved_shared: int | None = 0  # bytes of the driver's reservation inside SHARED; None: unknown arch
+    const_banks: tuple[tuple[int, int], ...] = ()  # ((bank, bytes), ...) as cuobjdump prints them
+    maxntid: tuple[int, ...] | None = None
+    reqntid: tuple[int, ...] | None = None
+    register_limit: int | None = None  # EIATTR_MAXREG_COUNT when below the 255 default
+    # Its warpgroups' register targets as its SASS keeps them (("inc", 232), ("dec", 40)); () for none.
+    setmaxnreg: tuple[tuple[str, int], ...] = ()
+    cluster_dims: tuple[int, ...] | None = None  # EIATTR_CTA_PER_CLUSTER (__cluster_dims__)
+    tcgen05: bool = False  # EIATTR_TCGEN05_*: it uses tensor memory (how many columns, the ELF does not say)
+    relocatable: bool = False  # from an unlinked -rdc object: REG/STACK do not include callees yet
+    toolkit: str | None = None  # CUDA version of the ptxas that built it, "12.9"; None if not recorded
+    elf: int = 0  # which ELF of the file (cuobjdump's order), to tell same-arch copies apart
+    # Where the name is in several ELFs of this arch (a library's translation units each instantiate it):
+    # this copy's tag (`copy_tags`), so that each copy is a kernel of its own; None for a name held once.
+    copy: str | None = None
+    # LDL/STL instructions in its SASS where that was read (its spills are marked), 0 where it has no local
+    # memory (a linked kernel without STACK or LOCAL), else None.
+    local_instructions: int | None = None
+
+    @property
+    def entry(self) -> str:
+        """The name the plugin knows the kernel by: the mangled name, with a copy's tag."""
+        return self.name if self.copy is None else f"{self.name}{names.COPY_MARK}{self.copy}"
+
+    def resources(self) -> KernelResources:
+        """Its numbers as the verdict reads a compiled kernel's; spills it does not record are unknown."""
+        known = self.spill_stores is not None
+        return KernelResources(
+            name=self.name,
+            arch=self.arch,
+            registers=self.registers,
+            spill_stores=self.spill_stores or 0,
+            spill_loads=self.spill_loads or 0,
+            stack=self.stack,
+            smem=self.shared,
+            const_mem=self.const,
+            const_banks=self.const_banks,
+            barriers=0,
+            # cuobjdump's own fields, each constant bank apart (bank 2 holds a kernel's literals).
+            ptxas_line=(
+                f"cuobjdump: REG:{self.registers} STACK:{self.stack} SHARED:{self.shared} LOCAL:{self.local}"
+                + "".join(f" CONSTANT[{bank}]:{size}" for bank, size in self.const_banks)
+                + ("" if known else " (spills not recorded in the binary)")
+            ),
+            max_threads=self.max_threads,
+            min_blocks_per_sm=self.min_blocks,
+            spills_known=known,
+            cluster_dims=None if self.cluster_dims is None else three_dims(self.cluster_dims),
+            local_instructions=self.local_instructions,
+        )
+
+
+def combine_listings(
+    usages: Sequence[ResourceUsage],
+    elves: Sequence[ElfInfo] | Mapping[int, ElfInfo],
+    accesses: Sequence[Mapping[str, Mapping[int, str]]] | Mapping[int, Mapping[str, Mapping[int, str]]] = (),
+) -> list[BinaryKernel]:
+    """The kernels of the three parsed listings of one file (device functions are left out): the ELF
+    listing and SASS accesses in cuobjdump's order, or by ELF index (the extracted cubins of some ELFs).
+
+    `accesses` (from `parse_sass_local_accesses`) is needed only for kernels with marked spills; without
+    it their spill bytes are None.
+    """
+    by_elf = dict(elves) if isinstance(elves, Mapping) else dict(enumerate(elves))
+    seen = dict(accesses) if isinstance(accesses, Mapping) else dict(enumerate(accesses))
+    # Both listings print the same ELFs in the same order; check that before pairing them up.
+    for u in usages:
+        if u.elf not in by_elf or (u.arch is not None and u.arch != by_elf[u.elf].arch):
+            raise ParseError(
+                f"the resource listing's ELF {u.elf} ({u.arch}) has no counterpart in the ELF listing"
+            )
+    elves = by_elf
+    return [
+        _kernel(u, elves[u.elf], seen.get(u.elf, {}))
+        for u in usages
+        # --dump-resource-usage lists the device functions of relocatable objects too. A linked ELF whose
+        # symbol table this parser could not read (cuobjdump 13.0 prints it in another layout, seen on an
+        # H200 machine) lists kernels only, so its listing is taken as it is.
+        if u.name in elves[u.elf].entries or (not elves[u.elf].entries and not elves[u.elf].relocatable)
+    ]
+
+
+def _kernel(usage: ResourceUsage, elf: ElfInfo, accesses: Mapping[str, Mapping[int, str]]) -> BinaryKernel:
+    attrs = elf.kernels.get(usage.name, KernelAttributes())
+    reserved = _reserved_shared(usage, elf)
+    spills: tuple[int, int] | None
+    marked: int | None
+    if attrs.spill_offsets is not None:
+        spills = spill_bytes(attrs.spill_offsets, accesses.get(usage.name, {}))
+        marked = len(attrs.spill_offsets)
+    elif elf.toolkit is not None and version_tuple(elf.toolkit) >= _ANNOTATING_PTXAS:
+        spills, marked = (0, 0), 0  # a ptxas that marks spills marked none
+    elif usage.stack == 0 and not elf.relocatable:
+        # Spills live in the stack frame: a linked kernel without one spilled nothing, whichever ptxas built
+        # it (a relocatable object's STACK is 0 until nvlink settles it).
+        spills, marked = (0, 0), None
+    else:
+        spills, marked = None, None
+    # PTX forbids .reqntid together with .maxntid, so at most one of them is set.
+    dims = attrs.reqntid if attrs.reqntid is not None else attrs.maxntid
+    return BinaryKernel(
+        name=usage.name,
+        arch=elf.arch,
+        registers=usage.registers,
+        stack=usage.stack,
+        shared=usage.shared - (reserved or 0),
+        local=usage.local,
+        const=usage.const,
+        max_threads=None if dims is None else math.prod(dims),
+        min_blocks=None,
+        spill_stores=None if spills is None else spills[0],
+        spill_loads=None if spills is None else spills[1],
+        spill_instructions=marked,
+        reserved_shared=reserved,
+        const_banks=usage.const_banks,
+        maxntid=attrs.maxntid,
+        reqntid=attrs.reqntid,
+        register_limit=attrs.register_limit,
+        cluster_dims=attrs.cluster_dims,
+        tcgen05=attrs.tcgen05,
+        relocatable=elf.relocatable,
+        toolkit=elf.toolkit,
+        elf=elf.index,
+        local_instructions=_local_instructions(usage, elf, accesses),
+    )
+
+
+def _local_instructions(
+    usage: ResourceUsage, elf: ElfInfo, accesses: Mapping[str, Mapping[int, str]]
+) -> int | None:
+    """Its LDL/STL count: from its SASS where that was read, 0 where a linked kernel has no local memory (the
+    driver allocates STACK for the whole call tree), else unknown."""
+    if usage.name in accesses:
+        return len(accesses[usage.name])
+    return 0 if usage.stack == 0 and usage.local == 0 and not elf.relocatable else None
+
+
+def _reserved_shared(usage: ResourceUsage, elf: ElfInfo) -> int | None:
+    """Bytes of the driver's per-block reservation that SHARED includes (see the module docstring)."""
+    if elf.relocatable or usage.shared == 0:
+        return 0
+    try:
+        limits = get_arch(elf.arch)
+    except UnknownArchError:
+        return None  # an arch arch.py does not know: its reservation is not known either
+    if limits.major < 9 or usage.shared < limits.reserved_smem_per_block:
+        return 0
+    return limits.reserved_smem_per_block

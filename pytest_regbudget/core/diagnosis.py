@@ -10,8 +10,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from .metrics import KernelResources
 from .occupancy import occupancy
-from .ptxas import KernelResources
 from .sass import Call, LocalAccess, Loop, Role, SassReport
 
 
@@ -40,13 +40,13 @@ def diagnose(
     r = resources
     if not r.spills_known:
         return []  # a binary: without spill figures no rule can tell arrays from spills
-    spills = r.spill_stores + r.spill_loads
+    spills = r.spill_bytes
     # 1. Stack without spills: a local array the compiler could not keep in registers.
-    if r.stack_frame and not spills:
+    if r.stack and not spills:
         arrays = [a for a in sass.local if not a.spill] if sass else []
         where = f" at {_lines(arrays)}" if sass else " (run with --regbudget-sass to name the line)"
         out.append(
-            f"a local array lives in local memory ({r.stack_frame} bytes of stack, no spills), "
+            f"a local array lives in local memory ({r.stack} bytes of stack, no spills), "
             f"accessed{where}: almost always an index the compiler cannot fold. Fix: a compile-time "
             "trip count so the loop unrolls and the array becomes registers, or move the array to "
             "shared memory."
@@ -55,17 +55,18 @@ def diagnose(
     if spills and sass is not None:
         out += _spill_sentences(sass)
     elif spills:
+        stores, loads = r.spills
         out.append(
-            f"{r.spill_stores} bytes of spill stores and {r.spill_loads} bytes of loads: run with "
+            f"{stores} bytes of spill stores and {loads} bytes of loads: run with "
             "--regbudget-sass to see whether they sit in a loop (costly) or not (probably cheap)."
         )
     # 4. A minimum of resident blocks that shared memory already rules out.
     if r.min_blocks_per_sm and r.max_threads:
-        occ = occupancy(arch, r.registers, r.max_threads, r.shared_mem, dynamic_smem, r.max_threads)
+        occ = occupancy(arch, r.registers, r.max_threads, r.smem, dynamic_smem, r.max_threads)
         if occ.blocks_by_smem is not None and occ.blocks_by_smem < r.min_blocks_per_sm:
             out.append(
                 f"__launch_bounds__({r.max_threads}, {r.min_blocks_per_sm}) asks for {r.min_blocks_per_sm} "
-                f"blocks per SM, but {r.shared_mem + dynamic_smem:,} bytes of shared memory per block allow "
+                f"blocks per SM, but {r.smem + dynamic_smem:,} bytes of shared memory per block allow "
                 f"only {occ.blocks_by_smem} on {arch}: the minimum is unreachable and only caps registers"
                 + (f" (and causes {spills} bytes of spills)" if spills else "")
                 + f". Fix: lower it to {occ.blocks_by_smem} or drop it."

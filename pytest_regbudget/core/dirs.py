@@ -1,6 +1,6 @@
 """Where pytest-regbudget keeps files of its own: the compile cache, and the baseline's update locks.
 
-Pure: the cache (cache.py) and the baseline (baseline.py) both need the place, and neither should import
+Pure: the cache (cache/store.py) and the baseline (baseline.py) both need the place, and neither should import
 the other's module for it.
 """
 

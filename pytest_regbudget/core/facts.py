@@ -1,7 +1,7 @@
 """What was measured about a kernel, as plain frozen data: no pytest, no CuPy, no NVRTC.
 
 Kernel sources (sources/) produce `KernelFacts`; the GPU runner produces the GPU data classes of gpu_facts.py
-(apart, so that a run without a GPU never defines them); the verdict (budget.py) reads them all. Nothing here
+(apart, so that a run without a GPU never defines them); the verdict (verdict.py) reads them all. Nothing here
 does work.
 """
 
@@ -14,7 +14,8 @@ from typing import Generic, TypeVar
 
 from msgspec import Struct
 
-from .ptxas import KernelResources, TmemAlloc
+from .metrics import KernelResources
+from .ptx import TmemAlloc
 
 T = TypeVar("T")
 

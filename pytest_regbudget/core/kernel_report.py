@@ -14,11 +14,11 @@ from .baseline import BaselineEntry, Key
 from .blackwell import TmemUse
 from .gpu_facts import GpuFacts, Timing
 from .limits import Launch, Level
+from .metrics import BY_NAME, RATCHETED, Figures, KernelResources, Metric, tolerance_of
 from .occupancy import (
     Cliff,
     Occupancy,
 )
-from .ptxas import KernelResources
 from .sass import SassReport
 from .text import one_line, safe_block
 from .timing import Verdict as TimeStatus
@@ -30,8 +30,8 @@ DeltaVerdict = Literal["worse", "better", "same", "tolerated"]
 # than its key says (a hand-edited file).
 BaselineStatus = Literal["none", "new", "new-release", "compared", "toolkit-mismatch"]
 
-# Metrics the ratchet compares: for all but occupancy, more is worse.
-RATCHET_METRICS = ("registers", "spill_stores", "spill_loads", "stack", "smem", "occupancy")
+# Metrics the ratchet compares, by name: the metrics table's (metrics.RATCHETED).
+RATCHET_METRICS = tuple(m.name for m in RATCHETED)
 
 
 class Delta(Struct, frozen=True):
@@ -50,44 +50,49 @@ class Delta(Struct, frozen=True):
 
 
 def delta_text(metric: str, baseline: float, now: float) -> str:
-    """`registers 72 -> 80 (+8)`; occupancy in percent."""
-    if metric == "occupancy":
-        return f"occupancy {baseline:.1%} -> {now:.1%} ({(now - baseline) * 100:+.1f} pts)"
+    """`registers 72 -> 80 (+8)`; a fraction (occupancy) in percent."""
+    found = BY_NAME.get(metric)
+    if found is not None and found.unit == "fraction":
+        return f"{metric} {baseline:.1%} -> {now:.1%} ({(now - baseline) * 100:+.1f} pts)"
     return f"{metric} {baseline:g} -> {now:g} ({now - baseline:+g})"
 
 
 def compare(old: BaselineEntry, new: BaselineEntry, tolerance: Mapping[str, float]) -> list[Delta]:
     """Every ratchet metric that differs between `old` and `new`, judged with `tolerance`."""
     deltas = []
-    for metric in RATCHET_METRICS:
-        if metric == "occupancy":
-            # At the same launch only: a kernel's occupancy is a property of (kernel, block size).
-            common = [at for at in new.occupancy if at in old.occupancy]
-            if not common:
-                continue
-            was, now = old.occupancy[common[0]], new.occupancy[common[0]]
-            # Lower occupancy is worse: flip the sign so "worse" means a positive change below.
-            before, after = -was, -now
-        else:
-            if getattr(old, metric) is None or getattr(new, metric) is None:
-                continue  # unknown (a binary's spills): nothing to compare
-            before = was = float(getattr(old, metric))
-            after = now = float(getattr(new, metric))
+    for m in RATCHETED:
+        pair = _values(old, new, m)
+        if pair is None:
+            continue  # unknown on either side (a binary's spills, an unread SASS): nothing to compare
+        was, now = pair
         if was == now:
             continue
-        allowed = tolerance.get(metric, tolerance.get("spills", 0.0) if metric.startswith("spill") else 0.0)
+        # Where lower is worse, flip the signs so that "worse" means a positive change below.
+        before, after = (was, now) if m.worse == "higher" else (-was, -now)
+        allowed = tolerance_of(m, tolerance)
         if after < before:
             verdict: DeltaVerdict = "better"
         elif after - before <= allowed + 1e-9:
             verdict = "tolerated"
         else:
             verdict = "worse"
-        deltas.append(Delta(metric, was, now, verdict, allowed))
+        deltas.append(Delta(m.name, was, now, verdict, allowed))
     return deltas
 
 
-class KernelReport(Struct, frozen=True):
-    """One kernel on one arch in one test: what ptxas said, what it means, and the verdict.
+def _values(old: BaselineEntry, new: BaselineEntry, m: Metric) -> tuple[float, float] | None:
+    """`m` in both entries; None where either does not know it. A fraction (occupancy) is compared at the same
+    launch only: a kernel's occupancy is a property of (kernel, block size)."""
+    if m.unit == "fraction":
+        common = [at for at in new.occupancy if at in old.occupancy]
+        return (old.occupancy[common[0]], new.occupancy[common[0]]) if common else None
+    was, now = getattr(old, m.name), getattr(new, m.name)
+    return None if was is None or now is None else (float(was), float(now))
+
+
+class KernelReport(Struct, Figures, frozen=True):
+    """One kernel on one arch in one test: what ptxas said, what it means, and the verdict. Its figures
+    (`registers`, `spill_stores`, ...) are the Figures mixin's.
 
     Immutable: `verdict()` makes it whole, and `timed()` makes the final one of a timed kernel.
     """
@@ -157,26 +162,6 @@ class KernelReport(Struct, frozen=True):
         if not self.resources.spills_known:
             return "its spills are unknown (a prebuilt binary records none)"
         return "it was not compared"
-
-    @property
-    def registers(self) -> int | None:
-        return self.resources.registers if self.resources else None
-
-    @property
-    def spill_stores(self) -> int | None:
-        return self.resources.spill_stores if self.resources else None
-
-    @property
-    def spill_loads(self) -> int | None:
-        return self.resources.spill_loads if self.resources else None
-
-    @property
-    def stack_frame(self) -> int | None:
-        return self.resources.stack_frame if self.resources else None
-
-    @property
-    def shared_mem(self) -> int | None:
-        return self.resources.shared_mem if self.resources else None
 
     @property
     def occupancy_at(self) -> str | None:

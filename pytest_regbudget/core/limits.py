@@ -1,13 +1,14 @@
 """The budgets one kernel is held to on one arch, as plain frozen values: no pytest, nothing to run.
 
-markers.py checks a marker's keys and builds these once; budget.py judges a kernel by them.
+project/markers.py checks a marker's keys and builds these once; verdict.py judges a kernel by them.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Literal, get_args
 
-from msgspec import Struct
+from msgspec import Struct, field
 
 # What a kernel over its budget does to its test: fail it, or pass it with a warning.
 Level = Literal["fail", "warn"]
@@ -26,11 +27,9 @@ class Limits(Struct, frozen=True):
     """The budgets that apply on one arch; None means unchecked."""
 
     max_regs: int | None = None
-    spills: int | None = None
-    spill_stores: int | None = None
-    spill_loads: int | None = None
-    stack: int | None = None
-    smem: int | None = None
+    # The most a metric may be, by budget key (metrics.CAP_KEYS): a metric's name (stack=64: its stack frame)
+    # or its group's (spills=16: each spill metric).
+    caps: Mapping[str, int] = field(default_factory=dict)
     launch: Launch | None = None
     dynamic_smem: int = 0
     min_occupancy: float | None = None

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from msgspec import Struct, field
 from msgspec.structs import replace
 
-from .baseline import NO_OPTIONS_HASH, BaselineEntry, Key, base_nodeid
+from .baseline import NO_OPTIONS_HASH, BaselineEntry, Key, base_nodeid, numbers_of
 from .facts import release_of
 from .kernel_report import KernelReport, compare
 from .ptxas import message_key
@@ -41,12 +41,7 @@ def entry_of_report(report: KernelReport) -> BaselineEntry:
         raise ValueError(f"{report.label} has no numbers to record: {report.error}")
     at = report.occupancy_at
     return BaselineEntry(
-        registers=res.registers,
-        spill_stores=res.spill_stores if res.spills_known else None,
-        spill_loads=res.spill_loads if res.spills_known else None,
-        stack=res.stack_frame,
-        smem=res.shared_mem,
-        const_mem=res.const_mem,
+        **numbers_of(res),
         ptxas=report.ptxas_version,
         nvrtc=report.nvrtc_version,
         compiler=report.compiler,

@@ -1,9 +1,10 @@
 """SASS facts from the measured cubin: local-memory instructions, loops, source lines.
 
 ptxas's spill figures are static byte counts; what matters is where the instructions sit. This module owns
-a pure parser of `nvdisasm -c -g` text (disasm.py runs nvdisasm) that tells spill/refill instructions
-(nvdisasm marks them `(*"SpillRefill"*)`) from accesses to local arrays and finds loops as backward
-branches, and the reading of one SASS instruction line, which binary.py shares for cuobjdump's listings.
+a pure parser of `nvdisasm -c -g` text (tools/nvdisasm.py runs nvdisasm) that tells spill/refill
+instructions (nvdisasm marks them `(*"SpillRefill"*)`) from accesses to local arrays and finds loops as
+backward branches, and the reading of one SASS instruction line, which tools/cuobjdump.py shares for
+cuobjdump's listings.
 """
 
 from __future__ import annotations

@@ -28,8 +28,7 @@ class Sample(Struct, frozen=True, array_like=True):
     arch: str
     release: str
     registers: int
-    spill_stores: int | None  # None: a prebuilt binary records no spills
-    spill_loads: int | None
+    spills: tuple[int, int] | None  # (stores, loads) in bytes; None: a prebuilt binary records none
     stack: int
     occupancy: float | None  # at its first launch (the smallest block), None when measured at none
     launch: str | None  # that launch: "256 threads"
@@ -50,8 +49,7 @@ def samples_of(baseline: Baseline) -> tuple[Sample, ...]:
                 arch,
                 release,
                 e.registers,
-                e.spill_stores,
-                e.spill_loads,
+                e.spills,
                 e.stack,
                 None if launch is None else e.occupancy[launch],
                 launch,
@@ -78,7 +76,7 @@ class Version(Struct, frozen=True):
 
 def values(s: Sample) -> dict[str, object]:
     """The sample's metrics by METRICS name; spills as [stores, loads]."""
-    spills = None if s.spill_stores is None else [s.spill_stores, s.spill_loads]
+    spills = None if s.spills is None else list(s.spills)
     return {
         "registers": s.registers,
         "spills": spills,
@@ -249,7 +247,7 @@ def trails(versions: Sequence[Version], last: int = HISTORY_COMMITS, note: str |
         total = 0
         bands = [0] * len(BANDS)
         for s in v.samples:
-            spills = (s.spill_stores or 0) + (s.spill_loads or 0)
+            spills = sum(s.spills or ())
             total += spills
             if s.occupancy is not None:
                 bands[_band(s.occupancy)] += 1

@@ -21,7 +21,8 @@ from ..tools.frontends import FrontendPtx
 from ..tools.nvcc import find_nvcc
 from ..tools.options import CompileOptions, Timeouts
 from ..tools.outputs import CompiledKernel
-from ..tools.toolkit import Nvcc, Toolkit, ToolMemo, discover, kill_running_tools
+from ..tools.running import ToolMemo, kill_running_tools
+from ..tools.toolkit import Nvcc, Toolkit, discover
 from ..tools.units import Spec, Unit
 
 

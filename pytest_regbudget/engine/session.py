@@ -1,10 +1,10 @@
 """The state of one pytest run, and the flow that fills it: source -> facts -> verdict -> records.
 
-plugin.py's hooks hand off here. The session holds state (settings, the baseline, each finished kernel's
-record and baseline entry, what the run saw); collaborators do the work: the `Builder` (toolkit, cache,
-compile pool), the kernel sources, the pure verdict of budget.py, the `GpuRunner`, and the writers. Under
-pytest-xdist each worker holds its own session and ships its results to the controller through
-`workeroutput`; only the controller writes files.
+plugin/hooks.py's hooks hand off here. The session holds state (settings, the baseline, each finished
+kernel's record and baseline entry, what the run saw); collaborators do the work: the `Builder` (toolkit,
+cache, compile pool), the kernel sources, the judging of one kernel (judge.py, on core/verdict.py), the
+`GpuRunner`. What the run prints is summary.py's; under pytest-xdist each worker holds its own session and
+ships its results to the controller (workers.py); only the controller writes files (finish.py).
 """
 
 from __future__ import annotations
@@ -21,10 +21,7 @@ from msgspec.structs import replace
 from .. import sources
 from ..cache.store import CacheStats
 from ..core import baseline as bl
-from ..core import trend
-from ..core.arch import get_arch
 from ..core.errors import (
-    BaselineError,
     CompileError,
     MarkerError,
     RegbudgetWarning,
@@ -34,45 +31,24 @@ from ..core.errors import (
 from ..core.facts import KernelFacts, release_of
 from ..core.gpu_facts import Timing
 from ..core.kernel_report import KernelReport
-from ..core.limits import Launch
-from ..core.ratchet import BaselineRule
-from ..core.text import safe_block
-from ..core.trend import Trails
-from ..core.verdict import strict, time_budgets_settled, timed, verdict
+from ..core.metrics import AGREED
+from ..core.verdict import strict, time_budgets_settled, timed
 from ..gpu.runner import GpuRunner
-from ..history import git as history_git
 from ..project.markers import Budget, parse_marker
-from ..report import compare
 from ..report.record import ReportRecord, to_record
-from ..report.terminal import (
-    baseline_lines,
-    compilers_line,
-    empty_binaries_line,
-    enforced_line,
-    github_annotations,
-    gpu_line,
-    key_text,
-    no_arch_line,
-    summary_table,
-    unknown_arch_lines,
-)
-from ..report.writers import FileWriter, file_writers
+from ..report.terminal import key_text
 from ..sources import KernelSource, SourceSpec
 from ..sources.prebuilt import Binary
 from ..tools import nvdisasm as disasm
 from ..tools.compiler import error_location
-from ..tools.toolkit import Targets, check_nvrtc
+from ..tools.targets import Targets
+from ..tools.toolkit import check_nvrtc
 from ..tools.units import Spec
 from ..update import broken
-from ..update import plan as update
-from ..update.scope import ERROR, Rule, RunScope, with_base
+from ..update.scope import ERROR, RunScope, with_base
 from .builder import Builder, ItemEnv
-from .provenance import provenance
+from .judge import Context, baseline_rule, item_archs, judge, limits_of, reads_sass
 from .state import ItemState, Settings, resolve_archs
-
-WORKEROUTPUT_KEY = "regbudget"
-USAGE_ERROR = 4  # pytest.ExitCode.USAGE_ERROR, named here without importing pytest
-TESTS_FAILED = 1  # pytest.ExitCode.TESTS_FAILED
 
 
 class Mark(Protocol):
@@ -113,37 +89,8 @@ class RegbudgetSession:
         path = settings.baseline_path
         self.baseline = bl.load(path) if path else bl.Baseline()
 
-    # -- what the run prints before and after ----------------------------------------------------------
-    def header(self, *, nvcc: bool = False, binaries: bool = False) -> str:
-        """The toolkit found, and the nvcc when the run is set to use one (`nvcc`: a manifest table names
-        it); the summary's compilers_line says what each kernel was built with in the end."""
-        s = self.settings
-        archs = ",".join(s.archs)
-        try:
-            where = "; ".join(b.toolkit().describe() for b in self.builders.values())
-        except ToolchainError:
-            where = "NO CUDA TOOLKIT FOUND (marked tests will fail and say why)"
-        if binaries:
-            # A manifest of prebuilt binaries compiles nothing: what reads them comes first.
-            where = (
-                f"{self.builder.cuobjdump() or 'NO CUOBJDUMP FOUND'}; toolkit for compiled kernels: {where}"
-            )
-        if nvcc or s.nvcc or s.compiler == "nvcc":
-            try:
-                found = self.builder.nvcc()
-                where += f"; {found.describe()}"
-            except (CompileError, ToolchainError, Unbuildable) as exc:
-                where += f"; NO NVCC ({str(exc).splitlines()[0]})"
-        base = "-"
-        if s.baseline_path is not None:
-            count = f"{len(self.baseline)} entries" if s.baseline_path.exists() else "not yet written"
-            base = f"{self._display(s.baseline_path)} ({count}{', updating' if s.update else ''})"
-        return f"regbudget: {where}; archs {archs}; baseline {base}; gpu {s.gpu_mode}"
-
-    def cache_line(self) -> str:
-        return self.builder.cache_line(self._cache_stats(self.worker_cache, skip_first=True))
-
-    def _cache_stats(self, start: CacheStats, *, skip_first: bool = False) -> CacheStats:
+    # -- the builders -----------------------------------------------------------------------------------
+    def cache_stats(self, start: CacheStats, *, skip_first: bool = False) -> CacheStats:
         """`start` plus the cache counts of this process's builders (but the first, with `skip_first`)."""
         total = start
         for builder in list(self.builders.values())[1 if skip_first else 0 :]:
@@ -155,51 +102,10 @@ class RegbudgetSession:
         nvcc = next((n for b in self.builders.values() if (n := b.nvcc_if_found()) is not None), None)
         return self.worker_nvcc if nvcc is None else nvcc.describe()
 
-    def compilers_line(self) -> str | None:
-        described = self.nvcc_found()
-        read = any(r["compiler"] == "binary" for r in self.records)
-        return compilers_line(self.records, described, self.builder.cuobjdump() if read else None)
-
-    def gpu_line(self) -> str:
-        return gpu_line(self.records, self.settings.gpu_mode)
-
-    def summary(self, mode: str = "changes", width: int | None = None) -> list[str]:
-        """The run's section of the terminal summary: where it built and what it found first, then the
-        table (terminal.summary_table), so that its failing rows end next to pytest's own summary."""
-        records = self.records
-        annotations = github_annotations(records, self.settings.rootdir) if self.settings.annotate else []
-        # finish_lines quote paths and OS errors: never let one read as a workflow command.
-        counted = enforced_line(records, updating=self.settings.update, strict=self.settings.strict)
-        compared: list[str] = []
-        if len({r["release"] for r in records}) > 1:  # the toolkits' differences, where there are several
-            compared = compare.summary_lines(compare.across_releases(records))
-        finish = [*compared, *([counted] if counted else []), *self.finish_lines]
-        finish += broken.summary_lines(self.builds, updating=self.settings.update)
-        finish += empty_binaries_line(self.empty_binaries, self.settings.archs, self.empty_sources)
-        finish += no_arch_line(self.no_arch, self.settings.archs)
-        if not records and not finish:
-            return []
-        finish = [self.cache_line(), *filter(None, [self.compilers_line()]), self.gpu_line(), *finish]
-        return [
-            *annotations,
-            *(safe_block(line) for line in finish),
-            *summary_table(records, mode=mode, width=width),
-        ]
-
-    def _display(self, path: Path) -> str:
-        try:
-            return str(path.relative_to(self.settings.rootdir))
-        except ValueError:
-            return str(path)
-
     # -- collection --------------------------------------------------------------------------------------
     def item_archs(self, budget: Budget | None) -> list[str]:
-        """The run's archs a marker's `archs=` keeps. `sm_90` names the chip, so it keeps sm_90a and sm_90f
-        too (they build for it); `sm_90a` keeps that spelling only."""
-        if budget is None or budget.archs is None:
-            return list(self.settings.archs)
-        wanted = budget.archs
-        return [a for a in self.settings.archs if a in wanted or get_arch(a).base_name in wanted]
+        """The run's archs a marker's `archs=` keeps (judge.item_archs)."""
+        return item_archs(self.settings.archs, budget)
 
     def note_unmatched(self, message: str) -> None:
         """A manifest `kernels` pattern that matched no kernel of a file (`message` names the table, the
@@ -353,10 +259,6 @@ class RegbudgetSession:
             raise ToolchainError("\n".join(f"{given}: {line}" for line in str(exc).splitlines())) from None
         self.settings = replace(self.settings, archs=archs)
 
-    def _reads_sass(self, budget: Budget, arch: str) -> bool:
-        """Whether a kernel's SASS is read on `arch`: with --regbudget-sass, or for a hot_spills budget."""
-        return self.settings.sass or budget.limits(arch).hot_spills is not None
-
     def prefetch(self, states: Sequence[ItemState]) -> None:
         """Start compiling every marker kernel of the run, in collection order, on the pool."""
         specs: dict[str | None, list[Spec]] = {}
@@ -436,63 +338,45 @@ class RegbudgetSession:
         gpu_arch: str | None,
         note: str | None,
     ) -> KernelReport:
+        """Read what the budget needs of a build (its SASS, the GPU's view of its cubin), and judge it
+        (judge.py); the report joins the test's."""
         arch = facts.arch
         budget = state.budget or Budget()
-        limits = budget.limits(arch)
-        if limits.launch is None and facts.block is not None:
-            limits = replace(limits, launch=Launch(facts.block))
-        if limits.dynamic_smem == 0 and facts.dynamic_smem:
-            limits = replace(limits, dynamic_smem=facts.dynamic_smem)
         sass_report = None
-        if self._reads_sass(budget, arch) and facts.cubin:
+        if reads_sass(budget, arch, sass=self.settings.sass) and facts.cubin:
             res = facts.resources
             sass_report = disasm.disassemble(
                 self.builder.nvdisasm(),
                 facts.cubin,
                 facts.entry,
-                spills=bool(res.spill_stores or res.spill_loads) or not res.spills_known,
+                spills=res.spill_bytes > 0 or not res.spills_known,
             )
         gpu_facts = None
         if arch == gpu_arch and facts.cubin:
+            limits = limits_of(budget, facts)
             loaded, gpu_facts = self.gpu.load_and_probe(facts, limits, f"{nodeid}/{kernel_id}")
             state.loaded[(kernel_id, arch)] = loaded
         key = self.settings.baseline_key(facts)
-        report = verdict(
+        conflict = self._conflict(key, facts, nodeid)
+        context = Context(
             nodeid,
             kernel_id,
-            facts,
-            limits,
-            budget.level,
+            key=key,
+            baseline=baseline_rule(self.baseline, self.settings, key, facts, budget, conflict),
             gpu=gpu_facts,
             sass=sass_report,
-            baseline=self._rule(key, facts, nodeid, budget),
             gpu_note=note if arch == state.arch else None,
-            key=key,
         )
+        report = judge(facts, budget, context)
         for defect in report.model_defects:
             warnings.warn(RegbudgetWarning(f"{report.label}: {defect}"), stacklevel=1)
         state.facts[(kernel_id, arch)] = facts
         state.reports.append(report)
         return report
 
-    def _rule(self, key: bl.Key, facts: KernelFacts, nodeid: str, budget: Budget) -> BaselineRule:
-        s = self.settings
-        entry, found_under = self.baseline.find(key, facts.legacy_variant)
-        return BaselineRule(
-            entry=entry,
-            found_under=found_under,
-            releases=tuple(self.baseline.releases(key)) if entry is None else (),
-            conflict=self._conflict(key, facts, nodeid),
-            recorded=s.baseline_path is not None,
-            tolerance={**s.tolerance, **budget.tolerance},
-            enforce=not s.update,
-            name=self._display(s.baseline_path) if s.baseline_path else "the baseline",
-        )
-
     def _conflict(self, key: bl.Key, facts: KernelFacts, nodeid: str) -> str | None:
         """Two tests share one entry per kernel variant: their compile facts must agree."""
-        r = facts.resources
-        numbers = (r.registers, r.spill_stores, r.spill_loads, r.stack_frame, r.shared_mem)
+        numbers = tuple(getattr(facts.resources, m.name) for m in AGREED)
         compiler = facts.provenance.compiler
         first = self._measured.setdefault(key, (nodeid, (compiler, *numbers)))
         if first[1] == (compiler, *numbers) or first[0] == nodeid:
@@ -612,197 +496,6 @@ class RegbudgetSession:
                 warnings.warn(RegbudgetWarning(r.failure_text()), stacklevel=1)
         failures = [r.failure_text() for r in final if r.outcome == "failed"]
         return "\n".join(failures) if failures else None
-
-    # -- xdist -----------------------------------------------------------------------------------------
-    def worker_payload(self) -> dict[str, Any]:
-        # The records carry everything an update writes (update.fresh_entries): the controller rebuilds the
-        # entries from all workers' records, as `regbudget merge` does from CI shards' reports.
-        return {
-            "cache": self._cache_stats(CacheStats()).to_payload(),
-            "records": self.records,
-            "scope": self.scope.payload(),
-            "conflicts": self.conflicts,
-            "empty_binaries": self.empty_binaries,
-            "empty_sources": sorted(self.empty_sources),
-            "nvcc": self.nvcc_found(),
-            "builds": broken.json_objects(self.builds),
-            "unmatched": self.unmatched,
-            "no_arch": sorted(self.no_arch),
-        }
-
-    def merge_worker(self, payload: dict[str, Any]) -> None:
-        self.records.extend(payload.get("records", []))
-        self.worker_cache = self.worker_cache.merged(CacheStats.from_payload(payload.get("cache")))
-        self.scope.merge(payload.get("scope", {}))
-        self.conflicts += payload.get("conflicts", [])
-        self.empty_sources.update(payload.get("empty_sources", []))
-        self.worker_nvcc = self.worker_nvcc or payload.get("nvcc")
-        self.builds.update(broken.from_json(payload.get("builds", [])))
-        for message in payload.get("unmatched", []):
-            self.note_unmatched(message)  # every worker collects the manifest: once each
-        self.no_arch.update(payload.get("no_arch", []))
-        for file, count in payload.get("empty_binaries", {}).items():
-            self.empty_binaries[file] = max(count, self.empty_binaries.get(file, 0))
-
-    # -- end of run (controller only) ------------------------------------------------------------------
-    def _stale_rule(self, prefixes: Sequence[str], selection: str | None) -> Rule:
-        built = frozenset(self._built())
-        return Rule(
-            self.scope,
-            self.settings.archs,
-            prefixes,
-            self.settings.rootdir,
-            selection,
-            built,
-            broken=broken.protected(self.builds),
-        )
-
-    def _built(self) -> set[tuple[str, str]]:
-        """The (compiler, release) pairs this run built with: its kernels', and its manifest builds' that
-        failed or were recorded as broken."""
-        return {(r["compiler"], r["release"]) for r in self.records if r["registers"] is not None} | {
-            (b.compiler, key[3]) for key, b in self.builds.items()
-        }
-
-    def plan(self, prefixes: Sequence[str] = ("",), selection: str | None = None) -> update.Plan:
-        """What an update by this run writes and removes (see update.py and scope.py).
-
-        `prefixes`: the run's path arguments; `selection`: an option that hides whole files (--lf).
-        """
-        fresh = update.fresh_entries(self.records)
-        # Conflicts between xdist workers show only now; those within one process were named already.
-        named = {c.split(": ", 1)[0] for c in self.conflicts}
-        self.conflicts += [c for c in fresh.conflicts if c.split(": ", 1)[0] not in named]
-        return update.plan(self.baseline, self.records, fresh.entries, self._stale_rule(prefixes, selection))
-
-    def finish(self, prefixes: Sequence[str] = ("",), selection: str | None = None) -> int | None:
-        """Write what the run produced; returns an exit code when a file asked for could not be written.
-
-        An interrupted run (scope.interrupted) still writes the entries of the kernels it measured, but
-        removes none: it cannot tell a test that is gone from one it never reached.
-        """
-        s = self.settings
-        planned = self.plan(prefixes, selection)
-        decision = planned.decision
-        stale = set(decision.stale)
-        exit_code = None
-        if s.update and s.baseline_path is not None and self.conflicts:
-            shown = "\n  ".join(self.conflicts[:10])
-            self.finish_lines.append(
-                f"baseline NOT updated: kernels measured differently by two tests:\n  {shown}"
-            )
-            exit_code = USAGE_ERROR
-        elif s.update and s.baseline_path is not None:
-            builds = broken.plan(
-                self.baseline,
-                self.builds,
-                rootdir=str(s.rootdir),
-                prefixes=prefixes,
-                archs=s.archs,
-                releases={r["release"] for r in self.records} | {key[3] for key in self.builds},
-                interrupted=bool(self.scope.interrupted),
-            )
-            try:
-                counts = bl.update(
-                    s.baseline_path,
-                    planned.write,
-                    planned.stale,
-                    moved=planned.moved,
-                    lock_dir=s.cache_dir,
-                    broken=builds.record,
-                    fixed=builds.drop,
-                )
-            except (BaselineError, OSError) as exc:
-                # OSError: a failure baseline.py did not foresee; the file is still as it was.
-                self.finish_lines.append(f"baseline NOT updated: {exc}")
-                exit_code = USAGE_ERROR
-            else:
-                self.finish_lines.append(f"baseline {self._display(s.baseline_path)} updated: {counts}")
-                # The reports say what the baseline now holds: each failed build is recorded.
-                self.builds = broken.recorded(self.builds)
-        kept = decision.kept_lines() if s.update else []
-        if s.update and self.scope.interrupted:
-            kept.insert(0, f"run interrupted ({self.scope.interrupted}): no baseline entry was removed")
-        self.finish_lines[:0] = baseline_lines(self.records, sorted(stale), updating=s.update, kept=kept)
-        if s.baseline_path is not None:
-            keys = list(self.baseline.entries)
-            self.finish_lines += unknown_arch_lines(keys, self._display(s.baseline_path))
-        if s.strict and not s.update and self.unmatched:
-            # The budgets of a table whose pattern selects nothing are checked nowhere: not a pass.
-            self.finish_lines += [
-                f"--regbudget-strict: {m}. Fix: correct the pattern (or drop it from the table)"
-                for m in self.unmatched
-            ]
-            exit_code = exit_code or TESTS_FAILED
-        if not any((s.json_path, s.html_path, s.markdown_path, s.step_summary)):
-            return exit_code
-
-        writers = file_writers(
-            json_path=s.json_path,
-            html_path=s.html_path,
-            html_all=s.html_all,
-            trails=self._trails() if s.html_path else None,
-            markdown_path=s.markdown_path,
-            step_summary=s.step_summary,
-            scope=self.report_scope(prefixes, selection),
-            provenance=self.provenance() if s.json_path else None,
-            broken_builds=broken.json_objects(self.builds),
-        )
-        for writer in writers:
-            if not self._write(writer) and writer.required:
-                exit_code = USAGE_ERROR
-        return exit_code
-
-    def provenance(self) -> dict[str, object]:
-        """Where the run was, for the JSON report (engine/provenance.py)."""
-        found = [b.toolkit_or_none() for b in self.builders.values()]
-        return provenance(
-            self.records,
-            self.settings.rootdir,
-            toolkits=[t.describe() for t in found if t is not None],
-            nvcc=self.nvcc_found(),
-        )
-
-    def report_scope(self, prefixes: Sequence[str], selection: str | None) -> dict[str, object]:
-        """What this run could have seen, for the JSON report: what a later merge of shards needs to decide
-        stale entries as this run would (`regbudget merge`), and what a reader needs to know what was
-        compared. `run` is scope.RunScope's payload; `built` the (compiler, release) pairs measured."""
-        built = sorted(self._built())
-        return {
-            "run": self.scope.payload(),
-            "prefixes": list(prefixes),
-            "selection": selection,
-            "archs": list(self.settings.archs),
-            "toolkits": list(self.settings.toolkits),
-            "built": [list(pair) for pair in built],
-            "rootdir": str(self.settings.rootdir),
-            "baseline": self._display(self.settings.baseline_path) if self.settings.baseline_path else None,
-            "update": self.settings.update,
-        }
-
-    def _trails(self) -> Trails | None:
-        """The baseline's last commits for the HTML report's charts; a note instead where git cannot say."""
-        s = self.settings
-        if s.baseline_path is None or s.html_history == 0:
-            return None
-        try:
-            found = history_git.versions(s.baseline_path, cache_dir=s.cache_dir, limit=s.html_history)
-        except history_git.GitError as exc:
-            return Trails({}, (), f"No history charts: {exc}.")
-        note = f"Shallow clone: {history_git.SHALLOW_FIX}." if found.shallow else None
-        return trend.trails(found.versions, s.html_history, note)
-
-    def _write(self, writer: FileWriter) -> bool:
-        """Write one report file; a failure becomes a summary line naming the file, never a traceback."""
-        try:
-            writer.write(self.records)
-        except (OSError, BaselineError) as exc:
-            why = getattr(exc, "strerror", None) or str(exc)
-            path = writer.path
-            hint = "give a file path, not a directory" if path.is_dir() else "check the path and free space"
-            self.finish_lines.append(f"{writer.option} report NOT written to {path}: {why}; {hint}")
-            return False
-        return True
 
     def close(self) -> None:
         for builder in self.builders.values():

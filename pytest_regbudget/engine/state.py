@@ -14,12 +14,9 @@ from msgspec import Struct, field
 
 from ..core.arch import (
     ALL,
-    KEYWORDS,
     NATIVE,
     SUPPORTED_ARCHS,
     SUPPORTED_VARIANTS,
-    get_arch,
-    is_arch_name,
     unknown_arch,
 )
 from ..core.baseline import Key
@@ -32,7 +29,7 @@ from ..gpu.runner import GpuMode
 from ..project.markers import Budget
 from ..sources import KernelSource
 from ..tools.options import Timeouts
-from ..tools.toolkit import Targets, table_lacks
+from ..tools.targets import Targets, table_lacks
 from ..update.scope import NOT_A_FILE
 from .builder import BuildSettings
 
@@ -81,6 +78,13 @@ class Settings(Struct, frozen=True):
             toolkit=toolkit,
             nvcc=self.nvcc,
         )
+
+    def display(self, path: Path) -> str:
+        """`path` as the run's lines name it: relative to the rootdir where it is inside it."""
+        try:
+            return str(path.relative_to(self.rootdir))
+        except ValueError:
+            return str(path)
 
     def baseline_key(self, facts: KernelFacts) -> Key:
         """The baseline key of a kernel: (source relative to the rootdir, readable name, variant, arch,
@@ -144,21 +148,6 @@ def _relative(source: Path, rootdir: Path) -> str:
 @functools.lru_cache(maxsize=16)
 def _real(path: Path) -> str:
     return os.path.realpath(path)
-
-
-def parse_archs(values: Sequence[str]) -> list[str]:
-    """Flatten repeated, comma-separated arch values, keeping the first of duplicates. A name may be one the
-    arch table knows, `all`, `native`, or one spelt as an arch that only the run's toolkits can judge
-    (sm_130 of a later release: `resolve_archs`); anything else is UnknownArchError, with the spelling it
-    resembles."""
-    out: list[str] = []
-    for value in values:
-        for name in (v.strip() for v in value.replace("\n", ",").split(",")):
-            if name and name not in out:
-                if name not in KEYWORDS and not is_arch_name(name):
-                    get_arch(name)
-                out.append(name)
-    return out
 
 
 def resolve_archs(

@@ -106,7 +106,7 @@ def _launch_failure_text(
     for b in block:
         threads *= b
     res = facts.resources
-    why = launch_failure(facts.arch, res.registers, threads, res.shared_mem, dynamic_smem, res.max_threads)
+    why = launch_failure(facts.arch, res.registers, threads, res.smem, dynamic_smem, res.max_threads)
     detail = (
         why or "the static calculator says it fits: a defect of pytest-regbudget's model, please report it"
     )

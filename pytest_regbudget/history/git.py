@@ -197,7 +197,7 @@ def _blobs(root: Path, wanted: Sequence[str]) -> Iterator[tuple[str, bytes | Non
 
 
 # The version of the parsed blobs kept in the cache: a change of _Parsed or of what is read changes it.
-_CACHE_FORMAT = 1
+_CACHE_FORMAT = 2
 
 
 class _Parsed(Struct, frozen=True):

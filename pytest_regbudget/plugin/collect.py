@@ -1,6 +1,6 @@
 """pytest nodes for the kernel manifest: a `KernelFile` per file it names, a `KernelItem` per (kernel,
 variant, arch). An item is judged exactly as a marked test is: it carries an `ItemState` with the kernel's
-source and budget, and plugin.py's runtest hooks measure it and finish it (`session.measure`,
+source and budget, and plugin/hooks.py's runtest hooks measure it and finish it (`session.measure`,
 `session.finish_test`).
 
 Collection follows the manifest, not the tree:
@@ -40,7 +40,8 @@ from ..core.text import safe_block
 from ..engine.session import RegbudgetSession
 from ..engine.state import ItemState
 from ..project import manifest
-from ..project.manifest import LISTING_COMPILERS, Kernel, Manifest, Variant, kernel_id
+from ..project.kernel_tables import LISTING_COMPILERS, Variant
+from ..project.manifest import Kernel, Manifest, kernel_id
 from ..update.scope import COLLECTED
 
 PLUGIN_NAME = manifest.PLUGIN_NAME

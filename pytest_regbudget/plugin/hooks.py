@@ -1,5 +1,6 @@
-"""The pytest11 entry point: options, ini keys, the marker, the fixture, and hooks that hand off to
-RegbudgetSession. Nothing here imports NVRTC or a GPU library.
+"""The pytest11 entry point: options, ini keys, the marker, the fixture, and hooks that hand off to the
+engine: the run's RegbudgetSession, its summary, its xdist workers' results and its finish. Nothing here
+imports NVRTC or a GPU library.
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ from ..core.errors import (
     Unbuildable,
 )
 from ..core.text import safe_block
-from ..engine.session import WORKEROUTPUT_KEY, RegbudgetSession
+from ..engine import finish, summary, workers
+from ..engine.session import RegbudgetSession
 from ..engine.state import ItemState
 from ..project import manifest
 from ..project.markers import VALID_KEYS, duplicate_markers
@@ -72,7 +74,7 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     # A manifest of nvcc kernels builds nothing with NVRTC: the header names the nvcc too.
     nvcc = found is not None and any(t.compiler == "nvcc" for t in found.manifest.tables)
     binaries = found is not None and all(t.binary for t in found.manifest.tables)
-    lines = [session_of(config).header(nvcc=nvcc, binaries=binaries)]
+    lines = [summary.header(session_of(config), nvcc=nvcc, binaries=binaries)]
     if found is not None and config.get_verbosity() > 0:
         lines += collect.excluded_lines(found.manifest)
     return lines
@@ -360,7 +362,7 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: p
     # diffs: whole.
     # diffs: whole. pytest's TerminalReporter has no public width; its writer's is what write_sep uses.
     width = None if verbosity > 1 else int(terminalreporter._tw.fullwidth)
-    lines = session_of(config).summary(mode, width)
+    lines = summary.lines(session_of(config), mode, width)
     if lines:
         terminalreporter.write_sep("-", "regbudget")
         for line in lines:
@@ -387,11 +389,11 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int | pytest.ExitC
         regbudget.note_interrupted(interrupted)
     workeroutput = getattr(config, "workeroutput", None)
     if workeroutput is not None:
-        workeroutput[WORKEROUTPUT_KEY] = regbudget.worker_payload()
+        workeroutput[workers.WORKEROUTPUT_KEY] = workers.payload(regbudget)
         return
     # --lf skips whole files at collection without reporting them as deselected.
     selection = "--lf" if config.getoption("lf", False) else None
-    exit_code = regbudget.finish(_arg_prefixes(config) + _manifest_prefixes(config), selection)
+    exit_code = finish.finish(regbudget, _arg_prefixes(config) + _manifest_prefixes(config), selection)
     if exit_code is not None:
         session.exitstatus = exit_code
 
@@ -411,4 +413,4 @@ class _XdistController:
 
     def pytest_testnodedown(self, node: Any, error: object) -> None:
         output = getattr(node, "workeroutput", {})
-        session_of(self.config).merge_worker(output.get(WORKEROUTPUT_KEY, {}))
+        workers.merge(session_of(self.config), output.get(workers.WORKEROUTPUT_KEY, {}))

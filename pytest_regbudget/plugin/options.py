@@ -5,7 +5,6 @@ setting.
 
 from __future__ import annotations
 
-import argparse
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -21,10 +20,12 @@ from ..core.errors import (
     UnknownArchError,
 )
 from ..core.verdict import TimeBasis
-from ..engine.state import Settings, parse_archs
+from ..engine.state import Settings
 from ..gpu.runner import GpuMode
-from ..project.manifest import Manifest, arch_conflict
+from ..project import options as shared
+from ..project.manifest import Manifest
 from ..project.markers import parse_tolerance
+from ..project.options import DEFAULT_BASELINE, parse_archs
 from ..tools.options import (
     DEFAULT_CUOBJDUMP_TIMEOUT,
     DEFAULT_NVCC_TIMEOUT,
@@ -34,32 +35,13 @@ from ..tools.options import (
 
 ARCH_PARAM = "regbudget_arch"
 TOOLKIT_PARAM = "regbudget_toolkit"  # with several --regbudget-toolkit: which one an item builds with
-DEFAULT_ARCH = "sm_90"
-DEFAULT_BASELINE = "regbudget-baseline.toml"
-
-
-def _arch_list(value: str) -> str:
-    """argparse type: reject a name that is not spelt as an arch while parsing, naming the value, the spelling
-    it resembles and the supported set. Which archs the toolkits build is judged at start-up."""
-    try:
-        parse_archs([value])
-    except UnknownArchError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-    return value
+# The options and ini keys that the `regbudget` command shares are defined in project/options.py.
+PREFIX = "regbudget-"  # --regbudget-arch here, --arch in `regbudget explain`
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("regbudget", "CUDA register and spill budgets (pytest-regbudget)")
-    group.addoption(
-        "--regbudget-arch",
-        action="append",
-        type=_arch_list,
-        default=None,
-        metavar="ARCHS",
-        help="target archs, comma-separated, may repeat (e.g. sm_80,sm_90); all: every arch each toolkit of "
-        "the run builds; native: the GPU's. An arch that no toolkit of the run builds is a usage error. "
-        f"Default: ini regbudget_arch, else {DEFAULT_ARCH}.",
-    )
+    shared.add_arch_option(group.addoption, PREFIX)
     group.addoption(
         "--regbudget-cuda-home",
         default=None,
@@ -74,15 +56,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="write or refresh the baseline entries of the kernels that ran (absolute budgets still fail); "
         "it removes an entry only when the run could have seen it and did not, and never when interrupted.",
     )
-    group.addoption(
-        "--regbudget-toolkit",
-        action="append",
-        default=None,
-        metavar="NAMES",
-        help="build and judge every kernel with each toolkit, comma-separated, may repeat: cu12 (the CUDA 12 "
-        "wheels), cu13 (the CUDA 13 wheels), system (CUDA_HOME, CUDA_PATH, PATH) or a toolkit's directory. "
-        "With more than one, item ids end in the release (test_x[sm_90-12.9]) and the summary compares them. "
-        "Default: ini regbudget_toolkit, else the one toolkit discovery finds.",
+    shared.add_toolkit_option(
+        group.addoption,
+        PREFIX,
+        does="build and judge every kernel with each toolkit",
+        several="With more than one, item ids end in the release (test_x[sm_90-12.9]) and the summary "
+        "compares them.",
     )
     group.addoption(
         "--regbudget-nvcc",
@@ -169,38 +148,22 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="PATH",
         help='write every kernel\'s numbers and verdict to PATH as {"kernels": [...]}.',
     )
-    parser.addini(
-        "regbudget_arch",
-        "target archs, comma- or line-separated, as --regbudget-arch (all, native; default sm_90)",
-        type="linelist",
-    )
-    parser.addini(
-        "regbudget_baseline",
-        "baseline file, relative to the ini file's directory "
-        "(default regbudget-baseline.toml in the rootdir)",
-        default="",
-    )
-    parser.addini(
-        "regbudget_tolerance",
-        "how much worse than the baseline a kernel may get, e.g. 'registers=4, spills=16, occupancy=0.05'",
-        default="",
-    )
-    parser.addini(
-        "regbudget_compiler", "nvrtc (default) or nvcc, for markers that name no compiler", default="nvrtc"
-    )
-    parser.addini("regbudget_toolkit", "toolkits to build with, as --regbudget-toolkit", type="linelist")
-    parser.addini("regbudget_nvcc", "the nvcc for compiler=nvcc, as --regbudget-nvcc", default="")
-    parser.addini(
-        "regbudget_headroom",
-        "registers of headroom `regbudget explain` adds to the budget it suggests, e.g. 'registers=8'",
-        default="",
-    )
+    for key in (
+        shared.ARCH_INI,
+        shared.BASELINE_INI,
+        shared.TOLERANCE_INI,
+        shared.COMPILER_INI,
+        shared.TOOLKIT_INI,
+        shared.NVCC_INI,
+        shared.HEADROOM_INI,
+    ):
+        key.add(parser.addini)
     parser.addini(
         "regbudget_time_basis",
         "time (default) or cycles: judge max_time_ratio on time x SM clock, for runners whose clock varies",
         default="time",
     )
-    parser.addini("regbudget_strict", "true: as --regbudget-strict", type="bool", default=False)
+    shared.STRICT_INI.add(parser.addini)
     parser.addini("regbudget_jobs", "compile threads (default: cores / xdist workers)", default="")
     parser.addini("regbudget_gpu", "auto, off or require (see --regbudget-gpu)", default="auto")
     parser.addini(
@@ -254,20 +217,14 @@ def _path_option(config: pytest.Config, name: str) -> Path | None:
 def settings_of(config: pytest.Config, manifest: Manifest | None = None) -> Settings:
     cli: Sequence[str] | None = config.getoption("regbudget_arch")
     ini: list[str] = config.getini("regbudget_arch")
-    conflict = None
-    if manifest is not None and not cli:
-        conflict = arch_conflict(manifest, ini)
-    if conflict:
-        raise pytest.UsageError(f"regbudget manifest: {conflict}")
-    given = cli or ini or (manifest.archs if manifest else ()) or [DEFAULT_ARCH]
-    # Where the archs came from, for every message about them (the default reads as the option's).
-    archs_from = "--regbudget-arch"
-    if not cli and ini:
-        archs_from = "regbudget_arch (ini)"
-    elif not cli and manifest is not None and manifest.archs:
-        archs_from = f"{manifest.label}: arch"
     try:
-        archs = parse_archs(given)
+        chosen = shared.choose_archs(cli, ini, manifest, flag="--regbudget-arch")
+    except ValueError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    # Where the archs came from, for every message about them (the default reads as the option's).
+    archs_from = chosen.named_by
+    try:
+        archs = parse_archs(chosen.given)
     except UnknownArchError as exc:
         raise pytest.UsageError(f"{archs_from}: {exc}") from None
     if not archs:  # --regbudget-arch= or =,, : nothing would be built, and every listing would look empty
@@ -326,9 +283,7 @@ def _time_basis(config: pytest.Config) -> TimeBasis:
 
 def _toolkits(config: pytest.Config) -> tuple[str, ...]:
     cli: Sequence[str] | None = config.getoption("regbudget_toolkit")
-    values = cli or config.getini("regbudget_toolkit")
-    names = [n.strip() for v in values for n in v.split(",") if n.strip()]
-    return tuple(dict.fromkeys(names))
+    return shared.toolkit_names(cli, config.getini("regbudget_toolkit"))
 
 
 def _jobs(config: pytest.Config) -> int:

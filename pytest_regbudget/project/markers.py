@@ -20,6 +20,7 @@ from .. import sources
 from ..core.arch import get_arch
 from ..core.errors import MarkerError, UnknownArchError
 from ..core.limits import LEVELS, Launch, Level, Limits
+from ..core.metrics import CAP_KEYS, TOLERANCE_KEYS
 from ..core.text import close_key_hint
 from ..tools.options import CompileOptions
 
@@ -37,11 +38,7 @@ COMPILE_KEYS = (
 # Budgets may be given per arch as a dict keyed by arch name.
 BUDGET_KEYS = (
     "max_regs",
-    "spills",
-    "spill_stores",
-    "spill_loads",
-    "stack",
-    "smem",
+    *CAP_KEYS,  # spills, and the capped metrics' names: the metrics table's
     "launch",
     "dynamic_smem",
     "min_occupancy",
@@ -56,8 +53,6 @@ BUDGET_KEYS = (
     "min_active_clusters",
 )
 OTHER_KEYS = ("archs", "level", "tolerance")
-# How much worse than the baseline a metric may get before the ratchet fails; "spills" covers both.
-TOLERANCE_KEYS = ("registers", "spills", "spill_stores", "spill_loads", "stack", "smem", "occupancy")
 VALID_KEYS = (*COMPILE_KEYS, *BUDGET_KEYS, *OTHER_KEYS)
 
 
@@ -142,14 +137,15 @@ def _positive(value: object, label: str, minimum: float, example: str) -> float:
     return float(value)
 
 
+def _cap(key: str) -> Callable[[Limits, object, str], Limits]:
+    """The setter of a metric's cap, in bytes (every capped metric's unit)."""
+    return lambda lim, v, label: replace(lim, caps={**lim.caps, key: _bytes(v, label)})
+
+
 # Per budget key: check a marker value (`label` names it in the error) and set it on a Limits.
 _SETTERS: Mapping[str, Callable[[Limits, object, str], Limits]] = {
     "max_regs": lambda lim, v, label: replace(lim, max_regs=_registers(v, label)),
-    "spills": lambda lim, v, label: replace(lim, spills=_bytes(v, label)),
-    "spill_stores": lambda lim, v, label: replace(lim, spill_stores=_bytes(v, label)),
-    "spill_loads": lambda lim, v, label: replace(lim, spill_loads=_bytes(v, label)),
-    "stack": lambda lim, v, label: replace(lim, stack=_bytes(v, label)),
-    "smem": lambda lim, v, label: replace(lim, smem=_bytes(v, label)),
+    **{key: _cap(key) for key in CAP_KEYS},
     "launch": lambda lim, v, label: replace(lim, launch=_launch(v, label)),
     "dynamic_smem": lambda lim, v, label: replace(lim, dynamic_smem=_bytes(v, label)),
     "min_occupancy": lambda lim, v, label: replace(lim, min_occupancy=_occupancy(v, label)),

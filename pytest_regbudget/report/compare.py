@@ -13,21 +13,20 @@ from collections.abc import Sequence
 
 from msgspec import Struct
 
+from ..core.metrics import COMPARED, Metric
 from ..core.ptxas import message_key
 from ..core.text import one_line
-from .record import ReportRecord
+from .record import ReportRecord, value
 
 Ident = tuple[str, str, str, str]  # (source, kernel, variant, arch)
 
-# What a reviewer of a toolkit upgrade wants to see change, in this order.
-METRICS = ("registers", "spill_stores", "spill_loads", "stack_frame", "occupancy", "launchable", "messages")
+# What a reviewer of a toolkit upgrade wants to see change, in this order: the metrics table's compared ones,
+# by their JSON field, then whether the launch fits and ptxas's messages.
+METRICS = (*(m.field for m in COMPARED), "launchable", "messages")
 # GPU time, compared where both measurements have one: a change within either's measured noise is none.
 _SHORT = {
-    "registers": "registers",
-    "spill_stores": "spill stores",
-    "spill_loads": "spill loads",
-    "stack_frame": "stack",
-    "occupancy": "occupancy",
+    **{m.field: m.label for m in COMPARED},
+    "stack_frame": "stack",  # as these rows have always said it; a budget's sentence says "stack frame"
     "launchable": "launchable",
     "messages": "ptxas messages",
     "time_ms": "time (ms)",
@@ -126,18 +125,18 @@ def ident(rec: ReportRecord) -> Ident | None:
 
 
 def metrics(rec: ReportRecord) -> dict[str, object]:
-    occupancy = rec["occupancy"]
     launchable = None if not rec["launch"] else bool(rec["active_blocks"])
     return {
-        "registers": rec["registers"],
-        "spill_stores": rec["spill_stores"],
-        "spill_loads": rec["spill_loads"],
-        "stack_frame": rec["stack_frame"],
-        "occupancy": None if occupancy is None else round(occupancy, 4),
+        **{m.field: _rounded(m, value(rec, m)) for m in COMPARED},
         "launchable": launchable,
         # ptxas's warnings by code (C7508) or text: a release that brings a new one shows it.
         "messages": ", ".join(sorted({message_key(m) for m in rec.get("ptxas_messages") or []})) or None,
     }
+
+
+def _rounded(metric: Metric, value: object) -> object:
+    # A fraction (occupancy) to 4 places: a difference below that is float noise, not a change.
+    return round(value, 4) if metric.unit == "fraction" and isinstance(value, float) else value
 
 
 def diff(ident_: Ident, old: ReportRecord, new: ReportRecord, old_name: str, new_name: str) -> KernelDiff:

@@ -1,10 +1,10 @@
 """A self-contained HTML report: an index of every kernel, then the kernels that need a look in detail.
 
-Owns the page, its inline SVG charts and its one inline script (the index sorts by a click on a column
+Owns the page, the suite's picture and its one inline script (the index sorts by a click on a column
 header), and nothing external, so a CI artifact opens anywhere, offline. The index puts failures first;
 failing and changed kernels get a section with budgets, diagnosis and the occupancy staircase, the others a
-one-paragraph section (all get the staircase with `--regbudget-html-all`). The staircase is recomputed with
-the same calculator the budgets use.
+one-paragraph section (all get the staircase with `--regbudget-html-all`). The kernels' charts are
+charts.py's.
 """
 
 from __future__ import annotations
@@ -16,23 +16,15 @@ from collections.abc import Mapping, Sequence
 from html import escape
 from typing import cast
 
-from ..core.arch import get_arch
 from ..core.baseline import NO_VARIANT
-from ..core.occupancy import occupancy
-from ..core.trend import BANDS, Point, SuitePoint, Trails, trail_key
-from .record import ReportRecord
+from ..core.trend import Point, Trails, trail_key
+from .charts import BASELINE_COLOUR as BASELINE_COLOUR
+from .charts import CALM_COLOUR as CALM_COLOUR
+from .charts import CHANGED_COLOUR, PANEL_GAP, SUITE_H, SUITE_W, history_svg, staircase_svg, suite_history_svg
+from .charts import KERNEL_COLOUR as KERNEL_COLOUR
+from .charts import STEP_COLOUR as STEP_COLOUR
+from .record import ReportRecord, spills
 from .terminal import baseline_cell, regs_cell
-
-# Chart geometry and colours (the screenshot test looks for STEP_COLOUR and KERNEL_COLOUR pixels).
-WIDTH, HEIGHT, LEFT, RIGHT, TOP, BOTTOM = 640, 260, 48, 56, 16, 36
-STEP_COLOUR = "#1f77b4"
-KERNEL_COLOUR = "#d62728"
-BASELINE_COLOUR = "#7f7f7f"
-CLIFF_COLOUR = "#2ca02c"
-# The suite picture: unchanged kernels, changed or new ones, failures (KERNEL_COLOUR).
-CALM_COLOUR = "#8da0b3"
-CHANGED_COLOUR = "#ff7f0e"
-SUITE_W, SUITE_H, PANEL_GAP = 900, 320, 60
 
 _CSS = f"""
 body {{ font-family: system-ui, sans-serif; margin: 2rem; color: #222; }}
@@ -78,132 +70,6 @@ for (const th of document.querySelectorAll("table.index th")) {
 """
 
 
-def _staircase(rec: ReportRecord, threads: int) -> list[int]:
-    """Resident blocks per SM for 1..255 registers per thread at the record's launch size."""
-    return [
-        occupancy(
-            rec["arch"],
-            regs,
-            threads,
-            rec["shared_mem"] or 0,
-            rec["dynamic_smem"],
-            rec["max_threads"],
-            barriers=rec["barriers"] or 0,
-        ).active_blocks
-        for regs in range(1, 256)
-    ]
-
-
-def staircase_svg(rec: ReportRecord) -> str:
-    """Resident blocks (left axis) and occupancy (right axis) against registers per thread."""
-    threads = rec["launch"][0] if rec["launch"] else 0
-    blocks = _staircase(rec, threads)
-    lim = get_arch(rec["arch"])
-    warps_per_block = -(-threads // lim.warp_size)
-    top_blocks = max(max(blocks), 1)
-    plot_w, plot_h = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
-
-    def x(regs: float) -> float:
-        return LEFT + (regs - 1) / 254 * plot_w
-
-    def y(b: float) -> float:
-        return TOP + plot_h - b / top_blocks * plot_h
-
-    # A corner where the block count changes, nothing between: the same line, and a page of many charts stays
-    # small (a step drawn point by point was 510 points, some 6 kB, per chart).
-    points = []
-    for regs, b in enumerate(blocks, start=1):
-        if regs == 1 or blocks[regs - 2] != b:
-            points.append(f"{x(regs - 0.5 if regs > 1 else 1):.1f},{y(b):.1f}")
-        if regs == 255 or blocks[regs] != b:
-            points.append(f"{x(regs + 0.5 if regs < 255 else 255):.1f},{y(b):.1f}")
-    parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{HEIGHT}" role="img" '
-        f'aria-label="resident blocks against registers for {escape(rec["kernel"])}">',
-        f'<rect x="{LEFT}" y="{TOP}" width="{plot_w}" height="{plot_h}" fill="#fafafa" stroke="#ccc"/>',
-        f'<polyline class="steps" fill="none" stroke="{STEP_COLOUR}" stroke-width="2.5" '
-        f'points="{" ".join(points)}"/>',
-    ]
-    for regs in (32, 64, 96, 128, 160, 192, 224, 255):
-        parts.append(
-            f'<text x="{x(regs):.1f}" y="{HEIGHT - BOTTOM + 16}" font-size="11" text-anchor="middle">'
-            f"{regs}</text>"
-        )
-    parts.append(
-        f'<text x="{LEFT + plot_w / 2:.0f}" y="{HEIGHT - 4}" font-size="11" text-anchor="middle">'
-        "registers per thread</text>"
-    )
-    for b in sorted({0, top_blocks, *blocks}):
-        occ = b * warps_per_block / lim.max_warps_per_sm
-        parts.append(f'<text x="{LEFT - 6}" y="{y(b) + 4:.1f}" font-size="11" text-anchor="end">{b}</text>')
-        parts.append(f'<text x="{WIDTH - RIGHT + 6}" y="{y(b) + 4:.1f}" font-size="11">{occ:.0%}</text>')
-    regs_now = rec["registers"]
-    base = rec["baseline"]["registers"] if rec["baseline"] else None
-    lines = []
-    if isinstance(base, int) and base != regs_now:
-        lines.append((x(base), BASELINE_COLOUR, f"baseline {base}", True))
-    if regs_now is not None:
-        lines.append((x(regs_now), KERNEL_COLOUR, f"{regs_now} regs", False))
-    parts += [_marker(*line, place) for line, place in zip(lines, _label_places(lines), strict=True)]
-    if regs_now is not None:
-        grow = regs_now + (rec["cliff_grow"] or 0)
-        for edge, label in (
-            # Growing to 255 loses nothing: there is no register count beyond it to lose a block at.
-            (grow if grow < 255 else None, "loses a block after"),
-            (regs_now - (rec["cliff_shed"] or 0) if rec["cliff_shed"] else None, "gains a block at"),
-        ):
-            if edge is not None and 1 <= edge <= 255 and edge != regs_now:
-                parts.append(
-                    f'<circle class="cliff" cx="{x(edge):.1f}" cy="{y(blocks[edge - 1]):.1f}" r="5" '
-                    f'fill="{CLIFF_COLOUR}"><title>{label} {edge} registers</title></circle>'
-                )
-    parts.append("</svg>")
-    return "\n".join(parts)
-
-
-# A label's width in the chart's 11 px font, generously: the placement below keeps labels apart by it.
-CHAR_WIDTH = 7.0
-LABEL_GAP = 4.0
-
-
-def label_width(text: str) -> float:
-    return len(text) * CHAR_WIDTH
-
-
-def _label_places(lines: Sequence[tuple[float, str, str, bool]]) -> list[tuple[str, int]]:
-    """Where each marker's label goes, as (text-anchor, row): the right-hand line's label to its right, the
-    left-hand one's to its left, and on a second row where even then they would touch (a line near an edge
-    turns its label inwards). Two labels never overlap, however close the lines are."""
-    if len(lines) < 2:
-        return [_inward(lines[0][0], lines[0][2])] if lines else []
-    left, right = (0, 1) if lines[0][0] <= lines[1][0] else (1, 0)
-    places: list[tuple[str, int]] = [("start", 0), ("start", 0)]
-    places[left], places[right] = ("end", 0), ("start", 0)
-    xl, tl = lines[left][0], lines[left][2]
-    xr, tr = lines[right][0], lines[right][2]
-    fits_left = xl - LABEL_GAP - label_width(tl) >= LEFT
-    fits_right = xr + LABEL_GAP + label_width(tr) <= WIDTH - RIGHT
-    if not (fits_left and fits_right):
-        places[left], places[right] = _inward(xl, tl), (_inward(xr, tr)[0], 1)
-    return places
-
-
-def _inward(at: float, text: str) -> tuple[str, int]:
-    """A lone label: to the right of its line, or to its left where the plot ends first."""
-    return ("start", 0) if at + LABEL_GAP + label_width(text) <= WIDTH - RIGHT else ("end", 0)
-
-
-def _marker(at: float, colour: str, label: str, dashed: bool, place: tuple[str, int]) -> str:
-    anchor, row = place
-    dash = ' stroke-dasharray="5,4"' if dashed else ""
-    tx = at + LABEL_GAP if anchor == "start" else at - LABEL_GAP
-    return (
-        f'<line x1="{at:.1f}" y1="{TOP}" x2="{at:.1f}" y2="{HEIGHT - BOTTOM}" stroke="{colour}" '
-        f'stroke-width="2.5"{dash}/><text class="marker" x="{tx:.1f}" y="{TOP + 12 + 14 * row}" '
-        f'font-size="11" text-anchor="{anchor}" fill="{colour}">{escape(label)}</text>'
-    )
-
-
 def _row(name: str, value: object, baseline: object = None) -> str:
     shown = "-" if value is None else escape(str(value))
     base = "-" if baseline is None else escape(str(baseline))
@@ -239,11 +105,7 @@ def _kernel_section(rec: ReportRecord, anchor: str, trails: Trails | None = None
             "; ".join(rec.get("ptxas_messages") or []) or None,
             ", ".join(str(m) for m in cast(list[object], base.get("ptxas_messages") or [])) or None,
         ),
-        _row(
-            "spill stores / loads (bytes)",
-            _pair(rec["spill_stores"], rec["spill_loads"]),
-            _pair(base.get("spill_stores"), base.get("spill_loads")),
-        ),
+        _row("spill stores / loads (bytes)", _spills(rec), _spills(base)),
         _row("stack frame (bytes)", rec["stack_frame"], base.get("stack")),
         _row("static shared memory (bytes)", rec["shared_mem"], base.get("smem")),
         _row("occupancy", occ, _percent(_baseline_occupancy(rec, base))),
@@ -252,7 +114,7 @@ def _kernel_section(rec: ReportRecord, anchor: str, trails: Trails | None = None
             "spill instructions in loops / all",
             _pair(rec["spill_instructions_in_loops"], rec["spill_instructions"]),
         ),
-        _row("local-memory instructions", rec["local_instructions"]),
+        _row("local-memory instructions", rec["local_instructions"], base.get("local_instructions")),
     ]
     if rec["time_ms"] is not None:
         rows.append(
@@ -276,105 +138,11 @@ def _kernel_section(rec: ReportRecord, anchor: str, trails: Trails | None = None
     return "\n".join(p for p in parts if p)
 
 
-HISTORY_WIDTH, HISTORY_HEIGHT = 420, 96
-BAND_COLOURS = ("#2ca02c", "#98df8a", "#ffbb78", "#d62728")  # BANDS' order: high occupancy to low
-
-
-def _scaled(values: Sequence[float], top: float, bottom: float) -> list[float]:
-    low, high = min(values), max(values)
-    span = (high - low) or 1.0
-    return [bottom - (v - low) / span * (bottom - top) for v in values]
-
-
-def history_svg(points: Sequence[Point], now: Point) -> str:
-    """A kernel's registers (blue) and spill bytes (red) over the baseline's last commits, the run last
-    ("now"): each on its own scale, its range written at the left; a point's tooltip names its commit."""
-    shown = [*points, now]
-    if len(shown) < 2:
-        return ""
-    left, right, top, bottom = 130, HISTORY_WIDTH - 40, 12, HISTORY_HEIGHT - 22
-    step = (right - left) / (len(shown) - 1)
-    xs = [left + n * step for n in range(len(shown))]
-    parts = [
-        f'<svg class="history" width="{HISTORY_WIDTH}" height="{HISTORY_HEIGHT}" '
-        f'viewBox="0 0 {HISTORY_WIDTH} {HISTORY_HEIGHT}" role="img" aria-label="history">'
-    ]
-    series = (
-        ("registers", STEP_COLOUR, [float(p.registers) for p in shown]),
-        ("spill bytes", KERNEL_COLOUR, [float(p.spills) for p in shown]),
-    )
-    for n, (metric, colour, values) in enumerate(series):
-        ys = _scaled(values, top + n * 3, bottom - n * 3)
-        line = " ".join(f"{x:.1f},{y:.1f}" for x, y in zip(xs, ys, strict=True))
-        parts.append(
-            f'<polyline class="trend" points="{line}" fill="none" stroke="{colour}" stroke-width="2"/>'
-        )
-        for x, y, p, v in zip(xs, ys, shown, values, strict=True):
-            label = "this run" if p.commit == "now" else f"{p.commit} {p.date}"
-            parts.append(
-                f'<circle cx="{x:.1f}" cy="{y:.1f}" r="{4 if p.commit == "now" else 2.5}" fill="{colour}">'
-                f"<title>{escape(label)}: {metric} {int(v)}</title></circle>"
-            )
-        low, high = int(min(values)), int(max(values))
-        parts.append(
-            f'<text x="4" y="{top + 14 + n * 18}" fill="{colour}">{metric} {low}'
-            + (f"..{high}" if high != low else "")
-            + "</text>"
-        )
-    first = shown[0]
-    parts.append(f'<text x="{left}" y="{HISTORY_HEIGHT - 6}">{escape(first.date)}</text>')
-    parts.append(f'<text x="{right - 20}" y="{HISTORY_HEIGHT - 6}">now</text>')
-    parts.append("</svg>")
-    return "".join(parts)
-
-
-def suite_history_svg(points: Sequence[SuitePoint]) -> str:
-    """The suite over the baseline's last commits: kernels per occupancy band (stacked bars, high occupancy
-    at the bottom) and the total spill bytes (the red line, its own scale)."""
-    if len(points) < 2:
-        return ""
-    width, height, left, top, bottom = 640, 176, 60, 26, 146
-    most = max(sum(p.bands) for p in points) or 1
-    bar = (width - left - 20) / len(points)
-    parts = [
-        f'<svg class="suite-history" width="{width}" height="{height}" viewBox="0 0 {width} {height}" '
-        'role="img" aria-label="the suite over time">'
-    ]
-    for n, p in enumerate(points):
-        x = left + n * bar
-        y = float(bottom)
-        for band, count in enumerate(p.bands):
-            h = count / most * (bottom - top)
-            y -= h
-            parts.append(
-                f'<rect x="{x:.1f}" y="{y:.1f}" width="{max(bar - 1, 1):.1f}" height="{h:.1f}" '
-                f'fill="{BAND_COLOURS[band]}"><title>{escape(p.commit)} {escape(p.date)}: {count} kernel(s) '
-                f"at {escape(BANDS[band][1])} occupancy</title></rect>"
-            )
-    ys = _scaled([float(p.spills) for p in points], top, bottom)
-    line = " ".join(f"{left + (n + 0.5) * bar:.1f},{y:.1f}" for n, y in enumerate(ys))
-    parts.append(f'<polyline points="{line}" fill="none" stroke="{KERNEL_COLOUR}" stroke-width="2"/>')
-    spills = [p.spills for p in points]
-    parts.append(
-        f'<text x="4" y="{top + 10}" fill="{KERNEL_COLOUR}">spill bytes {min(spills)}..{max(spills)}</text>'
-    )
-    parts.append(f'<text x="{left}" y="{height - 12}">{escape(points[0].date)}</text>')
-    parts.append(f'<text x="{width - 90}" y="{height - 12}">{escape(points[-1].date)}</text>')
-    legend = " ".join(
-        f'<tspan fill="{c}">&#9632; {escape(label)}</tspan>'
-        for c, (_, label) in zip(BAND_COLOURS, BANDS, strict=True)
-    )
-    parts.append(f'<text x="{left}" y="{height - 1}">{legend}</text>')
-    parts.append("</svg>")
-    return "".join(parts)
-
-
 def _history(rec: ReportRecord, trails: Trails | None) -> str:
     if trails is None or not rec.get("key") or rec["registers"] is None:
         return ""
     points = trails.kernels.get(trail_key(cast(Sequence[str], rec["key"])), ())
-    spills = (rec["spill_stores"] or 0) + (rec["spill_loads"] or 0)
-    chart = history_svg(points, Point("now", "", rec["registers"], spills))
+    chart = history_svg(points, Point("now", "", rec["registers"], sum(spills(rec) or ())))
     if not chart:
         return ""
     return f"<p>Over the baseline's last {len(points)} commit(s) that held it, then this run:</p>{chart}"
@@ -384,7 +152,7 @@ def _compact_section(rec: ReportRecord, anchor: str) -> str:
     """A passing, unchanged kernel: the index row's target, its figures in a sentence, no chart."""
     figures = [
         f"{_text(rec['registers'])} registers",
-        f"spills {_text(_pair(rec['spill_stores'], rec['spill_loads']))} B",
+        f"spills {_text(_spills(rec))} B",
         f"stack {_text(rec['stack_frame'])} B",
         f"smem {_text(rec['shared_mem'])} B",
     ]
@@ -436,6 +204,12 @@ def _percent(value: object) -> str | None:
 
 def _pair(a: object, b: object) -> str | None:
     return None if a is None else f"{a} / {b}"
+
+
+def _spills(rec: Mapping[str, object]) -> str | None:
+    """`16 / 24` bytes of spill stores / loads of a record or a baseline entry; None where unknown."""
+    pair = spills(rec)
+    return None if pair is None else _pair(*pair)
 
 
 # Index order: what fails first, then what warns, then what changed against the baseline, then the rest.
@@ -500,10 +274,10 @@ def _index_row(rec: ReportRecord, anchor: str) -> str:
     occ = '<td class="n">-</td>'
     if rec["occupancy"] is not None and rec["launch"]:
         occ = f'<td class="n" data-v="{rec["occupancy"]}">{rec["occupancy"]:.0%} @{rec["launch"][0]}</td>'
-    spills = '<td class="n">-</td>'
-    if rec["spill_stores"] is not None:
-        total = rec["spill_stores"] + (rec["spill_loads"] or 0)
-        spills = f'<td class="n" data-v="{total}">{rec["spill_stores"]}/{rec["spill_loads"]}</td>'
+    pair = spills(rec)
+    spilled = '<td class="n">-</td>'
+    if pair is not None:
+        spilled = f'<td class="n" data-v="{sum(pair)}">{pair[0]}/{pair[1]}</td>'
     # The delta column sorts by the change in registers, the figure a budget is about; a kernel that was not
     # compared has no key and sorts last.
     regs = next((d["delta"] for d in rec["deltas"] if d["metric"] == "registers"), None)
@@ -512,7 +286,7 @@ def _index_row(rec: ReportRecord, anchor: str) -> str:
     return (
         f'<tr><td><a href="#{anchor}">{escape(rec["kernel"])}</a></td><td>{escape(_variant(rec))}</td>'
         f'<td>{escape(rec["arch"])}</td><td class="{escape(outcome)}" data-v="{rank(rec)}">{verdict}</td>'
-        f'<td class="n">{_text(rec["registers"])}</td>{spills}<td class="n">{_text(rec["stack_frame"])}</td>'
+        f'<td class="n">{_text(rec["registers"])}</td>{spilled}<td class="n">{_text(rec["stack_frame"])}</td>'
         f"{occ}<td{delta_key}>{escape(baseline_cell(rec))}</td>"
         f"<td>{escape(_file(rec))}</td><td>{escape(rec['nodeid'])}</td></tr>"
     )

@@ -10,8 +10,8 @@ from collections.abc import Callable, Mapping, Sequence
 from ..core.baseline import NO_VARIANT
 from ..core.kernel_report import delta_text
 from ..core.text import one_line
-from .record import ReportRecord, sorted_records
-from .terminal import cell, enforced_line, release_label
+from .record import ReportRecord, sorted_records, spills
+from .terminal import cell, enforced_line, release_label, spills_cell
 
 
 def _md_code(text: str) -> str:
@@ -106,13 +106,13 @@ def _md_count(kind: str, n: int) -> str:
 def _md_facts(rec: ReportRecord) -> str:
     """`102 registers, no spills, occupancy 25% at 256 threads`: what a new kernel brings."""
     parts = [f"{rec['registers']} registers"]
-    stores, loads = rec["spill_stores"], rec["spill_loads"]
-    if stores is None:
+    pair = spills(rec)
+    if pair is None:
         parts.append("spills unknown")
-    elif stores == loads == 0:
+    elif pair == (0, 0):
         parts.append("no spills")
     else:
-        parts.append(f"{stores} B spill stores, {loads} B spill loads")
+        parts.append(f"{pair[0]} B spill stores, {pair[1]} B spill loads")
     if rec["occupancy"] is not None and rec["launch"]:
         parts.append(f"occupancy {rec['occupancy']:.0%} at {rec['launch'][0]} threads")
     return ", ".join(parts)
@@ -166,11 +166,10 @@ def _md_rows(rec: ReportRecord, arch: str) -> tuple[list[str], list[str]]:
 
 
 def _md_fold_row(rec: ReportRecord, arch: str) -> str:
-    spills = "-" if rec["spill_stores"] is None else f"{rec['spill_stores']}/{rec['spill_loads']}"
     occ = "-"
     if rec["occupancy"] is not None and rec["launch"]:
         occ = f"{rec['occupancy']:.0%} @{rec['launch'][0]}"
-    return f"| {_md_name(rec)} | {arch} | {cell(rec['registers'])} | {spills} | {occ} |"
+    return f"| {_md_name(rec)} | {arch} | {cell(rec['registers'])} | {spills_cell(rec)} | {occ} |"
 
 
 def _md_fit(groups: Sequence[Sequence[str]], room: int) -> int:

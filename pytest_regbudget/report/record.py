@@ -1,7 +1,9 @@
-"""What the run tells people: the terminal table, baseline deltas, JSON, Markdown and GitHub annotations.
+"""One kernel's verdict as a record: what the JSON report holds and what pytest-xdist workers send.
 
-Owns the record format (a plain dict, so pytest-xdist workers can ship it to the controller unchanged) and
-every rendering of it.
+Owns the record format (a plain dict, so pytest-xdist workers can ship it to the controller unchanged), the
+JSON report's text, and the readers of a record's numbers that the renderers share (`spills`, `value`). Like
+core/baseline.py for the baseline file, it spells each metric's field of the file out: the TypedDict must,
+for mypy to check the renderers. terminal.py, markdown.py, html.py and compare.py render records.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, TypedDict, cast
 
 from ..core.kernel_report import Delta, KernelReport
+from ..core.metrics import Metric
 from ..core.ratchet import entry_of_report
 
 
@@ -94,7 +97,7 @@ class ReportRecord(TypedDict):
     gpu_note: str | None
     spill_instructions: int | None
     spill_instructions_in_loops: int | None
-    local_instructions: int | None
+    local_instructions: int | None  # LDL/STL: 0 without local memory, else counted where the SASS was read
     diagnosis: list[str]
     cliff_blocks: int | None
     cliff_grow: int | None
@@ -132,8 +135,8 @@ def to_record(r: KernelReport) -> ReportRecord:
             registers=res.registers if res else None,
             spill_stores=res.spill_stores if res and res.spills_known else None,
             spill_loads=res.spill_loads if res and res.spills_known else None,
-            stack_frame=res.stack_frame if res else None,
-            shared_mem=res.shared_mem if res else None,
+            stack_frame=res.stack if res else None,
+            shared_mem=res.smem if res else None,
             const_mem=res.const_mem if res else None,
             barriers=res.barriers if res else None,
             max_threads=res.max_threads if res else None,
@@ -169,7 +172,7 @@ def to_record(r: KernelReport) -> ReportRecord:
             **_gpu_fields(r),
             spill_instructions=r.sass.spill_instructions if r.sass else None,
             spill_instructions_in_loops=r.sass.spill_instructions_in_loops if r.sass else None,
-            local_instructions=r.sass.local_instructions if r.sass else None,
+            local_instructions=res.local_instructions if res else None,
             diagnosis=list(r.diagnosis),
             cliff_blocks=r.cliff.blocks if r.cliff else None,
             cliff_grow=r.cliff.grow if r.cliff else None,
@@ -211,6 +214,20 @@ def _gpu_fields(r: KernelReport) -> dict[str, Any]:
         "time_ratio": t.median_ms / r.baseline_time_ms if t and r.baseline_time_ms else None,
         "gpu_note": r.gpu_note,
     }
+
+
+def value(rec: Mapping[str, object], metric: Metric) -> object:
+    """A metric of the table as a record holds it (under its JSON field)."""
+    return rec.get(metric.field)
+
+
+def spills(rec: Mapping[str, object]) -> tuple[int, int] | None:
+    """(stores, loads) in bytes of a record or a baseline entry's table; None where unknown (a binary) or
+    not built."""
+    stores, loads = rec.get("spill_stores"), rec.get("spill_loads")
+    if not isinstance(stores, int) or not isinstance(loads, int):
+        return None
+    return stores, loads
 
 
 def sorted_records(records: Iterable[ReportRecord]) -> list[ReportRecord]:

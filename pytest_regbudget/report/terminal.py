@@ -15,15 +15,16 @@ from ..core.baseline import NO_VARIANT, Key
 from ..core.blackwell import PORTABLE_CLUSTER_BLOCKS
 from ..core.errors import UnknownArchError
 from ..core.kernel_report import delta_text
+from ..core.metrics import BY_NAME
 from ..core.text import one_line, safe_block
-from .record import DeltaRecord, ReportRecord, sorted_records
-
-_SHORT = {"registers": "regs", "spill_stores": "spill st", "spill_loads": "spill ld", "occupancy": "occ"}
+from .record import DeltaRecord, ReportRecord, sorted_records, spills
 
 
 def _delta_cell(d: DeltaRecord) -> str:
-    name = _SHORT.get(d["metric"], d["metric"])
-    if d["metric"] == "occupancy":
+    """`regs +8`, `occ -6pt`: a change, by the metric's column name."""
+    metric = BY_NAME.get(d["metric"])
+    name = d["metric"] if metric is None else metric.column
+    if metric is not None and metric.unit == "fraction":
         return f"{name} {d['delta'] * 100:+.0f}pt"
     return f"{name} {d['delta']:+g}"
 
@@ -45,6 +46,12 @@ def baseline_cell(rec: ReportRecord) -> str:
 
 def cell(value: object) -> str:
     return "-" if value is None else str(value)
+
+
+def spills_cell(rec: ReportRecord) -> str:
+    """`16/24`: spill stores/loads in bytes; `-` where unknown (a binary) or not built."""
+    pair = spills(rec)
+    return "-" if pair is None else f"{pair[0]}/{pair[1]}"
 
 
 def regs_cell(rec: ReportRecord) -> str:
@@ -237,7 +244,6 @@ def summary_lines(
     )
     rows: list[tuple[str, ...]] = []
     for rec in records:
-        spills = "-" if rec["spill_stores"] is None else f"{rec['spill_stores']}/{rec['spill_loads']}"
         occ = occupancy_cell(rec)
         rows.append(
             (
@@ -245,7 +251,7 @@ def summary_lines(
                 one_line(rec["kernel"]),
                 one_line(rec["arch"]),
                 regs_cell(rec),
-                spills,
+                spills_cell(rec),
                 cell(rec["stack_frame"]),
                 cell(rec["shared_mem"]),
                 occ,

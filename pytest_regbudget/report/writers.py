@@ -1,6 +1,6 @@
 """Where the run's records go after the run: a list of file writers built from the settings (JSON, HTML,
 Markdown, the GitHub step summary), each one render function. A new format is one more entry below.
-The terminal table and GitHub annotations go to the terminal summary (session.summary).
+The terminal table and GitHub annotations go to the terminal summary (engine/summary.py).
 """
 
 from __future__ import annotations
@@ -92,8 +92,8 @@ def file_writers(
     provenance: Mapping[str, object] | None = None,
     broken_builds: Sequence[Mapping[str, object]] = (),
 ) -> list[FileWriter]:
-    """`scope`: what the run collected and built (session.report_scope), for the JSON report; `provenance`
-    where it ran (engine/provenance.py)."""
+    """`scope`: what the run collected and built (engine/finish.py `report_scope`), for the JSON report;
+    `provenance` where it ran (engine/provenance.py)."""
     writers = []
     if json_path is not None:
         writers.append(

@@ -10,7 +10,7 @@ from msgspec import Struct
 from ..core import names
 from ..core.errors import CompileError, KernelNotFoundError
 from ..core.facts import KernelFacts, Provenance
-from ..core.ptxas import KernelResources, TmemAlloc, three_dims
+from ..core.ptx import TmemAlloc
 from ..tools import cuobjdump as binary
 from ..tools.options import CompileOptions
 from ..tools.units import Spec
@@ -81,35 +81,12 @@ class Binary(Struct, frozen=True):
         return [self._facts(k, made, digest, shown[k.entry]) for k in mine]
 
     def _facts(self, k: binary.BinaryKernel, made: Provenance, digest: str, shown: str) -> KernelFacts:
-        spilled = "" if k.spill_stores is not None else " (spills not recorded in the binary)"
-        resources = KernelResources(
-            name=k.name,
-            arch=k.arch,
-            registers=k.registers,
-            spill_stores=k.spill_stores or 0,
-            spill_loads=k.spill_loads or 0,
-            stack_frame=k.stack,
-            shared_mem=k.shared,
-            const_mem=k.const,
-            const_banks=k.const_banks,
-            barriers=0,
-            # cuobjdump's own fields, each constant bank apart (bank 2 holds a kernel's literals).
-            ptxas_line=(
-                f"cuobjdump: REG:{k.registers} STACK:{k.stack} SHARED:{k.shared} LOCAL:{k.local}"
-                + "".join(f" CONSTANT[{bank}]:{size}" for bank, size in k.const_banks)
-                + spilled
-            ),
-            max_threads=k.max_threads,
-            min_blocks_per_sm=k.min_blocks,
-            spills_known=k.spill_stores is not None,
-            cluster_dims=None if k.cluster_dims is None else three_dims(k.cluster_dims),
-        )
         return KernelFacts(
             kernel=shown,
             entry=k.entry,
             arch=k.arch,
             source=self.path,
-            resources=resources,
+            resources=k.resources(),
             provenance=made,
             options_hash=digest,
             setmaxnreg=k.setmaxnreg,

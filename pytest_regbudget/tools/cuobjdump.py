@@ -1,7 +1,8 @@
 """Resources of the kernels in an already built CUDA binary, read with cuobjdump, on a machine without a GPU.
 
-Owns finding cuobjdump, running it over a cubin, fatbin, object file, shared library or executable, and
-pure parsers of what it prints. Three listings, each one block per embedded ELF in the same order
+Owns finding cuobjdump and running it over a cubin, fatbin, object file, shared library or executable; the
+pure parsers of what it prints, and their joining into one kernel's numbers, are core/cuobjdump.py's. Three
+listings, each one block per embedded ELF in the same order
 (a bare cubin prints no block header; "Fatbin ptx code" blocks hold PTX, which has no resources yet):
 
 - `cuobjdump --dump-resource-usage FILE`: per function REG, STACK, SHARED, LOCAL, CONSTANT[n]::
@@ -24,7 +25,7 @@ pure parsers of what it prints. Three listings, each one block per embedded ELF 
 - `cuobjdump --dump-sass --function K,...`: the instructions at those offsets, for their access widths.
 
 What the binary records and what it does not, as checked against `nvcc -Xptxas -v` of the same build
-(tests/tools/test_binary.py):
+(tests/tools/test_cuobjdump.py):
 
 - REG is ptxas's "Used N registers"; STACK is the per-thread stack the driver allocates (its
   local_size_bytes): ptxas's "N bytes stack frame", plus, in a program nvlink linked from -rdc objects,
@@ -54,10 +55,9 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
-import math
 import subprocess
 import tempfile
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TypeVar
@@ -66,10 +66,9 @@ from msgspec import Struct
 from msgspec.structs import replace
 
 from ..core import names
-from ..core.arch import get_arch
+from ..core.cuobjdump import BinaryKernel as BinaryKernel  # the parsers' since they join the listings
 from ..core.cuobjdump import (
     ElfInfo,
-    KernelAttributes,
     ResourceUsage,
     elf_block_archs,
     parse_elf_dump,
@@ -77,10 +76,9 @@ from ..core.cuobjdump import (
     parse_resource_usage,
     parse_sass_local_accesses,
     parse_sass_roles,
-    spill_bytes,
-    version_tuple,
 )
-from ..core.errors import BinaryError, CompileError, ParseError, ToolchainError, UnknownArchError
+from ..core.cuobjdump import combine_listings as combine_listings
+from ..core.errors import BinaryError, CompileError, ParseError, ToolchainError
 from ..util.files import file_sha256, read_document, settled, sha256_hex, write_document
 from .options import DEFAULT_CUOBJDUMP_TIMEOUT, Timeouts
 from .toolkit import Toolkit, find_tool
@@ -91,47 +89,6 @@ CUOBJDUMP_FIX = (
     "or install a CUDA toolkit and put its bin/ (which has cuobjdump) on PATH"
 )
 T = TypeVar("T")
-
-# The first ptxas seen to mark spill instructions; 12.4 and older were checked and do not.
-_ANNOTATING_PTXAS = (12, 9)
-
-
-class BinaryKernel(Struct, frozen=True):
-    """One kernel (entry function) for one arch, as one ELF of a binary records it."""
-
-    name: str  # mangled name, as in the binary
-    arch: str  # "sm_90"
-    registers: int
-    stack: int  # STACK: per-thread stack bytes (ptxas's "stack frame"; callees' too once -rdc is linked)
-    shared: int  # static shared memory in bytes, as ptxas's smem (without the sm_90+ reservation)
-    local: int  # LOCAL bytes (the .nv.local section; local arrays live in the stack frame instead)
-    const: int  # sum of the kernel's CONSTANT[n] banks
-    max_threads: int | None  # x*y*z of EIATTR_MAX_THREADS (.maxntid) or EIATTR_REQNTID; None if neither
-    min_blocks: int | None  # .minnctapersm: not recorded in the ELF (folded into the register cap)
-    spill_stores: int | None  # bytes; None: the binary does not say (ptxas older than 12.9)
-    spill_loads: int | None
-    # Extras the binary records, for messages and for telling the cases above apart.
-    spill_instructions: int | None = None  # instructions ptxas marked as spill/refill in this kernel
-    reserved_shared: int | None = 0  # bytes of the driver's reservation inside SHARED; None: unknown arch
-    const_banks: tuple[tuple[int, int], ...] = ()  # ((bank, bytes), ...) as cuobjdump prints them
-    maxntid: tuple[int, ...] | None = None
-    reqntid: tuple[int, ...] | None = None
-    register_limit: int | None = None  # EIATTR_MAXREG_COUNT when below the 255 default
-    # Its warpgroups' register targets as its SASS keeps them (("inc", 232), ("dec", 40)); () for none.
-    setmaxnreg: tuple[tuple[str, int], ...] = ()
-    cluster_dims: tuple[int, ...] | None = None  # EIATTR_CTA_PER_CLUSTER (__cluster_dims__)
-    tcgen05: bool = False  # EIATTR_TCGEN05_*: it uses tensor memory (how many columns, the ELF does not say)
-    relocatable: bool = False  # from an unlinked -rdc object: REG/STACK do not include callees yet
-    toolkit: str | None = None  # CUDA version of the ptxas that built it, "12.9"; None if not recorded
-    elf: int = 0  # which ELF of the file (cuobjdump's order), to tell same-arch copies apart
-    # Where the name is in several ELFs of this arch (a library's translation units each instantiate it):
-    # this copy's tag (`copy_tags`), so that each copy is a kernel of its own; None for a name held once.
-    copy: str | None = None
-
-    @property
-    def entry(self) -> str:
-        """The name the plugin knows the kernel by: the mangled name, with a copy's tag."""
-        return self.name if self.copy is None else f"{self.name}{names.COPY_MARK}{self.copy}"
 
 
 def find_cuobjdump(toolkit: Toolkit | None) -> Path | None:
@@ -384,8 +341,8 @@ class _ArchFacts(Struct, frozen=True):
 
 # The cache documents' own version: a change of BinaryKernel or of what is read changes it.
 # 2: a linked kernel without a stack frame has spills 0 whatever its ptxas; 3: setmaxnreg roles from the SASS;
-# 4: cluster dims and tcgen05 use from the kernel's attributes.
-_CACHE_FORMAT = 4
+# 4: cluster dims and tcgen05 use from the kernel's attributes; 5: local_instructions.
+_CACHE_FORMAT = 5
 
 
 def _kept(doc: str | None, kind: type[T], make: Callable[[], T], keep: bool = True) -> T:
@@ -528,90 +485,3 @@ def _read_cubin(file: _File, cubin: Path) -> _CubinFacts:
 def _marks(elf: ElfInfo, name: str) -> bool:
     attrs = elf.kernels.get(name)
     return attrs is not None and bool(attrs.spill_offsets)
-
-
-def combine_listings(
-    usages: Sequence[ResourceUsage],
-    elves: Sequence[ElfInfo] | Mapping[int, ElfInfo],
-    accesses: Sequence[Mapping[str, Mapping[int, str]]] | Mapping[int, Mapping[str, Mapping[int, str]]] = (),
-) -> list[BinaryKernel]:
-    """The kernels of the three parsed listings of one file (device functions are left out): the ELF
-    listing and SASS accesses in cuobjdump's order, or by ELF index (the extracted cubins of some ELFs).
-
-    `accesses` (from `parse_sass_local_accesses`) is needed only for kernels with marked spills; without
-    it their spill bytes are None.
-    """
-    by_elf = dict(elves) if isinstance(elves, Mapping) else dict(enumerate(elves))
-    seen = dict(accesses) if isinstance(accesses, Mapping) else dict(enumerate(accesses))
-    # Both listings print the same ELFs in the same order; check that before pairing them up.
-    for u in usages:
-        if u.elf not in by_elf or (u.arch is not None and u.arch != by_elf[u.elf].arch):
-            raise ParseError(
-                f"the resource listing's ELF {u.elf} ({u.arch}) has no counterpart in the ELF listing"
-            )
-    elves = by_elf
-    return [
-        _kernel(u, elves[u.elf], seen.get(u.elf, {}))
-        for u in usages
-        # --dump-resource-usage lists the device functions of relocatable objects too. A linked ELF whose
-        # symbol table this parser could not read (cuobjdump 13.0 prints it in another layout, seen on an
-        # H200 machine) lists kernels only, so its listing is taken as it is.
-        if u.name in elves[u.elf].entries or (not elves[u.elf].entries and not elves[u.elf].relocatable)
-    ]
-
-
-def _kernel(usage: ResourceUsage, elf: ElfInfo, accesses: Mapping[str, Mapping[int, str]]) -> BinaryKernel:
-    attrs = elf.kernels.get(usage.name, KernelAttributes())
-    reserved = _reserved_shared(usage, elf)
-    spills: tuple[int, int] | None
-    marked: int | None
-    if attrs.spill_offsets is not None:
-        spills = spill_bytes(attrs.spill_offsets, accesses.get(usage.name, {}))
-        marked = len(attrs.spill_offsets)
-    elif elf.toolkit is not None and version_tuple(elf.toolkit) >= _ANNOTATING_PTXAS:
-        spills, marked = (0, 0), 0  # a ptxas that marks spills marked none
-    elif usage.stack == 0 and not elf.relocatable:
-        # Spills live in the stack frame: a linked kernel without one spilled nothing, whichever ptxas built
-        # it (a relocatable object's STACK is 0 until nvlink settles it).
-        spills, marked = (0, 0), None
-    else:
-        spills, marked = None, None
-    # PTX forbids .reqntid together with .maxntid, so at most one of them is set.
-    dims = attrs.reqntid if attrs.reqntid is not None else attrs.maxntid
-    return BinaryKernel(
-        name=usage.name,
-        arch=elf.arch,
-        registers=usage.registers,
-        stack=usage.stack,
-        shared=usage.shared - (reserved or 0),
-        local=usage.local,
-        const=usage.const,
-        max_threads=None if dims is None else math.prod(dims),
-        min_blocks=None,
-        spill_stores=None if spills is None else spills[0],
-        spill_loads=None if spills is None else spills[1],
-        spill_instructions=marked,
-        reserved_shared=reserved,
-        const_banks=usage.const_banks,
-        maxntid=attrs.maxntid,
-        reqntid=attrs.reqntid,
-        register_limit=attrs.register_limit,
-        cluster_dims=attrs.cluster_dims,
-        tcgen05=attrs.tcgen05,
-        relocatable=elf.relocatable,
-        toolkit=elf.toolkit,
-        elf=elf.index,
-    )
-
-
-def _reserved_shared(usage: ResourceUsage, elf: ElfInfo) -> int | None:
-    """Bytes of the driver's per-block reservation that SHARED includes (see the module docstring)."""
-    if elf.relocatable or usage.shared == 0:
-        return 0
-    try:
-        limits = get_arch(elf.arch)
-    except UnknownArchError:
-        return None  # an arch arch.py does not know: its reservation is not known either
-    if limits.major < 9 or usage.shared < limits.reserved_smem_per_block:
-        return 0
-    return limits.reserved_smem_per_block

@@ -17,17 +17,8 @@ from ..core.errors import CompileError, Rejected, ToolchainError, Unbuildable
 from .options import DEFAULT_NVCC_TIMEOUT, CompileOptions, Timeouts
 from .outputs import UnitOutputs
 from .ptxas import run_compiler
-from .toolkit import (
-    VERSION_TIMEOUT,
-    Nvcc,
-    Toolkit,
-    ToolMemo,
-    find_tool,
-    nvidia_roots,
-    run_tool,
-    start_failure,
-    tool_candidates,
-)
+from .running import ToolMemo, run_tool, start_failure
+from .toolkit import VERSION_TIMEOUT, Nvcc, Toolkit, find_tool, nvidia_roots, tool_candidates
 
 
 def find_nvcc(

@@ -11,7 +11,8 @@ from pathlib import Path
 
 from ..core.errors import SassError
 from ..core.sass import SassReport, parse_sass
-from .toolkit import Toolkit, find_tool, run_tool, start_failure
+from .running import run_tool, start_failure
+from .toolkit import Toolkit, find_tool
 
 SASS_FIX = "pip install 'pytest-regbudget[sass]' (the nvidia-cuda-nvdisasm wheel)"
 

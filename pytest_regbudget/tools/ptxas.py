@@ -12,14 +12,9 @@ from pathlib import Path
 
 from ..core.errors import CompileError, Rejected
 from .options import DEFAULT_PTXAS_TIMEOUT, Timeouts
-from .toolkit import (
-    TOOLKIT_OPTION,
-    Targets,
-    Toolkit,
-    run_tool,
-    start_failure,
-    with_variants,
-)
+from .running import run_tool, start_failure
+from .targets import TOOLKIT_OPTION, Targets, with_variants
+from .toolkit import Toolkit
 
 
 def run_ptxas(

@@ -1,12 +1,12 @@
 """Find NVRTC and ptxas as one matched CUDA toolkit, and the headers nvcc would put on the include path.
 
-Owns the search order (explicit home, pip wheels, CUDA_HOME/CUDA_PATH, PATH), the versions of what was
-found, what each compiler builds (`Targets`: the archs its own list names, and the one-line message for an
-arch it does not build), and the error that lists everything searched. Versions come from file names and
-package metadata; the archs NVRTC builds come from NVRTC (`nvrtcGetSupportedArchs`), asked once when a
-toolkit is discovered afresh and remembered with it, so that `pytest --help` loads no NVRTC and a warm run
-neither loads it nor starts a process. Also owns how a tool (ptxas, nvcc) is run: under a timeout, in a
-process group of its own that is killed whole.
+Owns the search order (explicit home, pip wheels, CUDA_HOME/CUDA_PATH, PATH, or the toolkit
+--regbudget-toolkit names), the versions of what was found, the records of what was found (`Toolkit`, and
+`Nvcc`, an nvcc with its toolkit), and the error that lists everything searched. Versions come from file
+names and package metadata; the archs NVRTC builds come from NVRTC (`nvrtcGetSupportedArchs`), asked once
+when a toolkit is discovered afresh and remembered with it (`ToolMemo`), so that `pytest --help` loads no
+NVRTC and a warm run neither loads it nor starts a process. What a compiler builds is targets.py's; how a
+tool is run, running.py's.
 """
 
 from __future__ import annotations
@@ -19,27 +19,18 @@ import json
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
-import threading
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from msgspec import Struct
 
-from ..core.arch import (
-    SUPPORTED_ARCHS,
-    SUPPORTED_VARIANTS,
-    arch_number,
-    is_arch_name,
-    lineage,
-    renamed,
-)
 from ..core.errors import ToolchainError, Unbuildable
 from ..core.facts import Provenance, release_of
-from ..util.files import atomic_write
+from .running import ToolMemo, run_tool, start_failure
+from .targets import NVCC_OPTION, TOOLKIT_OPTION, Targets, with_variants
 
 PIP_FIX = (
     'pip install "nvidia-cuda-nvcc-cu12" "nvidia-cuda-nvrtc-cu12" "nvidia-cuda-runtime-cu12" '
@@ -94,130 +85,6 @@ class Toolkit(Struct, frozen=True):
         return self.nvrtc
 
 
-# How a run picks another compiler of a kind: the advice of a refusal names the option.
-TOOLKIT_OPTION = "--regbudget-toolkit"
-NVCC_OPTION = "--regbudget-nvcc"
-
-
-class Targets(Struct, frozen=True):
-    """What one compiler of a run builds, as its own list says (nvrtcGetSupportedArchs, `nvcc
-    --list-gpu-code`), and the words a message names it by. An empty list means the compiler could not be
-    asked: it is taken to build every arch, and its own error says otherwise."""
-
-    who: str  # "NVRTC 12.9.86 (pip wheels (nvidia-cuda-nvcc-cu12 12.9.86))", "nvcc 13.0.88 (/bin/nvcc, ...)"
-    release: str  # "12.9"
-    archs: tuple[str, ...]  # "sm_75", "sm_90", "sm_90a", ...: its real archs and the table's variants of them
-    option: str  # TOOLKIT_OPTION or NVCC_OPTION: how the run would pick another
-
-    @property
-    def known(self) -> bool:
-        return bool(self.archs)
-
-    def builds(self, arch: str) -> bool:
-        return not self.archs or arch in self.archs
-
-    def real_archs(self) -> tuple[str, ...]:
-        """Its archs without the `a`/`f` variants, in its own order."""
-        return tuple(a for a in self.archs if a[-1].isdigit())
-
-    def refusal(self, arch: str) -> str | None:
-        """None where it builds `arch`, else the one line that says so: the arch, the compiler with its
-        release, why (renamed, dropped, newer than it) and advice that is true."""
-        if self.builds(arch):
-            return None
-        head = f"{self.who} does not build {arch}"
-        mine = _release_key(self.release)
-        major = mine[0] if mine else 0
-        line = lineage(arch)
-        older = [r for r in line.listed_by if _release_key(r) < mine] if line else []
-        newer = [r for r in line.listed_by if _release_key(r) > mine] if line else []
-        new_name = renamed(arch, major)
-        if new_name is not None:
-            back = (
-                f" ({arch} is CUDA {older[-1].split('.')[0]}'s name: {_how(self.option, older[-1])})"
-                if older
-                else ""
-            )
-            return f"{head}: CUDA {major} calls this arch {new_name}. Fix: --regbudget-arch={new_name}{back}"
-        oldest = min(self.real_archs(), key=arch_number, default=None)
-        if oldest is not None and is_arch_name(arch) and arch_number(arch) < arch_number(oldest):
-            base = f"sm_{arch_number(arch)}"
-            dropped = line is not None and line.dropped_in is not None and major >= line.dropped_in
-            why = f"its oldest target is {oldest}" + (f"; CUDA {major} dropped {base}" if dropped else "")
-            if not older:
-                return f"{head}: {why}. Fix: drop {arch}"
-            last = older[-1]
-            return f"{head}: {why}. Fix: build it with CUDA {last.split('.')[0]}.x: {_how(self.option, last)}"
-        if newer:
-            listed = " and ".join(newer)
-            verb = "builds" if len(newer) == 1 else "build"
-            return f"{head}: CUDA {listed} {verb} it. Fix: {_how(self.option, newer[-1])}"
-        return f"{head}, and no CUDA release pytest-regbudget knows of lists it. Fix: drop {arch}"
-
-
-def _how(option: str, release: str) -> str:
-    """How a run gets a compiler of `release` for `option` (a toolkit, or a pinned nvcc). The cu13 and nvcc
-    extras install CUDA 13.5 (pyproject.toml), which builds every arch the lineage (core/arch.py) lists for
-    a 13.x release."""
-    major = release.split(".")[0]
-    if option == TOOLKIT_OPTION:
-        install = ' (pip install "pytest-regbudget[cu13]")' if major == "13" else ""
-        return (
-            f"run with --regbudget-toolkit=cu{major}{install}"
-            if major in ("12", "13")
-            else f"use CUDA {release}"
-        )
-    if major == "13":
-        wheel = 'pip install "pytest-regbudget[nvcc]" installs one'
-        return f"pin an nvcc of CUDA {release} with --regbudget-nvcc ({wheel})"
-    return f"pin an nvcc of CUDA {major}.x with --regbudget-nvcc (a CUDA {major} install's bin/nvcc)"
-
-
-# The plugin's options in a refusal's advice, and how `regbudget explain` spells each.
-_EXPLAIN_WORDS = (
-    ("--regbudget-arch=", "--arch "),
-    ("--regbudget-toolkit=", "--toolkit "),
-    ("pin an nvcc of CUDA", "use the nvcc of CUDA"),
-    ("with --regbudget-nvcc", "with --toolkit (cu13, or that nvcc's CUDA home)"),
-)
-
-
-def in_explain_words(message: str) -> str:
-    """A refusal's advice as `regbudget explain` takes it: its --arch and --toolkit for the plugin's
-    options."""
-    for plugin, explain in _EXPLAIN_WORDS:
-        message = message.replace(plugin, explain)
-    return message
-
-
-def _release_key(release: str) -> tuple[int, ...]:
-    return tuple(int(p) for p in release.split(".")[:2] if p.isdigit())
-
-
-def with_variants(archs: Iterable[str]) -> tuple[str, ...]:
-    """`archs` and, after each, the `a`/`f` variants the arch table knows of it: NVRTC and `nvcc
-    --list-gpu-code` list real archs only, and build a listed arch's variants too."""
-    out: list[str] = []
-    for arch in archs:
-        out.append(arch)
-        out += [v for v in SUPPORTED_VARIANTS if v[:-1] == arch]
-    return tuple(out)
-
-
-def table_lacks(arch: str, builders: Sequence[Targets]) -> str:
-    """The usage error for an arch that compilers of the run build but the arch table has no limits for (an
-    arch of a later release, or one older than the table): it is never built with guessed limits."""
-    whose = " and ".join(t.who for t in builders)
-    newest = max(SUPPORTED_ARCHS, key=arch_number)
-    later = is_arch_name(arch) and arch_number(arch) > arch_number(newest)
-    fix = f"drop {arch}" + (", or upgrade pytest-regbudget (a later version may know it)" if later else "")
-    return (
-        f"{whose} {'builds' if len(builders) == 1 else 'build'} {arch}, but pytest-regbudget's arch table "
-        f"has no limits for it (threads, blocks, barriers and shared memory per SM; it knows "
-        f"{', '.join(SUPPORTED_ARCHS)}), and it does not guess them. Fix: {fix}"
-    )
-
-
 @functools.lru_cache(maxsize=8)
 def nvrtc_archs(library: Path) -> tuple[str, ...]:
     """The real archs the NVRTC library builds (nvrtcGetSupportedArchs), e.g. ("sm_75", ..., "sm_121"); ()
@@ -260,62 +127,6 @@ def _major_minor(version: str) -> str:
 VERSION_TIMEOUT = 60.0
 
 
-# Tool runs in progress, in any thread: kill_running_tools stops them when the run is interrupted.
-_running: set[subprocess.Popen[bytes]] = set()
-_running_lock = threading.Lock()
-_POSIX = os.name == "posix"
-
-
-def run_tool(cmd: Sequence[str], timeout: float) -> tuple[int, str]:
-    """(exit code, stdout + stderr) of a tool run that must finish within `timeout` seconds.
-
-    The tool runs in a session of its own, so that on a timeout (or Ctrl-C) the whole process group is
-    killed: a wrapper script's children, or nvcc's cicc and ptxas, would otherwise live on and keep the
-    pipes open. Output is decoded leniently: a path or message in another encoding must not crash the run.
-    Raises subprocess.TimeoutExpired after the kill, and OSError when the tool cannot be started.
-    """
-    with subprocess.Popen(
-        list(cmd), stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=_POSIX
-    ) as proc:
-        with _running_lock:
-            _running.add(proc)
-        try:
-            out, err = proc.communicate(timeout=timeout)
-        except BaseException:
-            _kill_group(proc)
-            # A grandchild that left the group (setsid) may still hold the pipes: close them rather than
-            # read them to the end, and reap the child.
-            for pipe in (proc.stdout, proc.stderr):
-                if pipe is not None:
-                    pipe.close()
-            proc.wait()
-            raise
-        finally:
-            with _running_lock:
-                _running.discard(proc)
-    return proc.returncode, (out + err).decode(errors="replace")
-
-
-def kill_running_tools() -> None:
-    """Kill every tool run in progress, with its children, in every thread (each run then returns its
-    exit status, a signal). For an interrupted session: a tool in a session of its own does not get the
-    terminal's Ctrl-C, and a compile thread would wait for it to finish."""
-    with _running_lock:
-        running = list(_running)
-    for proc in running:
-        _kill_group(proc)
-
-
-def _kill_group(proc: subprocess.Popen[bytes]) -> None:
-    if _POSIX:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-            return
-        except (ProcessLookupError, PermissionError):
-            pass  # the group is gone already; the child may still need its own signal
-    proc.kill()
-
-
 @functools.lru_cache(maxsize=32)
 def ptxas_version(ptxas: Path, timeout: float | None = None) -> str:
     """Ask ptxas itself; cached because discovery may run once per test process."""
@@ -333,16 +144,6 @@ def ptxas_version(ptxas: Path, timeout: float | None = None) -> str:
     if not match:
         raise ToolchainError(f"cannot read the version of {ptxas}: `ptxas --version` printed {out!r}")
     return match.group(1)
-
-
-def start_failure(exc: OSError, tool: Path | str) -> str:
-    """Why a tool could not be started, with the fix."""
-    reason = exc.strerror or str(exc)
-    if isinstance(exc, PermissionError):
-        return f"{reason} (it is not executable). Fix: chmod +x {tool}, or reinstall the toolkit"
-    if isinstance(exc, FileNotFoundError):
-        return f"{reason}. Fix: reinstall the toolkit"
-    return f"{reason}. Fix: check that {tool} is a program for this machine, or reinstall the toolkit"
 
 
 def _nvrtc_libs(directory: Path) -> Iterator[Path]:
@@ -673,85 +474,6 @@ def _discovery_inputs(tk: Toolkit, cuda_home: str | None, env: Mapping[str, str]
         dirs += [Path(home), *(Path(home) / sub for sub in ("bin", "lib", "lib64", "include", "targets"))]
     dirs += [Path(d) for d in env.get("PATH", "").split(os.pathsep) if d]
     return list(dict.fromkeys([*files, *dirs]))
-
-
-def _stat_of(path: Path) -> list[int] | None:
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    return [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev]
-
-
-class ToolMemo:
-    """Answers of slow probes (a toolkit's discovery, `nvcc --version`) kept in one small file, trusted
-    while every file and directory they were made from has the stat it had (size, times, inode). The file
-    lives in the compile cache; a damaged one only means probing again. Without a path: memory only."""
-
-    def __init__(self, path: Path | None) -> None:
-        self.path = path
-        self._records: dict[str, Any] | None = None
-        self._lock = threading.Lock()
-
-    def _all(self) -> dict[str, Any]:
-        if self._records is None:
-            self._records = {}
-            if self.path is not None:
-                with contextlib.suppress(OSError, ValueError):
-                    doc = json.loads(self.path.read_text(encoding="utf-8"))
-                    if (
-                        isinstance(doc, dict)
-                        and doc.get("format") == 1
-                        and isinstance(doc.get("probes"), dict)
-                    ):
-                        self._records = doc["probes"]
-        return self._records
-
-    def get(self, key: str) -> Any:
-        """The answer stored for `key`, if everything it depends on is as it was; else None."""
-        with self._lock:
-            record = self._all().get(key)
-        if not isinstance(record, dict) or not isinstance(record.get("inputs"), list):
-            return None
-        for entry in record["inputs"]:
-            if not (isinstance(entry, list) and len(entry) == 2 and _stat_of(Path(entry[0])) == entry[1]):
-                return None
-        return record.get("value")
-
-    def put(self, key: str, value: object, inputs: Sequence[Path]) -> None:
-        """Remember `value` while `inputs` keep their stat (a missing one: while it is missing)."""
-        record = {"value": value, "inputs": [[str(p), _stat_of(p)] for p in inputs]}
-        with self._lock:
-            records = self._all()
-            records[key] = record
-            text = json.dumps({"format": 1, "probes": records})
-        if self.path is None:
-            return
-        # Written whole and renamed into place; a read-only cache only means probing again next run.
-        with contextlib.suppress(OSError):
-            atomic_write(self.path, text)
-
-    def version(self, tool: Path, probe: Callable[[], str]) -> str:
-        """`probe()` (a tool's --version), remembered while the tool's file is unchanged."""
-        key = json.dumps(["version", str(tool)])
-        known = self.get(key)
-        if isinstance(known, str):
-            return known
-        answer = probe()
-        self.put(key, answer, [tool])
-        return answer
-
-    def names(self, kind: str, tool: Path, probe: Callable[[], list[str]]) -> list[str]:
-        """`probe()` (a list a tool prints, e.g. `nvcc --list-gpu-code`), remembered while the tool's file is
-        unchanged. An empty answer (the tool could not say) is not remembered: the next run asks again."""
-        key = json.dumps([kind, str(tool)])
-        known = self.get(key)
-        if isinstance(known, list) and known and all(isinstance(n, str) for n in known):
-            return known
-        answer = probe()
-        if answer:
-            self.put(key, answer, [tool])
-        return answer
 
 
 @functools.lru_cache(maxsize=8)

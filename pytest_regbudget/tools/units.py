@@ -1,7 +1,7 @@
 """A translation unit built for one arch (`Unit`), the key of a build: every kernel of a file is picked from
 one build per (source, options, toolkit, arch) (`pick`), plus, for NVRTC, the name expressions of the
-template instances compiled with it. The compile cache stores units; the pool (pool.py) builds them ahead of
-the tests.
+template instances compiled with it. The compile cache stores units; the pool (cache/prefetch.py) builds
+them ahead of the tests.
 """
 
 from __future__ import annotations

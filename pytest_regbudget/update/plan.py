@@ -1,5 +1,5 @@
 """What an update writes, from the run's records alone: the entries it measured and the entries it removes.
-One implementation for a pytest run (`session.finish`) and for a merge of
+One implementation for a pytest run (engine/finish.py `finish`) and for a merge of
 CI shards' JSON reports (`regbudget merge`), so that a sharded update writes the same file, byte for byte, as
 a serial one.
 
@@ -19,7 +19,8 @@ from msgspec.structs import replace
 from ..core import baseline as bl
 from ..core.baseline import base_nodeid
 from ..core.errors import BaselineError
-from ..report.record import ReportRecord
+from ..core.metrics import AGREED
+from ..report.record import ReportRecord, value
 from ..report.terminal import key_text
 from .scope import Decision, Rule, decide
 
@@ -31,8 +32,8 @@ def entry_of(rec: ReportRecord) -> bl.BaselineEntry:
     if rec.get("measured") is None:
         raise BaselineError(f"{where}: the record has no measured entry; rerun pytest --regbudget-json")
     entry = bl.entry_from_table(rec["measured"], f"{where}: measured")
-    shown = (rec["registers"], rec["spill_stores"], rec["spill_loads"], rec["stack_frame"], rec["shared_mem"])
-    if shown != (entry.registers, entry.spill_stores, entry.spill_loads, entry.stack, entry.smem):
+    shown = tuple(value(rec, m) for m in AGREED)  # the numbers two builds of one variant agree on
+    if shown != tuple(getattr(entry, m.name) for m in AGREED):
         raise BaselineError(
             f"{where}: the record says registers, spill stores and loads, stack, smem = {shown}, its "
             "measured entry otherwise: an edited or damaged report; rerun pytest --regbudget-json"
@@ -45,7 +46,8 @@ def entry_of(rec: ReportRecord) -> bl.BaselineEntry:
 
 
 def _numbers(entry: bl.BaselineEntry) -> tuple[object, ...]:
-    return (entry.compiler, entry.registers, entry.spill_stores, entry.spill_loads, entry.stack, entry.smem)
+    """What two measurements of one kernel variant must agree on: its compiler and its numbers."""
+    return (entry.compiler, *(getattr(entry, m.name) for m in AGREED))
 
 
 class Fresh(Struct):

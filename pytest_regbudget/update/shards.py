@@ -15,6 +15,7 @@ from msgspec import Meta, Struct, field
 
 from ..core.arch import get_arch
 from ..core.errors import UnknownArchError
+from ..core.metrics import METRICS
 from ..report.record import ReportRecord
 from ..report.writers import JSON_FORMAT, JSON_VERSION, READABLE_VERSIONS
 from .scope import RunScope
@@ -31,34 +32,47 @@ Count = Annotated[int, Meta(ge=0)]
 Key = Annotated[list[str], Meta(min_length=5, max_length=5)]  # [source, kernel, variant, arch, release]
 
 
-class _Record(Struct):
+class _Checked(Struct):
     """The fields of a record that a merge or a comparison reads, with their types and ranges (the record has
-    more: they are carried as they are)."""
+    more: they are carried as they are); the metrics' are `_Record`'s."""
 
     nodeid: Annotated[str, Meta(min_length=1)]
     kernel: str
     arch: str
     source: str
-    registers: Annotated[int, Meta(ge=0, le=255)] | None
-    spill_stores: Count | None
-    spill_loads: Count | None
-    stack_frame: Count | None
-    shared_mem: Count | None
     ptxas_version: str
     compiler: str
     release: str
     baseline_status: str
     key: Key | None
-    const_mem: Count | None = None
-    occupancy: Annotated[float, Meta(ge=0, le=1)] | None = None
     found_under: Key | None = None
     measured: dict[str, Any] | None = None
     time_ms: Annotated[float, Meta(gt=0)] | None = None
 
 
+# A metric's type in a record, by its unit (at most 255 registers a thread; a fraction at most 1).
+_TYPES: dict[str, Any] = {
+    "registers": Annotated[int, Meta(ge=0, le=255)],
+    "bytes": Count,
+    "instructions": Count,
+    "fraction": Annotated[float, Meta(ge=0, le=1)],
+}
+# Every metric of the table, None for unknown. A merge compares those that two builds of one kernel variant
+# must agree on, so every record has them; the others a report of an older version may leave out.
+_Record = msgspec.defstruct(
+    "_Record",
+    [
+        (m.field, _TYPES[m.unit] | None) if m.agree else (m.field, _TYPES[m.unit] | None, None)
+        for m in METRICS
+    ],
+    bases=(_Checked,),
+    kw_only=True,
+)
+
+
 class Scope(Struct):
-    """What a run could have seen (session.report_scope); every field has the value of a run that says
-    nothing, so a report without a scope merges as one that removes nothing it cannot see."""
+    """What a run could have seen (engine/finish.py `report_scope`); every field has the value of a run that
+    says nothing, so a report without a scope merges as one that removes nothing it cannot see."""
 
     run: RunScope = field(default_factory=RunScope)
     prefixes: list[str] = field(default_factory=lambda: [""])
@@ -121,7 +135,7 @@ def _record(path: Path, index: int, raw: object) -> ReportRecord:
     if isinstance(raw, dict) and isinstance(raw.get("nodeid"), str):
         where += f" ({raw['nodeid']})"
     try:
-        checked = msgspec.convert(raw, _Record)
+        checked = cast(_Checked, msgspec.convert(raw, _Record))
     except msgspec.ValidationError as exc:
         raise BadReport(f"{where}: {exc}; {DAMAGED}") from None
     _arch(path, where, checked.arch)

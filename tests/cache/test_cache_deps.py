@@ -11,15 +11,10 @@ from typing import Any
 import pytest
 from msgspec.structs import fields, replace
 
-from pytest_regbudget.cache.fingerprint import (
-    NOT_FINGERPRINTED,
-    StatCache,
-    Uncacheable,
-    cache_key,
-    parse_depfile,
-    walk_tree,
-)
+from pytest_regbudget.cache.fingerprint import NOT_FINGERPRINTED, StatCache, Uncacheable, walk_tree
 from pytest_regbudget.cache.includes import directives
+from pytest_regbudget.cache.keys import cache_key
+from pytest_regbudget.cache.nvcc_deps import parse_depfile
 from pytest_regbudget.cache.store import CacheStats, CompileCache
 from pytest_regbudget.core import baseline as bl
 from pytest_regbudget.engine.builder import Builder

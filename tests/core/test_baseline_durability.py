@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import SAMPLE_ENTRY as ENTRY
+from helpers.data import SAMPLE_ENTRY as ENTRY
 from msgspec.structs import replace
 
 from pytest_regbudget.core import baseline as bl

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import SAMPLE_ENTRY
+from helpers.data import SAMPLE_ENTRY
 from msgspec.structs import replace
 
 from pytest_regbudget.core import baseline as bl
@@ -53,6 +53,7 @@ def test_round_trip_is_exact_and_sorted(tmp_path: Path) -> None:
 def test_entry_keys_in_fixed_order() -> None:
     entry = replace(
         ENTRY,
+        local_instructions=24,  # every whole-number metric written, to show where each goes
         occupancy={"1024 threads": 0.25, "256 threads, 4096 B dynamic smem": 0.375, "256 threads": 0.5},
         tests=("t.py::b", "t.py::a"),
         gpu={"NVIDIA H200": {"time_ms": 0.5, "noise": 0.01}},

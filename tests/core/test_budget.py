@@ -11,6 +11,7 @@ from pytest_regbudget.core.checks import check
 from pytest_regbudget.core.errors import BaselineError
 from pytest_regbudget.core.kernel_report import Delta, KernelReport, compare
 from pytest_regbudget.core.limits import Launch, Limits
+from pytest_regbudget.core.metrics import CAP_KEYS
 from pytest_regbudget.core.ptxas import parse_ptxas_output
 from pytest_regbudget.core.ratchet import BaselineRule, entry_of_report, ratchet
 from pytest_regbudget.core.verdict import strict, timed
@@ -26,7 +27,10 @@ POLY = parse_ptxas_output(PTXAS)["poly_eval"]
 
 
 def verdict(**limits: object) -> list[str]:
-    return check("t.py::test", "poly_eval", "sm_90", "k.cu", POLY, Limits(**limits)).violations  # type: ignore[arg-type]
+    # A marker's keys as they land on Limits: a metric's cap (spills=, stack=) among its caps.
+    caps = {k: v for k, v in limits.items() if k in CAP_KEYS}
+    rest = {k: v for k, v in limits.items() if k not in CAP_KEYS}
+    return check("t.py::test", "poly_eval", "sm_90", "k.cu", POLY, Limits(**rest, caps=caps)).violations  # type: ignore[arg-type]
 
 
 def test_parsed_fixture_numbers() -> None:
@@ -185,7 +189,7 @@ def test_compare_occupancy_at_the_launch_both_entries_have() -> None:
 
 def test_spill_budget_on_a_binary_without_spill_figures_fails_instead_of_guessing() -> None:
     unknown = replace(POLY, spill_stores=0, spill_loads=0, spills_known=False)
-    (msg,) = check("t", "k", "sm_90", "k.so", unknown, Limits(spills=0)).violations
+    (msg,) = check("t", "k", "sm_90", "k.so", unknown, Limits(caps={"spills": 0})).violations
     assert msg.startswith("spill budgets cannot be checked: this binary does not record spill bytes")
     assert check("t", "k", "sm_90", "k.so", unknown, Limits(max_regs=255)).violations == []
 

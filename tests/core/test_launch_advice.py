@@ -93,7 +93,7 @@ def test_warps_limited_launch_gets_a_block_size_not_register_advice() -> None:
 
 
 def test_block_count_limit_gets_fewer_blocks() -> None:
-    msg = advice(replace(LEAN, shared_mem=0), Launch(32, 40))
+    msg = advice(replace(LEAN, smem=0), Launch(32, 40))
     assert "(limited by blocks:" in msg
     assert fix(msg) == (
         "Fix: at most 32 blocks per SM in launch=, the most sm_90 keeps resident whatever their size (bigger "
@@ -123,7 +123,7 @@ def test_shared_memory_over_the_opt_in_maximum_cannot_launch() -> None:
 
 
 def test_barrier_limited_launch_gets_fewer_named_barriers() -> None:
-    msg = advice(replace(LEAN, barriers=16, shared_mem=0), Launch(64, 5))
+    msg = advice(replace(LEAN, barriers=16, smem=0), Launch(64, 5))
     assert "(limited by barriers:" in msg
     assert fix(msg) == (
         "Fix: at most 12 barriers per block for 5 blocks per SM (now 16; 64 per SM on sm_90): fewer named "
@@ -142,7 +142,7 @@ def test_a_block_over_the_kernels_own_bound() -> None:
 
 def test_every_limit_that_falls_short_gets_its_fix() -> None:
     # 40 KB of shared memory and 167 registers: at 256 threads each allows only one of the two blocks.
-    msg = advice(replace(HUNGRY, shared_mem=40 * 1024), Launch(256, 2), dynamic_smem=80 * 1024)
+    msg = advice(replace(HUNGRY, smem=40 * 1024), Launch(256, 2), dynamic_smem=80 * 1024)
     assert "__launch_bounds__(256, 2)" in msg
     assert "bytes of shared memory per block for 2 blocks per SM" in msg
     assert "; and " in msg

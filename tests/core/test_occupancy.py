@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from helpers.occupancy import ask, build_oracle, launch_line
 from msgspec.structs import replace
-from occupancy_header import ask, build_oracle, launch_line
 
 from pytest_regbudget.core.arch import (
     ARCHS,

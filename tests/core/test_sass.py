@@ -99,7 +99,7 @@ def test_diagnosis_calls_branch_spills_cheap() -> None:
 
 
 def test_diagnosis_of_a_demoted_local_array_names_its_line() -> None:
-    stack_only = replace(RESOURCES, spill_stores=0, spill_loads=0, stack_frame=1024)
+    stack_only = replace(RESOURCES, spill_stores=0, spill_loads=0, stack=1024)
     (sentence,) = diagnose(stack_only, "sm_90", parse_sass(VARIOUS, "local_lookup"))
     assert "a local array lives in local memory (1024 bytes of stack, no spills)" in sentence
     assert "accessed at various.cu:25, various.cu:26" in sentence
@@ -111,7 +111,7 @@ def test_diagnosis_of_a_demoted_local_array_names_its_line() -> None:
 
 def test_diagnosis_of_an_unreachable_minimum_of_blocks() -> None:
     bounded = replace(
-        RESOURCES, shared_mem=48 * 1024, max_threads=256, min_blocks_per_sm=8, spill_stores=8, spill_loads=8
+        RESOURCES, smem=48 * 1024, max_threads=256, min_blocks_per_sm=8, spill_stores=8, spill_loads=8
     )
     sentences = diagnose(bounded, "sm_90", None)
     assert (
@@ -122,7 +122,7 @@ def test_diagnosis_of_an_unreachable_minimum_of_blocks() -> None:
 
 
 def test_diagnosis_of_maxrregcount_under_launch_bounds() -> None:
-    bounded = replace(RESOURCES, registers=232, max_threads=256, spill_stores=0, spill_loads=0, stack_frame=0)
+    bounded = replace(RESOURCES, registers=232, max_threads=256, spill_stores=0, spill_loads=0, stack=0)
     (sentence,) = diagnose(bounded, "sm_90", None, ptxas_options=["-maxrregcount=32"])
     assert sentence.startswith("-maxrregcount=32 does not apply: the kernel's __launch_bounds__ win")
     assert "(it uses 232 > 32 registers)" in sentence
@@ -178,9 +178,7 @@ def test_setmaxnregs_allocation_retry_is_not_a_loop() -> None:
 WS_GEMM = (DATA / "ws_gemm_sm90a_gi.txt").read_text()
 WS_ASSERT = (DATA / "ws_gemm_assert_sm90a_gi.txt").read_text()
 ENTRY = "_Z13device_kernelI10GemmKernelEv6Params"
-WS_RESOURCES = replace(
-    RESOURCES, arch="sm_90a", registers=168, spill_stores=416, spill_loads=420, stack_frame=448
-)
+WS_RESOURCES = replace(RESOURCES, arch="sm_90a", registers=168, spill_stores=416, spill_loads=420, stack=448)
 
 
 def test_a_loop_of_an_inlined_library_header_is_named_in_that_header() -> None:
@@ -227,7 +225,7 @@ def test_producer_spills_advise_the_dec_target_and_an_assert_in_the_loop_advises
         "60 spill instruction(s) are outside loops (at collective.hpp:21, collective.hpp:31;"
     )
     # The consumers' assert saves none of the producer's registers: not blamed.
-    checked = replace(WS_RESOURCES, spill_stores=64, spill_loads=64, stack_frame=128)
+    checked = replace(WS_RESOURCES, spill_stores=64, spill_loads=64, stack=128)
     hot, *_ = diagnose(checked, "sm_90a", parse_sass(WS_ASSERT, ENTRY))
     assert "inside the loop at collective.hpp:22, in the producer (after setmaxnreg.dec 40)" in hot
     assert "The loop calls __assertfail (assert() compiled without NDEBUG) at collective.hpp:26" in hot

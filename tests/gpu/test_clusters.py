@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import run_json
+from helpers.data import KERNELS
+from helpers.runs import run_json
 
 from pytest_regbudget import CompileOptions, compile_kernel, discover
 from pytest_regbudget.gpu.device import Device
@@ -28,7 +29,6 @@ from pytest_regbudget.tools.toolkit import nvidia_roots
 
 pytestmark = [pytest.mark.gpu, pytest.mark.usefixtures("gpu_device")]
 
-KERNELS = Path(__file__).parent.parent / "kernels"
 BLOCK = 256
 
 TESTS = """

@@ -9,12 +9,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers.data import KERNELS
 
 from pytest_regbudget import CompileOptions, compile_kernel, discover, get_arch, occupancy
 
 pytestmark = pytest.mark.gpu
 
-KERNELS = Path(__file__).parent.parent / "kernels"
 BOUNDS = ["", "__launch_bounds__(1024)", "__launch_bounds__(512)", "__launch_bounds__(256, 4)"]
 
 

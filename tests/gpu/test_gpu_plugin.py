@@ -5,16 +5,14 @@ Run on a GPU machine with `pytest -m gpu -s tests/gpu` (`-s` shows the tables); 
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
-from conftest import run_json
+from helpers.data import KERNELS
+from helpers.runs import run_json
 
 from pytest_regbudget.gpu.device import Device
 
 pytestmark = [pytest.mark.gpu, pytest.mark.usefixtures("gpu_device")]
 
-KERNELS = Path(__file__).parent.parent / "kernels"
 HUNGRY = KERNELS / "hungry.cu"
 TIMING = KERNELS / "timing.cu"
 

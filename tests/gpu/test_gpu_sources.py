@@ -6,7 +6,7 @@ import importlib.util
 from pathlib import Path
 
 import pytest
-from conftest import run_json
+from helpers.runs import run_json
 
 from pytest_regbudget.gpu.device import Device
 

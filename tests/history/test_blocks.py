@@ -7,7 +7,7 @@ import random
 from pathlib import Path
 
 import pytest
-from history_repo import entry, key
+from helpers.history import entry, key
 from msgspec.structs import replace
 
 from pytest_regbudget.core.baseline import Baseline, dumps

@@ -2,14 +2,10 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
-from conftest import run_json
+from helpers.data import KERNELS
+from helpers.runs import run_json, start_pytest
 
-KERNELS = Path(__file__).parent.parent / "kernels"
 HUNGRY = KERNELS / "hungry.cu"
 BASELINE = "regbudget-baseline.toml"
 # The CUDA release of the NVRTC and ptxas wheels (nvidia-cuda-*-cu12 12.9.x): the last level of a key.
@@ -276,11 +272,8 @@ def test_update_and_run_under_xdist_lose_nothing(pytester: pytest.Pytester) -> N
 
 def test_concurrent_updates_of_different_tests_keep_both(pytester: pytest.Pytester) -> None:
     write_tests(pytester, {f"t{i}": 4 + i for i in range(6)})
-    cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--regbudget-update", "-q"]
-    procs = [
-        subprocess.Popen([*cmd, "-k", k], cwd=pytester.path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-        for k in ("t0 or t1 or t2", "t3 or t4 or t5")
-    ]
+    args = ["-p", "no:cacheprovider", "--regbudget-update", "-q"]
+    procs = [start_pytest(pytester.path, *args, "-k", k) for k in ("t0 or t1 or t2", "t3 or t4 or t5")]
     outputs = [p.communicate(timeout=300)[0].decode() for p in procs]
     assert [p.returncode for p in procs] == [0, 0], outputs
     assert baseline_text(pytester).count("registers = ") == 6

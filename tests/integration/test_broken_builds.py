@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import nvcc_usable
+from helpers.projects import write
+from helpers.toolchain import nvcc_usable
 
 from pytest_regbudget.core import baseline as bl
 
@@ -47,16 +48,6 @@ include_dirs = ["inc"]
 compile_commands = "db/compile_commands.json"
 compiler = "nvcc"
 """
-
-
-def write(root: Path, name: str, text: str | bytes) -> Path:
-    path = root / name
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if isinstance(text, bytes):
-        path.write_bytes(text)
-    else:
-        path.write_text(text)
-    return path
 
 
 @pytest.fixture

@@ -6,7 +6,8 @@ Real NVRTC and ptxas from the wheels."""
 from __future__ import annotations
 
 import pytest
-from conftest import run_json
+from helpers.projects import write_tree
+from helpers.runs import run_json
 from msgspec.structs import replace
 
 from pytest_regbudget.core import baseline as bl
@@ -46,10 +47,7 @@ def manifest(pytester: pytest.Pytester, defines: str) -> None:
 
 @pytest.fixture
 def project(pytester: pytest.Pytester) -> pytest.Pytester:
-    (pytester.path / "kernels").mkdir()
-    (pytester.path / "kernels" / "a.cu").write_text(KERNELS)
-    (pytester.path / "inc").mkdir()
-    (pytester.path / "inc" / "cfg.h").write_text("#define SCALE 2\n")
+    write_tree(pytester.path, {"kernels/a.cu": KERNELS, "inc/cfg.h": "#define SCALE 2\n"})
     pytester.makeini("[pytest]\nregbudget_baseline = regbudget-baseline.toml\n")
     manifest(pytester, '["TILE=16"]')
     return pytester

@@ -3,22 +3,22 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from conftest import ACC_KERNEL, run_json
+from helpers.data import ACC_KERNEL, KERNELS
+from helpers.projects import write_tree
+from helpers.runs import run_json, start_pytest
 from msgspec.structs import replace
 
-from pytest_regbudget.cache.fingerprint import FORMAT, cache_key
+from pytest_regbudget.cache.fingerprint import FORMAT
+from pytest_regbudget.cache.keys import cache_key
 from pytest_regbudget.cache.prefetch import default_jobs
 from pytest_regbudget.cache.store import CompileCache
 from pytest_regbudget.core.dirs import default_cache_dir
 from pytest_regbudget.tools.options import CompileOptions
 from pytest_regbudget.tools.toolkit import discover
 
-KERNELS = Path(__file__).parent.parent / "kernels"
 HUNGRY = KERNELS / "hungry.cu"
 
 KERNEL = '#include "params.h"\n' + ACC_KERNEL
@@ -32,9 +32,7 @@ def cache_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def project(pytester: pytest.Pytester, n: int = 8, tests: int = 1) -> None:
-    (pytester.path / "inc").mkdir(exist_ok=True)
-    (pytester.path / "inc" / "params.h").write_text(f"#define N {n}\n")
-    (pytester.path / "acc.cu").write_text(KERNEL)
+    write_tree(pytester.path, {"inc/params.h": f"#define N {n}\n", "acc.cu": KERNEL})
     body = "".join(
         f"""
 @pytest.mark.regbudget(source="acc.cu", kernel="acc", include_dirs=["inc"], defines={{"VARIANT": {i}}})
@@ -140,11 +138,8 @@ def test_bad_jobs_value(pytester: pytest.Pytester) -> None:
 
 def test_concurrent_processes_share_one_cache(pytester: pytest.Pytester, cache_dir: Path) -> None:
     project(pytester, tests=4)
-    cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "--regbudget-jobs=2"]
-    procs = [
-        subprocess.Popen(cmd, cwd=pytester.path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-        for _ in range(2)
-    ]
+    args = ["-p", "no:cacheprovider", "-q", "--regbudget-jobs=2"]
+    procs = [start_pytest(pytester.path, *args) for _ in range(2)]
     outputs = [p.communicate(timeout=300)[0].decode() for p in procs]
     assert [p.returncode for p in procs] == [0, 0], outputs
     result, _ = run_json(pytester)

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from helpers.data import KERNELS
 
 from pytest_regbudget.cache.fingerprint import FORMAT
 from pytest_regbudget.cache.store import CompileCache
@@ -16,7 +17,7 @@ from pytest_regbudget.core.errors import CompileError
 from pytest_regbudget.tools.options import CompileOptions
 from pytest_regbudget.tools.toolkit import discover
 
-HUNGRY = Path(__file__).parent.parent / "kernels" / "hungry.cu"
+HUNGRY = KERNELS / "hungry.cu"
 OPTIONS = CompileOptions.make(defines={"NACC": 6})
 
 

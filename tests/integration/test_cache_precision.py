@@ -11,7 +11,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import run_json
+from helpers.runs import run_json
 
 from pytest_regbudget.core.errors import CompileError
 from pytest_regbudget.tools.nvcc import find_nvcc

@@ -8,7 +8,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from conftest import ACC_KERNEL, fake_home, run_json
+from helpers.data import ACC_KERNEL
+from helpers.projects import fake_home, write_tree
+from helpers.runs import run_json
 
 from pytest_regbudget.cache.fingerprint import FORMAT
 from pytest_regbudget.core.errors import CompileError
@@ -169,15 +171,8 @@ NVCC_CASES = {
 }
 
 
-def write(root: Path, files: dict[str, str]) -> None:
-    for name, text in files.items():
-        path = root / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-
-
 def project(pytester: pytest.Pytester, case: Case, compiler: str = "nvrtc") -> None:
-    write(pytester.path, case.files)
+    write_tree(pytester.path, case.files)
     extra = f", {case.marker}" if case.marker else ""
     pytester.makepyfile(
         test_k=f"""
@@ -216,7 +211,7 @@ def edit_and_compare(pytester: pytest.Pytester, case: Case) -> pytest.RunResult:
     else:
         result.stdout.fnmatch_lines(["compile cache *: 0 hits, 0 misses, 1 not cached (*"])
     assert again["registers"] == before["registers"]
-    write(pytester.path, case.edit)
+    write_tree(pytester.path, case.edit)
     cached_result, (cached,) = run_json(pytester, ARCH)
     cached_result.assert_outcomes(passed=1)
     _, (fresh,) = run_json(pytester, ARCH, "--regbudget-no-cache")
@@ -255,7 +250,7 @@ def test_nvcc_edit_is_never_a_stale_hit(
     result = edit_and_compare(pytester, case)
     result.stdout.fnmatch_lines(["compile cache *: 0 hits, 1 misses*"])
     # The dependency record now lists both builds: going back to the old header is a hit again.
-    write(pytester.path, case.files)
+    write_tree(pytester.path, case.files)
     for name in case.edit.keys() - case.files.keys():
         (pytester.path / name).unlink()
     result, _ = run_json(pytester, ARCH)
@@ -279,7 +274,7 @@ def test_string(regbudget):
 
 def test_code_string_header_edit(pytester: pytest.Pytester, cache_dir: Path) -> None:
     case = Case({"inc/params.h": SMALL}, {"inc/params.h": BIG})
-    write(pytester.path, case.files)
+    write_tree(pytester.path, case.files)
     pytester.makepyfile(test_k=CODE_STRING_TEST.replace("{body}", BODY))
     result = edit_and_compare(pytester, case)
     result.stdout.fnmatch_lines(["compile cache *: 0 hits, 1 misses*"])
@@ -290,7 +285,7 @@ def test_depends_in_the_fixture(pytester: pytest.Pytester, cache_dir: Path) -> N
         {"kernels/acc.cu": include('#define CFG "../common/cfg.h"\n#include CFG'), "common/cfg.h": SMALL},
         {"common/cfg.h": BIG},
     )
-    write(pytester.path, case.files)
+    write_tree(pytester.path, case.files)
     pytester.makepyfile(
         test_k="""
 import pytest

@@ -18,7 +18,7 @@ if sys.version_info >= (3, 11):
 else:
     import tomli as tomllib
 
-from conftest import bad_input, regbudget
+from helpers.runs import bad_input, regbudget
 
 from pytest_regbudget.cache.store import compile_kernel
 from pytest_regbudget.tools.options import CompileOptions
@@ -249,10 +249,34 @@ def test_baseline_check(pytester: pytest.Pytester) -> None:
 
 
 def test_every_subcommand_has_help() -> None:
-    for args in ([], ["explain"], ["compare"], ["merge"], ["baseline"], ["baseline", "check"]):
+    for args in (
+        [],
+        ["explain"],
+        ["compare"],
+        ["merge"],
+        ["history"],
+        ["blame"],
+        ["baseline"],
+        ["baseline", "check"],
+    ):
         done = regbudget(*args, "--help")
         assert done.returncode == 0, (args, done.stderr)
         assert "usage: regbudget" in done.stdout
+
+
+def test_each_subcommand_is_a_module_registered_by_name() -> None:
+    from pytest_regbudget.cli import commands
+
+    assert list(commands.COMMANDS) == ["explain", "compare", "merge", "history", "blame", "baseline"]
+    for name, command in commands.COMMANDS.items():
+        assert command.run.__module__ == f"pytest_regbudget.cli.commands.{name}"
+    listed = re.findall(r"^    (\w+) ", regbudget().stdout, re.MULTILINE)
+    assert listed == list(commands.COMMANDS)
+    # `python -m pytest_regbudget.cli` is the command too (in a process of its own: under pytest the package
+    # is a plugin whose modules pytest's assertion rewriter finds, and runpy cannot run those).
+    done = regbudget(module="pytest_regbudget.cli")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("usage: regbudget")
 
 
 def test_explain_builds_with_include_dirs_and_options_and_its_marker_says_so(

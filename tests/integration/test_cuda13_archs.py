@@ -10,20 +10,19 @@ from __future__ import annotations
 import ctypes
 import json
 import re
-import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import regbudget
-from occupancy_header import ask, build_oracle, launch_line
+from helpers.occupancy import ask, build_oracle, launch_line
+from helpers.projects import copy_kernels, write
+from helpers.runs import regbudget
 
 from pytest_regbudget.core.arch import get_arch
 from pytest_regbudget.gpu.device import Device
 from pytest_regbudget.tools.toolkit import Toolkit, discover
 
-KERNELS = Path(__file__).parent.parent / "kernels"
 NEW_ARCHS = ("sm_110", "sm_110a", "sm_88", "sm_107", "sm_107f")
 # CUDA 13.0's nvcc, as the machine's CUDA install has it (not the wheels): the "pinned nvcc" of the tests.
 SYSTEM_NVCC = Path("/usr/local/cuda/bin/nvcc")
@@ -95,10 +94,8 @@ def cu13() -> Toolkit:
 
 @pytest.fixture
 def project(pytester: pytest.Pytester) -> pytest.Pytester:
-    (pytester.path / "kernels").mkdir()
-    for name in ("hungry.cu", "various.cu"):
-        shutil.copy(KERNELS / name, pytester.path / "kernels" / name)
-    (pytester.path / "kernels" / "shapes.cu").write_text(SHAPES_CU)
+    copy_kernels(pytester.path, "hungry.cu", "various.cu", into="kernels")
+    write(pytester.path, "kernels/shapes.cu", SHAPES_CU)
     pytester.makepyfile(test_k=POLY)
     return pytester
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from helpers.runs import run_pytest
 
 pytestmark = pytest.mark.slow
 
@@ -16,13 +16,8 @@ EXAMPLE = Path(__file__).parent.parent.parent / "example_project"
 
 
 def run(where: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q"],
-        cwd=where,
-        capture_output=True,
-        text=True,
-        env={**os.environ, "GITHUB_ACTIONS": ""},
-        timeout=900,
+    return run_pytest(
+        where, "-p", "no:cacheprovider", "-q", env={**os.environ, "GITHUB_ACTIONS": ""}, timeout=900
     )
 
 

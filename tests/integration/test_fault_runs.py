@@ -12,7 +12,8 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import fake_home, run_json
+from helpers.projects import fake_home
+from helpers.runs import run_json
 
 from pytest_regbudget.core import baseline as bl
 from pytest_regbudget.core.dirs import default_cache_dir

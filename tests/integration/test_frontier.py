@@ -7,15 +7,13 @@ from __future__ import annotations
 
 import json
 import shutil
-from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers.data import KERNELS
 
 from pytest_regbudget.tools.nvcc import find_nvcc
 from pytest_regbudget.tools.toolkit import discover
-
-KERNELS = Path(__file__).parent.parent / "kernels"
 
 TESTS = """
 import pytest

@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from conftest import regbudget
-from history_repo import commit_versions, entry, git, key
+from helpers.history import commit_versions, entry, git, key
+from helpers.runs import regbudget, regbudget_argv
 from msgspec.structs import replace
 
 from pytest_regbudget.core.baseline import BaselineEntry, Key
@@ -234,7 +234,7 @@ def test_bad_input_and_a_closed_pipe(repo: tuple[Path, list[str]]) -> None:
     assert gone.returncode == 2
     assert "regbudget-baseline.toml: no such file. Fix: name the baseline with --baseline" in gone.stderr
     piped = subprocess.run(
-        f"{sys.executable} -m pytest_regbudget history --baseline baseline.toml | head -3",
+        shlex.join(regbudget_argv("history", "--baseline", "baseline.toml")) + " | head -3",
         shell=True,
         cwd=root,
         capture_output=True,
@@ -270,7 +270,7 @@ def test_a_damaged_or_shared_cache_gives_the_same_history(
     # Two processes filling one cache at once: both print the whole history.
     shared = tmp_path / "shared"
     env = {**os.environ, "REGBUDGET_CACHE_DIR": str(shared)}
-    command = [sys.executable, "-m", "pytest_regbudget", "history", "--baseline", "baseline.toml", "--json"]
+    command = regbudget_argv("history", "--baseline", "baseline.toml", "--json")
     runs = [subprocess.Popen(command, cwd=root, env=env, stdout=subprocess.PIPE, text=True) for _ in range(2)]
     outputs = [json.loads(p.communicate(timeout=300)[0]) for p in runs]
     alone = json.loads(cli(root, "history", "--baseline", "baseline.toml", "--json", "--no-cache").stdout)

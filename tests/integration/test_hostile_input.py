@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from conftest import run_json
+from helpers.runs import run_json
 
 SMALL = 'extern "C" __global__ void k(float* x) { x[threadIdx.x] *= 2.0f; }\n'
 # NVRTC quotes the failing source line in its log, indented by two spaces.

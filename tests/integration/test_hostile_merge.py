@@ -10,14 +10,15 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import bad_input, fake_home, regbudget
-from test_cli import BASELINE, KERNELS, TESTS
+from helpers.data import KERNELS
+from helpers.projects import copy_kernels, fake_home
+from helpers.runs import bad_input, regbudget, run_pytest
+from test_cli import BASELINE, TESTS
 
 from pytest_regbudget.core.errors import ToolchainError
 from pytest_regbudget.tools import nvrtc
@@ -29,16 +30,11 @@ Doc = dict[str, Any]
 def shard(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A project with a baseline, and a report of one shard of it (-k test_a), made once for the table."""
     root = tmp_path_factory.mktemp("project")
-    (root / "hungry.cu").write_text((KERNELS / "hungry.cu").read_text())
+    copy_kernels(root, "hungry.cu")
     (root / "test_k.py").write_text(TESTS.format(a=8, b=16))
-    run = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--regbudget-arch=sm_90", "-q"]
-    subprocess.run([*run, "--regbudget-update"], cwd=root, check=True, capture_output=True)
-    subprocess.run(
-        [*run, "-k", "test_a", f"--regbudget-json={root / 'shard.json'}"],
-        cwd=root,
-        check=True,
-        capture_output=True,
-    )
+    run = ["-p", "no:cacheprovider", "--regbudget-arch=sm_90", "-q"]
+    run_pytest(root, *run, "--regbudget-update").check_returncode()
+    run_pytest(root, *run, "-k", "test_a", f"--regbudget-json={root / 'shard.json'}").check_returncode()
     return root
 
 
@@ -178,13 +174,7 @@ def test_a_symlinked_baseline_is_written_through(shard: Path, tmp_path: Path) ->
 
 # -- data loss ---------------------------------------------------------------------------------------------
 def pytest_run(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "--regbudget-arch=sm_90", *args],
-        cwd=root,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    return run_pytest(root, "-p", "no:cacheprovider", "-q", "--regbudget-arch=sm_90", *args)
 
 
 def entries(baseline: bytes, release: str) -> int:
@@ -194,7 +184,7 @@ def entries(baseline: bytes, release: str) -> int:
 def test_shards_of_two_toolkits_merge_as_the_serial_updates(tmp_path: Path) -> None:
     """A cu12 shard that deselected test_a and a cu13 shard of every test: test_a's 12.9 entry stays, as it
     does when the two updates run one after the other."""
-    (tmp_path / "hungry.cu").write_text((KERNELS / "hungry.cu").read_text())
+    copy_kernels(tmp_path, "hungry.cu")
     (tmp_path / "test_k.py").write_text(TESTS.format(a=8, b=16))
     assert pytest_run(tmp_path, "--regbudget-toolkit=cu12,cu13", "--regbudget-update").returncode == 0
     seed = (tmp_path / BASELINE).read_bytes()
@@ -216,7 +206,7 @@ def test_shards_of_two_toolkits_merge_as_the_serial_updates(tmp_path: Path) -> N
 
 def test_another_rootdir_removes_nothing_and_says_why(tmp_path: Path) -> None:
     (tmp_path / "tests").mkdir()
-    (tmp_path / "hungry.cu").write_text((KERNELS / "hungry.cu").read_text())
+    copy_kernels(tmp_path, "hungry.cu")
     (tmp_path / "tests" / "test_k.py").write_text(
         TESTS.format(a=8, b=16).replace('"hungry.cu"', '"../hungry.cu"')
     )
@@ -277,13 +267,7 @@ def test_a_baseline_with_a_bad_version_or_a_nul_byte_says_so(
 @pytest.mark.parametrize("value", ["", ",,"])
 def test_an_arch_option_that_names_no_arch_is_a_usage_error(tmp_path: Path, value: str) -> None:
     (tmp_path / "test_a.py").write_text("def test_a():\n    pass\n")
-    done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", f"--regbudget-arch={value}"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    done = run_pytest(tmp_path, "-p", "no:cacheprovider", f"--regbudget-arch={value}", timeout=120)
     assert done.returncode == pytest.ExitCode.USAGE_ERROR
     assert f"--regbudget-arch={value} names no arch. Fix: e.g. --regbudget-arch=sm_80,sm_90" in done.stderr
 
@@ -301,9 +285,7 @@ def test_help_and_version_expand_no_manifest_glob(tmp_path: Path) -> None:
     # Expanded, this glob walks the whole file system; --help and --version must not even look.
     (tmp_path / "regbudget.toml").write_text('[[kernels]]\nsource = ["/**/*.cuh"]\n')
     for option in ("--help", "--version"):
-        done = subprocess.run(
-            [sys.executable, "-m", "pytest", option], cwd=tmp_path, capture_output=True, text=True, timeout=60
-        )
+        done = run_pytest(tmp_path, option, timeout=60)
         assert done.returncode == 0, done.stderr
     refused = pytest_run(tmp_path)
     assert refused.returncode == pytest.ExitCode.USAGE_ERROR
@@ -352,7 +334,7 @@ def test_pytest_refuses_a_baseline_path_that_is_a_fifo(tmp_path: Path) -> None:
     """A private FIFO stands for /dev/null and such: never read (that hangs), never replaced."""
     fifo = tmp_path / "fifo.toml"
     os.mkfifo(fifo)
-    (tmp_path / "hungry.cu").write_text((KERNELS / "hungry.cu").read_text())
+    copy_kernels(tmp_path, "hungry.cu")
     (tmp_path / "test_k.py").write_text(TESTS.format(a=8, b=16))
     done = pytest_run(tmp_path, f"--regbudget-baseline={fifo}", "--regbudget-update")
     assert done.returncode == pytest.ExitCode.USAGE_ERROR

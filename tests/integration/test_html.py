@@ -11,12 +11,12 @@ from html import unescape
 from pathlib import Path
 
 import pytest
-from conftest import run_json
+from helpers.browser import CHROMIUM_FLAGS, chromium, near
+from helpers.data import KERNELS
+from helpers.runs import run_json
 from PIL import Image
 
 from pytest_regbudget.report.html import KERNEL_COLOUR, STEP_COLOUR
-
-KERNELS = Path(__file__).parent.parent / "kernels"
 
 TESTS = f"""
 import pytest
@@ -132,34 +132,9 @@ document.body.append(pre);
 """
 
 
-CHROMIUM_FLAGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
-
-
-def _chromium() -> str | None:
-    for name in ("chromium", "chromium-browser", "google-chrome"):
-        found = shutil.which(name)
-        if found:
-            return found
-    return None
-
-
-def _near(pixel: tuple[int, ...], colour: str, tolerance: int = 12) -> bool:
-    rgb = tuple(int(colour[i : i + 2], 16) for i in (1, 3, 5))
-    return all(abs(a - b) <= tolerance for a, b in zip(pixel[:3], rgb, strict=True))
-
-
 @pytest.mark.slow
 def test_html_renders_in_headless_chromium(report: Path, tmp_path: Path) -> None:
-    browser = _chromium()
+    browser = chromium()
     if browser is None:
         pytest.skip("no Chromium: apt-get install chromium (.ci/run installs it)")
     shot = tmp_path / "report.png"
@@ -217,8 +192,8 @@ def test_html_renders_in_headless_chromium(report: Path, tmp_path: Path) -> None
     assert image.size == (900, 2200)
     data = image.tobytes()
     pixels = [tuple(data[i : i + 3]) for i in range(0, len(data), 3)]
-    steps = sum(1 for p in pixels if _near(p, STEP_COLOUR))
-    kernel = sum(1 for p in pixels if _near(p, KERNEL_COLOUR))
+    steps = sum(1 for p in pixels if near(p, STEP_COLOUR))
+    kernel = sum(1 for p in pixels if near(p, KERNEL_COLOUR))
     # Two staircases drawn 2.5 px wide over ~550 px, and red markers and failure text.
     assert steps > 1000, steps
     assert kernel > 200, kernel

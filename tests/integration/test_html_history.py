@@ -12,13 +12,15 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from history_repo import git
+from helpers.browser import CHROMIUM_FLAGS, chromium, near
+from helpers.data import KERNELS
+from helpers.history import git
+from helpers.projects import copy_kernels
+from helpers.runs import run_pytest
 from PIL import Image
-from test_html import CHROMIUM_FLAGS, _chromium, _near
 
 from pytest_regbudget.report.html import KERNEL_COLOUR, STEP_COLOUR
 
-KERNELS = Path(__file__).parents[1] / "kernels"
 # (NACC, -maxrregcount or None): the registers grow, then a cap makes it spill, then it is fixed.
 STEPS = [(8, None), (16, None), (24, 32), (16, None)]
 TEST = """
@@ -43,13 +45,7 @@ def write(root: Path, nacc: int, cap: int | None) -> None:
 
 
 def pytest_in(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        ["pytest", "-q", "-p", "no:cacheprovider", "--regbudget-arch=sm_90", *args],
-        cwd=root,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    return run_pytest(root, "-q", "-p", "no:cacheprovider", "--regbudget-arch=sm_90", *args)
 
 
 @pytest.fixture(scope="module")
@@ -87,7 +83,7 @@ def test_the_failing_kernels_chart_over_the_baselines_commits(project: Path, tmp
     assert "Over the baseline's last 4 commits" in page  # the suite's picture over time
     assert page.count('<svg class="suite-history"') == 1
     # Rendered: the chart's two lines are on the screen, in their colours.
-    browser = _chromium()
+    browser = chromium()
     if browser is None:
         pytest.skip("no Chromium: apt-get install chromium (.ci/run installs it)")
     alone = tmp_path / "chart.html"
@@ -105,8 +101,8 @@ def test_the_failing_kernels_chart_over_the_baselines_commits(project: Path, tmp
         shots[name] = shot
     data = Image.open(shots["chart"]).convert("RGB").tobytes()
     pixels = [tuple(data[i : i + 3]) for i in range(0, len(data), 3)]
-    assert sum(1 for p in pixels if _near(p, STEP_COLOUR)) > 150  # the registers' line
-    assert sum(1 for p in pixels if _near(p, KERNEL_COLOUR)) > 150  # the spill bytes' line
+    assert sum(1 for p in pixels if near(p, STEP_COLOUR)) > 150  # the registers' line
+    assert sum(1 for p in pixels if near(p, KERNEL_COLOUR)) > 150  # the spill bytes' line
     keep = os.environ.get("REGBUDGET_SCREENSHOT_DIR")
     if keep:  # the closing note shows them
         shutil.copy(shots["chart"], Path(keep) / "history-chart.png")
@@ -123,7 +119,7 @@ def test_no_history_asked_for_draws_none(project: Path, tmp_path: Path) -> None:
 
 
 def test_outside_git_the_page_says_why_and_a_bad_count_is_a_usage_error(pytester: pytest.Pytester) -> None:
-    shutil.copy(KERNELS / "hungry.cu", pytester.path / "hungry.cu")
+    copy_kernels(pytester.path, "hungry.cu")
     pytester.makepyfile(test_k=TEST.format(options="[]"))
     report = pytester.path / "r.html"
     pytester.runpytest("-p", "no:cacheprovider", f"--regbudget-html={report}", "--regbudget-update")

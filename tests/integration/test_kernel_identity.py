@@ -8,10 +8,11 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import sys
 from pathlib import Path
 
 import pytest
+from helpers.projects import write_tree
+from helpers.runs import pytest_argv
 
 from pytest_regbudget.project.manifest import kernel_id
 
@@ -38,10 +39,14 @@ ARGS = ("-p", "no:cacheprovider", "--regbudget-gpu=off", "--regbudget-strict")
 
 
 def project(root: Path) -> None:
-    (root / "kernels").mkdir(parents=True)
-    (root / "kernels" / "lib.cu").write_text(KERNELS)
-    (root / "regbudget.toml").write_text(MANIFEST)
-    (root / "pytest.ini").write_text("[pytest]\nregbudget_baseline = regbudget-baseline.toml\n")
+    write_tree(
+        root,
+        {
+            "kernels/lib.cu": KERNELS,
+            "regbudget.toml": MANIFEST,
+            "pytest.ini": "[pytest]\nregbudget_baseline = regbudget-baseline.toml\n",
+        },
+    )
 
 
 def run(pytester: pytest.Pytester, cwd: Path, *args: str) -> tuple[pytest.RunResult, list[dict[str, object]]]:
@@ -49,9 +54,7 @@ def run(pytester: pytest.Pytester, cwd: Path, *args: str) -> tuple[pytest.RunRes
     out = cwd / "r.json"
     with pytest.MonkeyPatch.context() as mp:
         mp.chdir(cwd)
-        result = pytester.run(
-            sys.executable, "-m", "pytest", *ARGS, f"--regbudget-json={out}", *args, timeout=600
-        )
+        result = pytester.run(*pytest_argv(*ARGS, f"--regbudget-json={out}", *args), timeout=600)
     return result, json.loads(out.read_text())["kernels"]
 
 

@@ -14,8 +14,9 @@ from html import unescape
 from pathlib import Path
 
 import pytest
+from helpers.browser import CHROMIUM_FLAGS, chromium, near
+from helpers.runs import run_pytest
 from PIL import Image
-from test_html import CHROMIUM_FLAGS, _chromium, _near
 
 from pytest_regbudget.report.html import CALM_COLOUR, KERNEL_COLOUR
 from pytest_regbudget.report.markdown import MARKDOWN_LIMIT
@@ -70,14 +71,7 @@ def pytest_in(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
     # The screen a reviewer reads at their desk: off CI (pytest reads CI and BUILD_NUMBER), pytest cuts each
     # short-summary line to the width, where on CI it prints every failure's whole message.
     env = {k: v for k, v in os.environ.items() if k not in ("CI", "BUILD_NUMBER")} | {"COLUMNS": "120"}
-    return subprocess.run(
-        ["pytest", "-q", "-p", "no:cacheprovider", *args],
-        cwd=root,
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=900,
-    )
+    return run_pytest(root, "-q", "-p", "no:cacheprovider", *args, env=env, timeout=900)
 
 
 @pytest.mark.slow
@@ -114,7 +108,7 @@ def test_a_600_item_run_reads_as_a_reviewer_needs(suite: Path, tmp_path: Path) -
     text = page.read_text()
     assert text.count('<svg class="suite"') == 1
     assert text.count('class="steps"') == 2  # a staircase for each failing item only
-    browser = _chromium()
+    browser = chromium()
     if browser is None:
         pytest.skip("no Chromium: apt-get install chromium (.ci/run installs it)")
     flags = [*CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / 'profile'}"]
@@ -131,8 +125,8 @@ def test_a_600_item_run_reads_as_a_reviewer_needs(suite: Path, tmp_path: Path) -
     data = image.tobytes()
     pixels = [tuple(data[i : i + 3]) for i in range(0, len(data), 3)]
     # The suite's picture is in the first screen: grey points and bars, and the red failing points.
-    assert sum(1 for p in pixels if _near(p, CALM_COLOUR)) > 2000
-    assert sum(1 for p in pixels if _near(p, KERNEL_COLOUR)) > 50
+    assert sum(1 for p in pixels if near(p, CALM_COLOUR)) > 2000
+    assert sum(1 for p in pixels if near(p, KERNEL_COLOUR)) > 50
     # The labels of every chart as the browser lays them out: no two of one chart overlap.
     harnessed = tmp_path / "boxes.html"
     harnessed.write_text(text.replace("</body>", f"<script>{BOXES}</script></body>", 1))

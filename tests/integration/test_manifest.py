@@ -11,15 +11,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import run_json
+from helpers import projects
+from helpers.data import KERNELS
+from helpers.runs import run_json
 
 from pytest_regbudget.core import baseline as bl
 from pytest_regbudget.core.ptxas import parse_ptxas_output
 from pytest_regbudget.tools import ptxas as assembler
-from pytest_regbudget.tools import toolkit as toolchain
+from pytest_regbudget.tools import running
 from pytest_regbudget.tools.nvcc import find_nvcc
 
-HUNGRY = (Path(__file__).parent.parent / "kernels" / "hungry.cu").read_text()
+HUNGRY = (KERNELS / "hungry.cu").read_text()
 # Two extern "C" kernels (a listing finds them), a template and a namespaced template (named by name
 # expression: NVRTC builds a template instance only when told to).
 ELEMENTWISE = """
@@ -101,10 +103,7 @@ def project(pytester: pytest.Pytester) -> pytest.Pytester:
 
 
 def write(pytester: pytest.Pytester, name: str, text: str) -> Path:
-    path = pytester.path / name
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(textwrap.dedent(text))
-    return path
+    return projects.write(pytester.path, name, textwrap.dedent(text))
 
 
 def collected(pytester: pytest.Pytester, *args: str) -> list[str]:
@@ -472,7 +471,7 @@ def reference(nvcc: Path, source: Path, arch: str, tmp: Path) -> dict[str, int]:
 def nvcc_runs(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
     """Every nvcc command the plugin runs in this process (pytester runs pytest in-process)."""
     runs: list[list[str]] = []
-    real = toolchain.run_tool  # assembler.run_compiler runs every compile through its import of it
+    real = running.run_tool  # assembler.run_compiler runs every compile through its import of it
 
     def counting(cmd: Any, timeout: float) -> Any:
         if Path(str(cmd[0])).name.startswith("nvcc"):

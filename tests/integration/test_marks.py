@@ -6,21 +6,20 @@ against the suffixed spellings (sm_90a). The real NVRTC and ptxas from the wheel
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import run_json, verbose_outcomes
+from helpers.data import KERNELS
+from helpers.projects import write_tree
+from helpers.runs import run_json, verbose_outcomes
 
-HUNGRY = (Path(__file__).parent.parent / "kernels" / "hungry.cu").read_text()  # poly_eval: 168 registers
+HUNGRY = (KERNELS / "hungry.cu").read_text()  # poly_eval: 168 registers
 SMALL = 'extern "C" __global__ void small(float* x) { x[threadIdx.x] *= 2.0f; }\n'
 
 
 @pytest.fixture
 def project(pytester: pytest.Pytester) -> pytest.Pytester:
-    (pytester.path / "kernels").mkdir()
-    (pytester.path / "kernels" / "poly.cu").write_text(HUNGRY)
-    (pytester.path / "kernels" / "small.cu").write_text(SMALL)
+    write_tree(pytester.path, {"kernels/poly.cu": HUNGRY, "kernels/small.cu": SMALL})
     return pytester
 
 

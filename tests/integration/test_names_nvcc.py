@@ -7,7 +7,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import run_json
+from helpers.data import KERNELS
+from helpers.runs import run_json
 
 from pytest_regbudget.cache.store import compile_kernel
 from pytest_regbudget.core import names
@@ -17,7 +18,6 @@ from pytest_regbudget.tools.nvrtc import compile_ptx
 from pytest_regbudget.tools.options import CompileOptions
 from pytest_regbudget.tools.toolkit import Toolkit, discover, nvidia_roots
 
-KERNELS = Path(__file__).parent.parent / "kernels"
 TEMPLATES = KERNELS / "templates.cu"
 MATMUL16 = "_Z13MatrixMulCUDAILi16EEvPfS0_S0_ii"
 MATMUL32 = "_Z13MatrixMulCUDAILi32EEvPfS0_S0_ii"

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import json
 import shutil
-from pathlib import Path
 
 import pytest
+from helpers.data import KERNELS
 
 from pytest_regbudget import cli
 from pytest_regbudget.cache.store import compile_kernel
@@ -15,8 +15,6 @@ from pytest_regbudget.tools import units
 from pytest_regbudget.tools.nvcc import find_nvcc
 from pytest_regbudget.tools.options import CompileOptions
 from pytest_regbudget.tools.toolkit import discover
-
-KERNELS = Path(__file__).parent.parent / "kernels"
 
 
 @pytest.mark.parametrize("compiler", ["nvrtc", "nvcc"])
@@ -43,7 +41,7 @@ def test_compile_kernel_explain_and_the_plugin_build_through_one_function(
     assert built == [("poly_eval", "sm_90", compiler)]
 
     (row,) = cli.explain(source, "poly_eval", ["sm_90"], [cli.Bounds(None)], CompileOptions(), compiler, None)
-    numbers.append((row.registers, row.spill_stores, row.spill_loads, row.stack))
+    numbers.append((row.registers, *row.spills, row.stack))
     assert built == [built[0]] * 2
 
     pytester.makepyfile(

@@ -12,7 +12,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from conftest import run_json
+from helpers.runs import run_json
 
 from pytest_regbudget.tools.nvcc import find_nvcc
 from pytest_regbudget.tools.toolkit import discover

@@ -7,10 +7,10 @@ import json
 from pathlib import Path
 
 import pytest
+from helpers.data import KERNELS
 
 from pytest_regbudget import discover
 
-KERNELS = Path(__file__).parent.parent / "kernels"
 HUNGRY = KERNELS / "hungry.cu"
 VARIOUS = KERNELS / "various.cu"
 

@@ -10,10 +10,11 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
+from helpers.data import KERNELS
 
 import pytest_regbudget
 
-HUNGRY = Path(__file__).parent.parent / "kernels" / "hungry.cu"
+HUNGRY = KERNELS / "hungry.cu"
 
 
 @pytest.fixture

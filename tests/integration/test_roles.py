@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
-from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers.data import KERNELS
+from helpers.projects import copy_kernels
 
 from pytest_regbudget.cache.store import compile_kernel
 from pytest_regbudget.tools.nvcc import find_nvcc
@@ -18,8 +18,6 @@ from pytest_regbudget.tools.nvrtc import compile_ptx
 from pytest_regbudget.tools.options import CompileOptions
 from pytest_regbudget.tools.ptxas import run_ptxas
 from pytest_regbudget.tools.toolkit import discover
-
-KERNELS = Path(__file__).parent.parent / "kernels"
 
 TESTS = """
 import pytest
@@ -78,8 +76,7 @@ def run(pytester: pytest.Pytester, *args: str) -> tuple[pytest.RunResult, dict[s
 
 @pytest.fixture
 def project(pytester: pytest.Pytester) -> pytest.Pytester:
-    for name in ("roles.cu", "mincta.cu"):
-        shutil.copy(KERNELS / name, pytester.path / name)
+    copy_kernels(pytester.path, "roles.cu", "mincta.cu")
     pytester.makepyfile(test_k=TESTS)
     return pytester
 
@@ -180,7 +177,7 @@ def test_nvcc_builds_attribute_the_dropped_roles_to_their_kernel(pytester: pytes
         find_nvcc(None)
     except Exception as exc:  # CompileError: no nvcc wheel or toolkit here
         pytest.skip(f"no nvcc: {exc}")
-    shutil.copy(KERNELS / "roles.cu", pytester.path / "roles.cu")
+    copy_kernels(pytester.path, "roles.cu")
     pytester.makepyfile(test_k=NVCC_TESTS)
     result, recs = run(pytester, "--regbudget-arch=sm_90a")
     result.assert_outcomes(passed=1, failed=1)

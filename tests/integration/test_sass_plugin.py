@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
-from conftest import run_json
+from helpers.data import KERNELS
+from helpers.runs import run_json
 
 from pytest_regbudget.tools import nvdisasm as disasm
 
-KERNELS = Path(__file__).parent.parent / "kernels"
 SPILLS = KERNELS / "spills.cu"
 VARIOUS = KERNELS / "various.cu"
 HUNGRY = KERNELS / "hungry.cu"
@@ -156,3 +154,51 @@ def test_hot():
     result = pytester.runpytest("--regbudget-sass")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*need nvdisasm*pytest-regbudget[[]sass[]]*"])
+
+
+def test_local_instructions_are_a_ratchet_where_the_sass_is_read(pytester: pytest.Pytester) -> None:
+    # The metric added through the metrics table alone (issue 41): recorded where the SASS was read, held
+    # as a ratchet against the baseline, and never a change where it was not read.
+    pytester.makeini("[pytest]\nregbudget_baseline = bl.toml\n")
+    write(
+        pytester,
+        """
+@pytest.mark.regbudget(source=SPILLS, kernel="hot")
+def test_hot():
+    pass
+
+@pytest.mark.regbudget(source=VARIOUS, kernel="saxpy")
+def test_clean():
+    pass
+""",
+    )
+    result, records = run_json(pytester, "--regbudget-update", "--regbudget-sass")
+    result.assert_outcomes(passed=2)
+    by_kernel = {r["kernel"]: r for r in records}
+    count = by_kernel["hot"]["local_instructions"]
+    assert count > 0
+    assert by_kernel["saxpy"]["local_instructions"] == 0  # no local memory: no SASS needed to know it
+    baseline = pytester.path / "bl.toml"
+    text = baseline.read_text()
+    assert text.count("local_instructions = ") == 1  # the clean kernel's 0 is not written
+    assert f"local_instructions = {count}\n" in text
+
+    # Without the SASS the count is unknown: the strict run passes and the file stays as it was.
+    result, records = run_json(pytester, "--regbudget-strict")
+    result.assert_outcomes(passed=2)
+    assert {r["kernel"]: r["local_instructions"] for r in records} == {"hot": None, "saxpy": 0}
+    result, _ = run_json(pytester, "--regbudget-update")
+    result.assert_outcomes(passed=2)
+    assert baseline.read_text() == text
+
+    # A count above the entry's is a regression, named as one, unless tolerated.
+    baseline.write_text(
+        text.replace(f"local_instructions = {count}\n", f"local_instructions = {count - 4}\n")
+    )
+    result, _ = run_json(pytester, "--regbudget-sass")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(
+        [f"*local_instructions {count - 4} -> {count} (+4) is worse than the baseline*"]
+    )
+    result, _ = run_json(pytester, "--regbudget-sass", "-o", "regbudget_tolerance=local_instructions=4")
+    result.assert_outcomes(passed=2)

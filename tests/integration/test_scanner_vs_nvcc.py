@@ -1,7 +1,7 @@
 """The include scanner finds the project files a build reads exactly as the compiler does: for every .cu of
 this repository (tests/ and example_project/) and every include form of the stale-hit cases, the project
 files the scanner reaches equal those `nvcc -M` lists. nvcc also lists the toolkit's and the host
-compiler's headers, which are keyed by the toolkit and the compiler (fingerprint.py) and left out here."""
+compiler's headers, which are keyed by the toolkit and the compiler (cache/keys.py) and left out here."""
 
 from __future__ import annotations
 
@@ -11,8 +11,11 @@ from pathlib import Path
 
 import pytest
 import test_cache_stale as stale
+from helpers.projects import write_tree
 
-from pytest_regbudget.cache.fingerprint import StatCache, _reach, inside, parse_depfile
+from pytest_regbudget.cache.fingerprint import StatCache, inside
+from pytest_regbudget.cache.keys import _reach
+from pytest_regbudget.cache.nvcc_deps import parse_depfile
 from pytest_regbudget.cache.store import compile_kernel
 from pytest_regbudget.core.errors import CompileError
 from pytest_regbudget.tools.nvcc import find_nvcc
@@ -76,12 +79,12 @@ def test_the_scanner_reads_what_nvcc_reads_for_each_include_form(
     name: str, nvcc: Nvcc, tmp_path: Path
 ) -> None:
     case = CASES[name]
-    stale.write(tmp_path, case.files)
+    write_tree(tmp_path, case.files)
     dirs = [d for d in ("inc", "inc1", "inc2") if f'"{d}"' in case.marker]
     options = CompileOptions(include_dirs=tuple(str(tmp_path / d) for d in dirs))
     compare(tmp_path / case.source, options, nvcc, tmp_path)
     # And after the edit (a header that appeared, or one that now shadows another).
-    stale.write(tmp_path, case.edit)
+    write_tree(tmp_path, case.edit)
     compare(tmp_path / case.source, options, nvcc, tmp_path)
 
 
@@ -92,7 +95,7 @@ def test_the_scanner_resolves_a_name_in_each_compilers_order(
 ) -> None:
     """params.h beside the kernel (N 2) and in an include dir (N 9): a quoted name finds the first, an
     angled one the second, for NVRTC and for nvcc, and the scanner follows the same one."""
-    stale.write(tmp_path, {"kernels/params.h": stale.SMALL, "inc/params.h": stale.BIG})
+    write_tree(tmp_path, {"kernels/params.h": stale.SMALL, "inc/params.h": stale.BIG})
     source = tmp_path / "kernels" / "acc.cu"
     source.write_text(stale.include(directive))
     options = CompileOptions(include_dirs=(str(tmp_path / "inc"),))

@@ -10,14 +10,15 @@ import os
 from pathlib import Path
 
 import pytest
-from conftest import verbose_outcomes
+from helpers.data import KERNELS
+from helpers.runs import verbose_outcomes
 
 from pytest_regbudget.tools import toolkit as toolchain
 from pytest_regbudget.tools.nvcc import find_nvcc
 
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="the logging tools are shell scripts")
 
-HUNGRY = (Path(__file__).parent.parent / "kernels" / "hungry.cu").read_text()  # poly_eval: 168 registers
+HUNGRY = (KERNELS / "hungry.cu").read_text()  # poly_eval: 168 registers
 SMALL = 'extern "C" __global__ void small(float* x) { x[threadIdx.x] *= 2.0f; }\n'
 NVCC_FILE = """#include <cstdio>
 __global__ void nvk(float* x) { x[threadIdx.x] += 1.0f; }

@@ -5,14 +5,14 @@ with the real NVRTC and ptxas from the wheels."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
-from conftest import run_json
+from helpers.data import KERNELS
+from helpers.runs import run_json
 
 from pytest_regbudget import sources
 
-HUNGRY = Path(__file__).parent.parent / "kernels" / "hungry.cu"
+HUNGRY = KERNELS / "hungry.cu"
 
 SOURCE_MODULE = '''
 import ast

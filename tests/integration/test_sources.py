@@ -7,12 +7,12 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import run_json
+from helpers.data import KERNELS
+from helpers.runs import run_json
 
 from pytest_regbudget.core.ptxas import parse_ptxas_output
 from pytest_regbudget.tools.nvcc import find_nvcc
 
-KERNELS = Path(__file__).parent.parent / "kernels"
 APP = KERNELS / "app.cu"
 
 

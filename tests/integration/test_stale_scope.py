@@ -5,10 +5,8 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
 import sys
 import time
-from pathlib import Path
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -16,8 +14,9 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 import pytest
+from helpers.data import KERNELS
+from helpers.runs import start_pytest
 
-KERNELS = Path(__file__).parent.parent / "kernels"
 HUNGRY = KERNELS / "hungry.cu"
 BASELINE = "regbudget-baseline.toml"
 
@@ -111,13 +110,7 @@ def test_ctrl_c_during_collection_keeps_the_whole_baseline(pytester: pytest.Pyte
         test_z=f"import pathlib, time\npathlib.Path({str(flag)!r}).touch()\ntime.sleep(60)\n" + module("z1")
     )
     env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--regbudget-update"],
-        cwd=pytester.path,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        env=env,
-    )
+    proc = start_pytest(pytester.path, "-p", "no:cacheprovider", "--regbudget-update", env=env)
     deadline = time.monotonic() + 120
     while not flag.exists():
         assert proc.poll() is None, proc.communicate()[0].decode()

@@ -10,14 +10,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import nvcc_usable, regbudget
+from helpers.data import KERNELS
+from helpers.projects import copy_kernels
+from helpers.runs import regbudget
+from helpers.toolchain import nvcc_usable
 
 from pytest_regbudget.cache.store import compile_kernel
 from pytest_regbudget.tools import toolkit as toolchain
 from pytest_regbudget.tools.cuobjdump import find_cuobjdump
 from pytest_regbudget.tools.options import CompileOptions
 
-KERNELS = Path(__file__).parent.parent / "kernels"
 TOOLKIT = "--regbudget-toolkit=cu12"  # NVRTC and ptxas 12.9: the first release that builds tcgen05
 
 TESTS = """
@@ -94,7 +96,7 @@ def run(
 
 @pytest.fixture
 def project(pytester: pytest.Pytester) -> pytest.Pytester:
-    shutil.copy(KERNELS / "blackwell.cu", pytester.path / "blackwell.cu")
+    copy_kernels(pytester.path, "blackwell.cu")
     pytester.makepyfile(test_k=TESTS)
     return pytester
 
@@ -171,7 +173,7 @@ def test_kernels_without_tmem_or_clusters_keep_null_fields(project: pytest.Pytes
 
 @pytest.mark.skipif(not nvcc_usable(), reason="needs nvcc (the nvcc extra) and a host C++ compiler")
 def test_nvcc_builds_read_tmem_and_clusters_from_their_kept_ptx(pytester: pytest.Pytester) -> None:
-    shutil.copy(KERNELS / "blackwell.cu", pytester.path / "blackwell.cu")
+    copy_kernels(pytester.path, "blackwell.cu")
     pytester.makepyfile(
         test_n="""
 import pytest
@@ -198,8 +200,7 @@ def test_cluster():
 
 
 def test_manifest_keys_tmem_cols_and_cluster(pytester: pytest.Pytester) -> None:
-    (pytester.path / "kernels").mkdir()
-    shutil.copy(KERNELS / "blackwell.cu", pytester.path / "kernels" / "blackwell.cu")
+    copy_kernels(pytester.path, "blackwell.cu", into="kernels")
     pytester.makefile(
         ".toml",
         regbudget="""

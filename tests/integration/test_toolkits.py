@@ -15,6 +15,8 @@ from typing import Any
 
 import pytest
 from filelock import FileLock
+from helpers.data import KERNELS
+from helpers.projects import copy_kernels, write
 
 from pytest_regbudget.cache.store import compile_kernel
 from pytest_regbudget.core import baseline as bl
@@ -26,7 +28,6 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-KERNELS = Path(__file__).parent.parent / "kernels"
 EXAMPLE = Path(__file__).parent.parent.parent / "example_project" / "kernels"
 BASELINE = "regbudget-baseline.toml"
 
@@ -118,9 +119,8 @@ def toolkits() -> dict[str, Toolkit]:
 
 @pytest.fixture
 def project(pytester: pytest.Pytester) -> pytest.Pytester:
-    (pytester.path / "kernels").mkdir()
-    (pytester.path / "kernels" / "hungry.cu").write_text((KERNELS / "hungry.cu").read_text())
-    (pytester.path / "kernels" / "stencil.cu").write_text((EXAMPLE / "stencil.cu").read_text())
+    copy_kernels(pytester.path, "hungry.cu", into="kernels")
+    write(pytester.path, "kernels/stencil.cu", (EXAMPLE / "stencil.cu").read_text())
     pytester.makepyfile(test_k=module_of(POLY, JACOBI, NVCC))
     return pytester
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import sys
 
 import pytest
+from helpers.projects import write
 
 from pytest_regbudget.tools.nvcc import find_nvcc
 from pytest_regbudget.tools.toolkit import discover
@@ -118,8 +119,7 @@ def test_a_fully_cached_run_loads_no_nvrtc_and_starts_no_process(
     monkeypatch.setenv("REGBUDGET_CACHE_DIR", str(pytester.path / "cache"))
     pytester.makeconftest(CONFTEST)
     # Kernels in a directory of their own: each run writes files beside the tests (its basetemp).
-    (pytester.path / "kernels").mkdir()
-    (pytester.path / "kernels" / "kernels.cu").write_text(KERNELS)
+    write(pytester.path, "kernels/kernels.cu", KERNELS)
     tests = TESTS
     if has_nvcc():
         (pytester.path / "kernels" / "app.cu").write_text(APP)
@@ -172,8 +172,7 @@ def test_a_warm_run_imports_nothing_it_does_not_use(
     record = pytester.path / "modules.txt"
     monkeypatch.setenv("REGBUDGET_MODULES_RECORD", str(record))
     pytester.makeconftest(MODULES_CONFTEST)
-    (pytester.path / "kernels").mkdir()
-    (pytester.path / "kernels" / "kernels.cu").write_text(KERNELS)
+    write(pytester.path, "kernels/kernels.cu", KERNELS)
     pytester.makepyfile(test_k=TESTS)
     # pytest.ini, not pyproject.toml: pytest reads a pyproject.toml with tomllib itself.
     pytester.makeini("[pytest]\nregbudget_baseline = budgets.toml\n")

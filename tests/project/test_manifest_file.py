@@ -11,7 +11,7 @@ from pytest_regbudget.core import names
 from pytest_regbudget.core.errors import ManifestError, MarkerError
 from pytest_regbudget.project import manifest
 from pytest_regbudget.project import manifest as mf
-from pytest_regbudget.project.manifest import NO_VARIANT
+from pytest_regbudget.project.kernel_tables import NO_VARIANT, variant_id
 
 MANGLED_32 = "_Z13MatrixMulCUDAILi32EEvPfS0_S0_ii"
 MANGLED_16 = "_Z13MatrixMulCUDAILi16EEvPfS0_S0_ii"
@@ -287,7 +287,7 @@ def test_later_tables_refine_the_kernels_they_select(root: Path) -> None:
     budget = by_name["MatrixMulCUDA<32>"].budget(a, root, NO_VARIANT)
     assert (budget.kernel, budget.compiler, budget.source) == ("MatrixMulCUDA<32>", "nvcc", a)
     assert budget.default.max_regs == 40
-    assert budget.default.spills == 0
+    assert budget.default.caps["spills"] == 0
     # b.cu is selected by the first table alone.
     assert [t.index for t in m.tables_of(root / "kernels" / "b.cu")] == [1]
 
@@ -354,9 +354,9 @@ def test_kernel_ids_have_no_node_id_separator_or_bracket(name: str, expected: st
 
 
 def test_variant_ids_are_k_words() -> None:
-    assert mf.variant_id((("NACC", "8"), ("DEBUG", None))) == "NACC_8-DEBUG"
-    assert mf.variant_id((("BOUNDS", "__launch_bounds__(512)"),)) == "BOUNDS___launch_bounds___512"
-    assert mf.variant_id((("T", "unsigned int"),)) == "T_unsigned_int"
+    assert variant_id((("NACC", "8"), ("DEBUG", None))) == "NACC_8-DEBUG"
+    assert variant_id((("BOUNDS", "__launch_bounds__(512)"),)) == "BOUNDS___launch_bounds___512"
+    assert variant_id((("T", "unsigned int"),)) == "T_unsigned_int"
 
 
 def test_arch_conflict_with_the_ini(root: Path) -> None:

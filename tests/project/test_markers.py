@@ -70,7 +70,7 @@ def test_per_arch_budget_resolves_per_arch_and_skips_missing_archs() -> None:
     assert budget.limits("sm_80").max_regs == 96
     assert budget.limits("sm_90").max_regs == 128
     assert budget.limits("sm_75").max_regs is None
-    assert budget.limits("sm_75").spills == 0
+    assert budget.limits("sm_75").caps["spills"] == 0
 
 
 def test_per_arch_limits_are_built_once_at_parse_time() -> None:
@@ -80,10 +80,10 @@ def test_per_arch_limits_are_built_once_at_parse_time() -> None:
         BASE,
     )
     # Every arch gets the scalar keys; a per-arch value only the archs it names, on top of them.
-    assert budget.default == Limits(spills=0, launch=Launch(256))
+    assert budget.default == Limits(caps={"spills": 0}, launch=Launch(256))
     assert budget.per_arch == {
-        "sm_80": Limits(max_regs=96, spills=0, launch=Launch(256)),
-        "sm_90": Limits(max_regs=128, spills=0, stack=64, launch=Launch(256)),
+        "sm_80": Limits(max_regs=96, caps={"spills": 0}, launch=Launch(256)),
+        "sm_90": Limits(max_regs=128, caps={"spills": 0, "stack": 64}, launch=Launch(256)),
     }
     assert budget.limits("sm_90") is budget.limits("sm_90")
     assert budget.limits("sm_75") is budget.default

@@ -1,4 +1,5 @@
-"""The report renderers (report.py, html.py) on canned records: no toolkit, no pytest run, no GPU.
+"""The report renderers (record.py, terminal.py, markdown.py, html.py, charts.py) on canned records: no
+toolkit, no pytest run, no GPU.
 
 Strings that the docs quote (docs/getting-started.md, usage.md, baseline.md, ci.md, troubleshooting.md) are
 asserted exactly: they are what users and CI scripts read.
@@ -20,7 +21,7 @@ from pytest_regbudget.core.kernel_report import KernelReport
 from pytest_regbudget.core.limits import Launch, Level, Limits
 from pytest_regbudget.core.ptxas import parse_ptxas_output
 from pytest_regbudget.core.ratchet import BaselineRule, entry_of_report, ratchet
-from pytest_regbudget.report import compare, html
+from pytest_regbudget.report import charts, compare, html
 from pytest_regbudget.report.markdown import MARKDOWN_LIMIT, NEW_ROWS, markdown_report
 from pytest_regbudget.report.record import DeltaRecord, ReportRecord, json_text, to_record
 from pytest_regbudget.report.terminal import (
@@ -422,6 +423,8 @@ def baseline_cell(rec: ReportRecord) -> str:
             ],
             "spill st +16, spill ld -8, smem +1024, occ +25pt",
         ),
+        # A metric of the table shows by its column name, with nothing more here (core/metrics.py).
+        ("compared", [delta("local_instructions", 12, 16, "worse")], "local instr +4"),
     ],
 )
 def test_summary_baseline_cell(status: str, deltas: list[DeltaRecord], cell: str) -> None:
@@ -1000,7 +1003,7 @@ def test_markdown_says_a_failure_two_tests_share_once() -> None:
 
 def failing_suite(n: int) -> list[ReportRecord]:
     """`n` kernels that each fail three budgets (three rows), and three unchanged ones."""
-    limits = Limits(max_regs=32, spills=0, launch=Launch(256))
+    limits = Limits(max_regs=32, caps={"spills": 0}, launch=Launch(256))
     failed = judged("kernel", 40, 8, limits=limits, recorded=False)
     names = [f"kernel_{i:04d}" for i in range(n)]
     named = [record(**{**failed, "kernel": k, "key": ["k.cu", k, "-", "sm_90", "12.9"]}) for k in names]
@@ -1178,13 +1181,13 @@ def test_json_of_no_records_is_an_empty_list() -> None:
 
 def _label_boxes(svg: str) -> list[tuple[float, float, float, float]]:
     """Each marker label's box (left, right, top, bottom) as the chart lays it out: its anchor, its row and
-    the width the layout assumes for the 11 px font (html.label_width)."""
+    the width the layout assumes for the 11 px font (charts.label_width)."""
     boxes = []
     for x, y, anchor, text in re.findall(
         r'<text class="marker" x="([\d.]+)" y="([\d.]+)" font-size="11" text-anchor="(\w+)"[^>]*>([^<]*)<',
         svg,
     ):
-        w = html.label_width(text)
+        w = charts.label_width(text)
         left = float(x) if anchor == "start" else float(x) - w
         boxes.append((left, left + w, float(y) - 11, float(y) + 2))
     return boxes
@@ -1196,17 +1199,17 @@ def test_staircase_labels_never_overlap_nor_leave_the_chart(now: int, delta: int
     base = now - delta
     if not 1 <= base <= 255:
         return
-    svg = html.staircase_svg(record(registers=now, baseline=entry(registers=base)))
+    svg = charts.staircase_svg(record(registers=now, baseline=entry(registers=base)))
     a, b = _label_boxes(svg)
     apart = a[1] <= b[0] or b[1] <= a[0] or a[3] <= b[2] or b[3] <= a[2]
     assert apart, (a, b)
     for left, right, _, _ in (a, b):
         assert left >= 0
-        assert right <= html.WIDTH
+        assert right <= charts.WIDTH
 
 
 def test_staircase_has_the_steps_the_kernel_and_its_cliffs() -> None:
-    svg = html.staircase_svg(record(baseline=entry(registers=96)))
+    svg = charts.staircase_svg(record(baseline=entry(registers=96)))
     assert svg.startswith('<svg xmlns="http://www.w3.org/2000/svg" width="640" height="260" role="img" ')
     assert 'aria-label="resident blocks against registers for poly_eval"' in svg
     assert svg.endswith("</svg>")
@@ -1229,9 +1232,9 @@ def test_staircase_has_the_steps_the_kernel_and_its_cliffs() -> None:
         "317.1,198.0",
         "584.0,198.0",
     ]
-    assert f'stroke="{html.KERNEL_COLOUR}"' in svg
+    assert f'stroke="{charts.KERNEL_COLOUR}"' in svg
     assert ">102 regs</text>" in svg
-    assert f'stroke="{html.BASELINE_COLOUR}" stroke-width="2.5" stroke-dasharray="5,4"/>' in svg
+    assert f'stroke="{charts.BASELINE_COLOUR}" stroke-width="2.5" stroke-dasharray="5,4"/>' in svg
     assert ">baseline 96</text>" in svg
     # 102 + 26 = 128 is the last count with 2 blocks; 102 - 22 = 80 fits 3.
     assert re.findall(
@@ -1248,14 +1251,14 @@ def test_staircase_has_the_steps_the_kernel_and_its_cliffs() -> None:
 
 
 def test_staircase_marks_no_baseline_when_it_is_the_same() -> None:
-    svg = html.staircase_svg(record(baseline=entry(registers=102)))
+    svg = charts.staircase_svg(record(baseline=entry(registers=102)))
     assert "stroke-dasharray" not in svg
     assert "baseline" not in svg
     assert ">102 regs</text>" in svg
 
 
 def test_staircase_without_a_cliff_or_a_baseline_has_only_the_kernel_marker() -> None:
-    svg = html.staircase_svg(record(cliff_blocks=None, cliff_grow=None, cliff_shed=None))
+    svg = charts.staircase_svg(record(cliff_blocks=None, cliff_grow=None, cliff_shed=None))
     assert 'class="cliff"' not in svg
     assert svg.count("<line ") == 1
     assert ">102 regs</text>" in svg
@@ -1266,7 +1269,7 @@ def test_staircase_marks_no_lost_block_for_a_kernel_on_the_last_step() -> None:
     rec = record(
         registers=129, occupancy=0.125, cliff_blocks=1, cliff_grow=126, cliff_shed=1, cliff_blocks_if_shed=2
     )
-    svg = html.staircase_svg(rec)
+    svg = charts.staircase_svg(rec)
     assert re.findall(r"<title>([^<]*)</title>", svg) == ["gains a block at 128 registers"]
 
 

@@ -18,11 +18,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import SAMPLE_ENTRY as ENTRY
+from helpers.data import SAMPLE_ENTRY as ENTRY
 
 from pytest_regbudget.core import baseline as bl
 from pytest_regbudget.core.errors import BaselineError, CompileError, ToolchainError
-from pytest_regbudget.tools import compiler
+from pytest_regbudget.tools import compiler, running
 from pytest_regbudget.tools import ptxas as assembler
 from pytest_regbudget.tools import toolkit as toolchain
 from pytest_regbudget.tools.toolkit import Toolkit
@@ -82,7 +82,7 @@ def assert_gone(pid: int) -> None:
 def test_a_source_that_is_not_utf8_compiles_and_is_keyed_by_its_bytes(tmp_path: Path, comment: bytes) -> None:
     """nvcc and NVRTC read bytes: a comment saved as Latin-1 is no reason to refuse the file. NVRTC gets the
     file's own bytes, and the cache key is theirs (another byte in the comment is another key)."""
-    from pytest_regbudget.cache.fingerprint import cache_key
+    from pytest_regbudget.cache.keys import cache_key
     from pytest_regbudget.cache.store import compile_kernel
     from pytest_regbudget.core.text import readable, source_bytes
     from pytest_regbudget.tools.options import CompileOptions
@@ -215,15 +215,15 @@ def test_an_interrupted_run_can_kill_the_tools_of_every_thread(tmp_path: Path) -
     pid_file = tmp_path / "grandchild.pid"
     wrapper = script(tmp_path / "ptxas", f"sleep 1000 &\necho $! > {pid_file}\nwait\n")
     results: list[tuple[int, str]] = []
-    worker = threading.Thread(target=lambda: results.append(toolchain.run_tool([str(wrapper)], 300)))
+    worker = threading.Thread(target=lambda: results.append(running.run_tool([str(wrapper)], 300)))
     worker.start()
     deadline = time.monotonic() + 10
     # Wait for the worker to register its process too: under load the wrapper can write its pid before the
     # thread that started it has run again, and a kill before that finds nothing to kill.
-    while not pid_file.exists() or not pid_file.read_text().strip() or not toolchain._running:
+    while not pid_file.exists() or not pid_file.read_text().strip() or not running._running:
         assert time.monotonic() < deadline, "the wrapper did not start"
         time.sleep(0.02)
-    toolchain.kill_running_tools()
+    running.kill_running_tools()
     worker.join(10)
     assert not worker.is_alive()
     assert results[0][0] == -signal.SIGKILL

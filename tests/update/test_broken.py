@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import SAMPLE_ENTRY
+from helpers.data import SAMPLE_ENTRY
 
 from pytest_regbudget.core import baseline as bl
 from pytest_regbudget.core.errors import BaselineError

@@ -1,4 +1,4 @@
-// Source of the binaries that tests/tools/test_binary.py builds with nvcc and reads back with cuobjdump,
+// Source of the binaries that tests/tools/test_cuobjdump.py builds with nvcc and reads back with cuobjdump,
 // and of the recorded cuobjdump listings in this folder (see README.md). Each kernel gives cuobjdump one
 // thing to report; the host function at the end makes the shared library a real host+device one.
 #define NV 48

@@ -13,7 +13,8 @@ from pytest_regbudget.core.errors import CompileError, ToolchainError
 from pytest_regbudget.tools import nvcc
 from pytest_regbudget.tools import ptxas as assembler
 from pytest_regbudget.tools import toolkit as toolchain
-from pytest_regbudget.tools.toolkit import Toolkit, ToolMemo, discover
+from pytest_regbudget.tools.running import ToolMemo
+from pytest_regbudget.tools.toolkit import Toolkit, discover
 
 pytestmark = pytest.mark.usefixtures("fresh_discovery")
 

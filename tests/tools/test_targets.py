@@ -17,17 +17,15 @@ from pytest_regbudget.tools import toolkit as toolchain
 from pytest_regbudget.tools.nvrtc import compile_ptx
 from pytest_regbudget.tools.options import CompileOptions
 from pytest_regbudget.tools.ptxas import run_ptxas
-from pytest_regbudget.tools.toolkit import (
+from pytest_regbudget.tools.running import ToolMemo
+from pytest_regbudget.tools.targets import (
     NVCC_OPTION,
     TOOLKIT_OPTION,
     Targets,
-    Toolkit,
-    ToolMemo,
-    discover,
     in_explain_words,
-    nvrtc_archs,
     with_variants,
 )
+from pytest_regbudget.tools.toolkit import Toolkit, discover, nvrtc_archs
 
 KERNELS = Path(__file__).parent.parent / "kernels"
 

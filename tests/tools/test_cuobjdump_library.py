@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from msgspec.structs import replace
-from test_binary import _wheel_nvcc
+from test_cuobjdump import _wheel_nvcc
 
 from pytest_regbudget.core import names
 from pytest_regbudget.core.errors import BinaryError

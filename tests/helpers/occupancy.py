@@ -17,7 +17,7 @@ import pytest
 
 from pytest_regbudget.core.arch import ArchLimits
 
-HARNESS = Path(__file__).parent / "core" / "occupancy_oracle.c"
+HARNESS = Path(__file__).parent.parent / "core" / "occupancy_oracle.c"
 # CUDART_VERSION of the header the table follows; an oracle of another release would check the wrong table.
 HEADER_RELEASE = 13050
 FUNC_SHMEM_LIMIT_OPTIN = 1

@@ -1,0 +1,259 @@
+"""The key of a build: what the compiler reads, and everything else its outputs depend on.
+
+NVRTC has no dependency output: `cache_key` fingerprints every file NVRTC could reach (the source's and
+the include directories' trees, every place an `#include`, `__has_include` or pre-include could be found,
+present or absent), the toolkit and the `depends=` files. An nvcc build's record is keyed by the same
+identity (`identity_digest`), the contents of the tools it runs (`tool_states`) and its host compiler;
+`include_lookups` keys a failed build by every path its #includes may be found at.
+"""
+
+from __future__ import annotations
+
+import functools
+import glob
+import json
+import os
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+from msgspec import Struct
+
+from ..core.text import source_bytes
+from ..tools import nvcc
+from ..tools.options import CompileOptions
+from ..tools.toolkit import Toolkit
+from ..util.files import sha256_hex
+from .fingerprint import (
+    FORMAT,
+    StatCache,
+    Uncacheable,
+    file_state,
+    inside,
+    outermost,
+    shown_path,
+    tree_digest,
+)
+from .includes import (
+    PRE_INCLUDE_OPTIONS,
+    Directive,
+    candidates,
+    directives_of,
+    option_values,
+    scanned,
+    search_path,
+    text_directives,
+)
+
+
+# -- what a build may read ------------------------------------------------------------------------------
+class _Reach(Struct):
+    """What NVRTC could read for one build, found by following #include names through the include path."""
+
+    roots: set[str]  # trees whose every file counts
+    lookups: dict[str, str] = {}  # every candidate path -> file_state
+    found: dict[str, str] = {}  # real path -> digest of user headers read
+    unresolved: list[tuple[str, str]] = []  # (file, directive as written)
+
+
+def _reach(
+    source: Path, text: str, options: CompileOptions, toolkit_dirs: Sequence[Path], digests: StatCache
+) -> _Reach:
+    """What NVRTC may read for one build: every candidate path of every directive with its state
+    (`lookups`), the headers it reads (`found`: the first candidate that exists, in the compiler's order, and
+    the headers those include in turn), and the directives no candidate list covers (`unresolved`)."""
+    here = os.path.abspath(source.parent)
+    real = digests.realpath
+    toolkit = [real(str(d)) for d in toolkit_dirs]
+    search = search_path(source, options, toolkit_dirs)
+    reach = _Reach(roots={d for d in search if not inside(real(d), toolkit)})
+    # (file that includes, its directory, its directives, extra candidates for a pre-include)
+    pending: list[tuple[str, str, list[Directive], list[str]]] = [
+        (str(source), here, text_directives(text), [])
+    ]
+    pre: list[Directive] = [
+        (name, f"pre-include {name}") for name in option_values(options.options, PRE_INCLUDE_OPTIONS)
+    ]
+    if pre:
+        # A pre-include is looked up like a quoted #include of the source, and in the working directory.
+        pending.append((str(source), here, pre, [os.getcwd()]))
+    visited: set[str] = set()
+    while pending:
+        includer, includer_dir, found_directives, extra = pending.pop()
+        for name, written in found_directives:
+            if name is None:
+                reach.unresolved.append((includer, written))
+                continue
+            escapes = os.path.isabs(name) or ".." in Path(name).parts
+            for candidate in candidates(name, includer_dir, [*extra, *search]):
+                if candidate in reach.lookups:
+                    continue
+                if inside(real(candidate), toolkit):
+                    reach.lookups[candidate] = "toolkit" if os.path.isfile(candidate) else "absent"
+                else:
+                    reach.lookups[candidate] = file_state(candidate, digests)
+            # The file the compiler reads: the first that exists in its order, where an angled name skips
+            # the includer's directory.
+            order = [*extra, *search] if "<" in written else [includer_dir, *extra, *search]
+            first = next((c for c in candidates(name, order[0], order) if os.path.isfile(c)), None)
+            if first is None or reach.lookups.get(first) == "toolkit" or written.startswith("__has"):
+                continue  # not found, the toolkit's, or only tested for (__has_include reads nothing)
+            found = real(first)
+            if escapes:
+                reach.roots.add(os.path.dirname(found))
+            if found in visited:
+                continue
+            visited.add(found)
+            reach.found[found] = reach.lookups[first]
+            inner = scanned.get(reach.lookups[first])
+            if inner is None:
+                try:
+                    with open(first, "rb") as fh:
+                        data = fh.read()
+                except OSError:
+                    continue  # unreadable to NVRTC too; its state is in the lookups
+                inner = directives_of(data, sha256_hex(data))
+            pending.append((first, os.path.dirname(first), inner, []))
+    return reach
+
+
+def include_lookups(
+    source: Path, text: str, options: CompileOptions, system_dirs: Sequence[Path], digests: StatCache
+) -> list[tuple[str, str]]:
+    """Every path where an #include of `source` (and of the user headers it reaches) may be found, with its
+    state now ("absent", a digest, "toolkit" for one in `system_dirs`): what a build that failed could have
+    read, so that a header that appears, changes or goes rebuilds it. Raises Uncacheable for an #include
+    through a macro, which no such list covers."""
+    reach = _reach(source, text, options, system_dirs, digests)
+    if reach.unresolved:
+        where, written = reach.unresolved[0]
+        raise Uncacheable(shown_path(where), f"{written} goes through a macro")
+    return sorted(reach.lookups.items())
+
+
+def tool_states(paths: Iterable[str | Path], digests: StatCache) -> list[list[str]]:
+    """The contents of the programs and libraries a build runs, not their names or version strings: a
+    ptxas wrapper rewritten in place is another ptxas. Each digest is remembered by the file's stat (the
+    stat cache), so a tool is read once, not once per run."""
+    return [[str(p), file_state(str(p), digests)] for p in paths]
+
+
+def _toolkit_identity(toolkit: Toolkit, digests: StatCache) -> list[object]:
+    # A wheel upgrade rewrites the header directories, which changes their modification times.
+    dirs = []
+    for d in toolkit.include_dirs:
+        try:
+            dirs.append((str(d), os.stat(d).st_mtime_ns))
+        except OSError:
+            dirs.append((str(d), 0))
+    # NVRTC's front end lives partly in libnvrtc-builtins, beside libnvrtc.
+    nvrtc = toolkit.require_nvrtc()
+    libraries = [nvrtc, *sorted(nvrtc.parent.glob("libnvrtc-builtins*"))]
+    return [
+        toolkit.nvrtc_version,
+        toolkit.ptxas_version,
+        dirs,
+        tool_states([toolkit.ptxas, *libraries], digests),
+    ]
+
+
+def host_compiler_identity(digests: StatCache) -> list[object]:
+    # nvcc preprocesses with the host compiler, whose built-in macros the dependency list does not show.
+    path = nvcc.host_compiler()
+    if path is None:
+        return []
+    return [path, *tool_states([os.path.realpath(path)], digests)]
+
+
+def depends_fingerprint(patterns: Sequence[str], digests: StatCache, skip: frozenset[str]) -> list[object]:
+    """Contents of the files the user named with depends= (globs expanded; a directory: its tree)."""
+    out: list[object] = []
+    for pattern in patterns:
+        magic = any(c in pattern for c in "*?[")
+        matches = sorted(glob.glob(pattern, recursive=True)) if magic else [pattern]
+        states = []
+        for match in matches:
+            state = tree_digest(match, digests, skip) if os.path.isdir(match) else file_state(match, digests)
+            states.append([match, state])
+        out.append([pattern, states])
+    return out
+
+
+def skip_dirs(toolkit_dirs: Iterable[Path], cache_dir: Path | None) -> frozenset[str]:
+    return _skip_dirs_of(tuple(toolkit_dirs), cache_dir)
+
+
+@functools.lru_cache(maxsize=16)
+def _skip_dirs_of(toolkit_dirs: tuple[Path, ...], cache_dir: Path | None) -> frozenset[str]:
+    skip = {os.path.realpath(d) for d in toolkit_dirs}
+    if cache_dir is not None:
+        skip.add(os.path.realpath(cache_dir))
+    return frozenset(skip)
+
+
+def identity_digest(
+    source: Path, text: str, names: Sequence[str], arch: str, options: CompileOptions, digests: StatCache
+) -> list[object]:
+    return [
+        FORMAT,
+        digests.realpath(str(source)),  # compilers write the path into diagnostics and line info
+        sha256_hex(source_bytes(text)),
+        "unit",  # a translation unit's outputs, every kernel of it (before 0.2: one kernel's)
+        list(names),
+        arch,
+        list(options.identity()),
+    ]
+
+
+def cache_key(
+    source: Path,
+    text: str,
+    names: Sequence[str] | str,
+    arch: str,
+    options: CompileOptions,
+    toolkit: Toolkit,
+    digests: StatCache | None = None,
+    cache_dir: Path | None = None,
+    *,
+    fresh: bool = False,
+) -> str:
+    """The key of an NVRTC + ptxas build of `source` with the name expressions `names` (a str is one):
+    raises Uncacheable where an #include cannot be followed. Each tree is fingerprinted once per
+    `digests` (a run), unless `fresh`; so is what a file's units share (all but names and arch)."""
+    names = (names,) if isinstance(names, str) else tuple(names)
+    digests = digests or StatCache(None)
+    memo = (source, text, options, toolkit, cache_dir)
+    shared = None if fresh else digests.unit_keys.get(memo)
+    if shared is None:
+        reach = _reach(source, text, options, toolkit.include_dirs, digests)
+        if reach.unresolved and not options.depends:
+            where, written = reach.unresolved[0]
+            raise Uncacheable(
+                shown_path(where),
+                f"{written} goes through a macro, which the cache cannot follow; name the files it can "
+                "reach with depends=",
+            )
+        skip = skip_dirs(toolkit.include_dirs, cache_dir)
+        trees = []
+        if reach.unresolved:
+            # A computed include may read any file: the trees it can reach are keyed whole, with the
+            # depends= files. Every other build is keyed by what it read and probed (`reach.lookups`).
+            where, written = reach.unresolved[0]
+            digests.whole_dirs[shown_path(where)] = f"{written} goes through a macro"
+            roots = outermost(digests.realpath(r) for r in reach.roots)
+            trees = [[root, digests.tree(root, skip, fresh)] for root in roots]
+        # The JSON of the list the key is the digest of, cut around names and arch: made once per file.
+        head = json.dumps([FORMAT, digests.realpath(str(source)), sha256_hex(source_bytes(text)), "unit"])
+        tail = json.dumps(
+            [
+                list(options.identity()),
+                "nvrtc",
+                _toolkit_identity(toolkit, digests),
+                sorted(reach.lookups.items()),
+                trees,
+                depends_fingerprint(options.depends, digests, skip),
+            ],
+            sort_keys=True,
+        )
+        shared = digests.unit_keys[memo] = (head[:-1], tail[1:])
+    # The same text as json_digest of [*identity_digest(...), "nvrtc", ...] (json.dumps joins with ", ").
+    return sha256_hex(f"{shared[0]}, {json.dumps(list(names))}, {json.dumps(arch)}, {shared[1]}".encode())

@@ -1,0 +1,156 @@
+"""`regbudget merge SHARD.json...`: one report, and one baseline update, from the --regbudget-json reports of
+CI shards. The scopes merge as one run would have seen them, and the entries are made and the stale ones
+removed by the code a pytest run uses (update/plan.py, update/scope.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import platform
+from collections.abc import Sequence
+from datetime import datetime, timezone
+from pathlib import Path
+
+from ..._version import __version__
+from ...core import baseline as bl
+from ...core.errors import BaselineError
+from ...report.record import spills
+from ...report.writers import report_json
+from ...update import broken
+from ...update import plan as update
+from ...update.scope import Rule, merge_shards
+from ...update.shards import Report
+from ...util.files import atomic_write
+from ..base import OK, CliError, Command, read_report
+
+
+def _overlap(shards: Sequence[Report]) -> None:
+    """Shards that ran one test (a retried job, overlapping -k selections) must agree on its numbers: the
+    merge could keep only one of them. CliError naming both otherwise."""
+    seen: dict[tuple[str, str, str], tuple[tuple[object, ...], str]] = {}
+    for shard in shards:
+        for r in shard.records:
+            numbers = (r["compiler"], r["registers"], *(spills(r) or (None, None)), r["stack_frame"])
+            first = seen.setdefault((r["nodeid"], r["kernel"], r["arch"]), (numbers, shard.path.name))
+            if first[0] != numbers:
+                raise CliError(
+                    f"shards disagree: {r['nodeid']} {r['kernel']} [{r['arch']}] measured {first[0][1:]} in "
+                    f"{first[1]} and {numbers[1:]} in {shard.path.name} (registers, spill stores and loads, "
+                    "stack); their entries would conflict. Fix: merge the reports of one run"
+                )
+
+
+def run(args: argparse.Namespace) -> int:
+    shards = [read_report(Path(p)) for p in args.reports]
+    _overlap(shards)
+    records = [r for shard in shards for r in shard.records]
+    try:
+        fresh = update.fresh_entries(records)
+    except BaselineError as exc:
+        raise CliError(str(exc)) from None
+    if fresh.conflicts:
+        where = {r["nodeid"]: s.path.name for s in shards for r in s.records}
+        first = fresh.conflicts[0]
+        named = ", ".join(sorted({v for k, v in where.items() if k in first}))
+        raise CliError(f"shards disagree: {first} (in {named}); their entries would conflict")
+    scopes = [s.scope for s in shards]
+    builds = {k: b for s in shards for k, b in broken.from_json(s.broken_builds).items()}
+    merged_scope = merge_shards(s.run.payload() for s in scopes)
+    prefixes = sorted({p for s in scopes for p in s.prefixes})
+    selection = next((s.selection for s in scopes if s.selection), None)
+    archs = sorted({a for s in scopes for a in s.archs})
+    built = frozenset((c, r) for s in scopes for c, r in s.built)
+    rootdir = Path(args.rootdir or next((s.rootdir for s in scopes if s.rootdir), "."))
+    scope_doc = {
+        "run": merged_scope.payload(),
+        "prefixes": prefixes,
+        "selection": selection,
+        "archs": archs,
+        "toolkits": sorted({t for s in scopes for t in s.toolkits}),
+        "built": [list(pair) for pair in sorted(built)],
+        "rootdir": str(rootdir),
+        "baseline": next((s.baseline for s in scopes if s.baseline), None),
+        "update": any(s.update for s in scopes),
+        "merged": [s.path.name for s in shards],
+    }
+    if args.output:
+        # Each shard ran somewhere else: the merge says where it ran itself and keeps theirs as read.
+        provenance = {
+            "plugin_version": __version__,
+            "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "host": platform.node() or None,
+            "merged": [s.provenance for s in shards],
+        }
+        text = report_json(records, scope_doc, provenance, broken.json_objects(builds))
+        try:
+            atomic_write(Path(args.output), text)
+        except OSError as exc:
+            why = exc.strerror or exc
+            raise CliError(f"-o {args.output}: cannot write it: {why}; give a file path") from None
+    entries = len(fresh.entries)
+    print(f"merged {len(shards)} report(s): {len(records)} kernel records, {entries} baseline entries")
+    if args.update:
+        path = Path(args.update)
+        if not path.parent.is_dir():
+            raise CliError(
+                f"--update {path}: no directory {path.parent}. Fix: give the path of the project's baseline "
+                "(a new one is created in an existing directory)"
+            )
+        if not path.exists():
+            print(f"baseline {path} does not exist: creating it")
+        try:
+            old = bl.load(path)
+        except BaselineError as exc:
+            raise CliError(str(exc)) from None
+        # Each toolkit's entries are judged by the shards that built that toolkit (Rule.release_scopes).
+        by_release = {
+            pair: merge_shards(s.run.payload() for s in scopes if pair in {tuple(b) for b in s.built})
+            for pair in built
+        }
+        rule = Rule(
+            merged_scope,
+            archs,
+            prefixes,
+            rootdir,
+            selection,
+            built,
+            by_release,
+            broken=broken.protected(builds),
+        )
+        planned = update.plan(old, records, fresh.entries, rule)
+        failed = broken.plan(
+            old,
+            builds,
+            rootdir=str(rootdir),
+            prefixes=prefixes,
+            archs=archs,
+            releases={r for _, r in built} | {key[3] for key in builds},
+            interrupted=bool(merged_scope.interrupted),
+        )
+        try:
+            counts = bl.update(
+                path,
+                planned.write,
+                planned.stale,
+                moved=planned.moved,
+                broken=failed.record,
+                fixed=failed.drop,
+            )
+        except BaselineError as exc:
+            raise CliError(f"baseline NOT updated: {exc}") from None
+        print(f"baseline {path} updated: {counts}")
+        for line in planned.decision.kept_lines():
+            print(line)
+    return OK
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("reports", nargs="+", metavar="SHARD.json")
+    p.add_argument("-o", "--output", metavar="MERGED.json", help="write the merged report")
+    p.add_argument("--update", metavar="BASELINE", help="apply the shards' entries to this baseline file")
+    p.add_argument("--rootdir", help="the project's rootdir (default: the one the shards ran in)")
+
+
+COMMAND = Command(
+    "merge", "one report and one baseline update from the reports of CI shards", add_arguments, run
+)

@@ -1,0 +1,95 @@
+"""How an update writes the baseline file among other processes: the lock they all take (where it lives,
+how long a waiter waits, whom it names when it gives up), the refusal of a file made read-only, and what a
+failed write says. baseline.py's `update` writes through these.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import hashlib
+import os
+import socket
+import stat
+from collections.abc import Iterator
+from pathlib import Path
+
+from .errors import BaselineError
+
+
+def lock_path(path: Path, lock_dir: Path) -> Path:
+    """The lock of baseline `path`: in `lock_dir` (the compile cache), keyed by the baseline's absolute
+    path. Not beside the baseline, where it would be an untracked file in the user's repository, and not in
+    a shared temp dir under a name anyone can guess."""
+    digest = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:16]
+    return lock_dir / "locks" / f"baseline-{digest}.lock"
+
+
+@contextlib.contextmanager
+def locked(path: Path, lock_dir: Path, timeout: float) -> Iterator[None]:
+    """An exclusive lock shared by every pytest process that writes `path`, waited for at most `timeout`
+    seconds. The holder writes its pid beside the lock (`<lock>.pid`), so a waiter that gives up can say
+    whom it waited for: a lock file's own content is not reliable on every platform."""
+    lock_file = lock_path(path, lock_dir)
+    pid_file = lock_file.with_name(lock_file.name + ".pid")
+    import filelock  # only an update locks: a plain run does not pay for importing it
+
+    try:
+        lock_file.parent.mkdir(parents=True, exist_ok=True)
+        lock = filelock.FileLock(str(lock_file), timeout=timeout)
+        lock.acquire()
+    except filelock.Timeout:
+        raise BaselineError(
+            f"baseline {path} is being updated by {_holder(pid_file)}; gave up after waiting {timeout:g} s "
+            f"for its lock {lock_file}. Fix: let that run finish (or stop it), then update again"
+        ) from None
+    except OSError as exc:
+        raise BaselineError(
+            f"cannot lock baseline {path}: {lock_file}: {exc.strerror or exc}. Fix: make "
+            f"{lock_file.parent} writable, or set REGBUDGET_CACHE_DIR to a writable directory"
+        ) from None
+    try:
+        with contextlib.suppress(OSError):  # the pid only makes a waiter's message better
+            pid_file.write_text(f"{os.getpid()} {socket.gethostname()}\n", encoding="utf-8")
+        yield
+    finally:
+        # Before the release: the next holder's pid must not be deleted by this one.
+        with contextlib.suppress(OSError):
+            pid_file.unlink()
+        lock.release()
+
+
+def _holder(pid_file: Path) -> str:
+    try:
+        pid, _, host = pid_file.read_text(encoding="utf-8").strip().partition(" ")
+    except OSError:
+        return "another process (pid unknown)"
+    where = f" on {host}" if host and host != socket.gethostname() else ""
+    return f"another process (pid {pid}{where})"
+
+
+def check_writable(path: Path) -> None:
+    """Refuse to replace a file the user made read-only: os.replace would ignore its mode (and root
+    ignores every mode), so the check is ours."""
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        return
+    if not mode & 0o222 or not os.access(path, os.W_OK):
+        raise BaselineError(
+            f"baseline {path} is read-only (mode {stat.S_IMODE(mode):o}). Fix: chmod u+w {path} to let "
+            "--regbudget-update write it, or run without --regbudget-update"
+        )
+
+
+def write_failure(path: Path, exc: OSError) -> str:
+    reason = exc.strerror or str(exc)
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        fix = f"free space on the disk that holds {path.parent}"
+    elif exc.errno == errno.EFBIG:
+        fix = "raise the file size limit (ulimit -f)"
+    elif exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+        fix = f"make {path.parent} writable (chmod u+w {path.parent}), or set --regbudget-baseline elsewhere"
+    else:
+        fix = f"check that {path.parent} is a writable directory"
+    return f"cannot write baseline {path}: {reason}; the file is as it was. Fix: {fix}"
