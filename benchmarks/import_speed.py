@@ -1,11 +1,16 @@
-"""How long does importing the plugin take, and how many dataclasses does it define?
+"""How long does importing the plugin take, and what does it add to a whole pytest run?
 
 Importing is most of a warm run's fixed cost (docs/speed.md): this times what a warm run on a CPU imports (the
 plugin, the session, the NVRTC source and the GPU probe) in a fresh interpreter, with pytest imported first,
 as a run has it, and counts the dataclasses defined meanwhile and their time. With --against, another
 checkout is timed too, the two taking turns, so that the machine's wander hits both alike.
 
+With --runs, whole pytest runs are timed too (best of --repeat, bytecode caches on), each against plain
+pytest: an empty project with the plugin installed against `-p no:regbudget`, and two marked items on a warm
+compile cache against two plain tests. Every pytest run in a venv that has the plugin pays the first figure.
+
     python benchmarks/import_speed.py
+    python benchmarks/import_speed.py --runs --repeat 15
     git worktree add ../old HEAD~2 && python benchmarks/import_speed.py --against ../old --repeat 21
 """
 
@@ -16,6 +21,8 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
+import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent.parent
@@ -62,12 +69,70 @@ def once(checkout: Path) -> tuple[float, float, int]:
     return float(out[0]), float(out[1]), int(out[2])
 
 
+KERNEL = 'extern "C" __global__ void scale(float* y, float a) { y[threadIdx.x] *= a; }\n'
+MARKED = """import pytest
+
+@pytest.mark.regbudget(source="k.cu", kernel="scale", max_regs=64)
+def test_one():
+    pass
+
+@pytest.mark.regbudget(source="k.cu", kernel="scale", max_regs=32)
+def test_two():
+    pass
+"""
+PLAIN = "def test_one():\n    pass\n\ndef test_two():\n    pass\n"
+
+
+def pytest_seconds(project: Path, checkout: Path, *args: str) -> float:
+    env = {**os.environ, "PYTHONPATH": str(checkout), "REGBUDGET_CACHE_DIR": str(project.parent / "cache")}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    start = time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    seconds = time.perf_counter() - start
+    if done.returncode not in (0, 5):  # 5: no tests collected (the empty project)
+        sys.exit(f"pytest failed in {project} ({done.returncode}):\n{done.stdout[-3000:]}")
+    return seconds
+
+
+def whole_runs(checkout: Path, repeat: int) -> None:
+    """Whole runs against plain pytest, best of `repeat`, the two of each pair taking turns."""
+    with tempfile.TemporaryDirectory(prefix="regbudget-import-speed-") as tmp:
+        projects = {name: Path(tmp) / name for name in ("empty", "marked", "plain")}
+        for project in projects.values():
+            project.mkdir()
+            (project / "pytest.ini").write_text("[pytest]\n")
+        (projects["marked"] / "k.cu").write_text(KERNEL)
+        (projects["marked"] / "test_marked.py").write_text(MARKED)
+        (projects["plain"] / "test_plain.py").write_text(PLAIN)
+        pytest_seconds(projects["marked"], checkout)  # fills the compile cache, writes the bytecode
+        plain = ("-p", "no:regbudget")
+        pairs = {
+            "empty project": ((projects["empty"],), (projects["empty"], *plain)),
+            "two marked items, warm cache": ((projects["marked"],), (projects["plain"], *plain)),
+        }
+        for label, (mine, theirs) in pairs.items():
+            with_plugin, without = [], []
+            for _ in range(repeat):
+                with_plugin.append(pytest_seconds(mine[0], checkout, *mine[1:]))
+                without.append(pytest_seconds(theirs[0], checkout, *theirs[1:]))
+            a, b = min(with_plugin) * 1000, min(without) * 1000
+            print(f"{label}: {a:.0f} ms against {b:.0f} ms plain (+{a - b:.0f} ms), best of {repeat}")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--against", type=Path, help="another checkout, timed in turns with this one")
     parser.add_argument("--repeat", type=int, default=15, help="turns (the best and the median are shown)")
+    parser.add_argument("--runs", action="store_true", help="time whole pytest runs against plain pytest too")
     args = parser.parse_args(argv)
     checkouts = [HERE] + ([args.against.resolve()] if args.against else [])
     for checkout in checkouts:
@@ -87,6 +152,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.against:
         this, other = (min(r[0] for r in runs[c]) for c in checkouts)
         print(f"this / other (best) = {this / other:.2f}")
+    if args.runs:
+        whole_runs(HERE, args.repeat)
     return 0
 
 

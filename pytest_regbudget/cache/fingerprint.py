@@ -26,7 +26,9 @@ from ..util.files import atomic_write, settled, sha256_hex
 # 4: a build is keyed by the files it read and the paths it probed, not by whole directories (0.2).
 # 5: an nvcc unit places a module-level ptxas message (C7508) on its kernel with ptxas -e, as NVRTC's do.
 # 6: the outline keeps tcgen05.alloc instructions (a kernel's tensor memory), their counts resolved.
-FORMAT = 6
+# 7: keys hold no times and no checkout or venv paths: paths relative to the rootdir or the toolkit's root
+#    (`StatCache.keyed`), the toolkit by its wheels' RECORD digests; the compilers see rootdir-relative names.
+FORMAT = 7
 # A tree this large is probably not a kernel's source directory (a home directory, a virtualenv): say so
 # instead of hashing it on every run.
 MAX_TREE_FILES = 20_000
@@ -90,6 +92,53 @@ class StatCache:
         self.unit_keys: dict[tuple[object, ...], tuple[str, str]] = {}
         # Sources whose builds are keyed by whole directories, not by what they read, and why (shown once).
         self.whole_dirs: dict[str, str] = {}
+        # (label, root) of the places a key names paths relative to (the rootdir, the toolkit's roots), in
+        # both their given and real spellings; `keyed` picks the innermost (a venv inside the checkout).
+        self._bases: list[tuple[str, str]] = []
+        self._keyed: dict[str, str] = {}
+        self._generation = 0  # bumped by add_base: names made before it are made again
+
+    def add_base(self, label: str, root: str | Path) -> None:
+        """Key paths under `root` as `label/relative` (`keyed`): a key then holds what a path is, not where
+        this checkout or venv happens to lie, so a cache restored at another path still hits."""
+        with self._lock:
+            for spelling in dict.fromkeys([os.path.abspath(root), os.path.realpath(root)]):
+                if (label, spelling) not in self._bases:
+                    self._bases = [*self._bases, (label, spelling)]
+                    self._generation += 1
+                    self._keyed = {}
+
+    def keyed(self, path: str | Path) -> str:
+        """`path` as a key holds it: `label/relative` under the innermost base (`add_base`), "/" between
+        parts; any other path as its real path. Remembered while this object lives (a run)."""
+        text = str(path)
+        known = self._keyed.get(text)
+        if known is None:
+            # A base added meanwhile (by another compile thread) must not leave a name made without it.
+            generation, memo = self._generation, self._keyed
+            known = self._keyed_anew(text)
+            if generation == self._generation:
+                memo[text] = known
+        return known
+
+    def _keyed_anew(self, text: str) -> str:
+        real = self.realpath(text)
+        for spelling in dict.fromkeys([os.path.abspath(text), real]):
+            found = [(label, root) for label, root in self._bases if inside(spelling, [root])]
+            if found:
+                label, root = max(found, key=lambda b: len(b[1]))
+                rel = os.path.relpath(spelling, root)
+                return label if rel == "." else f"{label}/{rel.replace(os.sep, '/')}"
+        return real
+
+    def resolve(self, keyed: str) -> str:
+        """The path a `keyed` text names now: under the base of its label, or itself (a real path, or a
+        label this run does not know, which then names nothing)."""
+        label, _, rel = keyed.partition("/")
+        root = next((r for lbl, r in self._bases if lbl == label), None)
+        if root is None:
+            return keyed
+        return os.path.join(root, *rel.split("/")) if rel else root
 
     def _load(self) -> None:
         self._loaded = True

@@ -5,6 +5,11 @@ the include directories' trees, every place an `#include`, `__has_include` or pr
 present or absent), the toolkit and the `depends=` files. An nvcc build's record is keyed by the same
 identity (`identity_digest`), the contents of the tools it runs (`tool_states`) and its host compiler;
 `include_lookups` keys a failed build by every path its #includes may be found at.
+
+A key holds no times and no place: paths under the rootdir or a toolkit root as `<rootdir>/...`,
+`<nvidia>/...` (`StatCache.keyed`), the source by the name the compiler is given (`given_names`), the
+toolkit by its versions, its tools' digests and its wheels' RECORD digests (`headers_identity`). So a cache
+restored into a fresh venv, at another checkout path, hits.
 """
 
 from __future__ import annotations
@@ -17,11 +22,13 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from msgspec import Struct
+from msgspec.structs import replace
 
 from ..core.text import source_bytes
 from ..tools import nvcc
+from ..tools.compiler import given_names
 from ..tools.options import CompileOptions
-from ..tools.toolkit import Toolkit
+from ..tools.toolkit import Toolkit, nvidia_roots
 from ..util.files import sha256_hex
 from .fingerprint import (
     FORMAT,
@@ -127,31 +134,68 @@ def include_lookups(
     if reach.unresolved:
         where, written = reach.unresolved[0]
         raise Uncacheable(shown_path(where), f"{written} goes through a macro")
-    return sorted(reach.lookups.items())
+    return sorted((digests.keyed(path), state) for path, state in reach.lookups.items())
 
 
 def tool_states(paths: Iterable[str | Path], digests: StatCache) -> list[list[str]]:
     """The contents of the programs and libraries a build runs, not their names or version strings: a
     ptxas wrapper rewritten in place is another ptxas. Each digest is remembered by the file's stat (the
-    stat cache), so a tool is read once, not once per run."""
-    return [[str(p), file_state(str(p), digests)] for p in paths]
+    stat cache), so a tool is read once, not once per run. Named relative to their root (`keyed`): the
+    same wheel in another venv is the same tool."""
+    return [[digests.keyed(p), file_state(str(p), digests)] for p in paths]
+
+
+def toolkit_bases(toolkit_dirs: Iterable[Path], digests: StatCache) -> None:
+    """Let `digests` key paths in the toolkit relative to its root: each `nvidia` package dir of the wheels
+    (`<nvidia>`, `<nvidia.1>`, ...), else the toolkit's home (`<cuda>`, the parent of its include dir)."""
+    roots = _nvidia_roots()
+    for i, root in enumerate(roots):
+        digests.add_base("<nvidia>" if i == 0 else f"<nvidia.{i}>", root)
+    for d in toolkit_dirs:
+        if not inside(os.path.realpath(d), [os.path.realpath(r) for r in roots]):
+            digests.add_base("<cuda>", Path(d).parent)
+            break
+
+
+@functools.lru_cache(maxsize=1)
+def _nvidia_roots() -> tuple[str, ...]:
+    return tuple(str(r) for r in nvidia_roots())
+
+
+def headers_identity(include_dirs: Iterable[Path], digests: StatCache) -> list[object]:
+    """The contents of the toolkit's header dirs, which a key names only as "toolkit": for a wheel's, the
+    digests of the RECORD files of the site dir's nvidia wheels (a RECORD lists the SHA-256 of every file
+    the wheel installed, so the same wheels anywhere give the same list, and a reinstall of other bytes
+    another); for a toolkit outside a site dir (an installed CUDA), its version.json, which lists each
+    component's version (its headers change with an install, as its ptxas and NVRTC, keyed by digest, do).
+    Each file's digest is remembered by its stat, so a warm run stat()s these files and reads none."""
+    out: list[object] = []
+    sites: set[str] = set()
+    for d in include_dirs:
+        root = next((r for r in _nvidia_roots() if inside(os.path.abspath(d), [r])), None)
+        if root is not None:
+            sites.add(os.path.dirname(root))
+        else:
+            out.append([digests.keyed(d), file_state(str(Path(d).parent / "version.json"), digests)])
+    for site in sorted(sites):
+        records = sorted(glob.glob(os.path.join(glob.escape(site), "nvidia_*.dist-info", "RECORD")))
+        out.append([[os.path.basename(os.path.dirname(r)), file_state(r, digests)] for r in records])
+    return out
 
 
 def _toolkit_identity(toolkit: Toolkit, digests: StatCache) -> list[object]:
-    # A wheel upgrade rewrites the header directories, which changes their modification times.
-    dirs = []
-    for d in toolkit.include_dirs:
-        try:
-            dirs.append((str(d), os.stat(d).st_mtime_ns))
-        except OSError:
-            dirs.append((str(d), 0))
+    # Its own home too, not only its headers' (a CUDA home may take its headers from the wheels): else its
+    # ptxas would be keyed by its path or by `<cuda>/bin/ptxas` depending on whether an nvcc build of the
+    # same home happened to be keyed first in this run.
+    toolkit_bases([*toolkit.include_dirs, toolkit.ptxas.parent.parent / "include"], digests)
     # NVRTC's front end lives partly in libnvrtc-builtins, beside libnvrtc.
     nvrtc = toolkit.require_nvrtc()
     libraries = [nvrtc, *sorted(nvrtc.parent.glob("libnvrtc-builtins*"))]
     return [
         toolkit.nvrtc_version,
         toolkit.ptxas_version,
-        dirs,
+        [digests.keyed(d) for d in toolkit.include_dirs],
+        headers_identity(toolkit.include_dirs, digests),
         tool_states([toolkit.ptxas, *libraries], digests),
     ]
 
@@ -173,9 +217,18 @@ def depends_fingerprint(patterns: Sequence[str], digests: StatCache, skip: froze
         states = []
         for match in matches:
             state = tree_digest(match, digests, skip) if os.path.isdir(match) else file_state(match, digests)
-            states.append([match, state])
-        out.append([pattern, states])
+            states.append([digests.keyed(match), state])
+        # A pattern is kept as written below its base: a glob is not a path `keyed` can resolve.
+        out.append([_keyed_pattern(pattern, digests), states])
     return out
+
+
+def _keyed_pattern(pattern: str, digests: StatCache) -> str:
+    cut = min((i for i, c in enumerate(pattern) if c in "*?["), default=len(pattern))
+    head, _, _ = pattern[:cut].rpartition(os.sep)
+    if not head:
+        return pattern
+    return digests.keyed(head) + "/" + pattern[len(head) + 1 :].replace(os.sep, "/")
 
 
 def skip_dirs(toolkit_dirs: Iterable[Path], cache_dir: Path | None) -> frozenset[str]:
@@ -190,17 +243,36 @@ def _skip_dirs_of(toolkit_dirs: tuple[Path, ...], cache_dir: Path | None) -> fro
     return frozenset(skip)
 
 
+def given_identity(
+    source: Path, options: CompileOptions, base: Path | None, digests: StatCache
+) -> tuple[str, list[object]]:
+    """The source's name and the options' identity as the compiler is given them (`given_names`): compilers
+    write the name into diagnostics and line info, so a key holds it, relative to the rootdir where the
+    compiler got it so; an absolute one as its real path. The depends= files are keyed by `keyed`."""
+    name, given = given_names(source, options, base)
+    shown = name if not os.path.isabs(name) else digests.realpath(name)
+    depends = tuple(_keyed_pattern(d, digests) for d in given.depends)
+    return shown, list(replace(given, depends=depends).identity())
+
+
 def identity_digest(
-    source: Path, text: str, names: Sequence[str], arch: str, options: CompileOptions, digests: StatCache
+    source: Path,
+    text: str,
+    names: Sequence[str],
+    arch: str,
+    options: CompileOptions,
+    digests: StatCache,
+    base: Path | None = None,
 ) -> list[object]:
+    shown, identity = given_identity(source, options, base, digests)
     return [
         FORMAT,
-        digests.realpath(str(source)),  # compilers write the path into diagnostics and line info
+        shown,
         sha256_hex(source_bytes(text)),
         "unit",  # a translation unit's outputs, every kernel of it (before 0.2: one kernel's)
         list(names),
         arch,
-        list(options.identity()),
+        identity,
     ]
 
 
@@ -215,13 +287,15 @@ def cache_key(
     cache_dir: Path | None = None,
     *,
     fresh: bool = False,
+    base: Path | None = None,
 ) -> str:
     """The key of an NVRTC + ptxas build of `source` with the name expressions `names` (a str is one):
     raises Uncacheable where an #include cannot be followed. Each tree is fingerprinted once per
-    `digests` (a run), unless `fresh`; so is what a file's units share (all but names and arch)."""
+    `digests` (a run), unless `fresh`; so is what a file's units share (all but names and arch). `base`:
+    the rootdir that NVRTC is given names relative to (`given_names`), None for absolute names."""
     names = (names,) if isinstance(names, str) else tuple(names)
     digests = digests or StatCache(None)
-    memo = (source, text, options, toolkit, cache_dir)
+    memo = (source, text, options, toolkit, cache_dir, base)
     shared = None if fresh else digests.unit_keys.get(memo)
     if shared is None:
         reach = _reach(source, text, options, toolkit.include_dirs, digests)
@@ -240,15 +314,17 @@ def cache_key(
             where, written = reach.unresolved[0]
             digests.whole_dirs[shown_path(where)] = f"{written} goes through a macro"
             roots = outermost(digests.realpath(r) for r in reach.roots)
-            trees = [[root, digests.tree(root, skip, fresh)] for root in roots]
+            trees = [[digests.keyed(root), digests.tree(root, skip, fresh)] for root in roots]
         # The JSON of the list the key is the digest of, cut around names and arch: made once per file.
-        head = json.dumps([FORMAT, digests.realpath(str(source)), sha256_hex(source_bytes(text)), "unit"])
+        shown, identity = given_identity(source, options, base, digests)
+        head = json.dumps([FORMAT, shown, sha256_hex(source_bytes(text)), "unit"])
+        toolkit_state = _toolkit_identity(toolkit, digests)  # first: it makes the toolkit's bases known
         tail = json.dumps(
             [
-                list(options.identity()),
+                identity,
                 "nvrtc",
-                _toolkit_identity(toolkit, digests),
-                sorted(reach.lookups.items()),
+                toolkit_state,
+                sorted((digests.keyed(p), state) for p, state in reach.lookups.items()),
                 trees,
                 depends_fingerprint(options.depends, digests, skip),
             ],

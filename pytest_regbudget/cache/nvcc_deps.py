@@ -51,6 +51,7 @@ class DepBuild(Struct, frozen=True):
     and found nothing (or something it did not open), and the system directories it read from, as they
     were."""
 
+    # Paths as keys hold them (`StatCache.keyed`: `<rootdir>/...`), resolved against this run's places.
     files: tuple[tuple[str, str], ...]  # (path, file_state)
     # (directory, recursive, listing_digest): the non-recursive listings of system header directories it
     # read from; the user's whole trees only for a build with a computed include (see nvcc_probes).
@@ -73,11 +74,13 @@ class DepBuild(Struct, frozen=True):
         """Every file as it was, every probed path as it was (a header that now shadows one, a
         __has_include that now finds one), and every directory listing (`listed` holds those already
         made)."""
-        if not all(file_state(path, digests) == state for path, state in self.files):
+        here = digests.resolve
+        if not all(file_state(here(path), digests) == state for path, state in self.files):
             return False
-        if not all(probe_kind(path) == kind for path, kind in self.probes):
+        if not all(probe_kind(here(path)) == kind for path, kind in self.probes):
             return False
-        for d, recursive, state in self.listings:
+        for keyed, recursive, state in self.listings:
+            d = here(keyed)
             if (d, recursive) not in listed:
                 listed[d, recursive] = listing_digest(d, skip, recursive)
             if listed[d, recursive] != state:

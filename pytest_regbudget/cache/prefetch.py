@@ -12,10 +12,11 @@ from collections import Counter, OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
+from typing import Protocol
 
 from msgspec.structs import replace
 
-from ..tools import compiler, units
+from ..tools import compiler, running, units
 from ..tools.options import Timeouts
 from ..tools.outputs import CompiledKernel, UnitOutputs
 from ..tools.toolkit import Toolkit
@@ -23,6 +24,16 @@ from ..tools.units import Spec, Unit
 from .store import CompileCache
 
 _RECENT_UNITS = 16  # units kept after their last planned kernel, for kernels no plan named
+
+
+class BuildWatch(Protocol):
+    """Who is told what the pool builds (engine/progress.py's BuildProgress), from any thread."""
+
+    def planned(self, units: list[Unit]) -> None: ...
+
+    def started(self, unit: Unit) -> None: ...
+
+    def finished(self, unit: Unit, *, built: bool, failed: bool) -> None: ...
 
 
 class Prefetcher:
@@ -34,8 +45,16 @@ class Prefetcher:
     A unit is kept while a planned kernel still wants it, and a while after (`_RECENT_UNITS`), so that
     memory does not grow with the number of files in a run."""
 
-    def __init__(self, cache: CompileCache, toolkit: Toolkit, jobs: int, timeouts: Timeouts) -> None:
+    def __init__(
+        self,
+        cache: CompileCache,
+        toolkit: Toolkit,
+        jobs: int,
+        timeouts: Timeouts,
+        watch: BuildWatch | None = None,
+    ) -> None:
         self.cache = cache
+        self.watch = watch
         self.toolkit = toolkit
         self.timeouts = timeouts
         self._lock = threading.Lock()
@@ -74,9 +93,19 @@ class Prefetcher:
             self._release_listings()
         if self._jobs <= 1:
             return
-        for unit in _worker_order(list(dict.fromkeys(first))):
+        self._build_ahead(_worker_order(list(dict.fromkeys(first))))
+
+    def _build_ahead(self, units: Iterable[Unit]) -> None:
+        """Start building on the pool each unit the cache does not hold, one by one: the first builds while
+        the next ones' keys are made."""
+        for unit in units:
             if self.cache.stored(unit, self.toolkit):
                 continue
+            if self.watch is not None:
+                with self._lock:
+                    unbuilt = unit not in self._units
+                if unbuilt:
+                    self.watch.planned([unit])
             if self._pool is None:
                 self._pool = ThreadPoolExecutor(max_workers=self._jobs, thread_name_prefix="regbudget")
             self._pool.submit(self._prefetch, unit)
@@ -146,12 +175,7 @@ class Prefetcher:
                 self._wanted[unit] += 1
         if self._jobs <= 1:
             return
-        for unit in units:
-            if self.cache.stored(unit, self.toolkit):
-                continue
-            if self._pool is None:
-                self._pool = ThreadPoolExecutor(max_workers=self._jobs, thread_name_prefix="regbudget")
-            self._pool.submit(self._prefetch, unit)
+        self._build_ahead(units)
 
     def _outputs(self, unit: Unit, kernel: str | None) -> UnitOutputs:
         """The unit's outputs: built here, or by the thread already at it."""
@@ -176,13 +200,24 @@ class Prefetcher:
             future = self._units[unit] = Future()
             if not self._wanted[unit]:
                 self._remember(unit)
+        watch = self.watch
+        if watch is not None:
+            watch.started(unit)
+        runs = running.runs_in_this_thread()
+        failed = False
         try:
             label = self._label(unit, kernel)
             future.set_result(self.cache.unit(unit, self.toolkit, self.timeouts, label=label))
         except BaseException as exc:
+            failed = True
             future.set_exception(exc)
             if not isinstance(exc, Exception):
                 raise
+        finally:
+            if watch is not None:
+                # A build ran a compiler (ptxas, nvcc) in this thread; a cache hit, or a failure the cache
+                # holds, ran none.
+                watch.finished(unit, built=running.runs_in_this_thread() > runs, failed=failed)
         return future
 
     def _label(self, unit: Unit, kernel: str | None) -> str:

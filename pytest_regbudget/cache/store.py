@@ -64,6 +64,7 @@ from .keys import (
     include_lookups,
     skip_dirs,
     tool_states,
+    toolkit_bases,
 )
 from .nvcc_deps import DepBuild, host_system_dirs, nvcc_probes, parse_depfile, searched_trees
 
@@ -144,8 +145,10 @@ class CompileCache:
     cache, every build runs). A unit that another process is building is waited for, through a lock per
     key in the cache directory, so that the second process finds the first one's entry."""
 
-    def __init__(self, directory: Path | None) -> None:
+    def __init__(self, directory: Path | None, rootdir: Path | None = None) -> None:
         self.stats = CacheStats()
+        self.rootdir = rootdir
+        self._cwd_seen = ("", False)  # the working directory last seen, and whether it is the rootdir
         self._lock = threading.Lock()
         if directory is not None:
             self.stats.disabled = _unusable(directory)
@@ -153,8 +156,22 @@ class CompileCache:
                 directory = None
         self.directory = directory
         self.digests = StatCache(None if directory is None else directory / f"v{FORMAT}" / "stat-cache")
-        self._keys: dict[tuple[Unit, str, Toolkit], str] = {}  # NVRTC keys made this run
+        if rootdir is not None:
+            # A key names the checkout's files relative to it, so that a checkout at another path hits.
+            self.digests.add_base("<rootdir>", rootdir)
+        self._keys: dict[tuple[Unit, str, Toolkit, Path | None], str] = {}  # NVRTC keys made this run
         self.entries = Entries(directory, self._count)
+
+    def base(self) -> Path | None:
+        """The rootdir when it is the working directory, else None: the compilers are then given names
+        relative to it (`given_names`), which they resolve in the working directory (NVRTC runs in this
+        process, and a thread cannot have a working directory of its own)."""
+        if self.rootdir is None:
+            return None
+        here = os.getcwd()
+        if here != self._cwd_seen[0]:
+            self._cwd_seen = (here, self.digests.realpath(here) == self.digests.realpath(str(self.rootdir)))
+        return self.rootdir if self._cwd_seen[1] else None
 
     def _count(self, what: str) -> None:
         with self._lock:
@@ -203,13 +220,15 @@ class CompileCache:
         text = compiler.read_source(unit.source) if source_text is None else source_text
         label = label or f"{unit.source.name} [{unit.arch}]"
 
+        base = self.base()
+
         def build(depfile: Path | None = None) -> UnitOutputs:
             if unit.nvcc is not None:
                 return nvcc.build_nvcc_unit(
-                    unit.source, unit.arch, unit.options, unit.nvcc, timeouts.nvcc, depfile, label
+                    unit.source, unit.arch, unit.options, unit.nvcc, timeouts.nvcc, depfile, label, base
                 )
             return compiler.build_unit(
-                unit.source, text, unit.arch, unit.options, toolkit, unit.names, timeouts.ptxas, label
+                unit.source, text, unit.arch, unit.options, toolkit, unit.names, timeouts.ptxas, label, base
             )
 
         if self.directory is None:
@@ -276,12 +295,13 @@ class CompileCache:
 
     def _nvrtc_key(self, unit: Unit, text: str, toolkit: Toolkit, fresh: bool = False) -> str:
         """cache_key of an NVRTC unit, made once per run (as its trees are) unless `fresh`."""
-        memo = (unit, text, toolkit)
+        base = self.base()
+        memo = (unit, text, toolkit, base)
         if not fresh and memo in self._keys:
             return self._keys[memo]
         key = cache_key(
             unit.source, text, unit.names, unit.arch, unit.options, toolkit, self.digests, self.directory,
-            fresh=fresh,
+            fresh=fresh, base=base,
         )  # fmt: skip
         self._keys[memo] = key
         return key
@@ -292,13 +312,15 @@ class CompileCache:
         return [os.path.realpath(p) for p in (nvcc.path.parent.parent, *nvcc.include_dirs)]
 
     def _record_key(self, unit: Unit, text: str, nvcc: Nvcc) -> str:
-        """The key of an nvcc unit's dependency record."""
+        """The key of an nvcc unit's dependency record: nvcc by its version and the contents of its tools,
+        its paths relative to their root (`toolkit_bases`), as the files of its records are."""
+        toolkit_bases([*nvcc.include_dirs, nvcc.path.parent.parent / "include"], self.digests)
+        base = self.base()
         return json_digest(
             [
-                *identity_digest(unit.source, text, unit.names, unit.arch, unit.options, self.digests),
+                *identity_digest(unit.source, text, unit.names, unit.arch, unit.options, self.digests, base),
                 "nvcc",
-                nvcc.identity(),
-                str(nvcc.path),
+                nvcc.identity(self.digests.keyed),
                 tool_states(nvcc.tools(), self.digests),
                 nvcc_environment(),
                 host_compiler_identity(self.digests),
@@ -440,10 +462,11 @@ class CompileCache:
                 return outputs
             if after != listed[: len(after)]:
                 return outputs
+            keyed = self.digests.keyed  # paths as the key holds them: the record serves any checkout path
             seen = DepBuild(
-                files=tuple((f, file_state(f, self.digests)) for f in files),
-                listings=tuple(listed),
-                probes=tuple(sorted(scanned.probes.items())),
+                files=tuple((keyed(f), file_state(f, self.digests)) for f in files),
+                listings=tuple((keyed(d), recursive, state) for d, recursive, state in listed),
+                probes=tuple(sorted((keyed(p), kind) for p, kind in scanned.probes.items())),
             )
             self.entries.store(seen.key(record_key), outputs)
             self.entries.store_record(record_key, [seen, *(b for b in builds if b != seen)][:_RECORD_BUILDS])

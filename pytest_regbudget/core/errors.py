@@ -38,6 +38,16 @@ class BinaryError(CompileError):
     """cuobjdump is missing, cannot read the file, or printed something this package cannot read."""
 
 
+class ToolTimeout(CompileError):
+    """A compiler or tool ran past its time limit (an ini `regbudget_*_timeout` key, which the message names)
+    and was killed: no verdict on the source, never cached. It fails what it built for, as a failed build does
+    (a manifest file's listing: its item), and the run goes on."""
+
+
+class BinaryTimeout(BinaryError, ToolTimeout):
+    """cuobjdump ran past `regbudget_cuobjdump_timeout`."""
+
+
 class SassError(CompileError):
     """nvdisasm is missing or failed; the message says how to get it."""
 

@@ -13,6 +13,7 @@ import re
 from pathlib import Path
 
 from msgspec import Struct
+from msgspec.structs import replace
 
 from .errors import SassError
 
@@ -164,6 +165,28 @@ def parse_sass(text: str, function: str, *, spills: bool = True) -> SassReport:
     """The facts of `function` in `nvdisasm -c -g` or `-gi` output. Raises SassError if it is not there.
 
     `spills=False` (ptxas reported no spill bytes): no local access is a spill, whatever its address."""
+    sections, externs = _split(text)
+    if function not in sections:
+        raise SassError(f"nvdisasm output has no function {function!r} (it has: {', '.join(sections)})")
+    return _parse_function(function, sections[function], externs, spills=spills)
+
+
+def parse_sass_functions(text: str) -> dict[str, SassReport]:
+    """parse_sass of every function in the listing, read once (a unit's kernels share one listing), with
+    spills counted as ptxas reported some; `without_spills` gives a kernel's report where it reported none."""
+    sections, externs = _split(text)
+    return {name: _parse_function(name, body, externs, spills=True) for name, body in sections.items()}
+
+
+def without_spills(report: SassReport) -> SassReport:
+    """`report` as parse_sass(..., spills=False) reads it: no local access is a spill."""
+    if not any(a.spill for a in report.local):
+        return report
+    return replace(report, local=tuple(replace(a, spill=False) for a in report.local))
+
+
+def _split(text: str) -> tuple[dict[str, list[str]], tuple[str, ...]]:
+    """The listing's functions (each section's lines) and the extern functions it declares."""
     sections: dict[str, list[str]] = {}
     declared: list[str] = []
     body: list[str] | None = None
@@ -176,9 +199,11 @@ def parse_sass(text: str, function: str, *, spills: bool = True) -> SassReport:
         extern = _EXTERN.match(line)
         if extern:
             declared.append(extern.group(1))
-    if function not in sections:
-        raise SassError(f"nvdisasm output has no function {function!r} (it has: {', '.join(sections)})")
-    instrs, labels = _instructions(sections[function])
+    return sections, tuple(dict.fromkeys(n for n in declared if n not in sections))
+
+
+def _parse_function(function: str, lines: list[str], externs: tuple[str, ...], *, spills: bool) -> SassReport:
+    instrs, labels = _instructions(lines)
     index = {ins.address: n for n, ins in enumerate(instrs)}
     successors = [_successors(instrs, n, labels, index) for n in range(len(instrs))]
     loops = _loops(instrs, successors)
@@ -216,7 +241,7 @@ def parse_sass(text: str, function: str, *, spills: bool = True) -> SassReport:
         loops=tuple(loops),
         setmaxnreg=tuple((r.direction, r.count) for r in setmaxnreg),
         calls=tuple(calls),
-        externs=tuple(dict.fromkeys(n for n in declared if n not in sections)),
+        externs=externs,
     )
 
 

@@ -24,6 +24,7 @@ from ..tools.outputs import CompiledKernel
 from ..tools.running import ToolMemo, kill_running_tools
 from ..tools.toolkit import Nvcc, Toolkit, discover
 from ..tools.units import Spec, Unit
+from .progress import BuildProgress
 
 
 class BuildSettings(Struct, frozen=True):
@@ -40,7 +41,7 @@ class BuildSettings(Struct, frozen=True):
 class Builder:
     def __init__(self, settings: BuildSettings) -> None:
         self.settings = settings
-        self.cache = CompileCache(settings.cache_dir)
+        self.cache = CompileCache(settings.cache_dir, settings.rootdir)
         self._toolkit: Toolkit | None = None
         self._toolkit_error: str | None = None
         self._nvcc: Nvcc | None = None
@@ -48,6 +49,8 @@ class Builder:
         self._binaries: dict[tuple[Path, str], tuple[tuple[int, ...], Held]] = {}
         self._prefetcher: Prefetcher | None = None
         self._options_hashes: dict[CompileOptions, str] = {}
+        # What the pool builds, for the progress line and the summary's slowest builds.
+        self.progress = BuildProgress(settings.rootdir, settings.jobs)
         # What discovery and `nvcc --version` found, remembered in the cache: a warm run starts no process.
         where = self.cache.directory
         self._memo = ToolMemo(None if where is None else where / f"v{FORMAT}" / "tools")
@@ -100,7 +103,7 @@ class Builder:
     def pool(self) -> Prefetcher:
         if self._prefetcher is None:
             self._prefetcher = Prefetcher(
-                self.cache, self.toolkit(), self.settings.jobs, self.settings.timeouts
+                self.cache, self.toolkit(), self.settings.jobs, self.settings.timeouts, self.progress
             )
         return self._prefetcher
 

@@ -166,7 +166,8 @@ def report_scope(
 ) -> dict[str, object]:
     """What the run could have seen, for the JSON report: what a later merge of shards needs to decide stale
     entries as this run would (`regbudget merge`), and what a reader needs to know what was compared. `run`
-    is scope.RunScope's payload; `built` the (compiler, release) pairs measured."""
+    is scope.RunScope's payload; `built` the (compiler, release) pairs measured; `shard` this run's
+    --regbudget-shard (K/N), so that a merge can tell that every shard of the run is there."""
     s = session.settings
     return {
         "run": session.scope.payload(),
@@ -178,6 +179,7 @@ def report_scope(
         "rootdir": str(s.rootdir),
         "baseline": s.display(s.baseline_path) if s.baseline_path else None,
         "update": s.update,
+        "shard": str(s.shard) if s.shard is not None else None,
     }
 
 

@@ -80,6 +80,8 @@ class RegbudgetSession:
         self.empty_sources: set[str] = set()  # manifest source files whose builds hold no kernel
         self.unmatched: list[str] = []  # manifest `kernels` patterns that match no kernel of a file
         self.no_arch: set[str] = set()  # items skipped because their archs= leave out their arch
+        # Manifest files named on the command line that another --regbudget-shard owns: not seen by this run.
+        self.other_shards: set[str] = set()
         # The builds that failed, or that the baseline records as broken and build now (update/broken.py).
         self.builds: dict[bl.BuildKey, broken.BuildNote] = {}
         self.worker_cache = CacheStats()  # the controller's sum over workers
@@ -278,7 +280,7 @@ class RegbudgetSession:
         """How collecting one node ended (a module, or a package, directory or class)."""
         if outcome == ERROR:
             self.scope.collection_errors += 1
-        if module:
+        if module and nodeid not in self.other_shards:
             self.scope.note_file(nodeid, outcome, reason)
 
     def note_collected(self, nodeids: Iterable[str]) -> None:
@@ -345,11 +347,12 @@ class RegbudgetSession:
         sass_report = None
         if reads_sass(budget, arch, sass=self.settings.sass) and facts.cubin:
             res = facts.resources
-            sass_report = disasm.disassemble(
+            sass_report = disasm.read_sass(
                 self.builder.nvdisasm(),
                 facts.cubin,
                 facts.entry,
                 spills=res.spill_bytes > 0 or not res.spills_known,
+                cache_dir=self.settings.cache_dir,
             )
         gpu_facts = None
         if arch == gpu_arch and facts.cubin:

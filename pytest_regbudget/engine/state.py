@@ -32,6 +32,7 @@ from ..tools.options import Timeouts
 from ..tools.targets import Targets, table_lacks
 from ..update.scope import NOT_A_FILE
 from .builder import BuildSettings
+from .sharding import Shard
 
 
 class Settings(Struct, frozen=True):
@@ -66,6 +67,7 @@ class Settings(Struct, frozen=True):
     # Where the archs were named, for the messages about them: "--regbudget-arch", "regbudget_arch (ini)", or
     # the manifest's arch key.
     archs_from: str = "--regbudget-arch"
+    shard: Shard | None = None  # --regbudget-shard=K/N: this run builds and runs only its own build units
 
     def build(self, toolkit: str | None = None) -> BuildSettings:
         return BuildSettings(

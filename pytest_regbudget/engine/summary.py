@@ -17,6 +17,7 @@ from ..report.terminal import (
     summary_table,
 )
 from ..update import broken
+from .progress import slowest_line
 from .session import RegbudgetSession
 
 
@@ -72,10 +73,12 @@ def lines(session: RegbudgetSession, mode: str = "changes", width: int | None = 
     finish += broken.summary_lines(session.builds, updating=s.update)
     finish += empty_binaries_line(session.empty_binaries, s.archs, session.empty_sources)
     finish += no_arch_line(session.no_arch, s.archs)
-    if not records and not finish:
+    slowest = slowest_line(list({id(b.progress): b.progress for b in session.builders.values()}.values()))
+    if not records and not finish and slowest is None:
         return []
     finish = [
         cache_line(session),
+        *([slowest] if slowest else []),
         *filter(None, [_compilers_line(session)]),
         gpu_line(records, s.gpu_mode),
         *finish,

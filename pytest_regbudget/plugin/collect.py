@@ -35,7 +35,16 @@ from _pytest.mark import MarkMatcher  # how -m evaluates an expression: pytest h
 from _pytest.mark.expression import Expression
 
 from ..core import names
-from ..core.errors import CompileError, MarkerError, RegbudgetWarning, Rejected, ToolchainError, Unbuildable
+from ..core.baseline import NO_VARIANT
+from ..core.errors import (
+    CompileError,
+    MarkerError,
+    RegbudgetWarning,
+    Rejected,
+    ToolchainError,
+    ToolTimeout,
+    Unbuildable,
+)
 from ..core.text import safe_block
 from ..engine.session import RegbudgetSession
 from ..engine.state import ItemState
@@ -43,6 +52,7 @@ from ..project import manifest
 from ..project.kernel_tables import LISTING_COMPILERS, Variant
 from ..project.manifest import Kernel, Manifest, kernel_id
 from ..update.scope import COLLECTED
+from . import shard
 
 PLUGIN_NAME = manifest.PLUGIN_NAME
 # The item of a file's own build, `kernels/a.cu::<build>[sm_90]`: no kernel name starts with `<`.
@@ -74,6 +84,13 @@ class ManifestCollection:
     def pytest_collect_file(self, file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
         path = Path(file_path)
         if path in self._files:
+            if not self._owns(path):
+                # Another shard's (--regbudget-shard): built and reported there. Named on the command line,
+                # it collects nothing here, and this run's scope does not count it as seen.
+                if not parent.session.isinitpath(path):
+                    return None
+                self.session.other_shards.add(self.manifest.relative(path))
+                return OtherShard.from_parent(parent, path=path)
             if not self.selected:
                 # Named on the command line: say why it holds nothing (a collector that collects nothing
                 # would make pytest report "found no collectors", and count the file as seen).
@@ -102,8 +119,18 @@ class ManifestCollection:
             and Path(config.invocation_params.dir) == config.rootpath
         )
 
+    def _owns(self, path: Path) -> bool:
+        """Whether this run builds `path`: always, but under --regbudget-shard, where a shard owns it."""
+        sharding = shard.selection(self.config)
+        return sharding is None or sharding.owns(path)
+
     def in_full(self) -> list[Path]:
-        """The manifest's files this run collects in full (see the module's docstring)."""
+        """The manifest's files this run collects in full (see the module's docstring): under
+        --regbudget-shard, those of this shard only."""
+        return [f for f in self._named() if self._owns(f)]
+
+    def _named(self) -> list[Path]:
+        """The manifest's files this run's arguments name in full, whatever the shard."""
         config = self.config
         files = self.manifest.files()
         invoked = Path(config.invocation_params.dir)
@@ -129,27 +156,30 @@ class ManifestCollection:
         mine = [self.manifest.relative(f) for f in self.in_full()]
         if not self.whole():
             return tuple(mine)
+        named = {self.manifest.relative(f) for f in self._named()}  # another shard's files are not dropped
         earlier = {
             test.split("::", 1)[0]
             for entry in self.session.baseline.entries.values()
             for test in entry.tests
             if "::" in test and not test.split("::", 1)[0].endswith(".py")
         }
-        dropped = sorted(earlier - set(mine))
+        dropped = sorted(earlier - named)
         for file in dropped:
             self.session.note_collection(file, COLLECTED, "", module=True)
         return (*mine, *dropped)
 
     # -- what a file holds ---------------------------------------------------------------------------------
     def _start_listings(self) -> None:
-        """Build every file's listing at once on the compile pool (collection then only waits), instead of
-        one file after another as collection reaches them."""
+        """Build the listing of every file this run collects in full at once on the compile pool (collection
+        then only waits), instead of one file after another as collection reaches them. Only those: a file
+        that a path argument or the shard leaves out builds nothing (a file named by a node id is listed
+        when collection reaches it)."""
         if self._listings_started:
             return
         self._listings_started = True
         manifest, archs = self.manifest, self.session.settings.archs
         wanted = []
-        for path in manifest.files():
+        for path in self.in_full():
             if not manifest.lists(path):
                 continue
             compiler = manifest.compiler_of(path, self.session.settings.compiler)
@@ -192,7 +222,16 @@ class ManifestCollection:
 
     def _binary_items(self, node: KernelFile, path: Path, compiler: str) -> Iterator[pytest.Item]:
         manifest = self.manifest
-        by_arch = self._binary_listing(path)
+        try:
+            by_arch = self._binary_listing(path)
+        except ToolTimeout as exc:
+            # No verdict on the file, as a source's listing that times out: one failed item per arch, naming
+            # the key to raise, and the run goes on.
+            rel = manifest.relative(path)
+            for arch in self.session.settings.archs:
+                key = (rel, NO_VARIANT, arch, "")
+                yield _item(BuildItem, node, f"{BUILD_ITEM}[{arch}]", key=key, problem=(str(exc), False))
+            return
         entries = _one_per_kernel(e for held in by_arch.values() for e in held)
         kernels, unmatched = manifest.kernels(path, entries, compiler)
         if not entries:
@@ -356,6 +395,8 @@ class ManifestCollection:
                 empty = self.session.empty_binaries
                 rel = self.manifest.relative(path)
                 empty[rel] = empty.get(rel, 0) + held.empty
+        except ToolTimeout:
+            raise  # its items say so (_binary_items)
         except (CompileError, ToolchainError) as exc:
             raise KernelFile.CollectError(
                 f"cannot list the kernels of {self.manifest.relative(path)} for {self.manifest.label} "
@@ -469,6 +510,13 @@ class Unselected(pytest.File):
             f"{self.nodeid}: -m {expression!r} deselects every manifest item (each carries the regbudget "
             "marker): nothing of it is built"
         )
+
+
+class OtherShard(pytest.File):
+    """A manifest file named on the command line that another --regbudget-shard owns: nothing here."""
+
+    def collect(self) -> Sequence[pytest.Item]:
+        return ()
 
 
 class NotInManifest(pytest.File):

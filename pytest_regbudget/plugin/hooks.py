@@ -5,10 +5,11 @@ imports NVRTC or a GPU library.
 
 from __future__ import annotations
 
+import os
 import unittest
 from collections.abc import Generator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import pytest
 
@@ -21,12 +22,13 @@ from ..core.errors import (
 )
 from ..core.text import safe_block
 from ..engine import finish, summary, workers
+from ..engine.progress import Ticker
 from ..engine.session import RegbudgetSession
 from ..engine.state import ItemState
 from ..project import manifest
 from ..project.markers import VALID_KEYS, duplicate_markers
 from ..update import scope
-from . import collect
+from . import collect, shard
 from .options import ARCH_PARAM, TOOLKIT_PARAM, settings_of
 
 SESSION_KEY = pytest.StashKey[RegbudgetSession]()
@@ -56,11 +58,14 @@ def pytest_configure(config: pytest.Config) -> None:
         # A toolkit asked for by name or path that is not there: once, now, not in every test.
         raise pytest.UsageError(str(exc)) from None
     config.pluginmanager.register(_ScopeWatcher(config), "regbudget-scope")
+    shard.register(config, session, kernels, ITEM_KEY)  # before the manifest's hooks, which ask it
     if kernels is not None:
         collection = collect.ManifestCollection(config, kernels, session_of(config), ITEM_KEY)
         config.pluginmanager.register(collection, collect.PLUGIN_NAME)
     if config.pluginmanager.hasplugin("xdist") and not hasattr(config, "workerinput"):
         config.pluginmanager.register(_XdistController(config), "regbudget-xdist-controller")
+    if not hasattr(config, "workerinput"):  # a worker's output reaches no terminal
+        config.pluginmanager.register(_BuildProgress(config, session), "regbudget-progress")
 
 
 def session_of(config: pytest.Config) -> RegbudgetSession:
@@ -382,6 +387,9 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int | pytest.ExitCode) -> None:
     config = session.config
+    progress = config.pluginmanager.get_plugin("regbudget-progress")
+    if isinstance(progress, _BuildProgress):
+        progress.stop()  # before the summary is written
     regbudget = session_of(config)
     regbudget.close()
     interrupted = _interruption(session, int(exitstatus), regbudget.scope.collection_errors)
@@ -414,3 +422,73 @@ class _XdistController:
     def pytest_testnodedown(self, node: Any, error: object) -> None:
         output = getattr(node, "workeroutput", {})
         workers.merge(session_of(self.config), output.get(workers.WORKEROUTPUT_KEY, {}))
+
+
+class _BuildProgress:
+    """Writes the engine's progress line (engine/progress.py) while builds run: rewritten in place on a
+    terminal while pytest collects (as its own `collecting ...`), else a line of its own every few seconds
+    (as a pipe, such as a CI log, shows it).
+
+    Builds run while pytest captures output (collecting a manifest file, running a test), so the line goes
+    to a copy of the terminal reporter's file descriptor, taken when nothing is captured; pytest's reporter
+    is told that its line was broken, so that it starts its next result on a line of its own."""
+
+    def __init__(self, config: pytest.Config, session: RegbudgetSession) -> None:
+        self.config = config
+        progress = session.builder.progress
+        for builder in session.builders.values():  # one count over every toolkit's builds
+            builder.progress = progress
+        self.progress = progress
+        self.collecting = True
+        self.ticker: Ticker | None = None
+        self.out: TextIO | None = None
+        self.left_at = 0  # the width of pytest's line when a line was last written here
+
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is None or self.config.get_verbosity() < -1:
+            return  # -p no:terminal, or -qq: nothing but what pytest must say
+        self.reporter: pytest.TerminalReporter = reporter
+        tw = self.config.get_terminal_writer()
+        try:
+            fd = tw._file.fileno()  # pytest's writer has no public file
+            self.out = os.fdopen(os.dup(fd), "w", encoding="utf-8", errors="replace")
+        except (AttributeError, OSError, ValueError):
+            return  # not a file (an in-process pytester run): no progress
+        self.width = tw.fullwidth
+        verbose = self.config.get_verbosity() > 0
+        self.ticker = Ticker(self.progress, self._write, self._live, verbose=verbose)
+        self.progress.on_build = self.ticker.start  # no thread for a run that builds nothing
+
+    @pytest.hookimpl(tryfirst=True)  # before pytest's `collected N items`, which a status line must not hide
+    def pytest_collection_finish(self) -> None:
+        self.collecting = False
+
+    def _live(self) -> bool:
+        return self.collecting and bool(self.reporter.isatty)
+
+    def _write(self, line: str, in_place: bool) -> None:
+        out = self.out
+        if out is None:
+            return
+        if in_place:
+            out.write("\r" + line.ljust(self.width - 1) + ("" if line else "\r"))
+        else:
+            # pytest's writer counts only what it wrote: mid-line unless that is where this left it.
+            width = self.config.get_terminal_writer().width_of_current_line
+            if width and width != self.left_at:
+                # Mid-line (a file's results): end it, and have pytest start its next result anew.
+                line = "\n" + line
+                self.reporter.currentfspath = None
+            self.left_at = width
+            out.write(line + "\n")
+        out.flush()
+
+    def stop(self) -> None:
+        self.progress.on_build = None
+        if self.ticker is not None:
+            self.ticker.stop()
+            self.ticker = None
+        if self.out is not None:
+            self.out.close()
+            self.out = None

@@ -5,6 +5,7 @@ setting.
 
 from __future__ import annotations
 
+import argparse
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -20,6 +21,7 @@ from ..core.errors import (
     UnknownArchError,
 )
 from ..core.verdict import TimeBasis
+from ..engine.sharding import Shard, parse_shard
 from ..engine.state import Settings
 from ..gpu.runner import GpuMode
 from ..project import options as shared
@@ -148,6 +150,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="PATH",
         help='write every kernel\'s numbers and verdict to PATH as {"kernels": [...]}.',
     )
+    group.addoption(
+        "--regbudget-shard",
+        default=None,
+        type=_shard,
+        metavar="K/N",
+        help="run shard K of N (1 <= K <= N): each source file or binary, with every item that builds it, "
+        "goes to one shard, and a shard builds only its own. Merge the shards' --regbudget-json reports "
+        "with `regbudget merge`.",
+    )
     for key in (
         shared.ARCH_INI,
         shared.BASELINE_INI,
@@ -187,6 +198,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         f"(default {DEFAULT_CUOBJDUMP_TIMEOUT:g})",
         default=str(DEFAULT_CUOBJDUMP_TIMEOUT),
     )
+
+
+def _shard(text: str) -> Shard:
+    try:
+        return parse_shard(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"--regbudget-shard={exc}") from None
 
 
 def _seconds(config: pytest.Config, name: str, default: float) -> float:
@@ -271,6 +289,7 @@ def settings_of(config: pytest.Config, manifest: Manifest | None = None) -> Sett
         toolkits=_toolkits(config),
         nvcc=config.getoption("regbudget_nvcc") or str(config.getini("regbudget_nvcc")).strip() or None,
         archs_from=archs_from,
+        shard=config.getoption("regbudget_shard"),
     )
 
 

@@ -55,7 +55,7 @@ class Binary(Struct, frozen=True):
         shown = dict(held.shown) if self.kernel is None else {}
         if self.kernel is not None:
             # A name as the listing gave it (every item of a manifest's "*"): its entry and name at once.
-            entry = held.by_name.get(names.normalize(self.kernel))
+            entry = held.by_shown.get(self.kernel) or held.by_name.get(names.normalize(self.kernel))
             entries: list[str] = []
             if entry is not None:
                 shown[entry] = held.shown[entry]

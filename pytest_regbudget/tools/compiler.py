@@ -14,6 +14,8 @@ import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from msgspec.structs import replace
+
 from ..core import names, ptxas
 from ..core.errors import CompileError
 from ..core.facts import Deferred, KernelFacts, Provenance
@@ -61,6 +63,33 @@ def read_source(source: Path) -> str:
 _SOURCES: dict[tuple[str, int, int, int, int], str] = {}
 
 
+def inside_root(path: str | Path, root: Path) -> str | None:
+    """`path` relative to `root` ("/" between parts) where it lies below it, as given or as resolved
+    (symbolic links); None elsewhere."""
+    spellings = (
+        (os.path.abspath(path), os.path.abspath(root)),
+        (os.path.realpath(path), os.path.realpath(root)),
+    )
+    for p, r in spellings:
+        if p == r or p.startswith(r.rstrip(os.sep) + os.sep):
+            return os.path.relpath(p, r).replace(os.sep, "/")
+    return None
+
+
+def given_names(source: Path, options: CompileOptions, base: Path | None) -> tuple[str, CompileOptions]:
+    """The source's name and the options as a compiler is given them: with `base` (the rootdir, which is
+    then the compiler's working directory), relative to it where they lie inside it, so that the outputs
+    (PTX `.file`, line info, messages) name no checkout path and a cache entry serves a checkout at any
+    path. A source or include dir outside it stays as given."""
+    if base is None:
+        return str(source), options
+    name = inside_root(source, base)
+    if name is None:
+        return str(source), options
+    dirs = tuple(inside_root(d, base) or d for d in options.include_dirs)
+    return name, replace(options, include_dirs=dirs)
+
+
 def build_unit(
     source: Path,
     source_text: str,
@@ -70,10 +99,14 @@ def build_unit(
     name_expressions: Sequence[str] = (),
     ptxas_timeout: float = DEFAULT_PTXAS_TIMEOUT,
     label: str = "",
+    base: Path | None = None,
 ) -> UnitOutputs:
     """NVRTC, with `name_expressions`, then ptxas over the whole module: every extern "C" and non-template
-    kernel of the file, and the template instances the names (or the file itself) instantiate."""
-    module = compile_ptx(source_text, str(source), arch, options, toolkit, name_expressions=name_expressions)
+    kernel of the file, and the template instances the names (or the file itself) instantiate. `base`: the
+    rootdir, when it is the working directory (NVRTC resolves relative names there), to name files
+    relative to it (`given_names`)."""
+    name, options = given_names(source, options, base)
+    module = compile_ptx(source_text, name, arch, options, toolkit, name_expressions=name_expressions)
     label = label or f"{source.name} [{arch}]"
     ptxas_out, cubin = run_ptxas(module.ptx, arch, options.ptxas_options, toolkit, ptxas_timeout, label)
 

@@ -78,7 +78,7 @@ from ..core.cuobjdump import (
     parse_sass_roles,
 )
 from ..core.cuobjdump import combine_listings as combine_listings
-from ..core.errors import BinaryError, CompileError, ParseError, ToolchainError
+from ..core.errors import BinaryError, BinaryTimeout, CompileError, ParseError, ToolchainError
 from ..util.files import file_sha256, read_document, settled, sha256_hex, write_document
 from .options import DEFAULT_CUOBJDUMP_TIMEOUT, Timeouts
 from .toolkit import Toolkit, find_tool
@@ -145,7 +145,7 @@ def _run(
                 cmd, stdout=out, stderr=subprocess.PIPE, text=True, timeout=timeout, check=False, cwd=cwd
             )
         except subprocess.TimeoutExpired:
-            raise BinaryError(
+            raise BinaryTimeout(
                 f"`{' '.join(cmd)}` did not finish within {timeout:g} s ({_TIMEOUT_KEY} seconds per 100 MB "
                 f"of the file read). Fix: raise ini {_TIMEOUT_KEY} (now "
                 f"{timeout / max(1.0, path.stat().st_size / _PER_BYTES):g})"
@@ -220,6 +220,7 @@ class Held(Struct, frozen=True):
     by_name: dict[str, str]  # normalized readable name -> entry, for the names no two entries share
     shown: dict[str, str]  # entry -> the name reports show (names.display_names)
     empty: int  # ELFs of this arch that hold no kernel (host-only or device-function-only units)
+    by_shown: dict[str, str] = {}  # the name reports show -> entry: a manifest's items are named so
 
 
 def read_arch(
@@ -239,6 +240,14 @@ def read_arch(
 @functools.lru_cache(maxsize=64)
 def _held(file: _File, arch: str, cache_dir: Path | None, jobs: int) -> Held:
     facts = _arch_kernels(file, arch, cache_dir, jobs)
+    by_entry = {k.entry: k for k in facts.kernels}
+    by_shown = {name: entry for entry, name in facts.shown.items()}
+    return Held(facts.kernels, by_entry, facts.by_name, facts.shown, facts.empty, by_shown)
+
+
+def _named(file: _File, arch: str, facts: _ArchFacts) -> _ArchFacts:
+    """`facts` with each kernel's copy tag and the names it is looked up and shown by: made once, when the
+    file is read, and kept with its facts (thousands of names: a warm run of a library names nothing)."""
     kernels = tuple(copy_tags(facts.kernels))
     entries = [k.entry for k in kernels]
     by_name: dict[str, list[str]] = {}
@@ -248,13 +257,8 @@ def _held(file: _File, arch: str, cache_dir: Path | None, jobs: int) -> Held:
         shown = names.display_names(entries)
     except CompileError as exc:
         raise BinaryError(f"{file.path} [{arch}]: {exc}") from None
-    return Held(
-        kernels,
-        {k.entry: k for k in kernels},
-        {name: found[0] for name, found in by_name.items() if len(found) == 1},
-        shown,
-        facts.empty,
-    )
+    unique = {name: found[0] for name, found in by_name.items() if len(found) == 1}
+    return replace(facts, kernels=kernels, by_name=unique, shown=shown)
 
 
 class _Listing(Struct, frozen=True):
@@ -333,30 +337,34 @@ class _CubinFacts(Struct, frozen=True):
 
 
 class _ArchFacts(Struct, frozen=True):
-    """A file's kernels for one arch, kept under the file's digest."""
+    """A file's kernels for one arch, kept under the file's digest, with the names `Held` looks them up by."""
 
-    kernels: tuple[BinaryKernel, ...]
+    kernels: tuple[BinaryKernel, ...]  # copies of a kernel that several ELFs hold tagged (copy_tags)
     empty: int  # ELFs of this arch without a kernel
+    by_name: dict[str, str] = {}  # as Held's
+    shown: dict[str, str] = {}  # as Held's
 
 
 # The cache documents' own version: a change of BinaryKernel or of what is read changes it.
 # 2: a linked kernel without a stack frame has spills 0 whatever its ptxas; 3: setmaxnreg roles from the SASS;
 # 4: cluster dims and tcgen05 use from the kernel's attributes; 5: local_instructions.
 _CACHE_FORMAT = 5
+# A file's facts: 6, kept with their copy tags and names (a cubin's facts are as they were).
+_FILE_FORMAT = 6
 
 
-def _kept(doc: str | None, kind: type[T], make: Callable[[], T], keep: bool = True) -> T:
-    """The payload of the cache document `doc`, else `make()`, stored there when `keep`. A missing or
-    damaged document reads as absent, and one that cannot be written only costs a read next time."""
+def _kept(doc: str | None, kind: type[T], make: Callable[[], T], form: int = _CACHE_FORMAT) -> T:
+    """The payload of the cache document `doc` (of format `form`), else `make()`, stored there. A missing
+    or damaged document reads as absent, and one that cannot be written only costs a read next time."""
     if doc is not None:
         try:
-            return read_document(doc, kind, _CACHE_FORMAT)
+            return read_document(doc, kind, form)
         except (OSError, ValueError):
             pass
     made = make()
-    if doc is not None and keep:
+    if doc is not None:
         with contextlib.suppress(OSError):
-            write_document(doc, made, _CACHE_FORMAT)
+            write_document(doc, made, form)
     return made
 
 
@@ -365,17 +373,24 @@ def _arch_kernels(file: _File, arch: str, cache_dir: Path | None, jobs: int) -> 
     folder = None if cache_dir is None else cache_dir / "binaries"
     doc = None
     if folder is not None:
-        tool = file.cuobjdump.stat()
-        digest = _file_digest(file, folder)
-        key = sha256_hex(f"{_CACHE_FORMAT}|{digest}|{arch}|{tool.st_size}|{tool.st_mtime_ns}".encode())
+        digest = _remembered_digest(file.path, file.stamp, file.is_settled, folder)
+        # cuobjdump by its contents, not its path or times: a wheel reinstalled (in a fresh venv) is the same.
+        tool = _File.of(file.cuobjdump, file.cuobjdump, file.timeout)
+        tool_digest = _remembered_digest(tool.path, tool.stamp, tool.is_settled, folder)
+        key = sha256_hex(f"{_FILE_FORMAT}|{digest}|{arch}|{tool_digest}".encode())
         doc = str(folder / f"file-{key}.json")
-    return _kept(doc, _ArchFacts, lambda: _read_arch(file, arch, folder, jobs))
+    made = functools.partial(_named, file, arch)
+    return _kept(doc, _ArchFacts, lambda: made(_read_arch(file, arch, folder, jobs)), _FILE_FORMAT)
 
 
-def _file_digest(file: _File, folder: Path) -> str:
-    """The file's content digest, remembered by path, size, mtime and inode: a warm run hashes nothing."""
-    stamp = sha256_hex(json.dumps([str(file.path.resolve()), *file.stamp]).encode())
-    return _kept(str(folder / f"stamp-{stamp}.json"), str, lambda: file_sha256(file.path), file.is_settled)
+@functools.lru_cache(maxsize=64)
+def _remembered_digest(path: Path, stamp: tuple[int, ...], is_settled: bool, folder: Path) -> str:
+    """A file's content digest, remembered by path, size, times and inode (in the process, and in the cache
+    directory once it is settled): a warm run hashes nothing."""
+    if not is_settled:
+        return file_sha256(path)
+    key = sha256_hex(json.dumps([str(path.resolve()), *stamp]).encode())
+    return _kept(str(folder / f"stamp-{key}.json"), str, lambda: file_sha256(path))
 
 
 def _read_arch(file: _File, arch: str, folder: Path | None, jobs: int) -> _ArchFacts:

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ..core.errors import CompileError, Rejected, ToolchainError, Unbuildable
+from .compiler import given_names
 from .options import DEFAULT_NVCC_TIMEOUT, CompileOptions, Timeouts
 from .outputs import UnitOutputs
 from .ptxas import run_compiler
@@ -200,13 +201,16 @@ def build_nvcc_unit(
     timeout: float = DEFAULT_NVCC_TIMEOUT,
     depfile: Path | None = None,
     label: str = "",
+    base: Path | None = None,
 ) -> UnitOutputs:
     """`nvcc -cubin -arch=sm_XX -Xptxas -v` over a whole translation unit, host code and all: one cubin,
     and one ptxas report, with every kernel the file instantiates. `label` names it in errors.
 
     nvcc needs a host C++ compiler even for -cubin (it splits host from device code). `options` are nvcc's
     own flags here. The PTX is kept (-keep) for the launch-bounds directives. With `depfile`, nvcc also
-    writes there (-MD -MF) every file it opened, for the cache.
+    writes there (-MD -MF) every file it opened, for the cache. `base`: the rootdir, when it is the working
+    directory, to name the source and include dirs relative to it (`given_names`): the PTX, line info,
+    messages and dependency list then name no checkout path.
     """
     if host_compiler() is None:
         raise CompileError(
@@ -218,6 +222,7 @@ def build_nvcc_unit(
     if refusal is not None:
         # Not Rejected: no verdict on the source, so nothing is cached or recorded as a broken build.
         raise CompileError(f"{label}: {refusal}")
+    name, options = given_names(source, options, base)
     with tempfile.TemporaryDirectory(prefix="regbudget-nvcc-") as tmp:
         cubin_path = Path(tmp) / "kernel.cubin"
         cmd = [
@@ -227,16 +232,16 @@ def build_nvcc_unit(
             "-v",
             "-keep",
             f"-keep-dir={tmp}",
-            *options.flags("nvcc", arch, source.parent, nvcc.include_dirs),
+            *options.flags("nvcc", arch, Path(name).parent, nvcc.include_dirs),
             *(["-MD", "-MF", str(depfile)] if depfile is not None else []),
-            str(source),
+            name,
             "-o",
             str(cubin_path),
         ]
         returncode, log = run_compiler(cmd, timeout, f"nvcc {nvcc.version} on {label}", Timeouts.INI["nvcc"])
         if returncode != 0:
             raise Rejected(
-                f"nvcc {nvcc.version} could not compile {source} for {arch}:\n{log.strip()}"
+                f"nvcc {nvcc.version} could not compile {name} for {arch}:\n{log.strip()}"
                 + missing_header_hint(log),
                 log,
             )

@@ -10,7 +10,7 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from ..core.errors import CompileError, Rejected
+from ..core.errors import CompileError, Rejected, ToolTimeout
 from .options import DEFAULT_PTXAS_TIMEOUT, Timeouts
 from .running import run_tool, start_failure
 from .targets import TOOLKIT_OPTION, Targets, with_variants
@@ -86,7 +86,7 @@ def run_compiler(
     try:
         return run_tool(cmd, timeout)
     except subprocess.TimeoutExpired:
-        raise CompileError(
+        raise ToolTimeout(
             f"{what} did not finish within {timeout:g} s (killed with its child processes). Fix: raise "
             f"the limit in your ini file, e.g. {setting} = {timeout * 2:g} (pytest.ini, or "
             "[tool.pytest.ini_options] in pyproject.toml), or simplify the kernel"

@@ -24,6 +24,14 @@ from ..util.files import atomic_write
 _running: set[subprocess.Popen[bytes]] = set()
 _running_lock = threading.Lock()
 _POSIX = os.name == "posix"
+# Tool runs started by each thread: the compile pool tells a build that ran a compiler from a cache hit.
+_started = threading.local()
+
+
+def runs_in_this_thread() -> int:
+    """How many tools this thread has started so far (see `run_tool`)."""
+    count: int = getattr(_started, "count", 0)
+    return count
 
 
 def run_tool(cmd: Sequence[str], timeout: float) -> tuple[int, str]:
@@ -34,6 +42,7 @@ def run_tool(cmd: Sequence[str], timeout: float) -> tuple[int, str]:
     pipes open. Output is decoded leniently: a path or message in another encoding must not crash the run.
     Raises subprocess.TimeoutExpired after the kill, and OSError when the tool cannot be started.
     """
+    _started.count = runs_in_this_thread() + 1
     with subprocess.Popen(
         list(cmd), stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=_POSIX
     ) as proc:

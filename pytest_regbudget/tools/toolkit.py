@@ -21,7 +21,7 @@ import re
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -513,9 +513,11 @@ class Nvcc(Struct, frozen=True):
             origin=f"{self.origin} (nvcc {self.version})",
         )
 
-    def identity(self) -> list[object]:
-        """What a cache key needs to know of this nvcc (its ptxas is the one beside it)."""
-        return ["nvcc", self.version, str(self.path), *map(str, self.include_dirs)]
+    def identity(self, keyed: Callable[[Path], str] = str) -> list[object]:
+        """What a cache key needs to know of this nvcc besides its tools' contents (its ptxas is the one
+        beside it): its version and the wheels' header dirs it is given, named by `keyed` (the cache names
+        them relative to their root, so that the same wheels in another venv are the same nvcc)."""
+        return ["nvcc", self.version, *map(keyed, self.include_dirs)]
 
     def tools(self) -> list[Path]:
         """The files whose contents make an nvcc build: the driver, its profile (include and library paths)

@@ -83,6 +83,7 @@ class Scope(Struct):
     rootdir: str | None = None
     baseline: str | None = None
     update: bool = False
+    shard: str | None = None  # --regbudget-shard K/N of the run
 
 
 class Report(Struct, frozen=True):

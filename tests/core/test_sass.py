@@ -12,7 +12,13 @@ from pytest_regbudget.core.diagnosis import diagnose
 from pytest_regbudget.core.errors import SassError
 from pytest_regbudget.core.occupancy import occupancy, register_cliff
 from pytest_regbudget.core.ptxas import parse_ptxas_output
-from pytest_regbudget.core.sass import instruction, local_opcode, parse_sass
+from pytest_regbudget.core.sass import (
+    instruction,
+    local_opcode,
+    parse_sass,
+    parse_sass_functions,
+    without_spills,
+)
 
 DATA = Path(__file__).parents[1] / "data" / "sass"
 # nvdisasm 13.5 (-c -g) over cubins that ptxas 12.9 built for sm_90 with -lineinfo (see README.md there).
@@ -277,3 +283,14 @@ def test_loops_are_the_control_flows_not_the_listings_spans() -> None:
     store, load = report.local
     assert store.loop == k_loop
     assert load.loop is None  # after the loop: the listing's span 0x30-0x90 would have held it
+
+
+def test_every_function_read_from_one_listing_is_what_each_reading_gives() -> None:
+    # A unit's kernels are parsed from one listing (tools/nvdisasm.py keeps them): the same reports as one
+    # parse per kernel, and without_spills is parse_sass(..., spills=False).
+    every = {**parse_sass_functions(SPILLS), **parse_sass_functions(VARIOUS)}
+    assert {"hot", "cold", "local_lookup"} <= set(every)
+    for text, name in ((SPILLS, "hot"), (SPILLS, "cold"), (VARIOUS, "local_lookup")):
+        assert every[name] == parse_sass(text, name)
+        assert without_spills(every[name]) == parse_sass(text, name, spills=False)
+    assert without_spills(every["hot"]).spill_instructions == 0

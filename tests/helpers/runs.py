@@ -20,9 +20,9 @@ from typing import Any
 import pytest
 
 
-def pytest_argv(*args: str) -> list[str]:
-    """The command line of a pytest run by the running interpreter."""
-    return [sys.executable, "-m", "pytest", *args]
+def pytest_argv(*args: str, executable: str | None = None) -> list[str]:
+    """The command line of a pytest run by the running interpreter (or by `executable`, another venv's)."""
+    return [executable or sys.executable, "-m", "pytest", *args]
 
 
 def regbudget_argv(*args: str, module: str = "pytest_regbudget") -> list[str]:
@@ -32,11 +32,22 @@ def regbudget_argv(*args: str, module: str = "pytest_regbudget") -> list[str]:
 
 
 def run_pytest(
-    cwd: Path, *args: str, env: Mapping[str, str] | None = None, timeout: float = 600
+    cwd: Path,
+    *args: str,
+    env: Mapping[str, str] | None = None,
+    timeout: float = 600,
+    executable: str | None = None,
 ) -> subprocess.CompletedProcess[str]:
-    """pytest in a fresh process in `cwd`; its output captured as text."""
+    """pytest in a fresh process in `cwd` (run by `executable`, the python of another venv, when given);
+    its output captured as text."""
     return subprocess.run(
-        pytest_argv(*args), cwd=cwd, capture_output=True, text=True, env=env, timeout=timeout, check=False
+        pytest_argv(*args, executable=executable),
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=timeout,
+        check=False,
     )
 
 

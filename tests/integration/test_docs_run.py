@@ -34,6 +34,7 @@ _TITLE = re.compile(r'title="([^"]+)"')
 _NORMALIZE = [
     (re.compile(r"(?<![\w.~-])(/[\w.+~-]+)+/?"), "<path>"),
     (re.compile(r"\b\d+\.\d+s\b"), "<time>"),
+    (re.compile(r"\b\d+\.\d+ s\b"), "<time> s"),  # a build's time (`slowest builds:`)
     (re.compile(r"\(\d+:\d\d:\d\d\)"), "(<time>)"),
     (re.compile(r"\(\d+ compile thread"), "(<n> compile thread"),
 ]

@@ -91,8 +91,10 @@ def test_keys_do_not_change_with_the_checkout_path_or_the_arch(
     moved, moved_records = run(pytester, second)
     assert moved.ret == 0, moved.stdout.str()
     assert {r["baseline_status"] for r in moved_records} == {"compared"}
-    mangled = {str(r["entry"]) for r in records} ^ {str(r["entry"]) for r in moved_records}
-    assert any("_INTERNAL_" in m for m in mangled)  # the path hash did change
+    # nvcc is given the file's name relative to the rootdir (issue 42), so the path hash in the mangled
+    # names of its internal kernels is the same in both checkouts, as the keys are.
+    assert any("_INTERNAL_" in str(r["entry"]) for r in moved_records)
+    assert {str(r["entry"]) for r in records} == {str(r["entry"]) for r in moved_records}
     moved.stdout.no_fnmatch_line("*stale*")
 
     # A table-wide define that changes no code: recorded, not keyed; every entry still compared.

@@ -293,9 +293,14 @@ def test_a_file_that_does_not_build_is_its_own_item_and_the_baseline_records_it(
     assert ("kernels/broken.cu", "b", "-", "sm_90", "12.9") in after.entries
 
 
-def test_a_build_no_compiler_judged_fails_and_is_never_recorded_as_broken(project: pytest.Pytester) -> None:
+def test_a_build_no_compiler_judged_fails_and_is_never_recorded_as_broken(
+    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A ptxas that runs out of time says nothing of the file: its item fails, an update records nothing in
     the broken table, and the next run with time enough builds it."""
+    # A cache of its own: the suite's shared one may hold ew.cu's builds from another test's copy of the
+    # project (keys hold no checkout path), and a hit runs no ptxas to time out.
+    monkeypatch.setenv("REGBUDGET_CACHE_DIR", str(project.path / "cache"))
     pyproject = project.path / "pyproject.toml"
     fast = pyproject.read_text().replace(
         'testpaths = ["tests"]', 'testpaths = ["tests"]\nregbudget_ptxas_timeout = 0.001'

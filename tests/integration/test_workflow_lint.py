@@ -96,3 +96,18 @@ def test_readme_ci_job_lints_clean(actionlint: Path, tmp_path: Path) -> None:
     workflow.write_text(match[1])
     assert "pytest" in match[1]
     assert lint(actionlint, workflow) == []
+
+
+def test_ci_shard_recipe_lints_clean(actionlint: Path, tmp_path: Path) -> None:
+    """docs/ci.md's shard recipe: N shards, the merge job, then the comment, as one workflow file."""
+    docs = (ROOT / "docs" / "ci.md").read_text()
+    section = docs[docs.index("## Shards: one suite over several runners") :]
+    match = re.search(r"```yaml\n(.*?)```", section, re.S)
+    assert match is not None
+    workflow = tmp_path / "shards.yml"
+    workflow.write_text(match[1])
+    jobs = yaml.safe_load(match[1])["jobs"]
+    assert list(jobs) == ["shard", "merge", "comment"]
+    assert "--regbudget-shard=${{ matrix.shard }}/3" in str(jobs["shard"]["steps"])
+    assert "regbudget merge" in str(jobs["merge"]["steps"])
+    assert lint(actionlint, workflow) == []

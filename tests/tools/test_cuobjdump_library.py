@@ -138,6 +138,37 @@ def test_a_warm_read_runs_no_cuobjdump_and_a_changed_file_is_read_again(
         read_binary(lib, archs=["sm_90"], cache_dir=cache)
 
 
+def test_cuobjdump_is_known_by_its_contents_not_its_path_or_times(
+    library: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A fresh venv reinstalls the same cuobjdump at another path, with new times and inode: the facts a run
+    # kept with the first are the second's. Another cuobjdump (other contents) reads the file again.
+    cache = tmp_path / "cache"
+    tool = find_cuobjdump(None)
+    assert tool is not None
+    first = binary.read_arch(library, tool, "sm_90", cache_dir=cache)
+    copy = tmp_path / "venv2" / "bin" / "cuobjdump"
+    copy.parent.mkdir(parents=True)
+    shutil.copy(tool, copy)
+    _clear_memos()
+    binary._remembered_digest.cache_clear()
+    runs: list[object] = []
+    real = binary._run
+
+    def counting(*args: object, **kwargs: object) -> list[str]:
+        runs.append(args)
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(binary, "_run", counting)
+    again = binary.read_arch(library, copy, "sm_90", cache_dir=cache)
+    assert again == first
+    assert runs == []
+    copy.write_bytes(copy.read_bytes() + b"\0")
+    _clear_memos()
+    assert binary.read_arch(library, copy, "sm_90", cache_dir=cache).kernels == first.kernels
+    assert runs
+
+
 def _k(name: str, elf: int, registers: int = 32) -> BinaryKernel:
     return BinaryKernel(
         name=name,

@@ -14,6 +14,7 @@ from pathlib import Path
 from ..._version import __version__
 from ...core import baseline as bl
 from ...core.errors import BaselineError
+from ...engine.sharding import parse_shard
 from ...report.record import spills
 from ...report.writers import report_json
 from ...update import broken
@@ -40,9 +41,46 @@ def _overlap(shards: Sequence[Report]) -> None:
                 )
 
 
+def _missing_shards(shards: Sequence[Report]) -> str | None:
+    """What is missing from a set of --regbudget-shard reports (None when every shard 1..N is there, or
+    none was sharded). A missing shard's files count as not collected: its entries would be kept, not
+    judged, and the baseline would differ from a serial update's. CliError for reports that cannot be one
+    run's shards."""
+    named = [(s.path.name, s.scope.shard) for s in shards if s.scope.shard]
+    if not named:
+        return None
+    try:
+        parsed = [(name, parse_shard(text)) for name, text in named]
+    except ValueError as exc:
+        raise CliError(f"scope.shard {exc}; an edited or damaged report") from None
+    counts = sorted({p.count for _, p in parsed})
+    if len(counts) > 1 or len(named) < len(shards):
+        given = ", ".join(
+            f"{name} ({text or 'not sharded'})"
+            for name, text in ((s.path.name, s.scope.shard) for s in shards)
+        )
+        raise CliError(
+            f"the reports are not the shards of one run: {given}. Fix: merge the reports of one "
+            "--regbudget-shard=K/N run, every K with the same N"
+        )
+    count = counts[0]
+    missing = sorted(set(range(1, count + 1)) - {p.index for _, p in parsed})
+    if not missing:
+        return None
+    return f"shard {', '.join(f'{k}/{count}' for k in missing)} missing"
+
+
 def run(args: argparse.Namespace) -> int:
     shards = [read_report(Path(p)) for p in args.reports]
     _overlap(shards)
+    missing = _missing_shards(shards)
+    if missing and args.update:
+        raise CliError(
+            f"{missing}: its files' entries could be neither written nor removed. Fix: give every shard's "
+            "--regbudget-json report (or merge without --update)"
+        )
+    if missing:
+        print(f"regbudget merge: {missing}: the merged report holds only the shards given")
     records = [r for shard in shards for r in shard.records]
     try:
         fresh = update.fresh_entries(records)

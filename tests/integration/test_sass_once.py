@@ -1,0 +1,79 @@
+"""SASS is read once per cubin: one nvdisasm run per arch for a unit's kernels, none on a warm rerun.
+
+The runs are counted by a conftest of the scratch project that wraps the function nvdisasm runs through;
+both runs are fresh processes, so the warm one reads what the cold one kept in the cache directory, not
+this process's memory.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+KERNELS = 20
+ARCHS = ("sm_80", "sm_90")
+
+SOURCE = "\n".join(
+    f"""extern "C" __global__ void k{i}(const float* __restrict__ x, float* __restrict__ y, int n) {{
+    float s = x[threadIdx.x];
+    for (int d = 0; d < n; ++d) s = fmaf(s, {i + 2}.0f, x[d]);
+    y[threadIdx.x] = s;
+}}
+"""
+    for i in range(KERNELS)
+)
+
+COUNTING = """
+import os
+
+from pytest_regbudget.tools import nvdisasm
+
+_real = nvdisasm.run_tool
+
+
+def _counting(cmd, timeout):
+    with open(os.environ["NVDISASM_RUNS"], "a", encoding="utf-8") as fh:
+        fh.write(" ".join(str(c) for c in cmd) + "\\n")
+    return _real(cmd, timeout)
+
+
+nvdisasm.run_tool = _counting
+"""
+
+TEST = "\n".join(
+    f"""
+@pytest.mark.regbudget(source="units.cu", kernel="k{i}", hot_spills=0)
+def test_k{i}():
+    pass
+"""
+    for i in range(KERNELS)
+)
+
+
+def runs(log: Path) -> list[str]:
+    return log.read_text(encoding="utf-8").splitlines() if log.exists() else []
+
+
+def test_a_unit_of_twenty_kernels_runs_nvdisasm_once_per_arch_cold_and_never_warm(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    log = tmp_path / "nvdisasm-runs.txt"
+    monkeypatch.setenv("NVDISASM_RUNS", str(log))
+    monkeypatch.setenv("REGBUDGET_CACHE_DIR", str(tmp_path / "cache"))
+    pytester.makefile(".cu", units=SOURCE)
+    pytester.makeconftest(COUNTING)
+    pytester.makepyfile(test_units=f"import pytest\n{TEST}")
+
+    archs = f"--regbudget-arch={','.join(ARCHS)}"
+    cold = pytester.runpytest_subprocess("-p", "no:cacheprovider", archs)
+    cold.assert_outcomes(passed=KERNELS * len(ARCHS))
+    # One listing per arch: the 20 kernels of a cubin are read from it.
+    assert len(runs(log)) == len(ARCHS), runs(log)
+    assert all(" -c -gi " in run for run in runs(log))
+    assert list((tmp_path / "cache" / "sass").glob("sass-*.json"))
+
+    log.unlink()
+    warm = pytester.runpytest_subprocess("-p", "no:cacheprovider", archs)
+    warm.assert_outcomes(passed=KERNELS * len(ARCHS))
+    assert runs(log) == []
