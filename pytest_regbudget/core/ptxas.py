@@ -32,14 +32,8 @@ from msgspec import Struct
 from msgspec.structs import replace
 
 from .errors import ParseError
-from .metrics import KernelResources as KernelResources  # its home; still importable from here
+from .metrics import KernelResources
 from .ptx import COMMENTS, ENTRY, INT, ptx_int
-
-# The readers of the PTX's bodies that were here, importable from here as they were.
-from .ptx import TmemAlloc as TmemAlloc
-from .ptx import ptx_outline as ptx_outline
-from .ptx import ptx_setmaxnreg as ptx_setmaxnreg
-from .ptx import ptx_tmem as ptx_tmem
 
 
 class PtxDirectives(Struct, frozen=True):

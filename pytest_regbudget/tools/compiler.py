@@ -19,7 +19,8 @@ from msgspec.structs import replace
 from ..core import names, ptxas
 from ..core.errors import CompileError
 from ..core.facts import Deferred, KernelFacts, Provenance
-from ..core.ptxas import KernelResources, ptx_setmaxnreg, ptx_tmem
+from ..core.metrics import KernelResources
+from ..core.ptx import ptx_setmaxnreg, ptx_tmem
 from ..util.files import settled
 from .nvrtc import compile_ptx, name_expression_errors
 from .options import DEFAULT_PTXAS_TIMEOUT, CompileOptions

@@ -14,7 +14,9 @@ from msgspec import Struct, field
 from ..core import names
 from ..core.errors import KernelNotFoundError
 from ..core.facts import Deferred, KernelFacts, Provenance
-from ..core.ptxas import KernelResources, parse_ptx_entries, parse_ptxas_messages, ptx_outline, ptx_setmaxnreg
+from ..core.metrics import KernelResources
+from ..core.ptx import ptx_outline, ptx_setmaxnreg
+from ..core.ptxas import parse_ptx_entries, parse_ptxas_messages
 from .options import Body, CompileOptions
 from .toolkit import Nvcc
 

@@ -19,13 +19,8 @@ from pytest_regbudget.core.errors import MarkerError
 from pytest_regbudget.core.gpu_facts import DriverView, GpuFacts
 from pytest_regbudget.core.kernel_report import KernelReport
 from pytest_regbudget.core.limits import Launch, Limits
-from pytest_regbudget.core.ptxas import (
-    TmemAlloc,
-    parse_ptx_directives,
-    ptx_outline,
-    ptx_tmem,
-    read,
-)
+from pytest_regbudget.core.ptx import TmemAlloc, ptx_outline, ptx_tmem
+from pytest_regbudget.core.ptxas import parse_ptx_directives, read
 from pytest_regbudget.project.markers import parse_marker
 from pytest_regbudget.report.record import to_record
 from pytest_regbudget.report.terminal import occupancy_cell, summary_lines

@@ -10,6 +10,7 @@ from msgspec.structs import replace
 from pytest_regbudget.core.arch import get_arch
 from pytest_regbudget.core.checks import check
 from pytest_regbudget.core.limits import Launch, Limits
+from pytest_regbudget.core.metrics import KernelResources
 from pytest_regbudget.core.occupancy import (
     BARRIERS,
     BLOCKS,
@@ -19,7 +20,7 @@ from pytest_regbudget.core.occupancy import (
     WARPS,
     occupancy,
 )
-from pytest_regbudget.core.ptxas import KernelResources, parse_ptxas_output
+from pytest_regbudget.core.ptxas import parse_ptxas_output
 
 PTXAS = """\
 ptxas info    : Compiling entry function 'k' for 'sm_90'

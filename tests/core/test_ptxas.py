@@ -13,16 +13,15 @@ from typing import NamedTuple
 import pytest
 
 from pytest_regbudget.core.errors import ParseError
+from pytest_regbudget.core.metrics import KernelResources
+from pytest_regbudget.core.ptx import ptx_outline, ptx_setmaxnreg
 from pytest_regbudget.core.ptxas import (
-    KernelResources,
     PtxDirectives,
     combine,
     parse_ptx_directives,
     parse_ptx_entries,
     parse_ptxas_output,
     parse_ptxas_version,
-    ptx_outline,
-    ptx_setmaxnreg,
 )
 from pytest_regbudget.core.ptxas import read as read_report
 

@@ -25,7 +25,8 @@ from pytest_regbudget.cache.store import compile_kernel
 from pytest_regbudget.core.arch import get_arch
 from pytest_regbudget.core.cuobjdump import parse_elf_dump, parse_resource_usage
 from pytest_regbudget.core.errors import BinaryError, ParseError
-from pytest_regbudget.core.ptxas import KernelResources, parse_ptxas_output
+from pytest_regbudget.core.metrics import KernelResources
+from pytest_regbudget.core.ptxas import parse_ptxas_output
 from pytest_regbudget.tools import cuobjdump as binary
 from pytest_regbudget.tools.cuobjdump import BinaryKernel, combine_listings, find_cuobjdump, read_binary
 from pytest_regbudget.tools.options import CompileOptions

@@ -15,7 +15,8 @@ import pytest
 from msgspec.structs import replace
 
 from pytest_regbudget.core.errors import CompileError, FrontendError
-from pytest_regbudget.core.ptxas import KernelResources, parse_ptx_entries, parse_ptxas_output
+from pytest_regbudget.core.metrics import KernelResources
+from pytest_regbudget.core.ptxas import parse_ptx_entries, parse_ptxas_output
 from pytest_regbudget.tools.frontends import (
     FrontendPtx,
     _require,
