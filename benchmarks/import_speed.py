@@ -48,6 +48,10 @@ try:  # the layered package: gpu/ is a folder (an older checkout has gpu.py)
     import pytest_regbudget.gpu.device
 except ImportError:
     pass
+try:  # the engine's hooks, which a run with kernels loads (before issue 42, the entry point imported them)
+    import pytest_regbudget.plugin.hooks
+except ImportError:
+    pass
 print((time.perf_counter() - start) * 1000, spent * 1000, made, pytest_regbudget.__file__)
 """
 

@@ -1,8 +1,8 @@
 """pytest-regbudget: catch register, spill and occupancy regressions in CUDA kernels, in pytest.
 
 The public API is re-exported here; the pytest hooks live in `pytest_regbudget.plugin`. Every
-`import pytest_regbudget.x` runs this file first, so what needs pytest (the fixture) or the toolkit side (the
-compiler and discovery, with NVRTC's ctypes binding) is imported when first named: the pure core
+`import pytest_regbudget.x` runs this file first, pytest's import of the entry point on every run included, so
+each name is imported when first named: a run without kernels loads none of them, and the pure core
 (`import pytest_regbudget.core.ptxas`, `.verdict`, `.occupancy`) loads neither pytest nor NVRTC.
 """
 
@@ -12,15 +12,21 @@ import importlib
 from typing import TYPE_CHECKING
 
 from ._version import __version__
-from .core.arch import SUPPORTED_ARCHS, ArchLimits, get_arch
-from .core.errors import CompileError, KernelNotFoundError, RegbudgetWarning, ToolchainError, UnknownArchError
-from .core.kernel_report import KernelReport
-from .core.metrics import KernelResources
-from .core.occupancy import Occupancy, launch_failure, occupancy
-from .core.ptxas import parse_ptxas_output
 
 if TYPE_CHECKING:
     from .cache.store import compile_kernel
+    from .core.arch import SUPPORTED_ARCHS, ArchLimits, get_arch
+    from .core.errors import (
+        CompileError,
+        KernelNotFoundError,
+        RegbudgetWarning,
+        ToolchainError,
+        UnknownArchError,
+    )
+    from .core.kernel_report import KernelReport
+    from .core.metrics import KernelResources
+    from .core.occupancy import Occupancy, launch_failure, occupancy
+    from .core.ptxas import parse_ptxas_output
     from .plugin import RegbudgetFixture
     from .tools.options import CompileOptions
     from .tools.outputs import CompiledKernel
@@ -29,6 +35,20 @@ if TYPE_CHECKING:
 
 # Public names whose modules are imported on first use: name -> module.
 _LAZY = {
+    "SUPPORTED_ARCHS": "core.arch",
+    "ArchLimits": "core.arch",
+    "get_arch": "core.arch",
+    "CompileError": "core.errors",
+    "KernelNotFoundError": "core.errors",
+    "RegbudgetWarning": "core.errors",
+    "ToolchainError": "core.errors",
+    "UnknownArchError": "core.errors",
+    "KernelReport": "core.kernel_report",
+    "KernelResources": "core.metrics",
+    "Occupancy": "core.occupancy",
+    "launch_failure": "core.occupancy",
+    "occupancy": "core.occupancy",
+    "parse_ptxas_output": "core.ptxas",
     "CompileOptions": "tools.options",
     "CompiledKernel": "tools.outputs",
     "compile_kernel": "cache.store",

@@ -25,7 +25,6 @@ from msgspec import Struct
 from msgspec.structs import replace
 
 from ..core.text import source_bytes
-from ..tools import nvcc
 from ..tools.compiler import given_names
 from ..tools.options import CompileOptions
 from ..tools.toolkit import Toolkit, nvidia_roots
@@ -202,6 +201,8 @@ def _toolkit_identity(toolkit: Toolkit, digests: StatCache) -> list[object]:
 
 def host_compiler_identity(digests: StatCache) -> list[object]:
     # nvcc preprocesses with the host compiler, whose built-in macros the dependency list does not show.
+    from ..tools import nvcc  # asked only of an nvcc build's key
+
     path = nvcc.host_compiler()
     if path is None:
         return []

@@ -30,17 +30,18 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import msgspec
 from msgspec import Struct, field
 
+from ..core.defaults import DEFAULT_NVCC_TIMEOUT, DEFAULT_PTXAS_TIMEOUT
 from ..core.errors import CompileError, Rejected
 from ..core.text import readable
 from ..tools import compiler, nvcc, units
-from ..tools.frontends import FrontendPtx
 from ..tools.nvcc import env_flags, host_compiler
 from ..tools.nvcc import environment as nvcc_environment
-from ..tools.options import DEFAULT_NVCC_TIMEOUT, DEFAULT_PTXAS_TIMEOUT, CompileOptions, Timeouts
+from ..tools.options import CompileOptions, Timeouts
 from ..tools.outputs import CompiledKernel, UnitOutputs
 from ..tools.toolkit import Nvcc, Toolkit
 from ..tools.units import Unit
@@ -67,6 +68,9 @@ from .keys import (
     toolkit_bases,
 )
 from .nvcc_deps import DepBuild, host_system_dirs, nvcc_probes, parse_depfile, searched_trees
+
+if TYPE_CHECKING:
+    from ..tools.frontends import FrontendPtx
 
 DEFAULT_TIMEOUTS = Timeouts()
 _RECORD_BUILDS = 8  # builds kept per dependency record, newest first
@@ -495,6 +499,8 @@ class CompileCache:
         front end's own cache key: frontends.triton_key), or made and stored. No key: made every time."""
         if self.directory is None or key is None:
             return make()
+        from ..tools.frontends import FrontendPtx  # Triton's and Numba's: for a Python kernel only
+
         path = self.entries.path(json_digest(["frontend", FORMAT, key]), "frontend")
         found = self.entries.read(path, FrontendPtx)
         if found is not None:

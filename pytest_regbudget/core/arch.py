@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 
 from msgspec import Struct
@@ -358,3 +358,18 @@ def _suggestion(name: str) -> str | None:
             continue
         return candidate
     return None
+
+
+def parse_archs(values: Sequence[str]) -> list[str]:
+    """Flatten repeated, comma-separated arch values, keeping the first of duplicates. A name may be one the
+    arch table knows, `all`, `native`, or one spelt as an arch that only the run's toolkits can judge
+    (sm_130 of a later release: engine/state.py's `resolve_archs`); anything else is UnknownArchError, with
+    the spelling it resembles."""
+    out: list[str] = []
+    for value in values:
+        for name in (v.strip() for v in value.replace("\n", ",").split(",")):
+            if name and name not in out:
+                if name not in KEYWORDS and not is_arch_name(name):
+                    get_arch(name)
+                out.append(name)
+    return out

@@ -423,16 +423,23 @@ def _section(path: Path, name: str, node: object, depth: int) -> dict[Any, Basel
 
 def load(path: Path) -> Baseline:
     """The entries of `path`; a missing file is an empty baseline."""
+    text = read(path)
+    return Baseline() if text is None else parse(text, path)
+
+
+def read(path: Path) -> str | None:
+    """The text of the baseline file at `path`, None where there is none; BaselineError where it cannot be
+    read or is not UTF-8."""
     special = not_a_file(path)
     if special:
         raise BaselineError(f"baseline {path} is {special}. Fix: give the path of a TOML file")
     try:
         data = path.read_bytes()
     except FileNotFoundError:
-        return Baseline()
+        return None
     except OSError as exc:
         raise BaselineError(f"cannot read baseline {path}: {exc.strerror}") from None
-    return parse(_decode(data, path), path)
+    return _decode(data, path)
 
 
 def _decode(data: bytes, path: Path) -> str:

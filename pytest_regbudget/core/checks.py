@@ -297,9 +297,11 @@ def _caps(res: KernelResources, r: Limits) -> list[str]:
         )
     for key in CAP_KEYS:
         cap = r.caps.get(key)
+        if cap is None:
+            continue  # most kernels have a cap or two: a library's thousands are judged on every run
         for m in CAPPED:
-            value = res.recorded(m)
-            if cap is not None and key in (m.group, m.name) and value is not None and value > cap:
+            value = res.recorded(m) if key in (m.group, m.name) else None
+            if value is not None and value > cap:
                 out.append(f"{m.label} {_bytes(value)} > {key} {cap}")
     return out
 

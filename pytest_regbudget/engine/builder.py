@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from msgspec import Struct
 
@@ -15,16 +16,19 @@ from ..cache.prefetch import Prefetcher
 from ..cache.store import CacheStats, CompileCache
 from ..core import baseline as bl
 from ..core.errors import CompileError, SassError, ToolchainError
-from ..tools import nvdisasm as disasm
-from ..tools.cuobjdump import Held, describe_cuobjdump, read_arch, require_cuobjdump
-from ..tools.frontends import FrontendPtx
-from ..tools.nvcc import find_nvcc
 from ..tools.options import CompileOptions, Timeouts
 from ..tools.outputs import CompiledKernel
 from ..tools.running import ToolMemo, kill_running_tools
 from ..tools.toolkit import Nvcc, Toolkit, discover
 from ..tools.units import Spec, Unit
 from .progress import BuildProgress
+
+if TYPE_CHECKING:
+    from ..tools.cuobjdump import Held
+    from ..tools.frontends import FrontendPtx
+
+# Each tool's module (nvcc, nvdisasm, cuobjdump) is imported where a build first asks for that tool: a run of
+# NVRTC kernels on a warm cache loads none of them (docs/speed.md, "what a run pays").
 
 
 class BuildSettings(Struct, frozen=True):
@@ -77,6 +81,8 @@ class Builder:
         """The nvcc for compiler="nvcc": the pinned one (--regbudget-nvcc); under --regbudget-toolkit the
         toolkit's own (Unbuildable where it has none); else the toolkit's, the CUDA 13 wheel's or PATH's."""
         if self._nvcc is None:
+            from ..tools.nvcc import find_nvcc
+
             s = self.settings
             if s.nvcc is not None:
                 self._nvcc = find_nvcc(None, self._memo, pinned=Path(s.nvcc))
@@ -92,6 +98,8 @@ class Builder:
 
     def nvdisasm(self) -> Path:
         """nvdisasm for the SASS diagnostics; SassError (naming the `sass` extra) when there is none."""
+        from ..tools import nvdisasm as disasm
+
         found = disasm.find_nvdisasm(self.toolkit_or_none())
         if found is None:
             raise SassError(
@@ -127,6 +135,8 @@ class Builder:
 
     def cuobjdump(self) -> str | None:
         """The cuobjdump that reads prebuilt binaries, described (`cuobjdump 13.5.37 (path)`)."""
+        from ..tools.cuobjdump import describe_cuobjdump
+
         return describe_cuobjdump(self.toolkit_or_none())
 
     def binary_arch(self, path: Path, arch: str) -> Held:
@@ -139,6 +149,8 @@ class Builder:
         known = self._binaries.get((path, arch))
         if stamp is not None and known is not None and known[0] == stamp:
             return known[1]
+        from ..tools.cuobjdump import read_arch, require_cuobjdump
+
         s = self.settings
         if self._cuobjdump is None:
             self._cuobjdump = require_cuobjdump(path, self.toolkit_or_none())

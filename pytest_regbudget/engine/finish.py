@@ -7,12 +7,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..core import baseline as bl
-from ..core import trend
 from ..core.errors import BaselineError
-from ..core.trend import Trails
-from ..history import git as history_git
 from ..report.terminal import baseline_lines, unknown_arch_lines
 from ..report.writers import FileWriter, file_writers
 from ..update import broken
@@ -20,6 +18,9 @@ from ..update import plan as update
 from ..update.scope import Rule
 from .provenance import provenance
 from .session import RegbudgetSession
+
+if TYPE_CHECKING:
+    from ..core.trend import Trails
 
 USAGE_ERROR = 4  # pytest.ExitCode.USAGE_ERROR, named here without importing pytest
 TESTS_FAILED = 1  # pytest.ExitCode.TESTS_FAILED
@@ -185,6 +186,11 @@ def report_scope(
 
 def _trails(session: RegbudgetSession) -> Trails | None:
     """The baseline's last commits for the HTML report's charts; a note instead where git cannot say."""
+    # Imported for an HTML report only: a run that writes none reads no history (report/writers.py).
+    from ..core import trend
+    from ..core.trend import Trails
+    from ..history import git as history_git
+
     s = session.settings
     if s.baseline_path is None or s.html_history == 0:
         return None

@@ -19,6 +19,7 @@ from typing import Any, Protocol
 from msgspec.structs import replace
 
 from .. import sources
+from ..cache import baselines
 from ..cache.store import CacheStats
 from ..core import baseline as bl
 from ..core.errors import (
@@ -38,8 +39,6 @@ from ..project.markers import Budget, parse_marker
 from ..report.record import ReportRecord, to_record
 from ..report.terminal import key_text
 from ..sources import KernelSource, SourceSpec
-from ..sources.prebuilt import Binary
-from ..tools import nvdisasm as disasm
 from ..tools.compiler import error_location
 from ..tools.targets import Targets
 from ..tools.toolkit import check_nvrtc
@@ -89,7 +88,7 @@ class RegbudgetSession:
         self._parsed: dict[int, tuple[Mark, Budget | None, str | None]] = {}
         # Raises BaselineError (a usage error) before any test runs, leaving the file untouched.
         path = settings.baseline_path
-        self.baseline = bl.load(path) if path else bl.Baseline()
+        self.baseline = baselines.load(path, settings.cache_dir) if path else bl.Baseline()
 
     # -- the builders -----------------------------------------------------------------------------------
     def cache_stats(self, start: CacheStats, *, skip_first: bool = False) -> CacheStats:
@@ -142,6 +141,8 @@ class RegbudgetSession:
         if budget is None or budget.kernel is None:
             return None
         if budget.binary is not None:
+            from ..sources.prebuilt import Binary  # cuobjdump's readers: for a marker that names a binary
+
             return Binary(budget.binary, budget.kernel)
         if budget.source is None:
             return None
@@ -346,6 +347,8 @@ class RegbudgetSession:
         budget = state.budget or Budget()
         sass_report = None
         if reads_sass(budget, arch, sass=self.settings.sass) and facts.cubin:
+            from ..tools import nvdisasm as disasm  # the SASS readers: for a kernel whose SASS is read
+
             res = facts.resources
             sass_report = disasm.read_sass(
                 self.builder.nvdisasm(),

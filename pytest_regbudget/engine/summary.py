@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from ..core.errors import CompileError, ToolchainError, Unbuildable
 from ..core.text import safe_block
-from ..report import compare
 from ..report.terminal import (
     compilers_line,
     empty_binaries_line,
@@ -68,6 +67,8 @@ def lines(session: RegbudgetSession, mode: str = "changes", width: int | None = 
     counted = enforced_line(records, updating=s.update, strict=s.strict)
     compared: list[str] = []
     if len({r["release"] for r in records}) > 1:  # the toolkits' differences, where there are several
+        from ..report import compare  # a run of one toolkit compares none
+
         compared = compare.summary_lines(compare.across_releases(records))
     finish = [*compared, *([counted] if counted else []), *session.finish_lines]
     finish += broken.summary_lines(session.builds, updating=s.update)

@@ -58,6 +58,7 @@ PLUGIN_NAME = manifest.PLUGIN_NAME
 # The item of a file's own build, `kernels/a.cu::<build>[sm_90]`: no kernel name starts with `<`.
 BUILD_ITEM = "<build>"
 _IDS = pytest.StashKey[dict[str, str]]()  # a file's kernel names -> their item names
+_TAKEN = pytest.StashKey[set[str]]()  # those item names, to look up in a file of thousands
 # Files an argument may name that the manifest is expected to hold: naming one it does not is an error.
 CUDA_SUFFIXES = frozenset({".cu", ".cuh", ".cubin", ".fatbin", ".so", ".o", ".a"})
 
@@ -145,6 +146,11 @@ class ManifestCollection:
             chosen += [f for f in files if f not in chosen and _at_or_below(f.resolve(), target)]
         return chosen
 
+    @staticmethod
+    def made(item: pytest.Item, *, kernels_only: bool = False) -> bool:
+        """Whether the manifest made the item: a kernel's (KernelItem), or else a build's (BuildItem)."""
+        return isinstance(item, KernelItem if kernels_only else (KernelItem, BuildItem))
+
     def full_prefixes(self) -> tuple[str, ...]:
         """The rootdir-relative files collected in full: the stale rule's prefixes, as path arguments are.
 
@@ -214,10 +220,12 @@ class ManifestCollection:
         ids = node.stash.setdefault(_IDS, {})
         found = ids.get(name)
         if found is None:
+            taken = node.stash.setdefault(_TAKEN, set())
             found = kernel_id(name)
-            while found in ids.values():
+            while found in taken:
                 found += "~"
             ids[name] = found
+            taken.add(found)
         return found
 
     def _binary_items(self, node: KernelFile, path: Path, compiler: str) -> Iterator[pytest.Item]:

@@ -1,6 +1,6 @@
-"""The pytest11 entry point: options, ini keys, the marker, the fixture, and hooks that hand off to the
-engine: the run's RegbudgetSession, its summary, its xdist workers' results and its finish. Nothing here
-imports NVRTC or a GPU library.
+"""The engine's hooks, which entry.py registers once a run has kernels: they hand off to the run's
+RegbudgetSession, its summary, its xdist workers' results and its finish. Nothing here imports NVRTC or a GPU
+library.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import os
 import unittest
 from collections.abc import Generator, Sequence
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 import pytest
 
@@ -21,28 +21,28 @@ from ..core.errors import (
     Unbuildable,
 )
 from ..core.text import safe_block
-from ..engine import finish, summary, workers
+from ..engine import finish, summary
 from ..engine.progress import Ticker
 from ..engine.session import RegbudgetSession
 from ..engine.state import ItemState
 from ..project import manifest
-from ..project.markers import VALID_KEYS, duplicate_markers
+from ..project.markers import duplicate_markers
 from ..update import scope
-from . import collect, shard
-from .options import ARCH_PARAM, TOOLKIT_PARAM, settings_of
+from . import shard
+from .marked import case_markers
+from .options import ARCH_PARAM, TOOLKIT_PARAM
+from .settings import settings_of
+
+if TYPE_CHECKING:
+    from .collect import ManifestCollection
 
 SESSION_KEY = pytest.StashKey[RegbudgetSession]()
+LATE_KEY = pytest.StashKey[bool]()  # loaded during collection: the header follows `collected N items`
 ITEM_KEY = pytest.StashKey[ItemState]()
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line(
-        "markers",
-        "regbudget(source, kernel, **budgets): compile a CUDA kernel per target arch and check its "
-        f"register, spill, stack, shared-memory, launch and occupancy budgets. Keys: {', '.join(VALID_KEYS)}",
-    )
-    if config.option.help or config.option.version:
-        return  # expand no glob and build nothing for a question about pytest itself
+    """Called when entry.py registers this module: at configure, or during collection (`started_late`)."""
     try:
         kernels = manifest.load(config.rootpath)
     except ManifestError as exc:
@@ -60,6 +60,8 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(_ScopeWatcher(config), "regbudget-scope")
     shard.register(config, session, kernels, ITEM_KEY)  # before the manifest's hooks, which ask it
     if kernels is not None:
+        from . import collect
+
         collection = collect.ManifestCollection(config, kernels, session_of(config), ITEM_KEY)
         config.pluginmanager.register(collection, collect.PLUGIN_NAME)
     if config.pluginmanager.hasplugin("xdist") and not hasattr(config, "workerinput"):
@@ -73,7 +75,7 @@ def session_of(config: pytest.Config) -> RegbudgetSession:
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
-    found = collect.collection(config)
+    found = _collection(config)
     if found is not None and not found.selected:
         found = None  # -m leaves out every manifest item: it builds nothing, so asks nothing of nvcc
     # A manifest of nvcc kernels builds nothing with NVRTC: the header names the nvcc too.
@@ -81,6 +83,8 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     binaries = found is not None and all(t.binary for t in found.manifest.tables)
     lines = [summary.header(session_of(config), nvcc=nvcc, binaries=binaries)]
     if found is not None and config.get_verbosity() > 0:
+        from . import collect
+
         lines += collect.excluded_lines(found.manifest)
     return lines
 
@@ -89,7 +93,7 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     # trylast: our arch parameter goes after the user's own, so ids end in the arch (test_x[4-sm_90]).
     marker = metafunc.definition.get_closest_marker("regbudget")
-    cases = _case_markers(metafunc)
+    cases = case_markers(metafunc)
     fixture = "regbudget" in metafunc.fixturenames
     if marker is None and all(c is None for c in cases) and not fixture:
         return
@@ -119,18 +123,6 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     metafunc.parametrize(
         ARCH_PARAM, [pytest.param(None, marks=pytest.mark.skip(reason=_no_arch(session, wanted)), id=wanted)]
     )
-
-
-def _case_markers(metafunc: pytest.Metafunc) -> list[Any]:
-    """The regbudget marker of each case parametrized so far (`pytest.param(..., marks=...)`, a fixture's
-    params), None for a case without one. pytest shows a case's marks only on the item it makes, after this
-    hook: its planned calls (private, hence read defensively) are the one place to see them now."""
-    calls = getattr(metafunc, "_calls", None) or ()
-    found = []
-    for call in calls:
-        marks = [m for m in getattr(call, "marks", ()) if getattr(m, "name", None) == "regbudget"]
-        found.append(marks[0] if marks else None)
-    return found
 
 
 def _no_arch(session: RegbudgetSession, wanted: str) -> str:
@@ -191,7 +183,8 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 def _left_out(item: pytest.Item) -> bool:
     """Whether an item is skipped because its archs= leave out every arch of the run (the summary counts
     them). A pytest.param case built on some of the run's archs and skipped on the others is not."""
-    if isinstance(item, collect.KernelItem):
+    found = _collection(item.config)
+    if found is not None and found.made(item, kernels_only=True):
         return ITEM_KEY not in item.stash  # a manifest kernel made an item without an arch to build
     params: dict[str, Any] = getattr(getattr(item, "callspec", None), "params", {})
     return ARCH_PARAM in params and params[ARCH_PARAM] is None  # the one item of a test left with no arch
@@ -272,7 +265,8 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 def _unparametrized(item: pytest.Item) -> str | None:
     """Why a test with a regbudget marker but no arch builds nothing (None for any other item): pytest
     parametrizes tests before a collection hook can add a marker, and never parametrizes a unittest method."""
-    if isinstance(item, (collect.KernelItem, collect.BuildItem)):
+    found = _collection(item.config)
+    if found is not None and found.made(item):
         return None
     if item.get_closest_marker("regbudget") is None:
         return None
@@ -375,7 +369,24 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: p
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
-    regbudget = session_of(session.config)
+    _start(session.config)
+
+
+def started_late(config: pytest.Config) -> None:
+    """What the session-start hooks would have done, for a run whose collection met its first kernel."""
+    config.stash[LATE_KEY] = True
+    progress = config.pluginmanager.get_plugin("regbudget-progress")
+    if isinstance(progress, _BuildProgress):
+        progress.start()
+    _start(config)
+
+
+def pytest_report_collectionfinish(config: pytest.Config) -> list[str]:
+    return pytest_report_header(config) if config.stash.get(LATE_KEY, False) else []
+
+
+def _start(config: pytest.Config) -> None:
+    regbudget = session_of(config)
     if regbudget.settings.gpu_mode == "require" and regbudget.gpu.device() is None:
         raise pytest.UsageError(f"--regbudget-gpu=require, but no GPU is usable: {regbudget.gpu.reason()}")
     if regbudget.settings.sass:
@@ -397,6 +408,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int | pytest.ExitC
         regbudget.note_interrupted(interrupted)
     workeroutput = getattr(config, "workeroutput", None)
     if workeroutput is not None:
+        from ..engine import workers
+
         workeroutput[workers.WORKEROUTPUT_KEY] = workers.payload(regbudget)
         return
     # --lf skips whole files at collection without reporting them as deselected.
@@ -407,10 +420,18 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int | pytest.ExitC
 
 
 def _manifest_prefixes(config: pytest.Config) -> tuple[str, ...]:
-    if not config.pluginmanager.has_plugin(manifest.PLUGIN_NAME):
-        return ()
+    found = _collection(config)
+    return found.full_prefixes() if found is not None else ()
 
-    return collect.full_prefixes(config)
+
+def _collection(config: pytest.Config) -> ManifestCollection | None:
+    """The manifest's collection (collect.py), which a run without a manifest never loads."""
+    if not config.pluginmanager.has_plugin(manifest.PLUGIN_NAME):
+        return None
+    # `from . import`, as configure's: one module whatever a test harness has done to sys.modules.
+    from . import collect
+
+    return collect.collection(config)
 
 
 class _XdistController:
@@ -420,6 +441,8 @@ class _XdistController:
         self.config = config
 
     def pytest_testnodedown(self, node: Any, error: object) -> None:
+        from ..engine import workers
+
         output = getattr(node, "workeroutput", {})
         workers.merge(session_of(self.config), output.get(workers.WORKEROUTPUT_KEY, {}))
 
@@ -445,6 +468,9 @@ class _BuildProgress:
         self.left_at = 0  # the width of pytest's line when a line was last written here
 
     def pytest_sessionstart(self, session: pytest.Session) -> None:
+        self.start()
+
+    def start(self) -> None:
         reporter = self.config.pluginmanager.get_plugin("terminalreporter")
         if reporter is None or self.config.get_verbosity() < -1:
             return  # -p no:terminal, or -qq: nothing but what pytest must say

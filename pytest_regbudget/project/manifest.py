@@ -43,6 +43,7 @@ from ..core.text import close_key_hint
 from ..tools.options import CompileOptions
 from .kernel_tables import NO_VARIANT, Table, Variant, read_table
 from .markers import COMPILE_KEYS, Budget, parse_marker
+from .options import PYPROJECT, STANDALONE
 
 TOP_KEYS = ("arch", "kernels")
 # The keys that say how a file is built: merged over every table that names the file (`Manifest.file_keys`).
@@ -313,8 +314,6 @@ def kernel_id(name: str) -> str:
 
 
 # -- where the manifest is --------------------------------------------------------------------------------
-PYPROJECT = "pyproject.toml"
-STANDALONE = "regbudget.toml"
 # The manifest's pytest plugin (collect.py): the plugin asks for it by name without importing collect.py.
 PLUGIN_NAME = "regbudget-manifest"
 

@@ -6,27 +6,30 @@ option is added through the face's own `addoption` (pytest's `group.addoption`, 
 with the face's prefix: `--regbudget-arch` in pytest, `--arch` in `regbudget explain`. Each ini key is one
 `IniKey` that the plugin registers (`add_ini`) and the command reads (project/ini.py). No pytest here: the
 command line imports this module too.
+
+Every pytest run reads this table (pytest_addoption), kernels or none, so it imports nothing of the engine:
+the arch table is loaded when an arch option is given, and archs are chosen by project/archs.py.
 """
 
 from __future__ import annotations
 
 import argparse
 from collections.abc import Callable, Sequence
-
-from msgspec import Struct
-
-from ..core.arch import KEYWORDS, get_arch, is_arch_name
-from ..core.errors import UnknownArchError
-from .manifest import Manifest, arch_conflict
+from typing import NamedTuple
 
 DEFAULT_ARCH = "sm_90"
 DEFAULT_BASELINE = "regbudget-baseline.toml"
+# The manifest's files (project/manifest.py): [tool.regbudget] in pyproject.toml, or regbudget.toml.
+PYPROJECT = "pyproject.toml"
+STANDALONE = "regbudget.toml"
 
 AddOption = Callable[..., object]  # pytest's OptionGroup.addoption, or argparse's add_argument
 
 
-class IniKey(Struct, frozen=True):
-    """A key of pytest's ini files, as the plugin registers it (`parser.addini`)."""
+class IniKey(NamedTuple):
+    """A key of pytest's ini files, as the plugin registers it (`parser.addini`). A NamedTuple, not a msgspec
+    Struct: this module loads on every pytest run, and msgspec with it would cost every run that has no
+    kernels."""
 
     name: str
     help: str
@@ -68,24 +71,13 @@ HEADROOM_INI = IniKey(
 STRICT_INI = IniKey("regbudget_strict", "true: as --regbudget-strict", type="bool", default=False)
 
 
-def parse_archs(values: Sequence[str]) -> list[str]:
-    """Flatten repeated, comma-separated arch values, keeping the first of duplicates. A name may be one the
-    arch table knows, `all`, `native`, or one spelt as an arch that only the run's toolkits can judge
-    (sm_130 of a later release: engine/state.py's `resolve_archs`); anything else is UnknownArchError, with
-    the spelling it resembles."""
-    out: list[str] = []
-    for value in values:
-        for name in (v.strip() for v in value.replace("\n", ",").split(",")):
-            if name and name not in out:
-                if name not in KEYWORDS and not is_arch_name(name):
-                    get_arch(name)
-                out.append(name)
-    return out
-
-
 def arch_list(value: str) -> str:
     """argparse type: reject a name that is not spelt as an arch while parsing, naming the value, the spelling
     it resembles and the supported set. Which archs the toolkits build is judged at start-up."""
+    # The arch table is loaded here, when an arch option is given: not by every pytest run.
+    from ..core.arch import parse_archs
+    from ..core.errors import UnknownArchError
+
     try:
         parse_archs([value])
     except UnknownArchError as exc:
@@ -126,31 +118,6 @@ def toolkit_names(option: Sequence[str] | None, ini: Sequence[str]) -> tuple[str
     values = option or ini
     names = [n.strip() for v in values for n in v.split(",") if n.strip()]
     return tuple(dict.fromkeys(names))
-
-
-class ArchChoice(Struct, frozen=True):
-    """The archs a run is given, before they are checked, and where they were named (for its messages)."""
-
-    given: tuple[str, ...]
-    named_by: str  # "--regbudget-arch", "regbudget_arch (ini)", or the manifest's "LABEL: arch"
-
-
-def choose_archs(
-    option: Sequence[str] | None, ini: Sequence[str], manifest: Manifest | None, *, flag: str
-) -> ArchChoice:
-    """The option's archs (`flag` names it), else the ini key's, else the manifest's, else DEFAULT_ARCH.
-    ValueError when the ini key and the manifest both set them, differently (the option overrides both)."""
-    if manifest is not None and not option:
-        conflict = arch_conflict(manifest, ini)
-        if conflict:
-            raise ValueError(f"regbudget manifest: {conflict}")
-    given = option or ini or (manifest.archs if manifest else ()) or [DEFAULT_ARCH]
-    named_by = flag
-    if not option and ini:
-        named_by = f"{ARCH_INI.name} (ini)"
-    elif not option and manifest is not None and manifest.archs:
-        named_by = f"{manifest.label}: arch"
-    return ArchChoice(tuple(given), named_by)
 
 
 def parse_headroom(text: str) -> int:

@@ -1,6 +1,9 @@
 """Where the run's records go after the run: a list of file writers built from the settings (JSON, HTML,
 Markdown, the GitHub step summary), each one render function. A new format is one more entry below.
 The terminal table and GitHub annotations go to the terminal summary (engine/summary.py).
+
+Each format's module is imported by its writer, when the run writes that format: a run of kernels that writes
+no report loads none of them (docs/speed.md, "what a run pays").
 """
 
 from __future__ import annotations
@@ -8,14 +11,15 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from msgspec import Struct
 
-from ..core.trend import Trails
 from ..util.files import atomic_write
-from . import compare, html
-from .markdown import broken_builds_markdown, markdown_report
 from .record import ReportRecord, json_text
+
+if TYPE_CHECKING:
+    from ..core.trend import Trails
 
 Render = Callable[[Sequence[ReportRecord]], str]
 
@@ -42,6 +46,9 @@ class FileWriter(Struct, frozen=True):
 def _markdown(records: Sequence[ReportRecord], broken_builds: Sequence[Mapping[str, object]] = ()) -> str:
     """The run's report and its failing builds, then the toolkits' differences in what room the comment has
     left."""
+    from . import compare
+    from .markdown import broken_builds_markdown, markdown_report
+
     builds = broken_builds_markdown(broken_builds)
     if not records:
         return builds
@@ -68,6 +75,8 @@ def report_json(
 ) -> str:
     """The --regbudget-json document (also what `regbudget merge -o` writes): format, version and
     provenance first, then the kernels, the scope and the toolkit comparison."""
+    from . import compare
+
     # Which toolkit release differs from the next on which kernel, when the run built with several.
     comparisons = [c.to_json() for c in compare.across_releases(records)]
     head = {
@@ -104,6 +113,8 @@ def file_writers(
             )
         )
     if html_path is not None:
+        from . import html
+
         render = partial(html.render, all_kernels=html_all, trails=trails)
         writers.append(FileWriter("--regbudget-html", html_path, render))
     if markdown_path is not None:

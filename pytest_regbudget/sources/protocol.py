@@ -7,17 +7,19 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from msgspec import Struct
 
 from ..core.facts import KernelFacts
-from ..tools.cuobjdump import Held
-from ..tools.frontends import FrontendPtx
 from ..tools.options import CompileOptions
 from ..tools.outputs import CompiledKernel
 from ..tools.toolkit import Nvcc, Toolkit
 from ..tools.units import Spec
+
+if TYPE_CHECKING:
+    from ..tools.cuobjdump import Held
+    from ..tools.frontends import FrontendPtx
 
 
 class BuildEnv(Protocol):

@@ -17,13 +17,13 @@ from pathlib import Path
 from msgspec.structs import replace
 
 from ..core import names, ptxas
+from ..core.defaults import DEFAULT_PTXAS_TIMEOUT
 from ..core.errors import CompileError
 from ..core.facts import Deferred, KernelFacts, Provenance
 from ..core.metrics import KernelResources
 from ..core.ptx import ptx_setmaxnreg, ptx_tmem
 from ..util.files import settled
-from .nvrtc import compile_ptx, name_expression_errors
-from .options import DEFAULT_PTXAS_TIMEOUT, CompileOptions
+from .options import CompileOptions
 from .outputs import BuildOutputs, CompiledKernel, UnitOutputs, not_found
 from .ptxas import run_ptxas
 from .toolkit import (
@@ -106,6 +106,9 @@ def build_unit(
     kernel of the file, and the template instances the names (or the file itself) instantiate. `base`: the
     rootdir, when it is the working directory (NVRTC resolves relative names there), to name files
     relative to it (`given_names`)."""
+    # NVRTC's binding (ctypes and the library) is loaded by a build, never by a run whose builds all hit.
+    from .nvrtc import compile_ptx
+
     name, options = given_names(source, options, base)
     module = compile_ptx(source_text, name, arch, options, toolkit, name_expressions=name_expressions)
     label = label or f"{source.name} [{arch}]"
@@ -154,6 +157,8 @@ def pick_nvrtc(
         try:
             outputs = unit(name_set)
         except CompileError as exc:
+            from .nvrtc import name_expression_errors
+
             reasons = name_expression_errors(exc.log)
             if not reasons:
                 raise

@@ -78,9 +78,10 @@ from ..core.cuobjdump import (
     parse_sass_roles,
 )
 from ..core.cuobjdump import combine_listings as combine_listings
+from ..core.defaults import DEFAULT_CUOBJDUMP_TIMEOUT
 from ..core.errors import BinaryError, BinaryTimeout, CompileError, ParseError, ToolchainError
 from ..util.files import file_sha256, read_document, settled, sha256_hex, write_document
-from .options import DEFAULT_CUOBJDUMP_TIMEOUT, Timeouts
+from .options import Timeouts
 from .toolkit import Toolkit, find_tool
 from .toolkit import ptxas_version as tool_version
 

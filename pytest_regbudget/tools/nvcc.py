@@ -13,9 +13,10 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
+from ..core.defaults import DEFAULT_NVCC_TIMEOUT
 from ..core.errors import CompileError, Rejected, ToolchainError, Unbuildable
 from .compiler import given_names
-from .options import DEFAULT_NVCC_TIMEOUT, CompileOptions, Timeouts
+from .options import CompileOptions, Timeouts
 from .outputs import UnitOutputs
 from .ptxas import run_compiler
 from .running import ToolMemo, run_tool, start_failure

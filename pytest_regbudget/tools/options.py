@@ -14,14 +14,9 @@ from msgspec import Struct
 from msgspec.structs import fields, replace
 
 from ..core.arch import compute_arch
+from ..core.defaults import DEFAULT_CUOBJDUMP_TIMEOUT, DEFAULT_NVCC_TIMEOUT, DEFAULT_PTXAS_TIMEOUT
 from ..core.facts import Deferred
 
-DEFAULT_PTXAS_TIMEOUT = 300.0
-# nvcc runs the preprocessor, cicc and ptxas over a whole translation unit, host code and all: CUTLASS's
-# sm_90 GEMM files take 290 to 325 s on a 2-core runner, so its default is ptxas's several times over.
-DEFAULT_NVCC_TIMEOUT = 1800.0
-# cuobjdump over 100 MB of a binary (a whole library's pass scales with its size; one cubin is small).
-DEFAULT_CUOBJDUMP_TIMEOUT = 300.0
 # The two compilers a CUDA source is built with: NVRTC (the kernel alone) or nvcc (the translation unit).
 Backend = Literal["nvrtc", "nvcc"]
 Body = Deferred[tuple[str, bytes]]  # a build's PTX and cubin, read from a cache entry when first needed

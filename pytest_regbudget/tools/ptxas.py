@@ -10,8 +10,9 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
+from ..core.defaults import DEFAULT_PTXAS_TIMEOUT
 from ..core.errors import CompileError, Rejected, ToolTimeout
-from .options import DEFAULT_PTXAS_TIMEOUT, Timeouts
+from .options import Timeouts
 from .running import run_tool, start_failure
 from .targets import TOOLKIT_OPTION, Targets, with_variants
 from .toolkit import Toolkit

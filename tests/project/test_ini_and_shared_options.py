@@ -11,6 +11,7 @@ import pytest
 
 from pytest_regbudget.project import ini
 from pytest_regbudget.project import options as shared
+from pytest_regbudget.project.archs import choose_archs
 
 HEADROOM = shared.HEADROOM_INI
 ARCH = shared.ARCH_INI
@@ -108,5 +109,5 @@ def test_one_definition_of_the_arch_and_toolkit_options_in_both_faces() -> None:
         with pytest.raises(argparse.ArgumentError, match=r"sm_9O.*sm_90"):
             parser.parse_args([f"--{prefix}arch=sm_9O"])
     # The default the help names is the one a run takes.
-    assert shared.choose_archs(None, [], None, flag="--arch").given == (shared.DEFAULT_ARCH,)
+    assert choose_archs(None, [], None, flag="--arch").given == (shared.DEFAULT_ARCH,)
     assert f"else {shared.DEFAULT_ARCH}." in " ".join(faces[""].format_help().split())

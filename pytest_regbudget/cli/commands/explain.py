@@ -18,7 +18,7 @@ from pathlib import Path
 
 from ... import sources
 from ...core import baseline as bl
-from ...core.arch import KEYWORDS
+from ...core.arch import KEYWORDS, parse_archs
 from ...core.blackwell import TmemUse, cluster_text
 from ...core.errors import (
     BaselineError,
@@ -34,6 +34,7 @@ from ...engine.judge import item_archs, judge_alone
 from ...engine.state import Settings, resolve_archs
 from ...project import ini as pytest_ini
 from ...project import options as shared
+from ...project.archs import choose_archs
 from ...project.markers import Budget, parse_tolerance
 from ...tools.options import CompileOptions, define_flag
 from ...tools.targets import in_explain_words
@@ -127,11 +128,11 @@ def _compiler(ini: pytest_ini.IniSettings) -> str:
 def _archs(option: Sequence[str] | None, ini: pytest_ini.IniSettings, build: Build) -> list[str]:
     """--arch, else ini regbudget_arch, else the manifest's arch, else the plugin's default: as pytest's."""
     try:
-        chosen = shared.choose_archs(option, ini.linelist(shared.ARCH_INI), build.manifest, flag="--arch")
+        chosen = choose_archs(option, ini.linelist(shared.ARCH_INI), build.manifest, flag="--arch")
     except ValueError as exc:  # the ini and the manifest disagree
         raise CliError(str(exc)) from None
     try:
-        archs = shared.parse_archs(chosen.given)
+        archs = parse_archs(chosen.given)
     except UnknownArchError as exc:  # an ini's or a manifest's arch: the option's are checked as parsed
         raise CliError(f"{chosen.named_by}: {one_line(str(exc))}") from None
     if not archs:
