@@ -3,8 +3,8 @@
 ptxas's spill figures are static byte counts; what matters is where the instructions sit. This module owns
 a pure parser of `nvdisasm -c -g` text (tools/nvdisasm.py runs nvdisasm) that tells spill/refill
 instructions (nvdisasm marks them `(*"SpillRefill"*)`) from accesses to local arrays and finds loops as
-backward branches, and the reading of one SASS instruction line, which tools/cuobjdump.py shares for
-cuobjdump's listings.
+backward branches of its control-flow graph (each branch form of sm_90 to sm_120: `control`), and the reading
+of one SASS instruction line, which tools/cuobjdump.py shares for cuobjdump's listings.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from pathlib import Path
 from msgspec import Struct
 from msgspec.structs import replace
 
+from . import estimate
 from .errors import SassError
 
 Frame = tuple[str, int]  # (file, line) of one level of an inline stack
@@ -47,6 +48,8 @@ class Loop(Struct, frozen=True):
     depth: int = 1  # 1 for an outermost loop, 2 for a loop in it, and so on
     # Its instructions, as (first, last) address runs: a loop's code need not be one stretch of the listing.
     ranges: tuple[tuple[int, int], ...] = ()
+    trips: int = 0  # per entry, as the estimate weighs it (core/estimate.py); 0 where none was made
+    known: bool = False  # whether the code fixes that count (else it is assumed)
 
     def where(self) -> str:
         return _where(self.file, self.lines)
@@ -68,6 +71,7 @@ class LocalAccess(Struct, frozen=True):
     line: int | None
     loop: Loop | None  # the innermost loop holding it
     role: Role | None = None  # the warpgroup role it runs in, where every path to it agrees
+    runs: float = 0.0  # how often a thread runs it, estimated (core/estimate.py)
 
     def where(self) -> str:
         return _where(self.file, (self.line,) if self.line else ())
@@ -96,6 +100,25 @@ class SassReport(Struct, frozen=True):
     calls: tuple[Call, ...] = ()
     # Extern functions the module declares (nvdisasm's SYMBOLS), the candidates for what `calls` call.
     externs: tuple[str, ...] = ()
+    # Control instructions of a form the parser does not know (taken to go everywhere they name, and on):
+    # the test suite holds that every recorded listing has none.
+    unread: tuple[str, ...] = ()
+    # Instructions a thread runs, estimated (core/estimate.py): all of them, and the local loads and stores.
+    executed: float = 0.0
+    local_executed: float = 0.0
+    spill_executed: float = 0.0
+
+    @property
+    def local_share(self) -> float:
+        """The estimated share of a thread's executed instructions that are local loads and stores."""
+        return self.local_executed / self.executed if self.executed else 0.0
+
+    def local_lines(self) -> list[tuple[str, float]]:
+        """Source lines by estimated executed local instructions, hottest first: (where, executed)."""
+        by_line: dict[str, float] = {}
+        for a in self.local:
+            by_line[a.where()] = by_line.get(a.where(), 0.0) + a.runs
+        return sorted(by_line.items(), key=lambda item: (-item[1], item[0]))
 
     @property
     def local_instructions(self) -> int:
@@ -127,11 +150,21 @@ _LINE = re.compile(r'//## File "([^"]+)", line (\d+)')
 # comment (`line 2 inlined at "k.cu", line 8`) or, in newer releases, one comment per level, innermost first.
 _INLINED_AT = re.compile(r'inlined at "([^"]+)", line (\d+)')
 _SETMAXREG = re.compile(r"\bUSETMAXREG\.(\w+)(?:\.\w+)*\s+(?:\w+,\s*)?(0x[0-9a-fA-F]+|\d+)")
-_BRANCH = re.compile(r"\b(?:BRA|BRX|JMP)\b[^`]*`\((\.L_x_\d+)\)")
 _LOCAL = re.compile(r"\b(?:STL|LDL)(?:\.\w+)*\b")
 _EXTERN_CALL = re.compile(r"\bCALL\.ABS\b")
-_PREDICATED = re.compile(r"^@!?U?P[0-6]\s")
-_ENDS = re.compile(r"^(?:@!?U?P\w+\s+)?(?:EXIT|RET|BRA|BRX|JMP|JMX)\b")
+# A control instruction: its guard (`@!P0`), opcode and modifiers, and its operands. ptxas writes a
+# condition either as the guard (`@P0 BRA`, sm_90's loops) or as a predicate operand (`BRA.U !UP0, ...`,
+# Blackwell's), or both (`@!P0 BRA P1, ...`).
+_CONTROL = re.compile(
+    r"^(?P<guard>@(?P<gneg>!?)(?P<gpred>U?P(?:[0-7]|T))\s+)?"
+    r"(?P<op>BRA|BRX|BRXU|JMP|JMX|JMXU|CALL|RET|EXIT|KILL|BPT)(?P<mods>(?:\.\w+)*)(?![\w.])\s*(?P<rest>.*)$"
+)
+_PREDICATE_OPERAND = re.compile(r"^(?P<neg>!?)(?P<pred>U?P(?:[0-7]|T))\s*,")
+_TARGETS = re.compile(r"`\(([^)]*)\)")
+_LABEL_NAME = re.compile(r"\.L_x_\d+")
+# An instruction's first operand, what it writes (`ISETP.GE.AND P0, PT, R2, R3, PT` writes P0).
+_FIRST_OPERAND = re.compile(r"^(?:@!?U?P\w+\s+)?[A-Z][\w.]*\s+([^\s,]+)\s*,")
+_COMPARE_REACH = 64  # how far before a back edge its compare is looked for, in instructions
 _EXTERN = re.compile(r"^\s*\.type\s+([\w$.]+),@function")
 
 
@@ -182,7 +215,7 @@ def without_spills(report: SassReport) -> SassReport:
     """`report` as parse_sass(..., spills=False) reads it: no local access is a spill."""
     if not any(a.spill for a in report.local):
         return report
-    return replace(report, local=tuple(replace(a, spill=False) for a in report.local))
+    return replace(report, local=tuple(replace(a, spill=False) for a in report.local), spill_executed=0.0)
 
 
 def _split(text: str) -> tuple[dict[str, list[str]], tuple[str, ...]]:
@@ -206,7 +239,26 @@ def _parse_function(function: str, lines: list[str], externs: tuple[str, ...], *
     instrs, labels = _instructions(lines)
     index = {ins.address: n for n, ins in enumerate(instrs)}
     successors = [_successors(instrs, n, labels, index) for n in range(len(instrs))]
-    loops = _loops(instrs, successors)
+    found_loops = _loops(instrs, successors)
+    texts = [ins.text for ins in instrs]
+    weighed = [
+        (head, latch, body, estimate.trips_of(texts, head, latch, body, None))
+        for _, head, latch, body in found_loops
+    ]
+    loops = [
+        replace(loop, trips=trips, known=known)
+        for (loop, *_), (*_, (trips, known)) in zip(found_loops, weighed, strict=True)
+    ]
+    calls_to = {
+        n: index[labels[target]]
+        for n, ins in enumerate(instrs)
+        if ins.text.startswith("CALL.REL")
+        for target in control(ins.text).targets[:1]
+        if target in labels and labels[target] in index
+    }
+    runs = estimate.frequencies(
+        texts, successors, calls_to, [(h, la, body, trips) for h, la, body, (trips, _) in weighed]
+    )
     roles = _roles(instrs, successors)
 
     def innermost_loop(address: int) -> Loop | None:
@@ -216,7 +268,7 @@ def _parse_function(function: str, lines: list[str], externs: tuple[str, ...], *
     local = []
     calls = []
     setmaxnreg = []
-    for ins, role in zip(instrs, roles, strict=True):
+    for ins, role, ran in zip(instrs, roles, runs, strict=True):
         file, at = ins.stack[0] if ins.stack else (None, None)
         if _EXTERN_CALL.search(ins.text):
             calls.append(Call(ins.address, file, at, innermost_loop(ins.address), role))
@@ -232,7 +284,9 @@ def _parse_function(function: str, lines: list[str], externs: tuple[str, ...], *
             ins.spill_mark if marked else bool(re.search(r"\[R1(?:\+0x[0-9a-f]+)?\]", ins.text))
         )
         local.append(
-            LocalAccess(ins.address, op.partition(".")[0], spill, file, at, innermost_loop(ins.address), role)
+            LocalAccess(
+                ins.address, op.partition(".")[0], spill, file, at, innermost_loop(ins.address), role, ran
+            )
         )
     return SassReport(
         function=function,
@@ -242,6 +296,10 @@ def _parse_function(function: str, lines: list[str], externs: tuple[str, ...], *
         setmaxnreg=tuple((r.direction, r.count) for r in setmaxnreg),
         calls=tuple(calls),
         externs=externs,
+        unread=tuple(dict.fromkeys(i.text for i in instrs if not control(i.text).read)),
+        executed=sum(runs),
+        local_executed=sum(a.runs for a in local),
+        spill_executed=sum(a.runs for a in local if a.spill),
     )
 
 
@@ -296,7 +354,9 @@ def _instructions(lines: list[str]) -> tuple[list[_Instruction], dict[str, int]]
     return instrs, labels
 
 
-def _loops(instrs: list[_Instruction], successors: list[list[int]]) -> list[Loop]:
+def _loops(
+    instrs: list[_Instruction], successors: list[list[int]]
+) -> list[tuple[Loop, int, int, frozenset[int]]]:
     """The natural loops of the control-flow graph, innermost (least code) first, each named where its
     backward branch is written. A loop is a header and every instruction that reaches a branch back to it
     without passing it: an out-of-line block (a barrier wait's retry, placed at the end of the function) is in
@@ -325,17 +385,16 @@ def _loops(instrs: list[_Instruction], successors: list[list[int]]) -> list[Loop
         inside = sorted(body)
         file, lines_in = _loop_source(instrs, latches[head], inside)
         depth = sum(1 for other in bodies.values() if body <= other)
-        loops.append(
-            Loop(
-                instrs[head].address,
-                instrs[latches[head]].address,
-                file,
-                lines_in,
-                depth,
-                _ranges(instrs, inside),
-            )
+        loop = Loop(
+            instrs[head].address,
+            instrs[latches[head]].address,
+            file,
+            lines_in,
+            depth,
+            _ranges(instrs, inside),
         )
-    loops.sort(key=lambda lp: (lp.size, lp.start))
+        loops.append((loop, head, latches[head], frozenset(body)))
+    loops.sort(key=lambda found: (found[0].size, found[0].start))
     return loops
 
 
@@ -384,6 +443,11 @@ def _loop_source(
     the function the loop is in and the line of the loop statement. Without line info on the branch, the
     file most of the loop's instructions are in (at the kernel's level) and their lines there."""
     own = instrs[branch].stack
+    compare = _deciding(instrs, branch)
+    if own and compare and compare[0][0] == own[0][0]:
+        # The loop statement is the earlier of the two lines: sm_90's back edge carries it and its compare
+        # may carry the body's; Blackwell's back edge carries the body's and its compare the statement's.
+        return own[0][0], (min(own[0][1], compare[0][1]),)
     if own:
         return own[0][0], (own[0][1],)
     outer = [instrs[i].stack[-1] for i in inside if instrs[i].stack]
@@ -392,6 +456,24 @@ def _loop_source(
     files = [f for f, _ in outer]
     main = max(set(files), key=files.count)
     return main, tuple(sorted({n for f, n in outer if f == main}))
+
+
+def _deciding(instrs: list[_Instruction], branch: int) -> tuple[Frame, ...]:
+    """The inline stack of the compare that decides a conditional back edge: the last instruction before it
+    that sets its predicate (`ISETP.GE.AND P0, ...` for `@P0 BRA`, `UISETP... UP0` for `BRA.U !UP0, ...`);
+    () where the branch has no predicate or its compare is not near."""
+    found = _CONTROL.match(instrs[branch].text)
+    if found is None:
+        return ()
+    operand = _PREDICATE_OPERAND.match(found.group("rest"))
+    predicate = operand.group("pred") if operand is not None else found.group("gpred")
+    if predicate is None or predicate.endswith("PT"):
+        return ()
+    for n in range(branch - 1, max(branch - _COMPARE_REACH, -1), -1):
+        written = _FIRST_OPERAND.match(instrs[n].text)
+        if written is not None and written.group(1) == predicate:
+            return instrs[n].stack
+    return ()
 
 
 def _roles(instrs: list[_Instruction], successors: list[list[int]]) -> list[Role | None]:
@@ -414,15 +496,55 @@ def _roles(instrs: list[_Instruction], successors: list[list[int]]) -> list[Role
     return [s if isinstance(s, Role) else None for s in state]
 
 
+class Control(Struct, frozen=True):
+    """Where one instruction may go next: its labels and whether it may fall through. `read` is False for a
+    control instruction whose form the parser does not know (taken to go everywhere it names and on)."""
+
+    targets: tuple[str, ...] = ()
+    falls_through: bool = True
+    read: bool = True
+
+
+def control(instruction: str) -> Control:
+    """How an instruction (as `instruction` gives it) moves control: `@P0 BRA `(.L_x_1)`` and
+    ``BRA.U !UP0, `(.L_x_1)`` may branch or fall through, `BRA `(.L_x_1)`` and `EXIT` end the path, a
+    guarded `EXIT` or `RET` may go on, a `CALL.REL` goes to its label and comes back, `BRX`/`JMX` go to each
+    label of their table. A guard or predicate operand `PT` always holds and `!PT` never does."""
+    found = _CONTROL.match(instruction)
+    if found is None:
+        return Control()
+    op, mods, rest = found.group("op"), found.group("mods"), found.group("rest")
+    guard = None if found.group("guard") is None else (found.group("gneg"), found.group("gpred"))
+    if guard == ("!", "PT") or guard == ("!", "UPT"):
+        return Control()  # never runs
+    conditional = guard is not None and guard[1] not in ("PT", "UPT")
+    operand = _PREDICATE_OPERAND.match(rest)
+    if operand is not None:
+        if operand.group("pred") in ("PT", "UPT"):
+            if operand.group("neg"):
+                return Control()  # a condition that never holds: the branch is never taken
+        else:
+            conditional = True
+    targets = tuple(t for listed in _TARGETS.findall(rest) for t in _LABEL_NAME.findall(listed))
+    if op in ("EXIT", "RET", "KILL") or (op == "BPT" and ".TRAP" in mods):
+        return Control(falls_through=conditional)
+    if op == "BPT":
+        return Control()
+    if op == "CALL":
+        return Control(targets)  # a call comes back (CALL.ABS to an extern: no label here)
+    if op in ("BRA", "JMP"):
+        # BRA.DIV goes to its label when the warp has diverged: a condition of its own.
+        conditional = conditional or ".DIV" in mods
+        return Control(targets, falls_through=conditional, read=bool(targets))
+    # BRX, JMX: an indirect jump to one of its table's labels; without a table it could go anywhere.
+    return Control(targets, falls_through=conditional or not targets, read=bool(targets))
+
+
 def _successors(
     instrs: list[_Instruction], n: int, labels: dict[str, int], index: dict[int, int]
 ) -> list[int]:
-    text_ = instrs[n].text
-    out = []
-    branch = _BRANCH.search(text_)
-    if branch and branch.group(1) in labels and labels[branch.group(1)] in index:
-        out.append(index[labels[branch.group(1)]])
-    # EXIT, RET and an unconditional branch end the path; a predicated one may fall through.
-    if (not _ENDS.match(text_) or _PREDICATED.match(text_)) and n + 1 < len(instrs):
+    move = control(instrs[n].text)
+    out = [index[labels[t]] for t in move.targets if t in labels and labels[t] in index]
+    if move.falls_through and n + 1 < len(instrs):
         out.append(n + 1)
-    return out
+    return list(dict.fromkeys(out))

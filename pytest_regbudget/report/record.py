@@ -15,6 +15,7 @@ from typing import Any, TypedDict, cast
 from ..core.kernel_report import Delta, KernelReport
 from ..core.metrics import Metric
 from ..core.ratchet import entry_of_report
+from ..core.sass import Loop, SassReport
 
 
 class DeltaRecord(TypedDict):
@@ -98,6 +99,16 @@ class ReportRecord(TypedDict):
     spill_instructions: int | None
     spill_instructions_in_loops: int | None
     local_instructions: int | None  # LDL/STL: 0 without local memory, else counted where the SASS was read
+    # Where the SASS was read, estimated per thread (core/estimate.py): the share of executed instructions
+    # that are local loads and stores, the counts it divides, the source lines by their executed local
+    # instructions ({"where", "executed", "share"}, hottest first) and each source loop once ({"where",
+    # "trips", "known", "copies", "local_executed"}). None and [] where the SASS was not read.
+    local_share: float | None
+    instructions_executed: float | None
+    local_executed: float | None
+    spill_executed: float | None
+    local_lines: list[dict[str, object]]
+    loops: list[dict[str, object]]
     diagnosis: list[str]
     cliff_blocks: int | None
     cliff_grow: int | None
@@ -173,6 +184,7 @@ def to_record(r: KernelReport) -> ReportRecord:
             spill_instructions=r.sass.spill_instructions if r.sass else None,
             spill_instructions_in_loops=r.sass.spill_instructions_in_loops if r.sass else None,
             local_instructions=res.local_instructions if res else None,
+            **_estimate_fields(r.sass),
             diagnosis=list(r.diagnosis),
             cliff_blocks=r.cliff.blocks if r.cliff else None,
             cliff_grow=r.cliff.grow if r.cliff else None,
@@ -185,6 +197,46 @@ def to_record(r: KernelReport) -> ReportRecord:
             cluster=list(r.cluster) if r.cluster else None,
         ),
     )
+
+
+def _estimate_fields(sass: SassReport | None) -> dict[str, Any]:
+    if sass is None or not sass.executed:
+        return {
+            "local_share": None,
+            "instructions_executed": None,
+            "local_executed": None,
+            "spill_executed": None,
+            "local_lines": [],
+            "loops": [],
+        }
+    total = sass.local_executed
+    lines = [
+        {"where": where, "executed": round(executed, 2), "share": round(executed / total, 4)}
+        for where, executed in sass.local_lines()[:10]
+    ]
+    # One source loop may be several SASS loops (an unrolled body and its remainder, an inlined helper's
+    # loop in each branch that calls it): listed once, with its copies.
+    copies: dict[str, list[Loop]] = {}
+    for loop in sass.loops:
+        copies.setdefault(loop.where(), []).append(loop)
+    loops = [
+        {
+            "where": where,
+            "trips": max(lp.trips for lp in found),
+            "known": all(lp.known for lp in found),
+            "copies": len(found),
+            "local_executed": round(sum(a.runs for a in sass.local if a.loop in found), 2),
+        }
+        for where, found in copies.items()
+    ]
+    return {
+        "local_share": round(sass.local_share, 4),
+        "instructions_executed": round(sass.executed, 2),
+        "local_executed": round(sass.local_executed, 2),
+        "spill_executed": round(sass.spill_executed, 2),
+        "local_lines": lines,
+        "loops": loops,
+    }
 
 
 def _gpu_fields(r: KernelReport) -> dict[str, Any]:

@@ -29,8 +29,9 @@ from .toolkit import Toolkit, find_tool
 
 SASS_FIX = "pip install 'pytest-regbudget[sass]' (the nvidia-cuda-nvdisasm wheel)"
 
-# The documents' own version: a change of SassReport or of how a listing is read changes it.
-_FORMAT = 1
+# The documents' own version: a change of SassReport or of how a listing is read changes it (2: Blackwell's
+# branches with a predicate operand, loops named by their compare, `unread`).
+_FORMAT = 2
 _FOLDER = "sass"
 # Listings read in this process, by (cubin digest, nvdisasm digest): a unit's kernels are judged one by one.
 _KEPT = 64

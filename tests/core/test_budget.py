@@ -72,8 +72,8 @@ def test_failure_text_names_kernel_arch_and_quotes_ptxas() -> None:
     assert report.failure_text().splitlines() == [
         "poly_eval [sm_90]: registers 167 > max_regs 64",
         "    ptxas: Used 167 registers, used 1 barriers, 4096 bytes smem, 56 bytes cumulative stack size",
-        "    diagnosis: 40 bytes of spill stores and 36 bytes of loads: run with --regbudget-sass to see"
-        " whether they sit in a loop (costly) or not (probably cheap).",
+        "    diagnosis: 40 bytes of spill stores and 36 bytes of loads: run with --regbudget-sass (or give"
+        " max_local_share) to estimate what share of the executed instructions they are, and where.",
     ]
 
 

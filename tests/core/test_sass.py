@@ -91,22 +91,38 @@ RESOURCES = parse_ptxas_output(
 
 
 def test_diagnosis_names_the_hot_loop() -> None:
-    sentence, outside = diagnose(RESOURCES, "sm_90", parse_sass(SPILLS, "hot"))
+    share, sentence, outside = diagnose(RESOURCES, "sm_90", parse_sass(SPILLS, "hot"))
+    assert share.startswith(
+        "local loads/stores: about 49% of executed instructions (estimated from the SASS)"
+    )
+    assert ": costly; hottest spills.cu:13 (74%)" in share
+    assert "assumed 16 trips where the code does not fix the count (loop at spills.cu:11)" in share
     assert sentence.startswith("78 spill/refill instruction(s) inside the loop at spills.cu:11 run on every")
     assert "(78 of 160 spill instructions are in loops)" in sentence
     assert "in the producer" not in sentence  # no setmaxnreg, no role
     assert outside.startswith("82 spill instruction(s) are outside loops (at spills.cu:")
 
 
-def test_diagnosis_calls_branch_spills_cheap() -> None:
-    (sentence,) = diagnose(RESOURCES, "sm_90", parse_sass(SPILLS, "cold"))
+def test_diagnosis_of_branch_spills_states_their_share_and_never_calls_them_cheap() -> None:
+    # The spills sit behind `flag == 12345`: the equal way of an integer compared with a constant is taken
+    # to run 1 time in 64, so they are a few per cent of what a thread runs, not half.
+    share, sentence = diagnose(RESOURCES, "sm_90", parse_sass(SPILLS, "cold"))
+    assert share.startswith("local loads/stores: about 4% of executed instructions (estimated from the SASS)")
+    assert ": moderate; " in share
     assert sentence.startswith("all 388 spill instruction(s) are outside loops (at spills.cu:")
-    assert sentence.endswith("they run at most once per thread and are probably cheap.")
+    assert sentence.endswith(
+        "at most once per thread, but local traffic is about 4% of what the thread runs (moderate)."
+    )
+    assert "cheap" not in share + sentence
 
 
 def test_diagnosis_of_a_demoted_local_array_names_its_line() -> None:
     stack_only = replace(RESOURCES, spill_stores=0, spill_loads=0, stack=1024)
-    (sentence,) = diagnose(stack_only, "sm_90", parse_sass(VARIOUS, "local_lookup"))
+    share, sentence = diagnose(stack_only, "sm_90", parse_sass(VARIOUS, "local_lookup"))
+    # Its loop of 32 trips is fixed in the code (a counter from 0 by 1 below 32), so the count is known.
+    assert share.startswith("local loads/stores: about 10% of executed instructions")
+    assert "hottest various.cu:25 (100%)" in share
+    assert "assumed" not in share
     assert "a local array lives in local memory (1024 bytes of stack, no spills)" in sentence
     assert "accessed at various.cu:25, various.cu:26" in sentence
     assert "compile-time trip count" in sentence
@@ -221,7 +237,7 @@ def test_roles_come_from_the_machine_code_over_the_control_flow() -> None:
 
 
 def test_producer_spills_advise_the_dec_target_and_an_assert_in_the_loop_advises_ndebug() -> None:
-    hot, outside = diagnose(WS_RESOURCES, "sm_90a", parse_sass(WS_GEMM, ENTRY))
+    _, hot, outside = diagnose(WS_RESOURCES, "sm_90a", parse_sass(WS_GEMM, ENTRY))
     assert hot.startswith(
         "101 spill/refill instruction(s) inside the loop at collective.hpp:22, in the producer"
     )
@@ -232,7 +248,7 @@ def test_producer_spills_advise_the_dec_target_and_an_assert_in_the_loop_advises
     )
     # The consumers' assert saves none of the producer's registers: not blamed.
     checked = replace(WS_RESOURCES, spill_stores=64, spill_loads=64, stack=128)
-    hot, *_ = diagnose(checked, "sm_90a", parse_sass(WS_ASSERT, ENTRY))
+    _, hot, *_ = diagnose(checked, "sm_90a", parse_sass(WS_ASSERT, ENTRY))
     assert "inside the loop at collective.hpp:22, in the producer (after setmaxnreg.dec 40)" in hot
     assert "The loop calls __assertfail (assert() compiled without NDEBUG) at collective.hpp:26" in hot
     assert hot.endswith('Fix: build with -DNDEBUG (defines={"NDEBUG": 1}, or -DNDEBUG in the nvcc flags).')

@@ -75,7 +75,8 @@ def test_cutlass_shaped_spills_are_named_by_loop_role_and_cause(project: pytest.
     assert window["spill_instructions_in_loops"] > 0
     assert sorted(map(tuple, window["setmaxnreg"])) == [("dec", 40), ("inc", 232)]
     assert window["setmaxnreg_dropped"] is False  # its SASS keeps both USETMAXREG
-    hot = window["diagnosis"][0]
+    share, hot = window["diagnosis"][:2]
+    assert share.startswith("local loads/stores: about ")
     assert f"{window['spill_instructions_in_loops']} spill/refill instruction(s) inside the loop at " in hot
     assert "collective.hpp:22, in the producer (after setmaxnreg.dec 40)" in hot
     assert "raise the dec target (to 48 or more" in hot
@@ -83,7 +84,7 @@ def test_cutlass_shaped_spills_are_named_by_loop_role_and_cause(project: pytest.
     # 24 values fit, but the loop asserts: the spills save registers around the call to __assertfail.
     checked = recs["test_checked[sm_90a]"]
     assert checked["spill_stores"] > 0
-    hot = checked["diagnosis"][0]
+    hot = checked["diagnosis"][1]
     assert "inside the loop at collective.hpp:22, in the producer (after setmaxnreg.dec 40)" in hot
     assert "The loop calls __assertfail (assert() compiled without NDEBUG) at collective.hpp:26" in hot
     assert 'Fix: build with -DNDEBUG (defines={"NDEBUG": 1}' in hot
