@@ -251,6 +251,13 @@ def check(
             f"spill instructions in loops {sass.spill_instructions_in_loops} > hot_spills {r.hot_spills} "
             f"(loop at {', '.join(loops)})"
         )
+    if r.max_local_share is not None and sass is not None and sass.local_share > r.max_local_share:
+        hottest = sass.local_lines()[:1]
+        where = f"; hottest: {hottest[0][0]}, {hottest[0][1] / sass.local_executed:.0%}" if hottest else ""
+        violations.append(
+            f"local_share {sass.local_share:.1%} > max_local_share {r.max_local_share:.1%} (estimated from "
+            f"the SASS{where})"
+        )
     violations += misdeclared + driver_cluster_violations(res, r, gpu, occ)
     if gpu is not None:
         violations += _driver_disagreements(res, gpu)

@@ -38,6 +38,8 @@ _INIT = (
     re.compile(r"^IMAD\.MOV\.U32\s+(?P<dst>R\d+)\s*,\s*RZ\s*,\s*RZ\s*,\s*(?P<imm>0x[0-9a-f]+|\d+|RZ)\s*$"),
     re.compile(r"^(?:CS2R)\s+(?P<dst>R\d+)\s*,\s*(?P<imm>SRZ)\s*$"),
 )
+_RELOAD = re.compile(r"^LDL(?:\.\w+)*\s+(?P<dst>R\d+)\s*,\s*(?P<slot>\[R1(?:\+0x[0-9a-f]+)?\])")
+_ZERO_STORE = re.compile(r"^STL(?:\.\w+)*\s+(?P<slot>\[R1(?:\+0x[0-9a-f]+)?\])\s*,\s*RZ\b")
 _TRAP = re.compile(r"\bBPT\.TRAP\b|\bCALL\.ABS\b.*\((?:__assertfail|vprintf)\)")
 _STORE = re.compile(r"^(?:@!?U?P\w+\s+)?(?:STG|ST|STS|RED|ATOM|ATOMG|STL)\b")
 _INFINITY = re.compile(r"\+?INF\b|0x7f800000|0xff800000")
@@ -83,9 +85,29 @@ def _counted(texts: Sequence[str], head: int, latch: int, body: frozenset[int]) 
                 break
         if start is not None or _writes(texts[n], counter):
             break
+    if start is None:
+        start = _spilled_start(texts, head, body, counter)
     if start is None or bound <= start:
         return None
     return max(1, -(-(bound - start) // step))
+
+
+def _spilled_start(texts: Sequence[str], head: int, body: frozenset[int], counter: str) -> int | None:
+    """The start of a counter that lives in local memory (a spilled loop counter): reloaded in the loop from
+    `[R1+off]`, where a zero was stored before the loop."""
+    slot = None
+    for n in sorted(body):
+        found = _RELOAD.match(texts[n])
+        if found is not None and found.group("dst") == counter:
+            slot = found.group("slot")
+            break
+    if slot is None:
+        return None
+    for n in range(head - 1, max(-1, head - 64), -1):
+        found = _ZERO_STORE.match(texts[n])
+        if found is not None and found.group("slot") == slot:
+            return 0
+    return None
 
 
 def _immediate(text: str) -> int | None:

@@ -36,6 +36,8 @@ class Limits(Struct, frozen=True):
     max_time_ratio: float | None = None  # GPU median / baseline median of the same device
     max_time_ms: float | None = None
     hot_spills: int | None = None  # spill instructions inside loops (needs the SASS)
+    # The most the estimated local share of executed instructions may be (needs the SASS: core/estimate.py).
+    max_local_share: float | None = None
     # "required": the kernel must keep its setmaxnreg roles (ptxas may drop them, C7508); or the exact targets
     # by direction, (("dec", 40), ("inc", 232)), sorted.
     setmaxnreg: str | tuple[tuple[str, int], ...] | None = None

@@ -143,7 +143,9 @@ def _where(file: str | None, lines: tuple[int, ...]) -> str:
 
 
 _SECTION = re.compile(r"^\s*\.section\s+\.text\.(\S+?),")
-_LABEL = re.compile(r"^(\.L_x_\d+):")
+# A label: a branch target (`.L_x_3:`), or a `__noinline__` callee's entry in its caller's section
+# (`$kernel$_Z5heavyPKfiii:`), which a `CALL.REL` names.
+_LABEL = re.compile(r"^(\.L_x_\d+|\$[\w$]+):")
 _INSTR = re.compile(r"^\s*/\*([0-9a-fA-F]+)\*/\s+(.*?)\s*;(.*)$")
 _LINE = re.compile(r'//## File "([^"]+)", line (\d+)')
 # `nvdisasm -gi`: an inlined instruction's location is its own line and the chain of call sites, either on one
@@ -161,7 +163,7 @@ _CONTROL = re.compile(
 )
 _PREDICATE_OPERAND = re.compile(r"^(?P<neg>!?)(?P<pred>U?P(?:[0-7]|T))\s*,")
 _TARGETS = re.compile(r"`\(([^)]*)\)")
-_LABEL_NAME = re.compile(r"\.L_x_\d+")
+_LABEL_NAME = re.compile(r"\.L_x_\d+|\$[\w$]+")
 # An instruction's first operand, what it writes (`ISETP.GE.AND P0, PT, R2, R3, PT` writes P0).
 _FIRST_OPERAND = re.compile(r"^(?:@!?U?P\w+\s+)?[A-Z][\w.]*\s+([^\s,]+)\s*,")
 _COMPARE_REACH = 64  # how far before a back edge its compare is looked for, in instructions
@@ -222,6 +224,7 @@ def _split(text: str) -> tuple[dict[str, list[str]], tuple[str, ...]]:
     """The listing's functions (each section's lines) and the extern functions it declares."""
     sections: dict[str, list[str]] = {}
     declared: list[str] = []
+    local: set[str] = set()  # callees whose code is in a caller's section: not extern
     body: list[str] | None = None
     for line in text.splitlines():
         section = _SECTION.match(line)
@@ -229,10 +232,13 @@ def _split(text: str) -> tuple[dict[str, list[str]], tuple[str, ...]]:
             body = sections.setdefault(section.group(1), [])
         elif body is not None:
             body.append(line)
+            label = _LABEL.match(line)
+            if label:
+                local.add(label.group(1))
         extern = _EXTERN.match(line)
         if extern:
             declared.append(extern.group(1))
-    return sections, tuple(dict.fromkeys(n for n in declared if n not in sections))
+    return sections, tuple(dict.fromkeys(n for n in declared if n not in sections and n not in local))
 
 
 def _parse_function(function: str, lines: list[str], externs: tuple[str, ...], *, spills: bool) -> SassReport:

@@ -103,8 +103,9 @@ class Builder:
         found = disasm.find_nvdisasm(self.toolkit_or_none())
         if found is None:
             raise SassError(
-                "the SASS diagnostics (--regbudget-sass, hot_spills) need nvdisasm, found neither in the "
-                f"toolkit, nor as the nvidia-cuda-nvdisasm wheel, nor on PATH. Fix: {disasm.SASS_FIX}"
+                "the SASS diagnostics (--regbudget-sass, hot_spills, max_local_share) need nvdisasm, found "
+                "neither in the toolkit, nor as the nvidia-cuda-nvdisasm wheel, nor on PATH. Fix: "
+                f"{disasm.SASS_FIX}"
             )
         return found
 

@@ -48,9 +48,10 @@ def limits_of(budget: Budget, facts: KernelFacts) -> Limits:
 
 
 def reads_sass(budget: Budget, arch: str, *, sass: bool) -> bool:
-    """Whether a kernel's SASS is read on `arch`: with --regbudget-sass (`sass`), or for a hot_spills
-    budget."""
-    return sass or budget.limits(arch).hot_spills is not None
+    """Whether a kernel's SASS is read on `arch`: with --regbudget-sass (`sass`), or for a hot_spills or
+    max_local_share budget."""
+    limits = budget.limits(arch)
+    return sass or limits.hot_spills is not None or limits.max_local_share is not None
 
 
 def item_archs(archs: Sequence[str], budget: Budget | None) -> list[str]:

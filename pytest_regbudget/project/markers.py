@@ -45,6 +45,7 @@ BUDGET_KEYS = (
     "max_time_ratio",
     "max_time_ms",
     "hot_spills",
+    "max_local_share",
     "setmaxnreg",
     "setmaxnreg_threads",
     "ptxas_warnings",
@@ -129,6 +130,18 @@ def _occupancy(value: object, label: str) -> float:
     return float(value)
 
 
+def _share(value: object, label: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
+        hint = (
+            f"; for {value}% write {value / 100:g}" if isinstance(value, (int, float)) and value > 1 else ""
+        )
+        raise MarkerError(
+            f"{label}={value!r}: expected a fraction in [0, 1] of the executed instructions, e.g. "
+            f"{label}=0.05{hint}{_string_number(value)}"
+        )
+    return float(value)
+
+
 def _positive(value: object, label: str, minimum: float, example: str) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= minimum:
         raise MarkerError(
@@ -154,6 +167,7 @@ _SETTERS: Mapping[str, Callable[[Limits, object, str], Limits]] = {
     ),
     "max_time_ms": lambda lim, v, label: replace(lim, max_time_ms=_positive(v, label, 0.0, "2.5")),
     "hot_spills": lambda lim, v, label: replace(lim, hot_spills=_count(v, label)),
+    "max_local_share": lambda lim, v, label: replace(lim, max_local_share=_share(v, label)),
     "setmaxnreg": lambda lim, v, label: replace(lim, setmaxnreg=_setmaxnreg(v, label)),
     "ptxas_warnings": lambda lim, v, label: replace(lim, ptxas_warnings=_warnings(v, label)),
     "setmaxnreg_threads": lambda lim, v, label: replace(lim, setmaxnreg_threads=_role_threads(v, label)),

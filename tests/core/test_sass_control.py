@@ -95,3 +95,19 @@ def test_blackwell_roles_are_reachable_and_the_consumers_loop_is_found() -> None
         inside = [r for ins, r in zip(instrs, roles, strict=True) if loop.contains(ins.address)]
         assert inside
         assert all(r == sass.Role("inc", 232) for r in inside)
+
+
+def test_a_noinline_callee_runs_at_its_call_sites_count() -> None:
+    # tests/data/local_share/kernels/noinline_spill.cu: `heavy` (a __noinline__ function whose spills are its
+    # own) called from a loop of 16 trips (`#pragma unroll 1`), whose counter is itself spilled.
+    report = parse_sass((DATA / "noinline_sm90_gi.txt").read_text(), "noinline_spill")
+    assert report.unread == ()
+    assert report.externs == ()  # the callee's code is in the kernel's section: not an extern call
+    [loop] = report.loops
+    assert (loop.where(), loop.trips, loop.known) == ("noinline_spill.cu:30", 16, True)
+    callee = [a for a in report.local if a.loop is None and a.line is not None and a.line < 22]
+    assert callee
+    assert {a.runs for a in callee} == {16.0}
+    hottest = [where for where, _ in report.local_lines()[:3]]
+    assert all(int(where.rsplit(":", 1)[1]) < 22 for where in hottest)  # heavy's lines, not the kernel's
+    assert report.local_share > 0.3

@@ -308,7 +308,8 @@ def test_a_build_no_compiler_judged_fails_and_is_never_recorded_as_broken(
     pyproject.write_text(fast)
     result = project.runpytest("-p", "no:cacheprovider", "--regbudget-update", "kernels/ew.cu")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
-    result.stdout.fnmatch_lines(["*kernels/ew.cu [[]sm_80[]]: *did not finish within 0.001 s*"])
+    # Either arch's build may be the one that times out: under load one was seen to finish (issue 43's note).
+    result.stdout.fnmatch_lines(["*kernels/ew.cu [[]sm_[89]0[]]: *did not finish within 0.001 s*"])
     baseline = project.path / "regbudget-baseline.toml"
     assert not baseline.exists() or not bl.load(baseline).broken
     pyproject.write_text(PYPROJECT)
