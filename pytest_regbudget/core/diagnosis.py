@@ -177,8 +177,18 @@ def _spill_sentences(sass: SassReport) -> list[str]:
         elsewhere = [a for a in accesses if a.line and a.loop is not None and a.file != a.loop.file]
         at = f", at {_lines(elsewhere)}" if elsewhere else ""
         in_role = f", in the {role.describe()}," if role else ""
+        # One source loop that became several SASS loops (an inlined helper's loop in each branch that calls
+        # it, an unrolled body and its remainder): each copy's count, as each iteration runs one of them.
+        copies = [lp for lp in sass.loops if lp.where() == where]
+        counts = sorted(sum(1 for a in accesses if a.loop == lp) for lp in copies)
+        in_copies = (
+            f", in {len(copies)} copies ({', '.join(map(str, counts[:-1]))} and {counts[-1]} per iteration),"
+            if len(copies) > 1
+            else ""
+        )
         out.append(
-            f"{len(accesses)} spill/refill instruction(s) inside the loop at {where}{within}{at}{in_role} "
+            f"{len(accesses)} spill/refill instruction(s) inside the loop at {where}{within}{at}{in_role}"
+            f"{in_copies} "
             f"run on every iteration ({len(in_loops)} of {len(spilled)} spill instructions are in loops): "
             f"this is where the spills cost. {_loop_fix(sass, loops, role)}"
         )

@@ -5,18 +5,17 @@ lines (stale entries, kept entries, how many were enforced), and GitHub annotati
 
 from __future__ import annotations
 
-import math
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from ..core.arch import get_arch
 from ..core.baseline import NO_VARIANT, Key
-from ..core.blackwell import PORTABLE_CLUSTER_BLOCKS
 from ..core.errors import UnknownArchError
 from ..core.kernel_report import delta_text
 from ..core.metrics import BY_NAME
 from ..core.text import one_line, safe_block
+from . import cells
 from .record import DeltaRecord, ReportRecord, sorted_records, spills
 
 
@@ -255,7 +254,7 @@ def summary_lines(
                 cell(rec["stack_frame"]),
                 cell(rec["shared_mem"]),
                 occ,
-                _cliff_cell(rec),
+                cells.cliff_cell(rec),
                 baseline_cell(rec),
                 (rec["outcome"].upper() if rec["outcome"] != "passed" else "ok") + _messages_note(rec),
             )
@@ -263,15 +262,20 @@ def summary_lines(
     if all(row[0].startswith(row[1]) for row in rows):
         # Each test is named after its kernel (a manifest's items, a fixture's default): say it once.
         header, rows = header[:1] + header[2:], [row[:1] + row[2:] for row in rows]
-    numeric = {"regs", "stack", "smem"}
+    numeric = {"regs", "stack", "smem", "local %"}
     if any(rec["spill_instructions"] is not None for rec in records):
         at = header.index("spill st/ld") + 1
-        header = (*header[:at], "spill instr loop/all", *header[at:])
-        rows = [(*row[:at], _sass_cell(rec), *row[at:]) for row, rec in zip(rows, records, strict=True)]
+        header = (*header[:at], "spill instr loop/all", "local %", *header[at:])
+        rows = [
+            (*row[:at], cells.sass_cell(rec), cells.share_cell(rec), *row[at:])
+            for row, rec in zip(rows, records, strict=True)
+        ]
     if any(rec.get("cluster") for rec in records):
         at = header.index("occupancy") + 1
         header = (*header[:at], "cluster", *header[at:])
-        rows = [(*row[:at], _cluster_cell(rec), *row[at:]) for row, rec in zip(rows, records, strict=True)]
+        rows = [
+            (*row[:at], cells.cluster_cell(rec), *row[at:]) for row, rec in zip(rows, records, strict=True)
+        ]
     if any(rec["gpu_device"] for rec in records):
         header, rows = _with_gpu_columns(header, rows, records)
     widths = _fit([max(len(h), *(len(row[i]) for row in rows)) for i, h in enumerate(header)], header, width)
@@ -302,31 +306,6 @@ def occupancy_cell(rec: ReportRecord) -> str:
     elif rec.get("tmem_source") == "unknown":
         mark = " TMEM?"
     return f"{occ:.0%} @{rec['launch'][0]}{mark}"
-
-
-def _cluster_cell(rec: ReportRecord) -> str:
-    """`2x1x1`, with the driver's active clusters where GPU checks ran (`2x1x1 (66 active)`); a cluster over
-    the portable size is marked `non-portable` (it needs cudaFuncAttributeNonPortableClusterSizeAllowed)."""
-    dims = rec.get("cluster")
-    if not dims:
-        return "-"
-    active = rec.get("driver_active_clusters")
-    wide = " non-portable" if math.prod(dims) > PORTABLE_CLUSTER_BLOCKS else ""
-    return "x".join(map(str, dims)) + wide + ("" if active is None else f" ({active} active)")
-
-
-def _cliff_cell(rec: ReportRecord) -> str:
-    """`+3/-5`: registers it can grow before losing a block / must shed to gain one."""
-    if rec["cliff_grow"] is None:
-        return "-"
-    shed = "-" if rec["cliff_shed"] is None else f"-{rec['cliff_shed']}"
-    return f"+{rec['cliff_grow']}/{shed}"
-
-
-def _sass_cell(rec: ReportRecord) -> str:
-    if rec["spill_instructions"] is None:
-        return "-"
-    return f"{rec['spill_instructions_in_loops']}/{rec['spill_instructions']}"
 
 
 def _with_gpu_columns(

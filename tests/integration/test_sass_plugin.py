@@ -226,3 +226,30 @@ def test_hot():
     result.stdout.fnmatch_lines(
         ["hot [[]sm_100a[]]: spill instructions in loops 76 > hot_spills 0 (loop at spills.cu:11)"]
     )
+
+
+def test_one_source_loop_in_three_copies_is_named_once_with_each_copys_count(
+    pytester: pytest.Pytester,
+) -> None:
+    # tests/kernels/copies.cu: the loop of an inlined template helper, instantiated in three branches of a
+    # switch (40, 44 and 48 live values: the first fits its registers, the others spill in the loop).
+    pytester.makepyfile(
+        test_k=f"""
+import pytest
+
+@pytest.mark.regbudget(source={str(KERNELS / "copies.cu")!r}, kernel="copies", hot_spills=0)
+def test_copies():
+    pass
+"""
+    )
+    result, [rec] = run_json(pytester)
+    result.assert_outcomes(failed=1)
+    [loop] = rec["loops"]
+    assert (loop["where"], loop["copies"], loop["known"]) == ("copies.cu:8", 3, False)
+    [sentence] = [d for d in rec["diagnosis"] if "inside the loop at copies.cu:8" in d]
+    counts = sentence.split(", in 3 copies (", 1)[1].split(" per iteration)", 1)[0]
+    first, last = counts.split(" and ")
+    assert sum(map(int, [*first.split(", "), last])) == rec["spill_instructions_in_loops"]
+    assert (
+        "assumed 16 trips where the code does not fix the count (loop at copies.cu:8)" in rec["diagnosis"][0]
+    )

@@ -524,12 +524,12 @@ def test_summary_gpu_columns_sit_before_the_verdict_when_any_kernel_ran_on_a_gpu
 
 
 def test_summary_sass_column_follows_spill_bytes_when_any_kernel_has_sass() -> None:
-    sass = record(spill_instructions=7, spill_instructions_in_loops=3)
+    sass = record(spill_instructions=7, spill_instructions_in_loops=3, local_share=0.631)
     plain = record(nodeid="tests/test_kernels.py::test_z[sm_90]")
     lines = summary_lines([plain, sass])
-    assert columns(lines[0]) == [*BASE_HEADER[:5], "spill instr loop/all", *BASE_HEADER[5:]]
-    assert columns(lines[2])[3:7] == ["102", "0/0", "3/7", "0"]
-    assert columns(lines[3])[3:7] == ["102", "0/0", "-", "0"]
+    assert columns(lines[0]) == [*BASE_HEADER[:5], "spill instr loop/all", "local %", *BASE_HEADER[5:]]
+    assert columns(lines[2])[3:8] == ["102", "0/0", "3/7", "63%", "0"]
+    assert columns(lines[3])[3:8] == ["102", "0/0", "-", "-", "0"]
 
 
 def test_summary_keeps_stack_and_smem_right_justified_with_the_sass_column() -> None:
