@@ -1,4 +1,4 @@
-// launch: name=poly_eval_nobounds kernel=poly_eval grid=256 block=1024 args=in:f32:262144,out:f32:262144,i32:262144
+// launch: name=poly_eval_nobounds kernel=poly_eval grid=1024 block=256 args=in:f32:262144,out:f32:262144,i32:262144
 // launch: name=poly_eval_1024 kernel=poly_eval grid=256 block=1024 args=in:f32:262144,out:f32:262144,i32:262144 define=BOUNDS=__launch_bounds__(1024)
 // launch: name=poly_eval_1024x2 kernel=poly_eval grid=256 block=1024 args=in:f32:262144,out:f32:262144,i32:262144 define=BOUNDS=__launch_bounds__(1024,2)
 // Straight-line code: 128 float partial sums, every loop fully unrolled. The launch bounds set the register
