@@ -23,25 +23,13 @@ import tempfile
 import time
 from pathlib import Path
 
+from runs import timed_pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def pytest_run(project: Path, checkout: Path, cache: Path, *args: str) -> tuple[float, str]:
-    env = {**os.environ, "REGBUDGET_CACHE_DIR": str(cache), "PYTHONPATH": str(checkout)}
-    start = time.perf_counter()
-    done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args],
-        cwd=project,
-        env=env,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    seconds = time.perf_counter() - start
-    if done.returncode not in (0, 1):
-        sys.exit(
-            f"pytest failed in {project} ({done.returncode}):\n{done.stdout[-3000:]}{done.stderr[-2000:]}"
-        )
+    seconds, done = timed_pytest(project, checkout, cache, *args, ok=(0, 1))
     return seconds, done.stdout.strip().splitlines()[-1]
 
 

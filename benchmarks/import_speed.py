@@ -22,8 +22,9 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
+
+from runs import timed_pytest
 
 HERE = Path(__file__).resolve().parent.parent
 
@@ -88,21 +89,8 @@ PLAIN = "def test_one():\n    pass\n\ndef test_two():\n    pass\n"
 
 
 def pytest_seconds(project: Path, checkout: Path, *args: str) -> float:
-    env = {**os.environ, "PYTHONPATH": str(checkout), "REGBUDGET_CACHE_DIR": str(project.parent / "cache")}
-    env.pop("PYTHONDONTWRITEBYTECODE", None)
-    start = time.perf_counter()
-    done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args],
-        cwd=project,
-        env=env,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    seconds = time.perf_counter() - start
-    if done.returncode not in (0, 5):  # 5: no tests collected (the empty project)
-        sys.exit(f"pytest failed in {project} ({done.returncode}):\n{done.stdout[-3000:]}")
-    return seconds
+    # 5: no tests collected (the empty project)
+    return timed_pytest(project, checkout, project.parent / "cache", *args, ok=(0, 5))[0]
 
 
 def whole_runs(checkout: Path, repeat: int) -> None:

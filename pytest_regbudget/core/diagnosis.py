@@ -42,13 +42,14 @@ def share_sentence(sass: SassReport) -> str | None:
         else ""
     )
     return (
-        f"local loads/stores: about {_percent(sass.local_share)} of executed instructions (estimated from "
+        f"local loads/stores: about {percent(sass.local_share)} of executed instructions (estimated from "
         f"the SASS): {band(sass.local_share)}; hottest {hottest}{trips}."
     )
 
 
-def _percent(share: float) -> str:
-    return f"{share:.1%}" if share < NEGLIGIBLE else f"{share:.0%}"
+def percent(share: float) -> str:
+    """`63%`, and a share under the lowest band with its tenths (`0.4%`); none at all is `0%`."""
+    return f"{share:.1%}" if 0 < share < NEGLIGIBLE else f"{share:.0%}"
 
 
 def _lines(accesses: Sequence[LocalAccess], limit: int = 4) -> str:
@@ -179,7 +180,7 @@ def _spill_sentences(sass: SassReport) -> list[str]:
         in_role = f", in the {role.describe()}," if role else ""
         # One source loop that became several SASS loops (an inlined helper's loop in each branch that calls
         # it, an unrolled body and its remainder): each copy's count, as each iteration runs one of them.
-        copies = [lp for lp in sass.loops if lp.where() == where]
+        copies = sass.source_loops()[where]
         counts = sorted(sum(1 for a in accesses if a.loop == lp) for lp in copies)
         in_copies = (
             f", in {len(copies)} copies ({', '.join(map(str, counts[:-1]))} and {counts[-1]} per iteration),"
@@ -202,7 +203,7 @@ def _spill_sentences(sass: SassReport) -> list[str]:
         cost = (
             "and cost little"
             if band(share) == "negligible"
-            else f"but local traffic is about {_percent(share)} of what the thread runs ({band(share)})"
+            else f"but local traffic is about {percent(share)} of what the thread runs ({band(share)})"
         )
         out.append(
             f"{'all ' if not in_loops else ''}{len(outside)} spill instruction(s) are outside loops (at "

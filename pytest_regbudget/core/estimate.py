@@ -43,6 +43,21 @@ _ZERO_STORE = re.compile(r"^STL(?:\.\w+)*\s+(?P<slot>\[R1(?:\+0x[0-9a-f]+)?\])\s
 _TRAP = re.compile(r"\bBPT\.TRAP\b|\bCALL\.ABS\b.*\((?:__assertfail|vprintf)\)")
 _STORE = re.compile(r"^(?:@!?U?P\w+\s+)?(?:STG|ST|STS|RED|ATOM|ATOMG|STL)\b")
 _INFINITY = re.compile(r"\+?INF\b|0x7f800000|0xff800000")
+# An instruction's first operand, what it writes (`ISETP.GE.AND P0, PT, R2, R3, PT` writes P0).
+_FIRST_OPERAND = re.compile(r"^(?:@!?U?P\w+\s+)?[A-Z][\w.]*\s+([^\s,]+)\s*,")
+REACH = 64  # how far back the instruction that wrote a register is looked for, in instructions
+Condition = tuple[bool, str]  # what a conditional branch goes by: (negated, predicate register)
+
+
+def written(text: str) -> str | None:
+    """The register an instruction writes: its first operand."""
+    found = _FIRST_OPERAND.match(text)
+    return None if found is None else found.group(1)
+
+
+def writer(texts: Sequence[str], n: int, register: str, reach: int = REACH) -> int | None:
+    """The last instruction before `n`, within `reach`, that writes `register`."""
+    return next((k for k in range(n - 1, max(n - reach, -1), -1) if written(texts[k]) == register), None)
 
 
 def trips_of(
@@ -83,7 +98,7 @@ def _counted(texts: Sequence[str], head: int, latch: int, body: frozenset[int]) 
             if found is not None and found.group("dst") == counter:
                 start = _immediate(found.group("imm"))
                 break
-        if start is not None or _writes(texts[n], counter):
+        if start is not None or written(texts[n]) == counter:
             break
     if start is None:
         start = _spilled_start(texts, head, body, counter)
@@ -120,28 +135,24 @@ def _immediate(text: str) -> int | None:
         return None
 
 
-def _writes(text: str, register: str) -> bool:
-    parts = text.split(None, 1)
-    return len(parts) == 2 and parts[1].split(",", 1)[0].strip() == register
-
-
 def frequencies(
     texts: Sequence[str],
     successors: Sequence[Sequence[int]],
     calls: Mapping[int, int],
     loops: Sequence[tuple[int, int, frozenset[int], int]],
+    conditions: Sequence[Condition | None],
 ) -> list[float]:
     """How often each instruction runs per thread. `calls`: a CALL.REL's index -> its callee's first index;
-    `loops`: (head, latch, body, trips) of each natural loop.
+    `loops`: (head, latch, body, trips) of each natural loop; `conditions`: what each conditional branch
+    goes by (core/sass.py `condition`).
 
     The walk leaves out each loop's back edges, so what is left is acyclic and taken in order of its edges.
     An edge into a loop from outside it carries its count times the loop's trips, and an edge out of a loop
     its count divided by them: a loop's body runs trips times per entry, and the code after it once. A call
     carries its count to its callee whole, wherever the callee's code sits."""
     size = len(texts)
-    back = {(latch, head) for head, latch, _, _ in loops}
-    for head, _, body, _ in loops:  # every edge into a head from its own body goes back
-        back |= {(n, head) for n in body if head in successors[n]}
+    # Every edge into a loop's head from its own body goes back (its latch's among them).
+    back = {(n, head) for head, _, body, _ in loops for n in body if head in successors[n]}
     inside: list[set[int]] = [set() for _ in range(size)]
     for k, (_, _, body, _) in enumerate(loops):
         for n in body:
@@ -162,7 +173,9 @@ def frequencies(
         if not out:
             continue
         callee = calls.get(n)
-        shares = dict.fromkeys(out, 1.0) if callee is not None else _shares(texts, n, out, edges)
+        shares = (
+            dict.fromkeys(out, 1.0) if callee is not None else _shares(texts, n, out, edges, conditions[n])
+        )
         for m, share in shares.items():
             factor = 1.0
             if m != callee:  # a call's count goes to its callee whole
@@ -197,13 +210,17 @@ def _topological(edges: Sequence[Sequence[int]], pending: list[int]) -> list[int
 
 
 def _shares(
-    texts: Sequence[str], n: int, out: Sequence[int], edges: Sequence[Sequence[int]]
+    texts: Sequence[str],
+    n: int,
+    out: Sequence[int],
+    edges: Sequence[Sequence[int]],
+    condition: Condition | None,
 ) -> dict[int, float]:
     """How a branch's count divides among its ways (see the module's weights)."""
     if len(out) == 1:
         return {out[0]: 1.0}
     # The compare's evidence first: a way that leaves may be the common one (`y[i] = s;` then EXIT).
-    equal = _equal_way(texts, n, out)
+    equal = _equal_way(texts, n, out, condition)
     unlikely = {equal} if equal is not None else {m for m in out if _only_leaves(texts, edges, m)}
     if 0 < len(unlikely) < len(out):
         rest = (1.0 - UNLIKELY * len(unlikely)) / (len(out) - len(unlikely))
@@ -228,28 +245,23 @@ def _only_leaves(texts: Sequence[str], edges: Sequence[Sequence[int]], start: in
     return False
 
 
-def _equal_way(texts: Sequence[str], n: int, out: Sequence[int]) -> int | None:
+def _equal_way(texts: Sequence[str], n: int, out: Sequence[int], condition: Condition | None) -> int | None:
     """The way a branch takes when an integer equals a constant or a float is NaN or infinite: looks
-    untaken."""
-    guard = re.match(r"^@(!?)(U?P[0-7])\s+BRA\b", texts[n])
-    operand = re.match(r"^BRA(?:\.\w+)*\s+(!?)(U?P[0-7])\s*,", texts[n])
-    found = guard or operand
-    if found is None or len(out) != 2:
+    untaken. Read from the compare that wrote the branch's predicate."""
+    if condition is None or len(out) != 2:
         return None
-    negated, predicate = found.group(1) == "!", found.group(2)
-    for back in range(n - 1, max(-1, n - 16), -1):
-        compare = _COMPARE.match(texts[back])
-        if compare is None or compare.group("dest") != predicate:
-            continue
-        kind, cmp, b = compare.group("kind"), compare.group("cmp"), compare.group("b")
-        rare_when_true: bool | None = None
-        if kind == "I" and cmp in ("EQ", "NE") and _immediate(b) not in (None, 0):
-            rare_when_true = cmp == "EQ"
-        elif kind == "F" and (cmp in ("NAN", "NUM") or _INFINITY.search(b)):
-            rare_when_true = cmp in ("NAN", "EQ", "GE", "GT") and cmp != "NUM"
-        if rare_when_true is None:
-            return None
-        taken, fallthrough = out[0], out[-1]
-        branch_when_true = not negated
-        return taken if rare_when_true == branch_when_true else fallthrough
-    return None
+    negated, predicate = condition
+    back = writer(texts, n, predicate, reach=16)
+    compare = None if back is None else _COMPARE.match(texts[back])
+    if compare is None:
+        return None
+    kind, cmp, b = compare.group("kind"), compare.group("cmp"), compare.group("b")
+    rare_when_true: bool | None = None
+    if kind == "I" and cmp in ("EQ", "NE") and _immediate(b) not in (None, 0):
+        rare_when_true = cmp == "EQ"
+    elif kind == "F" and (cmp in ("NAN", "NUM") or _INFINITY.search(b)):
+        rare_when_true = cmp in ("NAN", "EQ", "GE", "GT") and cmp != "NUM"
+    if rare_when_true is None:
+        return None
+    taken, fallthrough = out[0], out[-1]
+    return taken if rare_when_true != negated else fallthrough

@@ -113,6 +113,14 @@ class SassReport(Struct, frozen=True):
         """The estimated share of a thread's executed instructions that are local loads and stores."""
         return self.local_executed / self.executed if self.executed else 0.0
 
+    def source_loops(self) -> dict[str, list[Loop]]:
+        """Each source loop once, by where it is written, with the SASS loops it became (an unrolled body
+        and its remainder, an inlined helper's loop in each branch that calls it), innermost first."""
+        copies: dict[str, list[Loop]] = {}
+        for loop in self.loops:
+            copies.setdefault(loop.where(), []).append(loop)
+        return copies
+
     def local_lines(self) -> list[tuple[str, float]]:
         """Source lines by estimated executed local instructions, hottest first: (where, executed)."""
         by_line: dict[str, float] = {}
@@ -164,9 +172,6 @@ _CONTROL = re.compile(
 _PREDICATE_OPERAND = re.compile(r"^(?P<neg>!?)(?P<pred>U?P(?:[0-7]|T))\s*,")
 _TARGETS = re.compile(r"`\(([^)]*)\)")
 _LABEL_NAME = re.compile(r"\.L_x_\d+|\$[\w$]+")
-# An instruction's first operand, what it writes (`ISETP.GE.AND P0, PT, R2, R3, PT` writes P0).
-_FIRST_OPERAND = re.compile(r"^(?:@!?U?P\w+\s+)?[A-Z][\w.]*\s+([^\s,]+)\s*,")
-_COMPARE_REACH = 64  # how far before a back edge its compare is looked for, in instructions
 _EXTERN = re.compile(r"^\s*\.type\s+([\w$.]+),@function")
 
 
@@ -244,9 +249,10 @@ def _split(text: str) -> tuple[dict[str, list[str]], tuple[str, ...]]:
 def _parse_function(function: str, lines: list[str], externs: tuple[str, ...], *, spills: bool) -> SassReport:
     instrs, labels = _instructions(lines)
     index = {ins.address: n for n, ins in enumerate(instrs)}
-    successors = [_successors(instrs, n, labels, index) for n in range(len(instrs))]
-    found_loops = _loops(instrs, successors)
     texts = [ins.text for ins in instrs]
+    moves = [control(text) for text in texts]
+    successors = [_successors(moves[n], n, len(instrs), labels, index) for n in range(len(instrs))]
+    found_loops = _loops(instrs, successors)
     weighed = [
         (head, latch, body, estimate.trips_of(texts, head, latch, body, None))
         for _, head, latch, body in found_loops
@@ -257,13 +263,17 @@ def _parse_function(function: str, lines: list[str], externs: tuple[str, ...], *
     ]
     calls_to = {
         n: index[labels[target]]
-        for n, ins in enumerate(instrs)
-        if ins.text.startswith("CALL.REL")
-        for target in control(ins.text).targets[:1]
+        for n, text in enumerate(texts)
+        if text.startswith("CALL.REL")
+        for target in moves[n].targets[:1]
         if target in labels and labels[target] in index
     }
     runs = estimate.frequencies(
-        texts, successors, calls_to, [(h, la, body, trips) for h, la, body, (trips, _) in weighed]
+        texts,
+        successors,
+        calls_to,
+        [(h, la, body, trips) for h, la, body, (trips, _) in weighed],
+        [condition(text) for text in texts],
     )
     roles = _roles(instrs, successors)
 
@@ -302,7 +312,7 @@ def _parse_function(function: str, lines: list[str], externs: tuple[str, ...], *
         setmaxnreg=tuple((r.direction, r.count) for r in setmaxnreg),
         calls=tuple(calls),
         externs=externs,
-        unread=tuple(dict.fromkeys(i.text for i in instrs if not control(i.text).read)),
+        unread=tuple(dict.fromkeys(text for text, move in zip(texts, moves, strict=True) if not move.read)),
         executed=sum(runs),
         local_executed=sum(a.runs for a in local),
         spill_executed=sum(a.runs for a in local if a.spill),
@@ -468,18 +478,13 @@ def _deciding(instrs: list[_Instruction], branch: int) -> tuple[Frame, ...]:
     """The inline stack of the compare that decides a conditional back edge: the last instruction before it
     that sets its predicate (`ISETP.GE.AND P0, ...` for `@P0 BRA`, `UISETP... UP0` for `BRA.U !UP0, ...`);
     () where the branch has no predicate or its compare is not near."""
-    found = _CONTROL.match(instrs[branch].text)
-    if found is None:
+    goes_by = condition(instrs[branch].text)
+    if goes_by is None:
         return ()
-    operand = _PREDICATE_OPERAND.match(found.group("rest"))
-    predicate = operand.group("pred") if operand is not None else found.group("gpred")
-    if predicate is None or predicate.endswith("PT"):
-        return ()
-    for n in range(branch - 1, max(branch - _COMPARE_REACH, -1), -1):
-        written = _FIRST_OPERAND.match(instrs[n].text)
-        if written is not None and written.group(1) == predicate:
-            return instrs[n].stack
-    return ()
+    start = max(branch - estimate.REACH, 0)
+    texts = [ins.text for ins in instrs[start:branch]]
+    found = estimate.writer(texts, len(texts), goes_by[1])
+    return () if found is None else instrs[start + found].stack
 
 
 def _roles(instrs: list[_Instruction], successors: list[list[int]]) -> list[Role | None]:
@@ -546,11 +551,25 @@ def control(instruction: str) -> Control:
     return Control(targets, falls_through=conditional or not targets, read=bool(targets))
 
 
-def _successors(
-    instrs: list[_Instruction], n: int, labels: dict[str, int], index: dict[int, int]
-) -> list[int]:
-    move = control(instrs[n].text)
+def condition(instruction: str) -> estimate.Condition | None:
+    """What a conditional branch goes by, (negated, predicate): its predicate operand (`BRA.U !UP0, ...`),
+    else its guard (`@P0 BRA`); None for any other instruction, and for a condition on PT."""
+    found = _CONTROL.match(instruction)
+    if found is None or found.group("op") not in ("BRA", "JMP", "BRX", "JMX"):
+        return None
+    operand = _PREDICATE_OPERAND.match(found.group("rest"))
+    if operand is not None:
+        goes_by = (bool(operand.group("neg")), operand.group("pred"))
+    elif found.group("guard") is not None:
+        goes_by = (bool(found.group("gneg")), found.group("gpred"))
+    else:
+        return None
+    return None if goes_by[1].endswith("PT") else goes_by
+
+
+def _successors(move: Control, n: int, size: int, labels: dict[str, int], index: dict[int, int]) -> list[int]:
+    """Where instruction `n` (of `size`) may go next, by its `control`."""
     out = [index[labels[t]] for t in move.targets if t in labels and labels[t] in index]
-    if move.falls_through and n + 1 < len(instrs):
+    if move.falls_through and n + 1 < size:
         out.append(n + 1)
     return list(dict.fromkeys(out))

@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 
 from ..core.blackwell import PORTABLE_CLUSTER_BLOCKS
+from ..core.diagnosis import percent
 from .record import ReportRecord
 
 
@@ -40,4 +41,4 @@ def share_cell(rec: ReportRecord) -> str:
     share = rec.get("local_share")  # an older report has none
     if share is None:
         return "-"
-    return f"{share:.1%}" if 0 < share < 0.01 else f"{share:.0%}"
+    return percent(share)

@@ -15,7 +15,7 @@ from typing import Any, TypedDict, cast
 from ..core.kernel_report import Delta, KernelReport
 from ..core.metrics import Metric
 from ..core.ratchet import entry_of_report
-from ..core.sass import Loop, SassReport
+from ..core.sass import SassReport
 
 
 class DeltaRecord(TypedDict):
@@ -214,11 +214,6 @@ def _estimate_fields(sass: SassReport | None) -> dict[str, Any]:
         {"where": where, "executed": round(executed, 2), "share": round(executed / total, 4)}
         for where, executed in sass.local_lines()[:10]
     ]
-    # One source loop may be several SASS loops (an unrolled body and its remainder, an inlined helper's
-    # loop in each branch that calls it): listed once, with its copies.
-    copies: dict[str, list[Loop]] = {}
-    for loop in sass.loops:
-        copies.setdefault(loop.where(), []).append(loop)
     loops = [
         {
             "where": where,
@@ -227,7 +222,7 @@ def _estimate_fields(sass: SassReport | None) -> dict[str, Any]:
             "copies": len(found),
             "local_executed": round(sum(a.runs for a in sass.local if a.loop in found), 2),
         }
-        for where, found in copies.items()
+        for where, found in sass.source_loops().items()  # one source loop once, with its copies
     ]
     return {
         "local_share": round(sass.local_share, 4),

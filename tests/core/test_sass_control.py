@@ -82,7 +82,10 @@ def test_blackwell_roles_are_reachable_and_the_consumers_loop_is_found() -> None
     [lines] = [body for name, body in sass._split(text)[0].items() if name == "roles"]
     instrs, labels = sass._instructions(lines)
     index = {ins.address: n for n, ins in enumerate(instrs)}
-    successors = [sass._successors(instrs, n, labels, index) for n in range(len(instrs))]
+    successors = [
+        sass._successors(sass.control(ins.text), n, len(instrs), labels, index)
+        for n, ins in enumerate(instrs)
+    ]
     reached = sass._reachable(successors)
     unreached = [instrs[n].text for n in range(len(instrs)) if n not in reached]
     # All but the trailing self-branch and its padding (before branch forms were read: 19 of 160).
