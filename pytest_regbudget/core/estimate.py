@@ -23,7 +23,7 @@ import re
 from collections.abc import Mapping, Sequence
 
 DEFAULT_TRIPS = 16  # loops whose count the code does not fix run tens of times in practice
-UNLIKELY = 1 / 64  # the share of an outcome that looks untaken
+UNLIKELY = 1 / 1024  # the share of an outcome that looks untaken
 _SHORT_EXIT = 8  # a way that reaches EXIT within this many instructions only leaves
 
 _COMPARE = re.compile(
@@ -37,6 +37,8 @@ _INIT = (
     re.compile(r"^(?:MOV|UMOV)\s+(?P<dst>U?R\d+)\s*,\s*(?P<imm>0x[0-9a-f]+|\d+|U?RZ)\s*$"),
     re.compile(r"^IMAD\.MOV\.U32\s+(?P<dst>R\d+)\s*,\s*RZ\s*,\s*RZ\s*,\s*(?P<imm>0x[0-9a-f]+|\d+|RZ)\s*$"),
     re.compile(r"^(?:CS2R)\s+(?P<dst>R\d+)\s*,\s*(?P<imm>SRZ)\s*$"),
+    # ptxas zeroes a register with the half-precision pipe too: `HFMA2.MMA R4, -RZ, RZ, 0, 0` is 0 + 0.
+    re.compile(r"^HFMA2(?:\.MMA)?\s+(?P<dst>R\d+)\s*,\s*-?RZ\s*,\s*RZ\s*,\s*0\s*,\s*(?P<imm>0)\s*$"),
 )
 _RELOAD = re.compile(r"^LDL(?:\.\w+)*\s+(?P<dst>R\d+)\s*,\s*(?P<slot>\[R1(?:\+0x[0-9a-f]+)?\])")
 _ZERO_STORE = re.compile(r"^STL(?:\.\w+)*\s+(?P<slot>\[R1(?:\+0x[0-9a-f]+)?\])\s*,\s*RZ\b")

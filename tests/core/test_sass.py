@@ -103,17 +103,29 @@ def test_diagnosis_names_the_hot_loop() -> None:
     assert outside.startswith("82 spill instruction(s) are outside loops (at spills.cu:")
 
 
-def test_diagnosis_of_branch_spills_states_their_share_and_never_calls_them_cheap() -> None:
+def test_diagnosis_of_branch_spills_states_their_share_and_says_they_cost_little() -> None:
     # The spills sit behind `flag == 12345`: the equal way of an integer compared with a constant is taken
-    # to run 1 time in 64, so they are a few per cent of what a thread runs, not half.
+    # to run 1 time in 1024, so they are a fraction of a per cent of what a thread runs, not half.
     share, sentence = diagnose(RESOURCES, "sm_90", parse_sass(SPILLS, "cold"))
-    assert share.startswith("local loads/stores: about 4% of executed instructions (estimated from the SASS)")
-    assert ": moderate; " in share
-    assert sentence.startswith("all 388 spill instruction(s) are outside loops (at spills.cu:")
-    assert sentence.endswith(
-        "at most once per thread, but local traffic is about 4% of what the thread runs (moderate)."
+    assert share.startswith(
+        "local loads/stores: about 0.2% of executed instructions (estimated from the SASS)"
     )
-    assert "cheap" not in share + sentence
+    assert ": negligible; " in share
+    assert sentence.startswith("all 388 spill instruction(s) are outside loops (at spills.cu:")
+    assert sentence.endswith("they run at most once per thread, and cost little.")
+
+
+def test_straight_line_spills_above_the_lowest_band_are_never_said_to_cost_little() -> None:
+    # The same spills, in a kernel where little else runs: the share, not where they sit, decides.
+    cold = parse_sass(SPILLS, "cold")
+    for executed, band in ((cold.local_executed * 20, "moderate"), (cold.local_executed * 2, "costly")):
+        _, sentence = diagnose(RESOURCES, "sm_90", replace(cold, executed=executed))
+        assert sentence.endswith(
+            f"but local traffic is about {100 / (executed / cold.local_executed):.0f}% of "
+            f"what the thread runs ({band})."
+        )
+        assert "cost little" not in sentence
+        assert "cheap" not in sentence
 
 
 def test_diagnosis_of_a_demoted_local_array_names_its_line() -> None:

@@ -17,9 +17,6 @@ from pytest_regbudget.tools.nvdisasm import find_nvdisasm
 
 DATA = Path(__file__).parent.parent / "data" / "local_share"
 MEASURED = json.loads((DATA / "ncu_sm90.json").read_text())
-# Still more than 10 points off (issue 43): spills on a branch a flag never takes that the estimate weighs
-# too much, and straight-line spills before a long loop whose count (a kernel argument) it assumes as 16.
-KNOWN_GAPS = {"error_path_spill", "spill_then_loop"}
 
 
 def _ranks(values: list[float]) -> list[float]:
@@ -56,8 +53,16 @@ def test_the_estimate_follows_the_profiler(estimates: dict[str, float]) -> None:
     assert len(measured) >= 12
     assert all(share is not None for share in measured.values())
     gaps = {name: estimates[name] - share for name, share in measured.items()}
-    assert {name for name, gap in gaps.items() if abs(gap) > 0.10} == KNOWN_GAPS, gaps
+    assert {name: gap for name, gap in gaps.items() if abs(gap) > 0.10} == {}
     names = sorted(measured)
+    # Two kernels the profiler tells apart by more than 5 points are in the same order in the estimate.
+    misordered = [
+        (a, b)
+        for a in names
+        for b in names
+        if measured[a] > measured[b] + 0.05 and not estimates[a] > estimates[b]
+    ]
+    assert misordered == []
     rho = statistics.correlation(_ranks([measured[n] for n in names]), _ranks([estimates[n] for n in names]))
     assert rho >= 0.9
     # The issue's kernel, squeezed: the profiler's 55.0 % and 63.0 %.
