@@ -23,6 +23,7 @@ from .blackwell import (
     tmem_use,
 )
 from .diagnosis import diagnose
+from .estimate import unmatched_trips
 from .gpu_facts import GpuFacts
 from .kernel_report import KernelReport
 from .limits import Launch, Level, Limits
@@ -257,6 +258,15 @@ def check(
         violations.append(
             f"local_share {sass.local_share:.1%} > max_local_share {r.max_local_share:.1%} (estimated from "
             f"the SASS{where})"
+        )
+    unmatched = (
+        [] if sass is None else unmatched_trips([(lp.file, lp.lines) for lp in sass.loops], r.loop_trips)
+    )
+    if unmatched and sass is not None:
+        found = ", ".join(sorted({lp.where() for lp in sass.loops})) or "none"
+        violations.append(
+            f"loop_trips names {', '.join(unmatched)}, where the SASS has no loop (its loops: {found}); "
+            "fix: name a loop as the diagnosis does, or give the count on the archs where the loop is one"
         )
     violations += misdeclared + driver_cluster_violations(res, r, gpu, occ)
     if gpu is not None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from pathlib import Path
 
 from .estimate import DEFAULT_TRIPS
 from .metrics import KernelResources
@@ -34,10 +35,14 @@ def share_sentence(sass: SassReport) -> str | None:
     hottest = ", ".join(
         f"{where} ({executed / sass.local_executed:.0%})" for where, executed in sass.local_lines()[:3]
     )
-    assumed = sorted({lp.where() for lp in sass.loops if lp.trips and not lp.known})
+    unknown = [lp for lp in sass.loops if lp.trips and not lp.known]
+    assumed = sorted({lp.where() for lp in unknown})
+    first = min(unknown, key=lambda lp: lp.where(), default=None)
+    example = f"{Path(first.file).name}:{first.lines[0]}" if first and first.file and first.lines else None
+    state = f'; state the count with loop_trips={{"{example}": N}}' if example else ""
     trips = (
         f"; assumed {DEFAULT_TRIPS} trips where the code does not fix the count (loop at "
-        f"{', '.join(assumed)})"
+        f"{', '.join(assumed)}{state})"
         if assumed
         else ""
     )

@@ -38,6 +38,9 @@ class Limits(Struct, frozen=True):
     hot_spills: int | None = None  # spill instructions inside loops (needs the SASS)
     # The most the estimated local share of executed instructions may be (needs the SASS: core/estimate.py).
     max_local_share: float | None = None
+    # Trip counts the code does not show, for the estimate: a count for every such loop, or counts by the
+    # loop's FILE:LINE, (("poly.cu", 17, 50),). Not a budget: it only weighs loops where the SASS is read.
+    loop_trips: int | tuple[tuple[str, int, int], ...] | None = None
     # "required": the kernel must keep its setmaxnreg roles (ptxas may drop them, C7508); or the exact targets
     # by direction, (("dec", 40), ("inc", 232)), sorted.
     setmaxnreg: str | tuple[tuple[str, int], ...] | None = None

@@ -201,21 +201,27 @@ class _Instruction(Struct, frozen=True):
 _UNSEEN, _NONE, _MIXED = "unseen", "none", "mixed"
 
 
-def parse_sass(text: str, function: str, *, spills: bool = True) -> SassReport:
+def parse_sass(
+    text: str, function: str, *, spills: bool = True, trips: estimate.StatedTrips = None
+) -> SassReport:
     """The facts of `function` in `nvdisasm -c -g` or `-gi` output. Raises SassError if it is not there.
 
-    `spills=False` (ptxas reported no spill bytes): no local access is a spill, whatever its address."""
+    `spills=False` (ptxas reported no spill bytes): no local access is a spill, whatever its address.
+    `trips`: the counts a `loop_trips` budget states for loops whose count the code does not show."""
     sections, externs = _split(text)
     if function not in sections:
         raise SassError(f"nvdisasm output has no function {function!r} (it has: {', '.join(sections)})")
-    return _parse_function(function, sections[function], externs, spills=spills)
+    return _parse_function(function, sections[function], externs, spills=spills, trips=trips)
 
 
-def parse_sass_functions(text: str) -> dict[str, SassReport]:
+def parse_sass_functions(text: str, trips: estimate.StatedTrips = None) -> dict[str, SassReport]:
     """parse_sass of every function in the listing, read once (a unit's kernels share one listing), with
     spills counted as ptxas reported some; `without_spills` gives a kernel's report where it reported none."""
     sections, externs = _split(text)
-    return {name: _parse_function(name, body, externs, spills=True) for name, body in sections.items()}
+    return {
+        name: _parse_function(name, body, externs, spills=True, trips=trips)
+        for name, body in sections.items()
+    }
 
 
 def without_spills(report: SassReport) -> SassReport:
@@ -246,7 +252,9 @@ def _split(text: str) -> tuple[dict[str, list[str]], tuple[str, ...]]:
     return sections, tuple(dict.fromkeys(n for n in declared if n not in sections and n not in local))
 
 
-def _parse_function(function: str, lines: list[str], externs: tuple[str, ...], *, spills: bool) -> SassReport:
+def _parse_function(
+    function: str, lines: list[str], externs: tuple[str, ...], *, spills: bool, trips: estimate.StatedTrips
+) -> SassReport:
     instrs, labels = _instructions(lines)
     index = {ins.address: n for n, ins in enumerate(instrs)}
     texts = [ins.text for ins in instrs]
@@ -254,8 +262,13 @@ def _parse_function(function: str, lines: list[str], externs: tuple[str, ...], *
     successors = [_successors(moves[n], n, len(instrs), labels, index) for n in range(len(instrs))]
     found_loops = _loops(instrs, successors)
     weighed = [
-        (head, latch, body, estimate.trips_of(texts, head, latch, body, None))
-        for _, head, latch, body in found_loops
+        (
+            head,
+            latch,
+            body,
+            estimate.trips_of(texts, head, latch, body, estimate.stated_trips(loop.file, loop.lines, trips)),
+        )
+        for loop, head, latch, body in found_loops
     ]
     loops = [
         replace(loop, trips=trips, known=known)

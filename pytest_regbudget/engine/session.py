@@ -356,6 +356,7 @@ class RegbudgetSession:
                 facts.entry,
                 spills=res.spill_bytes > 0 or not res.spills_known,
                 cache_dir=self.settings.cache_dir,
+                trips=budget.limits(arch).loop_trips,
             )
         gpu_facts = None
         if arch == gpu_arch and facts.cubin:

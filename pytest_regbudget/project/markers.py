@@ -46,6 +46,7 @@ BUDGET_KEYS = (
     "max_time_ms",
     "hot_spills",
     "max_local_share",
+    "loop_trips",
     "setmaxnreg",
     "setmaxnreg_threads",
     "ptxas_warnings",
@@ -142,6 +143,30 @@ def _share(value: object, label: str) -> float:
     return float(value)
 
 
+_LOOP_LINE = re.compile(r"(?P<file>[^:]+):(?P<line>[1-9]\d*)")
+
+
+def _trips(value: object, label: str) -> int | tuple[tuple[str, int, int], ...]:
+    """A count for every loop whose count the code does not show, or counts by FILE:LINE."""
+    example = f'e.g. {label}=50 or {label}={{"poly.cu:17": 50}}'
+    if not isinstance(value, Mapping):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise MarkerError(
+                f"{label}={value!r}: expected a trip count >= 1 or counts by loop, {example}"
+                f"{_string_number(value)}"
+            )
+        return value
+    counts = []
+    for where, count in value.items():
+        found = _LOOP_LINE.fullmatch(where) if isinstance(where, str) else None
+        if found is None or isinstance(count, bool) or not isinstance(count, int) or count < 1:
+            raise MarkerError(
+                f"{label}: {where!r}: {count!r} is not a loop's FILE:LINE with a trip count >= 1, {example}"
+            )
+        counts.append((Path(found.group("file")).name, int(found.group("line")), count))
+    return tuple(counts)
+
+
 def _positive(value: object, label: str, minimum: float, example: str) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= minimum:
         raise MarkerError(
@@ -168,6 +193,7 @@ _SETTERS: Mapping[str, Callable[[Limits, object, str], Limits]] = {
     "max_time_ms": lambda lim, v, label: replace(lim, max_time_ms=_positive(v, label, 0.0, "2.5")),
     "hot_spills": lambda lim, v, label: replace(lim, hot_spills=_count(v, label)),
     "max_local_share": lambda lim, v, label: replace(lim, max_local_share=_share(v, label)),
+    "loop_trips": lambda lim, v, label: replace(lim, loop_trips=_trips(v, label)),
     "setmaxnreg": lambda lim, v, label: replace(lim, setmaxnreg=_setmaxnreg(v, label)),
     "ptxas_warnings": lambda lim, v, label: replace(lim, ptxas_warnings=_warnings(v, label)),
     "setmaxnreg_threads": lambda lim, v, label: replace(lim, setmaxnreg_threads=_role_threads(v, label)),
@@ -265,11 +291,10 @@ def _limits(kwargs: Mapping[str, object]) -> tuple[Limits, dict[str, Limits]]:
         if key not in kwargs:
             continue
         value, put = kwargs[key], _SETTERS[key]
-        # {"inc": 232, "dec": 40} is setmaxnreg's value, not per-arch values.
-        own = (
-            key in ("setmaxnreg", "setmaxnreg_threads")
-            and isinstance(value, Mapping)
-            and set(value.keys()) <= {"inc", "dec"}
+        # {"inc": 232, "dec": 40} is setmaxnreg's value, {"poly.cu:17": 50} loop_trips', not per-arch values.
+        own = isinstance(value, Mapping) and (
+            (key in ("setmaxnreg", "setmaxnreg_threads") and set(value.keys()) <= {"inc", "dec"})
+            or (key == "loop_trips" and not all(str(k).startswith("sm_") for k in value))
         )
         if isinstance(value, Mapping) and not own:
             for a, v in value.items():

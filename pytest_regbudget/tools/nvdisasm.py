@@ -22,6 +22,7 @@ from collections import OrderedDict
 from pathlib import Path
 
 from ..core.errors import SassError
+from ..core.estimate import StatedTrips
 from ..core.sass import SassReport, parse_sass_functions, without_spills
 from ..util.files import file_sha256, read_document, settled, sha256_hex, write_document
 from .running import run_tool, start_failure
@@ -54,19 +55,22 @@ def read_sass(
     spills: bool = True,
     cache_dir: Path | None = None,
     timeout: float = 120.0,
+    trips: StatedTrips = None,
 ) -> SassReport:
     """The SASS facts of `function` in `cubin`: from this run's or the cache directory's reading of the
     cubin, else from one `nvdisasm -c -gi` over it, which every function of it is then read from.
     `spills`: whether ptxas counted spill bytes (see parse_sass). SassError if nvdisasm fails or the cubin
-    has no such function."""
+    has no such function. `trips`: a `loop_trips` budget's counts, which the estimate weighs loops by (a
+    reading with them is kept apart from one without)."""
     folder = None if cache_dir is None else cache_dir / _FOLDER
-    key = (_cubin_digest(cubin), _tool_digest(nvdisasm, folder))
+    stated = "" if trips is None else f"|trips={trips!r}"
+    key = (_cubin_digest(cubin), _tool_digest(nvdisasm, folder) + stated)
     with _lock:
         functions = _read.get(key)
         if functions is None:
             functions = _load(key, folder)
             if functions is None:
-                functions = parse_sass_functions(_listing(nvdisasm, cubin, timeout))
+                functions = parse_sass_functions(_listing(nvdisasm, cubin, timeout), trips)
                 _store(key, folder, functions)
             _read[key] = functions
             while len(_read) > _KEPT:

@@ -96,7 +96,10 @@ def test_diagnosis_names_the_hot_loop() -> None:
         "local loads/stores: about 49% of executed instructions (estimated from the SASS)"
     )
     assert ": costly; hottest spills.cu:13 (74%)" in share
-    assert "assumed 16 trips where the code does not fix the count (loop at spills.cu:11)" in share
+    assert (
+        "assumed 16 trips where the code does not fix the count (loop at spills.cu:11; state the count with "
+        'loop_trips={"spills.cu:11": N})'
+    ) in share
     assert sentence.startswith("78 spill/refill instruction(s) inside the loop at spills.cu:11 run on every")
     assert "(78 of 160 spill instructions are in loops)" in sentence
     assert "in the producer" not in sentence  # no setmaxnreg, no role

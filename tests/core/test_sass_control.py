@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from pytest_regbudget.core import sass
+from pytest_regbudget.core.estimate import stated_trips, unmatched_trips
 from pytest_regbudget.core.sass import Control, control, parse_sass
 
 DATA = Path(__file__).parent.parent / "data" / "sass"
@@ -114,3 +115,13 @@ def test_a_noinline_callee_runs_at_its_call_sites_count() -> None:
     hottest = [where for where, _ in report.local_lines()[:3]]
     assert all(int(where.rsplit(":", 1)[1]) < 22 for where in hottest)  # heavy's lines, not the kernel's
     assert report.local_share > 0.3
+
+
+def test_a_stated_count_names_a_loop_by_any_line_of_its_span() -> None:
+    trips = (("poly.cu", 18, 50),)
+    assert stated_trips("/src/kernels/poly.cu", (17, 19), trips) == 50
+    assert stated_trips("/src/kernels/poly.cu", (20,), trips) is None
+    assert stated_trips("/src/other.cu", (18,), trips) is None
+    assert stated_trips(None, (), 12) == 12
+    assert unmatched_trips([("/src/kernels/poly.cu", (20,))], trips) == ["poly.cu:18"]
+    assert unmatched_trips([("/src/kernels/poly.cu", (17, 19))], trips) == []

@@ -87,3 +87,91 @@ def test_poly():
     result.stdout.fnmatch_lines(
         [f"*bad regbudget marker: max_local_share={value!r}: expected a fraction in [[]0, 1[]]*"]
     )
+
+
+SPILLS = Path(__file__).parent.parent / "kernels" / "spills.cu"
+# `hot`'s loop over its argument n, `for (int d = 0; d < n; ++d)`: the code does not fix its count.
+HOT_LOOP = next(n for n, text in enumerate(SPILLS.read_text().splitlines(), 1) if "d < n" in text)
+MANIFEST = """
+arch = ["sm_90"]
+[[kernels]]
+source = "spills.cu"
+kernels = ["hot"]
+max_local_share = 1.0
+{trips}
+"""
+
+
+@pytest.mark.parametrize(
+    ("trips", "count"), [("", 16), ("loop_trips = 200", 200), ('loop_trips = {{"spills.cu:{line}" = 2}}', 2)]
+)
+def test_a_stated_trip_count_weighs_the_loop_the_code_does_not_count(
+    pytester: pytest.Pytester, trips: str, count: int
+) -> None:
+    shutil.copy(SPILLS, pytester.path / "spills.cu")
+    (pytester.path / "regbudget.toml").write_text(MANIFEST.format(trips=trips.format(line=HOT_LOOP)))
+    result, records = run_json(pytester)
+    result.assert_outcomes(passed=1)
+    (rec,) = records
+    (loop,) = [lp for lp in rec["loops"] if lp["where"] == f"spills.cu:{HOT_LOOP}"]
+    assert (loop["trips"], loop["known"]) == (count, bool(trips))
+    assert ("assumed 16 trips" in rec["diagnosis"][0]) == (not trips)
+
+
+def test_more_stated_trips_give_the_loops_spills_a_larger_share(pytester: pytest.Pytester) -> None:
+    shutil.copy(SPILLS, pytester.path / "spills.cu")
+    shares = []
+    for trips in (2, 16, 200):
+        (pytester.path / "regbudget.toml").write_text(MANIFEST.format(trips=f"loop_trips = {trips}"))
+        result, (rec,) = run_json(pytester)
+        result.assert_outcomes(passed=1)
+        shares.append(rec["local_share"])
+    # The loop holds the spills: the more it runs, the larger their share of what the thread runs.
+    assert shares == sorted(shares)
+    assert shares[0] < shares[2] - 0.05, shares
+
+
+def test_a_stated_loop_that_is_not_there_fails_naming_the_loops_there_are(pytester: pytest.Pytester) -> None:
+    shutil.copy(SPILLS, pytester.path / "spills.cu")
+    pytester.makepyfile(
+        test_p="""
+import pytest
+
+@pytest.mark.regbudget(source="spills.cu", kernel="hot", hot_spills=1000, loop_trips={"spills.cu:99": 5})
+def test_hot():
+    pass
+"""
+    )
+    result, _ = run_json(pytester, "--regbudget-arch=sm_90")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*hot [[]sm_90[]]: loop_trips names spills.cu:99, where the SASS has no loop (its loops: "
+            f"*spills.cu:{HOT_LOOP}*"
+        ]
+    )
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        (0, "loop_trips=0: expected a trip count >= 1 or counts by loop"),
+        ("'50'", "loop_trips='50': expected a trip count >= 1*got a string '50': write 50"),
+        ({"spills.cu": 5}, "loop_trips: 'spills.cu': 5 is not a loop's FILE:LINE with a trip count >= 1"),
+        ({"spills.cu:11": 0}, "loop_trips: 'spills.cu:11': 0 is not a loop's FILE:LINE*"),
+    ],
+)
+def test_a_bad_trip_count_names_the_key(pytester: pytest.Pytester, value: object, message: str) -> None:
+    shutil.copy(SPILLS, pytester.path / "spills.cu")
+    pytester.makepyfile(
+        test_p=f"""
+import pytest
+
+@pytest.mark.regbudget(source="spills.cu", kernel="hot", loop_trips={value})
+def test_hot():
+    pass
+"""
+    )
+    result, _ = run_json(pytester, "--regbudget-arch=sm_90")
+    assert result.ret != 0
+    result.stdout.fnmatch_lines([f"*{message}*"])

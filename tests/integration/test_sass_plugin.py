@@ -251,5 +251,6 @@ def test_copies():
     first, last = counts.split(" and ")
     assert sum(map(int, [*first.split(", "), last])) == rec["spill_instructions_in_loops"]
     assert (
-        "assumed 16 trips where the code does not fix the count (loop at copies.cu:8)" in rec["diagnosis"][0]
+        "assumed 16 trips where the code does not fix the count (loop at copies.cu:8; state the count with "
+        'loop_trips={"copies.cu:8": N})' in rec["diagnosis"][0]
     )

@@ -151,3 +151,15 @@ def test_a_per_arch_budget_holds_on_its_suffixed_spellings_unless_they_have_thei
         96,
         None,
     ]
+
+
+def test_loop_trips_by_file_line_is_a_value_and_by_arch_a_per_arch_one() -> None:
+    by_line = parse_marker((), {"loop_trips": {"kernels/poly.cu:17": 50, "poly.cu:30": 8}}, BASE)
+    # A loop is named by its file's name, as the diagnosis prints it.
+    assert by_line.default.loop_trips == (("poly.cu", 17, 50), ("poly.cu", 30, 8))
+    by_arch = parse_marker((), {"loop_trips": {"sm_90": {"poly.cu:17": 50}, "sm_80": 4}}, BASE)
+    assert by_arch.default.loop_trips is None
+    assert by_arch.limits("sm_90").loop_trips == (("poly.cu", 17, 50),)
+    assert by_arch.limits("sm_80").loop_trips == 4
+    with pytest.raises(MarkerError, match=r"loop_trips: 'poly.cu': 5 is not a loop's FILE:LINE"):
+        parse(loop_trips={"poly.cu": 5, "sm_90": 4})
