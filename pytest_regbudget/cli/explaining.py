@@ -20,7 +20,7 @@ from ..core.arch import get_arch
 from ..core.blackwell import TmemUse, tmem_use
 from ..core.checks import max_block
 from ..core.dirs import default_cache_dir
-from ..core.errors import ManifestError, MarkerError, ToolchainError, UnknownArchError
+from ..core.errors import ManifestError, MarkerError, SassError, ToolchainError, UnknownArchError
 from ..core.facts import KernelFacts
 from ..core.occupancy import occupancy, register_cliff
 from ..engine.builder import Builder, BuildSettings, ItemEnv
@@ -79,6 +79,8 @@ class Row(Struct, frozen=True):
     cliff: str
     tmem: TmemUse | None = None  # the tensor memory a block allocates (tcgen05.alloc)
     cluster: tuple[int, int, int] | None = None  # the compiled __cluster_dims__
+    # The estimated share of executed instructions that are local loads/stores, where nvdisasm is present.
+    local_share: float | None = None
 
 
 def split_target(target: str) -> tuple[Path, str | None]:
@@ -231,8 +233,26 @@ def explain_builds(
             else:
                 nvcc = builder.nvcc() if compiler == "nvcc" else None
                 facts = _variant_facts(source, variant, kernel, arch, options, builder.toolkit(), nvcc)
-            rows.append(row_of(b, facts))
+            rows.append(replace(row_of(b, facts), local_share=_local_share(facts, builder)))
     return Explained(rows, written)
+
+
+def _local_share(facts: KernelFacts, builder: Builder) -> float | None:
+    """The build's estimated local share (core/estimate.py), read as a run reads it; None without
+    nvdisasm (the `sass` extra) or a cubin: explain shows what it can without it."""
+    try:
+        nvdisasm = builder.nvdisasm()
+    except SassError:
+        return None
+    if not facts.cubin:
+        return None
+    from ..tools.nvdisasm import read_sass  # the SASS readers: only where nvdisasm is present
+
+    res = facts.resources
+    spills = res.spill_bytes > 0 or not res.spills_known
+    return read_sass(
+        nvdisasm, facts.cubin, facts.entry, spills=spills, cache_dir=builder.settings.cache_dir
+    ).local_share
 
 
 def _variant_facts(

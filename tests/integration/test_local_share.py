@@ -10,7 +10,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from helpers.runs import run_json
+from helpers.runs import regbudget, run_json
 
 from pytest_regbudget.tools import nvdisasm as disasm
 
@@ -175,3 +175,29 @@ def test_hot():
     result, _ = run_json(pytester, "--regbudget-arch=sm_90")
     assert result.ret != 0
     result.stdout.fnmatch_lines([f"*{message}*"])
+
+
+def test_explain_shows_each_bounds_variants_local_share(pytester: pytest.Pytester) -> None:
+    shutil.copy(POLY, pytester.path / "poly_eval.cu")
+    done = regbudget(
+        "explain",
+        "poly_eval.cu::poly_eval",
+        "--bounds",
+        "none,1024,1024x2",
+        "--arch",
+        "sm_90",
+        cwd=pytester.path,
+    )
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    header = next(line for line in lines if line.startswith("bounds"))
+    assert header.split()[-2:] == ["local", "share"]
+    shares = {
+        line.split("  ")[0]: float(line.split()[-1].rstrip("%")) / 100
+        for line in lines
+        if line.startswith(("as written", "(1024"))
+    }
+    # The profiler's 0 %, 55.0 % and 63.0 % (issue 43), estimated from the SASS of each variant's build.
+    assert shares["as written"] == 0
+    assert shares["(1024)"] == pytest.approx(0.55, abs=0.10)
+    assert shares["(1024, 2)"] == pytest.approx(0.63, abs=0.10)

@@ -20,6 +20,7 @@ from ... import sources
 from ...core import baseline as bl
 from ...core.arch import KEYWORDS, parse_archs
 from ...core.blackwell import TmemUse, cluster_text
+from ...core.diagnosis import percent
 from ...core.errors import (
     BaselineError,
     CompileError,
@@ -227,6 +228,12 @@ def table(rows: Sequence[Row]) -> list[str]:
         )
         for r in rows
     ]
+    if any(r.local_share is not None for r in rows):
+        header = (*header, "local share")
+        body = [
+            (*line, "-" if r.local_share is None else percent(r.local_share))
+            for line, r in zip(body, rows, strict=True)
+        ]
     if any(r.tmem is not None for r in rows):
         header = (*header, "tmem")
         body = [(*line, _tmem_cell(r.tmem)) for line, r in zip(body, rows, strict=True)]
