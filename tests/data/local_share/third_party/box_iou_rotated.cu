@@ -1,8 +1,10 @@
 // launch: name=box_iou_rotated kernel=box_iou_rotated_cuda_kernel grid=128 block=512 args=i32:256,i32:256,in:f32:1280:rand,in:f32:1280:rand,out:f32:65536,i32:0,i32:0
+// launch: name=box_iou_rotated_squeezed kernel=box_iou_rotated_cuda_kernel grid=128 block=512 args=i32:256,i32:256,in:f32:1280:rand,in:f32:1280:rand,out:f32:65536,i32:0,i32:0 maxrregcount=32
 // The IoU of every pair of 256 x 256 rotated boxes (x, y, w, h, angle), one pair a thread (mmcv's
 // launch: GET_BLOCKS(n1 * n2, 512) blocks of 512; mode_flag 0 = IoU, aligned false, passed as an int:
 // the driver copies the bool's one byte): the up to 24 crossing points and their convex hull (Graham
 // scan) in per-thread Point<float>[24] arrays indexed at run time.
+// box_iou_rotated_squeezed: the same under -maxrregcount=32 (ptxas spills).
 //
 // Origin: mmcv 2.2.0, Apache License 2.0 (LICENSE.mmcv beside this file): the PyPI sdist mmcv-2.2.0.tar.gz
 // (sha256 ac479247e808d8802f89eadf04d4118de86bdfe81361ec5aed0cc1bf731c67c9; upstream

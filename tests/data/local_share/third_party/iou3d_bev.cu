@@ -1,7 +1,9 @@
 // launch: name=iou3d_bev kernel=iou3d_boxes_overlap_bev_forward_cuda_kernel grid=32x32 block=16x16 args=i32:512,in:f32:3584:rand,i32:512,in:f32:3584:rand,out:f32:262144
+// launch: name=iou3d_bev_squeezed kernel=iou3d_boxes_overlap_bev_forward_cuda_kernel grid=32x32 block=16x16 args=i32:512,in:f32:3584:rand,i32:512,in:f32:3584:rand,out:f32:262144 maxrregcount=32
 // The bird's-eye overlap area of every pair of 512 x 512 rotated boxes (x, y, z, dx, dy, dz, heading),
 // one pair a thread (mmcv's launch: 16 x 16 threads a block): the corners and the up to 16 crossing
 // points in per-thread Point arrays, filled at a run-time count and bubble-sorted by angle.
+// iou3d_bev_squeezed: the same under -maxrregcount=32 (ptxas spills).
 //
 // Origin: mmcv 2.2.0, Apache License 2.0 (LICENSE.mmcv beside this file): the PyPI sdist mmcv-2.2.0.tar.gz
 // (sha256 ac479247e808d8802f89eadf04d4118de86bdfe81361ec5aed0cc1bf731c67c9; upstream

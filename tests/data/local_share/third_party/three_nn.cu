@@ -1,6 +1,8 @@
 // launch: name=three_nn kernel=three_nn_forward_cuda_kernel grid=32x1 block=512 args=i32:1,i32:16384,i32:512,in:f32:49152:rand,in:f32:1536:rand,out:f32:49152,out:i32:49152
+// launch: name=three_nn_squeezed kernel=three_nn_forward_cuda_kernel grid=32x1 block=512 args=i32:1,i32:16384,i32:512,in:f32:49152:rand,in:f32:1536:rand,out:f32:49152,out:i32:49152 maxrregcount=24
 // The three nearest of 512 known points for each of 16384 points, one a thread (mmcv's launch:
 // GET_BLOCKS(n, 512) x b blocks of 512): the best three kept in registers. No local memory.
+// three_nn_squeezed: the same under -maxrregcount=24 (ptxas spills).
 //
 // Origin: mmcv 2.2.0, Apache License 2.0 (LICENSE.mmcv beside this file): the PyPI sdist mmcv-2.2.0.tar.gz
 // (sha256 ac479247e808d8802f89eadf04d4118de86bdfe81361ec5aed0cc1bf731c67c9; upstream
