@@ -1,9 +1,11 @@
 // launch: name=convex_iou kernel=convex_iou_cuda_kernel grid=16 block=256 args=i32:4096,i32:8,in:f32:73728:rand,in:f32:64:rand,out:f32:32768
+// launch: name=convex_iou_squeezed kernel=convex_iou_cuda_kernel grid=16 block=256 args=i32:4096,i32:8,in:f32:73728:rand,in:f32:64:rand,out:f32:32768 maxrregcount=24
 // The IoU of each of 4096 predicted point sets (9 points: their convex hull, Jarvis march) with 8
 // quadrilaterals, one point set a thread (mmcv launches blocks of 512; 256 here: at 127 registers a
 // thread, 512 threads would take the register file to its last register): every polygon a per-thread
 // array of double points (Point[100], int Stack[512] zeroed each call), cut and summed in loops bounded
 // by the hull's run-time size. Heavy local memory without spills.
+// convex_iou_squeezed: the same under -maxrregcount=24 (ptxas spills).
 //
 // Origin: mmcv 2.2.0, Apache License 2.0 (LICENSE.mmcv beside this file): the PyPI sdist mmcv-2.2.0.tar.gz
 // (sha256 ac479247e808d8802f89eadf04d4118de86bdfe81361ec5aed0cc1bf731c67c9; upstream
