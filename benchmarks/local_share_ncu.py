@@ -13,19 +13,28 @@ taken, in a __noinline__ callee, local arrays indexed at run time, and kernels w
 is built for --arch with nvcc, launched once under `ncu`, and the measured counts are written, with ptxas's
 registers and spill bytes, to a JSON file that is checked in; each profiled cubin is copied to
 tests/data/local_share/cubins/<name>.<arch>.cubin so that a CPU test reads the very binary that was measured.
+A second set, kernels taken from other projects (tests/data/local_share/third_party, each file naming its
+origin), is run the same way into its own file and cubin folder.
 
     python benchmarks/local_share_ncu.py              # all -> tests/data/local_share/ncu_sm90.json
     python benchmarks/local_share_ncu.py --only poly_eval_1024x2 --out /tmp/one.json
     python benchmarks/local_share_ncu.py --dry-run    # no GPU: parse, compile, print registers/spills
+    python benchmarks/local_share_ncu.py --kernels tests/data/local_share/third_party \
+        --out tests/data/local_share/ncu_third_party_sm90.json \
+        --cubins tests/data/local_share/third_party/cubins
+    python benchmarks/local_share_ncu.py --kernels tests/data/local_share/third_party \
+        --dry-run --cubins /tmp/c     # no GPU; keeps the cubins and prints the estimate of each
 
 Needs, for a measurement: an NVIDIA GPU of --arch, nvcc (PATH or /usr/local/cuda/bin), ncu (PATH or
 /usr/local/cuda/bin), CuPy (cupy-cuda13x) and numpy. --dry-run needs only nvcc (it also tries the nvcc of the
 `nvidia-cuda-nvcc` / `nvidia/cu13` wheels) and, where a libnvrtc is found, checks that NVRTC compiles each
-kernel too.
+kernel too; with --cubins it keeps the cubins it built there (never by default: the default folder holds the
+measured ones) and, where this package and nvdisasm are importable, prints the static estimate of each.
 
 Launch lines. Each .cu file starts with one or more lines (before any other line) of the form
 
     // launch: [name=NAME] kernel=SYMBOL grid=G block=B args=SPEC[,SPEC...] [define=MACRO[=VALUE]]...
+    //         [maxrregcount=N]
 
 whitespace-separated `key=value` tokens (a value holds no whitespace; split at the first `=`):
   name    the variant's name (the JSON key, the cubin's file name); default: the kernel's symbol. Must be
@@ -35,11 +44,16 @@ whitespace-separated `key=value` tokens (a value holds no whitespace; split at t
   args    the kernel's parameters, in order, comma-separated:
             in:f32:N   a float buffer of N elements, filled with 1.0
             in:i32:N   an int buffer of N elements, filled with 1
+            in:f32:N:rand  a float buffer of N elements, uniform in [0, 1): numpy's
+                       default_rng(P).random(N, dtype=float32), P the parameter's position (0 first), so the
+                       same numbers on every run (a kernel whose path depends on its data, e.g. a convex hull)
             out:f32:N  a float buffer of N elements, zeroed   (out:i32:N the same for int)
             i32:V      an int scalar V                        (f32:V a float scalar V)
   define  a macro, repeatable: `define=BOUNDS=__launch_bounds__(1024,2)` is `#define BOUNDS
           __launch_bounds__(1024,2)`. Defines go to nvcc in a pre-included header (-include), not as -D:
           nvcc splits -D values at commas.
+  maxrregcount  a register cap for the whole file, passed as nvcc -maxrregcount=N (and to the NVRTC check):
+          a kernel taken as its project builds it, squeezed without touching its source.
 Other lines starting with `//` may follow the launch lines (a description); the first non-launch line ends
 the launch block.
 """
@@ -77,7 +91,7 @@ METRIC_SETS: tuple[tuple[str, str, str], ...] = (
     ),
 )
 
-_ARG = re.compile(r"^(?:(in|out):(f32|i32):(\d+)|(i32|f32):(-?[0-9.eE+-]+))$")
+_ARG = re.compile(r"^(?:(in|out):(f32|i32):(\d+)(?::(rand))?|(i32|f32):(-?[0-9.eE+-]+))$")
 _DIMS = re.compile(r"^\d+(?:x\d+){0,2}$")
 
 
@@ -87,6 +101,7 @@ class Arg:
     dtype: str  # "f32" or "i32"
     count: int = 0  # elements, for a buffer
     value: float = 0.0  # for a scalar
+    fill: str = "ones"  # an in buffer's contents: "ones" or "rand"
 
 
 @dataclass(frozen=True)
@@ -98,6 +113,7 @@ class Launch:
     block: tuple[int, ...]
     args: tuple[Arg, ...]
     defines: tuple[str, ...] = ()
+    maxrregcount: int | None = None
 
 
 @dataclass
@@ -121,10 +137,12 @@ def parse_dims(text: str) -> tuple[int, ...]:
 def parse_arg(text: str) -> Arg:
     m = _ARG.match(text)
     if not m:
-        raise ValueError(f"bad argument spec {text!r}: want in:f32:N, out:i32:N, i32:V, ...")
+        raise ValueError(f"bad argument spec {text!r}: want in:f32:N, in:f32:N:rand, out:i32:N, i32:V, ...")
     if m.group(1):
-        return Arg(kind=m.group(1), dtype=m.group(2), count=int(m.group(3)))
-    dtype, value = m.group(4), m.group(5)
+        if m.group(4) and (m.group(1), m.group(2)) != ("in", "f32"):
+            raise ValueError(f"bad argument spec {text!r}: only in:f32 buffers take :rand")
+        return Arg(kind=m.group(1), dtype=m.group(2), count=int(m.group(3)), fill=m.group(4) or "ones")
+    dtype, value = m.group(5), m.group(6)
     return Arg(kind="scalar", dtype=dtype, value=float(int(value)) if dtype == "i32" else float(value))
 
 
@@ -142,10 +160,13 @@ def parse_launch_line(line: str, file: Path) -> Launch:
             raise ValueError(f"{file.name}: {key}= given twice in one launch line")
         else:
             fields[key] = value
-    unknown = set(fields) - {"name", "kernel", "grid", "block", "args"}
+    unknown = set(fields) - {"name", "kernel", "grid", "block", "args", "maxrregcount"}
     missing = {"kernel", "grid", "block", "args"} - set(fields)
     if unknown or missing:
         raise ValueError(f"{file.name}: launch line has unknown {sorted(unknown)} / lacks {sorted(missing)}")
+    cap = fields.get("maxrregcount")
+    if cap is not None and not cap.isdigit():
+        raise ValueError(f"{file.name}: maxrregcount={cap!r} is not a number of registers")
     return Launch(
         name=fields.get("name", fields["kernel"]),
         kernel=fields["kernel"],
@@ -154,6 +175,7 @@ def parse_launch_line(line: str, file: Path) -> Launch:
         block=parse_dims(fields["block"]),
         args=tuple(parse_arg(a) for a in fields["args"].split(",")),
         defines=tuple(defines),
+        maxrregcount=None if cap is None else int(cap),
     )
 
 
@@ -265,9 +287,12 @@ def parse_resource_usage(log: str, kernel: str) -> Usage:
 
 
 def compile_cubin(nvcc: str, launch: Launch, arch: str, tmp: Path) -> tuple[Path, Usage]:
-    """nvcc -cubin -arch=ARCH -O3 --resource-usage [-include defines.h] file.cu; raises RuntimeError."""
+    """nvcc -cubin -arch=ARCH -O3 --resource-usage [-maxrregcount=N] [-include defines.h] file.cu; raises
+    RuntimeError."""
     cubin = tmp / f"{launch.name}.cubin"
     cmd = [nvcc, "-cubin", f"-arch={arch}", "-O3", "--resource-usage", "-o", str(cubin)]
+    if launch.maxrregcount is not None:
+        cmd.append(f"-maxrregcount={launch.maxrregcount}")
     if launch.defines:
         header = tmp / f"{launch.name}.defines.h"
         header.write_text(define_header(launch))
@@ -306,6 +331,8 @@ def nvrtc_check(library: Path, launch: Launch, arch: str) -> str | None:
         return f"nvrtcCreateProgram: status {status}"
     try:
         options = [f"--gpu-architecture={arch.replace('sm_', 'compute_')}".encode(), b"-default-device"]
+        if launch.maxrregcount is not None:
+            options.append(f"--maxrregcount={launch.maxrregcount}".encode())
         array = (ctypes.c_char_p * len(options))(*options)
         status = lib.nvrtcCompileProgram(prog, len(options), array)
         if status == 0:
@@ -413,10 +440,13 @@ def launch_one(launch: Launch, cubin: Path) -> None:
 
     dtypes = {"f32": np.float32, "i32": np.int32}
     params: list[Any] = []
-    for arg in launch.args:
+    for position, arg in enumerate(launch.args):
         dtype = dtypes[arg.dtype]
         if arg.kind == "scalar":
             params.append(np.int32(int(arg.value)) if arg.dtype == "i32" else np.float32(arg.value))
+        elif arg.kind == "in" and arg.fill == "rand":
+            values = np.random.default_rng(position).random(arg.count, dtype=np.float32)
+            params.append(cupy.asarray(values))
         elif arg.kind == "in":  # filled on the host and copied: no CuPy fill kernel to profile or compile
             params.append(cupy.asarray(np.ones(arg.count, dtype=dtype)))
         else:
@@ -429,12 +459,35 @@ def launch_one(launch: Launch, cubin: Path) -> None:
 # ---------------------------------------------------------------------------------------------- main
 
 
-def dry_run(launches: list[Launch], nvcc: str | None, arch: str) -> int:
+def static_estimate(cubin: Path, kernel: str) -> str:
+    """This package's estimate of the kernel's local share, read from the cubin, or why there is none."""
+    try:
+        sys.path.insert(0, str(ROOT))
+        from pytest_regbudget.core.sass import parse_sass_functions
+        from pytest_regbudget.tools.nvdisasm import find_nvdisasm
+    except ImportError:
+        return "no package"
+    nvdisasm = find_nvdisasm(None)
+    if nvdisasm is None:
+        return "no nvdisasm"
+    listing = subprocess.run([str(nvdisasm), "-c", "-gi", str(cubin)], capture_output=True, text=True)
+    report = parse_sass_functions(listing.stdout).get(kernel)
+    if report is None:
+        return "not found"
+    return f"{report.local_share:.1%}" + (" (unread)" if report.unread else "")
+
+
+def dry_run(launches: list[Launch], nvcc: str | None, arch: str, keep: Path | None) -> int:
     library = find_nvrtc()
     print(f"nvcc:  {nvcc or 'not found'}" + (f"  ({version_line(nvcc, r'release')})" if nvcc else ""))
     print(f"NVRTC: {library or 'not found (NVRTC check skipped)'}\n")
-    print(f"{'name':<24} {'kernel':<22} {'regs':>4} {'stack':>6} {'spill st':>8} {'spill ld':>8}  nvrtc")
+    print(
+        f"{'name':<24} {'kernel':<22} {'regs':>4} {'stack':>6} {'spill st':>8} {'spill ld':>8}  nvrtc"
+        + ("  estimate" if keep else "")
+    )
     failed = 0
+    if keep is not None:
+        keep.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp_name:
         for launch in launches:
             nvrtc_note = "-"
@@ -448,14 +501,19 @@ def dry_run(launches: list[Launch], nvcc: str | None, arch: str) -> int:
                 print(f"{launch.name:<24} {launch.kernel:<22} {'':>4} {'':>6} {'':>8} {'':>8}  {nvrtc_note}")
                 continue
             try:
-                _, usage = compile_cubin(nvcc, launch, arch, Path(tmp_name))
+                cubin, usage = compile_cubin(nvcc, launch, arch, Path(tmp_name))
             except RuntimeError as exc:
                 failed += 1
                 print(f"{launch.name:<24} {launch.kernel:<22} nvcc FAILED: {exc}")
                 continue
+            estimate = ""
+            if keep is not None:
+                kept = keep / f"{launch.name}.{arch}.cubin"
+                shutil.copyfile(cubin, kept)
+                estimate = f"  {static_estimate(kept, launch.kernel)}"
             print(
                 f"{launch.name:<24} {launch.kernel:<22} {usage.registers!s:>4} {usage.stack_frame:>6} "
-                f"{usage.spill_stores:>8} {usage.spill_loads:>8}  {nvrtc_note}"
+                f"{usage.spill_stores:>8} {usage.spill_loads:>8}  {nvrtc_note:<5}{estimate}"
             )
     return 1 if failed else 0
 
@@ -488,10 +546,13 @@ def measure(launches: list[Launch], args: argparse.Namespace) -> int:
                 else str(launch.file),
                 "kernel": launch.kernel,
                 "defines": list(launch.defines),
+                "maxrregcount": launch.maxrregcount,
                 "grid": list(launch.grid),
                 "block": list(launch.block),
                 "args": [
-                    f"{a.kind}:{a.dtype}:{a.count}" if a.kind != "scalar" else f"{a.dtype}:{a.value:g}"
+                    f"{a.kind}:{a.dtype}:{a.count}" + (":rand" if a.fill == "rand" else "")
+                    if a.kind != "scalar"
+                    else f"{a.dtype}:{a.value:g}"
                     for a in launch.args
                 ],
                 "cubin": None,
@@ -546,7 +607,12 @@ def main(argv: list[str] | None = None) -> int:
         "--kernels", type=Path, default=DATA / "kernels", help="directory of launch-lined .cu"
     )
     parser.add_argument("--out", type=Path, default=DATA / "ncu_sm90.json", help="the JSON to write")
-    parser.add_argument("--cubins", type=Path, default=DATA / "cubins", help="where profiled cubins are kept")
+    parser.add_argument(
+        "--cubins",
+        type=Path,
+        help=f"where profiled cubins are kept (default {DATA / 'cubins'}); with --dry-run, where the built "
+        "ones are (default: nowhere)",
+    )
     parser.add_argument("--arch", default="sm_90")
     parser.add_argument(
         "--only", action="append", default=[], metavar="NAME", help="this variant (repeatable)"
@@ -562,7 +628,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     args.kernels = args.kernels.resolve()
     args.out = args.out.resolve()
-    args.cubins = args.cubins.resolve()
+    keep = None if args.cubins is None else args.cubins.resolve()
+    args.cubins = keep or DATA / "cubins"
 
     launches = read_launches(args.kernels)
     if args.launch_one:
@@ -577,7 +644,7 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(f"--only: no launch line named {sorted(unknown)}")
         launches = [x for x in launches if x.name in args.only]
     if args.dry_run:
-        return dry_run(launches, find_tool("nvcc", args.nvcc, ("cu13", "cuda_nvcc")), args.arch)
+        return dry_run(launches, find_tool("nvcc", args.nvcc, ("cu13", "cuda_nvcc")), args.arch, keep)
     return measure(launches, args)
 
 
