@@ -17,9 +17,7 @@ from pytest_regbudget.tools.toolkit import discover
 
 HERE = Path(__file__).resolve().parent
 SOURCE = HERE.parent.parent / "kernels" / "callees.cu"
-RDC = CompileOptions.make(
-    defines={"BOUNDS": ""}, options=["-rdc=true"], ptxas_options=["-maxrregcount=32"]
-)
+RDC = CompileOptions.make(defines={"BOUNDS": ""}, options=["-rdc=true"], ptxas_options=["-maxrregcount=32"])
 
 
 def main() -> None:
