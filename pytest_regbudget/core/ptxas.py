@@ -146,8 +146,9 @@ def parse_ptxas_output(text: str) -> dict[str, KernelResources]:
     """Parse `ptxas -v` output of one ptxas run (one arch) into resources per entry function.
 
     Keys are entry names exactly as ptxas prints them (mangled unless `extern "C"`), in ptxas's
-    order. Non-entry functions' "Function properties" are not kernels and are left out; PTX
-    directives are not in ptxas's output: merge them with `combine` (or read both with `read`).
+    order. Non-entry functions' "Function properties" are not kernels and are left out, so the spill
+    figures are each kernel's own: `with_callees` adds its callees' (`parse_functions`), given its cubin's
+    call tree. PTX directives are not in ptxas's output: merge them with `combine` (or read both with `read`).
     """
     return _parse(text, None)
 
