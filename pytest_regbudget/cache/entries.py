@@ -134,13 +134,15 @@ class Entries:
     def store(self, key: str, outputs: UnitOutputs) -> None:
         ptx = outputs.ptx.encode()
         data = ptx + outputs.cubin
+        # The entries, and the functions that spill, which a kernel's spill budget names by their C++ names.
+        mangled = [e for e in (*outputs.entries, *_spilling(outputs)) if e.startswith("_Z")]
         doc = _EntryDocument(
             outline=outputs.outline,
             nvrtc_log=outputs.nvrtc_log,
             ptxas_log=outputs.ptxas_log,
             lowered=dict(outputs.lowered),
             # As the demangler prints them now: a run that finds every build here demangles nothing.
-            names={e: names.demangle(e) for e in outputs.entries if e.startswith("_Z")},
+            names={e: names.demangle(e) for e in mangled},
             body=_BodyDigest(sha256_hex(data), len(ptx)),
             messages=dict(outputs.messages),
         )
@@ -185,6 +187,11 @@ class _EntryDocument(Struct, frozen=True):
     names: dict[str, str]  # mangled entry -> demangled name
     body: _BodyDigest
     messages: dict[str, tuple[str, ...]]
+
+
+def _spilling(outputs: UnitOutputs) -> list[str]:
+    """The functions of a build that spill, by the name a relocatable build's clones ("$5") share."""
+    return [f.name.partition("$")[0] for f in compiler.read_functions(outputs.ptxas_log) if f.spills]
 
 
 def _report(ptxas_log: str, outline: str) -> object:

@@ -92,8 +92,11 @@ def error_summary(log: str) -> str:
 INT_FIELDS = tuple(m.baseline for m in COUNTS if m.baseline)
 TEXT_FIELDS = ("ptxas", "nvrtc", "compiler", "options_hash")
 # Absent where unknown: spills for binaries, which do not record them; local instructions where the SASS was
-# not read, and 0 (most kernels), which is not written.
-OPTIONAL_INT_FIELDS = ("spill_stores", "spill_loads", "local_instructions")
+# not read, and 0 (most kernels), which is not written; the callees' part of the spills (CALLEE_FIELDS, after
+# spill_loads in the file) where no callee spills, so that most entries gain no line.
+CALLEE_FIELDS = ("spill_stores_callees", "spill_loads_callees")
+OPTIONAL_INT_FIELDS = ("spill_stores", "spill_loads", "local_instructions", *CALLEE_FIELDS)
+FILE_INT_FIELDS = tuple(f for n in INT_FIELDS for f in ((n, *CALLEE_FIELDS) if n == "spill_loads" else (n,)))
 
 
 class EntryNumbers(TypedDict):
@@ -106,6 +109,8 @@ class EntryNumbers(TypedDict):
     smem: int
     const_mem: int
     local_instructions: int | None
+    spill_stores_callees: int | None
+    spill_loads_callees: int | None
 
 
 def numbers_of(res: KernelResources) -> EntryNumbers:
@@ -119,6 +124,8 @@ def numbers_of(res: KernelResources) -> EntryNumbers:
         smem=res.smem,
         const_mem=res.const_mem,
         local_instructions=res.local_instructions or None,
+        spill_stores_callees=(res.spill_stores_callees or None) if known else None,
+        spill_loads_callees=(res.spill_loads_callees or None) if known else None,
     )
 
 
@@ -148,6 +155,9 @@ class BaselineEntry(Struct, frozen=True):
     # a change is reported by name. Recorded, not keyed; () for none, or for an entry written before 0.2.
     build_settings: tuple[str, ...] = ()
     local_instructions: int | None = None  # LDL/STL in its SASS, where read and above 0
+    # The __noinline__ callees' part of the spills; None for none (and in entries of 0.1, which count none).
+    spill_stores_callees: int | None = None
+    spill_loads_callees: int | None = None
 
     @property
     def spills(self) -> tuple[int, int] | None:
@@ -157,7 +167,7 @@ class BaselineEntry(Struct, frozen=True):
         return self.spill_stores, self.spill_loads
 
     def to_toml(self) -> dict[str, object]:
-        out: dict[str, object] = {n: getattr(self, n) for n in INT_FIELDS if getattr(self, n) is not None}
+        out: dict[str, object] = {n: v for n in FILE_INT_FIELDS if (v := getattr(self, n)) is not None}
         out.update({name: getattr(self, name) for name in TEXT_FIELDS})
         if self.build_settings:
             out["build_settings"] = list(self.build_settings)  # in build order: a define's place matters
@@ -233,7 +243,7 @@ def _entry(where: str, table: object) -> BaselineEntry:
     if not isinstance(table, dict):
         raise BaselineError(f"{where}: expected a table of numbers, found {table!r}")
     known = {
-        *INT_FIELDS,
+        *FILE_INT_FIELDS,
         *TEXT_FIELDS,
         *("occupancy", "gpu", "tests", "ptxas_messages", "setmaxnreg", "build_settings"),
     }
@@ -246,7 +256,7 @@ def _entry(where: str, table: object) -> BaselineEntry:
             isinstance(time_ms, bool) or not isinstance(time_ms, (int, float)) or time_ms <= 0
         ):
             raise BaselineError(f'{where}: gpu."{device}".time_ms = {time_ms!r}, expected milliseconds > 0')
-    for name in INT_FIELDS:
+    for name in FILE_INT_FIELDS:
         value = table.get(name)
         if value is None and name in OPTIONAL_INT_FIELDS:
             continue
@@ -278,6 +288,7 @@ def _entry(where: str, table: object) -> BaselineEntry:
         setmaxnreg=_targets(where, table.get("setmaxnreg", [])),
         extra={k: v for k, v in table.items() if k not in known},
         local_instructions=table.get("local_instructions"),
+        **{name: table.get(name) for name in CALLEE_FIELDS},
     )
 
 

@@ -22,12 +22,12 @@ from .blackwell import (
     tmem_note,
     tmem_use,
 )
-from .diagnosis import diagnose
+from .diagnosis import callees_part, diagnose
 from .estimate import unmatched_trips
 from .gpu_facts import GpuFacts
 from .kernel_report import KernelReport
 from .limits import Launch, Level, Limits
-from .metrics import CAP_KEYS, CAPPED, KernelResources
+from .metrics import CAP_KEYS, CAPPED, SPILLS, KernelResources
 from .occupancy import (
     BARRIERS,
     BLOCKS,
@@ -319,7 +319,10 @@ def _caps(res: KernelResources, r: Limits) -> list[str]:
         for m in CAPPED:
             value = res.recorded(m) if key in (m.group, m.name) else None
             if value is not None and value > cap:
-                out.append(f"{m.label} {_bytes(value)} > {key} {cap}")
+                # A callee's spills, which ptxas reports under the callee, are named: the kernel's own
+                # "Function properties" line does not show them.
+                part = callees_part(res, m.name) if m.group == SPILLS else ""
+                out.append(f"{m.label} {_bytes(value)} > {key} {cap}" + (f" ({part})" if part else ""))
     return out
 
 

@@ -2,8 +2,8 @@
 
 Owns the diagnosis sentences, in the order an expert works: how much of what a thread runs is local
 traffic (the estimate of core/estimate.py, in bands), a local array demoted to local memory, spills inside
-loops, spills only outside loops, a launch-bounds minimum that shared memory makes unreachable, and a
--maxrregcount that launch bounds override. Pure: no toolchain, no pytest.
+loops, spills only outside loops, spills in the functions a kernel calls, a launch-bounds minimum that shared
+memory makes unreachable, and a -maxrregcount that launch bounds override. Pure: no toolchain, no pytest.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
+from . import names
 from .estimate import DEFAULT_TRIPS
 from .metrics import KernelResources
 from .occupancy import occupancy
@@ -105,6 +106,9 @@ def diagnose(
             f"{stores} bytes of spill stores and {loads} bytes of loads: run with --regbudget-sass (or give "
             "max_local_share) to estimate what share of the executed instructions they are, and where."
         )
+    # 3b. Spills that ptxas reports under the functions the kernel calls.
+    if r.spilling_callees:
+        out.append(_callee_sentence(r))
     # 4. A minimum of resident blocks that shared memory already rules out.
     if r.min_blocks_per_sm and r.max_threads:
         occ = occupancy(arch, r.registers, r.max_threads, r.smem, dynamic_smem, r.max_threads)
@@ -161,6 +165,39 @@ def explain_callees(names: Sequence[str]) -> str:
         what, fix = _KNOWN_CALLS.get(name, (None, None))
         parts.append(f"{name} ({what}; fix: {fix})" if what else name)
     return ", ".join(parts)
+
+
+def function_name(name: str) -> str:
+    """A function as ptxas names it, readable: `_Z5heavyPKfiii` -> `heavy(float const*, int, int, int)`; a
+    relocatable build's clone (`_Z6middlePKfiii$5`) by its function's name."""
+    return names.demangle(name.partition("$")[0]) if name.startswith("_Z") else name
+
+
+def callees_part(r: KernelResources, metric: str) -> str:
+    """`996 bytes of them in the __noinline__ callee heavy(float const*, int, int, int)`: the callees' part of
+    a spill figure (`metric`, spill_stores or spill_loads), by callee; "" where they have none of it."""
+    parts = [(c.name, n) for c in r.spilling_callees if (n := getattr(c, metric))]
+    if not parts:
+        return ""
+    total = sum(n for _, n in parts)
+    if len(parts) == 1:
+        return f"{total:,} bytes of them in the __noinline__ callee {function_name(parts[0][0])}"
+    listed = ", ".join(f"{n:,} in {function_name(name)}" for name, n in parts)
+    return f"{total:,} bytes of them in __noinline__ callees: {listed}"
+
+
+def _callee_sentence(r: KernelResources) -> str:
+    listed = ", ".join(
+        f"{function_name(c.name)} {c.spill_stores:,}/{c.spill_loads:,}" for c in r.spilling_callees
+    )
+    return (
+        f"{r.spill_stores_callees:,} of the {r.spill_stores:,} bytes of spill stores and "
+        f"{r.spill_loads_callees:,} of the {r.spill_loads:,} bytes of loads are in the __noinline__ "
+        f"functions the kernel calls (stores/loads: {listed}), which ptxas reports under each function; "
+        "they run on every call. Fix: let the compiler inline the function (drop __noinline__) or lower its "
+        "register need: ptxas holds a function to the register limit of the kernel it is compiled with "
+        "(__launch_bounds__, -maxrregcount)."
+    )
 
 
 def _spill_sentences(sass: SassReport) -> list[str]:

@@ -198,6 +198,15 @@ def tolerance_of(metric: Metric, tolerance: Mapping[str, float]) -> float:
     return 0.0
 
 
+class Callee(Struct, frozen=True):
+    """A function a kernel calls that ptxas compiled apart (`__noinline__`), with the spills ptxas reports
+    under it rather than under the kernel."""
+
+    name: str  # as ptxas names it ("_Z5heavyPKfiii")
+    spill_stores: int  # bytes
+    spill_loads: int  # bytes
+
+
 class KernelResources(Struct, frozen=True):
     """One kernel's resources as ptxas reports them for one arch (or a prebuilt binary records them), plus its
     PTX launch directives. Its metrics are named as the table names them."""
@@ -205,8 +214,8 @@ class KernelResources(Struct, frozen=True):
     name: str  # the entry's (mangled/lowered) name as ptxas prints it
     arch: str  # "sm_90" as in "for 'sm_90'"
     registers: int
-    spill_stores: int  # bytes
-    spill_loads: int  # bytes
+    spill_stores: int  # bytes, the kernel's own and its callees' (spilling_callees)
+    spill_loads: int  # bytes, likewise
     stack: int  # bytes of stack frame
     smem: int  # static shared memory bytes
     const_mem: int  # sum of all cmem[N] banks in bytes
@@ -230,6 +239,19 @@ class KernelResources(Struct, frozen=True):
     # LDL/STL instructions in its SASS: 0 where it has no local memory, the SASS's count where that was read
     # (the verdict fills it in, checks.check), else None (unknown).
     local_instructions: int | None = None
+    # The functions it calls, directly or not, that spill (ptxas reports their spills under them): their
+    # bytes are counted in spill_stores and spill_loads, each callee once (ptxas.with_callees).
+    spilling_callees: tuple[Callee, ...] = ()
+
+    @property
+    def spill_stores_callees(self) -> int:
+        """The part of spill_stores that is its callees', in bytes."""
+        return sum(c.spill_stores for c in self.spilling_callees)
+
+    @property
+    def spill_loads_callees(self) -> int:
+        """The part of spill_loads that is its callees', in bytes."""
+        return sum(c.spill_loads for c in self.spilling_callees)
 
     @property
     def spills(self) -> tuple[int, int]:

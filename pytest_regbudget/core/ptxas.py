@@ -1,9 +1,10 @@
 """Pure parsers for what ptxas and NVRTC print: `ptxas -v` resource lines, PTX entry directives
 and `ptxas --version`, turned into one `KernelResources` per kernel.
 
-No subprocess and no other pytest_regbudget module but `errors`, `metrics` (the record it fills) and `ptx`
-(the PTX's tokens and its bodies' readers): text in, frozen values out, so the parser can be tested against
-recorded outputs of every toolkit without a toolkit (tests/data/ptxas).
+No subprocess and no other pytest_regbudget module but `errors`, `metrics` (the record it fills), `ptx`
+(the PTX's tokens and its bodies' readers) and `elf` (its record of a function called): text in, frozen
+values out, so the parser can be tested against recorded outputs of every toolkit without a toolkit
+(tests/data/ptxas).
 
 What `ptxas -v` prints, as recorded from CUDA 11.8 to 13.0::
 
@@ -16,6 +17,12 @@ What `ptxas -v` prints, as recorded from CUDA 11.8 to 13.0::
     ptxas info    : Function properties for _Z6helperPKfi         <- a __device__ function, not a kernel
         0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
 
+A `__noinline__` function's spills are its block's, not its callers': a whole-program build prints the copy of
+it that each kernel calls after that kernel's lines (two kernels, two blocks of one name, each with its own
+figures), and a relocatable one (-c) each function once, before or between the entries. `parse_functions`
+keeps them, with the entry each follows; `with_callees` counts those a kernel calls (as its cubin's ELF says,
+core/elf.py) into its spill figures.
+
 The fields of the "Used" line vary by version, arch and mode: "used N barriers" appears in 12.9 and
 13.0 (always, even 0) but not up to 12.4; "N bytes cumulative stack size" from 12.4 on, only when
 there is a stack and not with -c; "N bytes smem" only when non-zero; "N bytes cmem[N]" only for
@@ -25,14 +32,15 @@ sm_75/sm_80, never for sm_90 and newer. A missing count means zero (cumulative s
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from msgspec import Struct
 from msgspec.structs import replace
 
+from .elf import Called
 from .errors import ParseError
-from .metrics import KernelResources
+from .metrics import Callee, KernelResources
 from .ptx import COMMENTS, ENTRY, INT, ptx_int
 
 
@@ -138,8 +146,9 @@ def parse_ptxas_output(text: str) -> dict[str, KernelResources]:
     """Parse `ptxas -v` output of one ptxas run (one arch) into resources per entry function.
 
     Keys are entry names exactly as ptxas prints them (mangled unless `extern "C"`), in ptxas's
-    order. Non-entry functions' "Function properties" are not kernels and are left out; PTX
-    directives are not in ptxas's output: merge them with `combine` (or read both with `read`).
+    order. Non-entry functions' "Function properties" are not kernels and are left out, so the spill
+    figures are each kernel's own: `with_callees` adds its callees' (`parse_functions`), given its cubin's
+    call tree. PTX directives are not in ptxas's output: merge them with `combine` (or read both with `read`).
     """
     return _parse(text, None)
 
@@ -150,13 +159,74 @@ def read(ptxas_output: str, ptx: str) -> dict[str, KernelResources]:
     return _parse(ptxas_output, parse_ptx_directives(ptx))
 
 
-def _parse(text: str, directives: Mapping[str, PtxDirectives] | None) -> dict[str, KernelResources]:
-    """parse_ptxas_output, and with `directives` (the PTX's), combine."""
+class FunctionProperties(Struct, frozen=True):
+    """A "Function properties" block of a function that is not an entry: one ptxas compiled on its own (a
+    `__noinline__` `__device__` function, a math library's slow path)."""
+
+    name: str  # as ptxas prints it ("_Z5heavyPKfiii")
+    stack: int  # bytes of its own frame (0 for a whole-program build's copy: its kernel's frame holds it)
+    spill_stores: int  # bytes
+    spill_loads: int  # bytes
+    # The entry whose lines it follows: a whole-program build's copy of the function for that kernel. None
+    # before any entry; a relocatable build's function may follow an entry it has nothing to do with.
+    after: str | None
+
+    @property
+    def spills(self) -> bool:
+        return bool(self.spill_stores or self.spill_loads)
+
+
+def parse_functions(text: str) -> tuple[FunctionProperties, ...]:
+    """The "Function properties" of every function of one ptxas run that is not an entry, in ptxas's order."""
+    return _scan(text)[2]
+
+
+def with_callees(
+    resources: KernelResources, functions: Sequence[FunctionProperties], called: Sequence[Called] | None
+) -> KernelResources:
+    """`resources` (the kernel's own, as `read` gives them) with the spills of the functions it calls counted
+    in: each function it reaches (`called`, the ELF's call tree) once, with the figures of the kernel's own
+    copy (the block of that name that follows the kernel's lines) where it is one, else of the function's
+    one block. Where the ELF could not be read (`called` None), the blocks that follow the kernel's: in a
+    whole-program build, its copies of its callees. Only callees that spill are kept (`spilling_callees`).
+    The stack frame stays the kernel's as ptxas printed it: a whole-program build's frame holds its copies'
+    already (they print 0), and it is what the driver reports as the kernel's local memory."""
+    kernel = resources.name
+    own = {f.name: f for f in functions if f.after == kernel}
+    anywhere: dict[str, FunctionProperties] = {}
+    for f in functions:
+        anywhere.setdefault(f.name, f)
+    if called is None:
+        reached = list(own.values())
+    else:
+        reached = [
+            found
+            for c in called
+            if c.defined and (found := (own.get(c.name) if c.copy else None) or anywhere.get(c.name))
+        ]
+    spilling = tuple(Callee(f.name, f.spill_stores, f.spill_loads) for f in reached if f.spills)
+    if not spilling:
+        return resources
+    return replace(
+        resources,
+        spill_stores=resources.spill_stores + sum(c.spill_stores for c in spilling),
+        spill_loads=resources.spill_loads + sum(c.spill_loads for c in spilling),
+        spilling_callees=spilling,
+    )
+
+
+_Scan = tuple[dict[str, "_Entry"], dict[str, tuple[int, int, int, str]], tuple[FunctionProperties, ...]]
+
+
+def _scan(text: str) -> _Scan:
+    """The entries of one ptxas run, the "Function properties" of each by name, and the blocks of the
+    functions that are not entries, in order."""
     entries: dict[str, _Entry] = {}
     # ptxas prints "Function properties" for entries and device functions alike, and the device
     # functions' blocks may come before, between or after the entries (-c puts them first), so
     # they are collected by name and matched to entries at the end.
     properties: dict[str, tuple[int, int, int, str]] = {}
+    blocks: list[tuple[str, int, int, int, str | None]] = []
     current: _Entry | None = None
     lines = text.splitlines()
     i = 0
@@ -191,12 +261,9 @@ def _parse(text: str, directives: Mapping[str, PtxDirectives] | None) -> dict[st
                     line,
                     lineno,
                 )
-            properties[m.group(1)] = (
-                int(frame.group(1)),
-                int(frame.group(2)),
-                int(frame.group(3)),
-                lines[i].strip(),
-            )
+            stack, stores, loads = int(frame.group(1)), int(frame.group(2)), int(frame.group(3))
+            properties[m.group(1)] = (stack, stores, loads, lines[i].strip())
+            blocks.append((m.group(1), stack, stores, loads, None if current is None else current.name))
             i += 1
             continue
         if "Used" in line and (m := _USED.match(line)):
@@ -211,6 +278,13 @@ def _parse(text: str, directives: Mapping[str, PtxDirectives] | None) -> dict[st
                 )
             barriers, smem, banks, cumulative = _parse_used_fields(line, lineno, m.group(3))
             current.used = (m.group(1).strip(), int(m.group(2)), barriers, smem, banks, cumulative)
+    functions = tuple(FunctionProperties(*block) for block in blocks if block[0] not in entries)
+    return entries, properties, functions
+
+
+def _parse(text: str, directives: Mapping[str, PtxDirectives] | None) -> dict[str, KernelResources]:
+    """parse_ptxas_output, and with `directives` (the PTX's), combine."""
+    entries, properties, functions = _scan(text)
     for entry in entries.values():
         if entry.used is None:
             raise ParseError(
@@ -229,7 +303,7 @@ def _parse(text: str, directives: Mapping[str, PtxDirectives] | None) -> dict[st
         _same_module(entries, directives)
     # A device function that keeps a frame (one not inlined) may be any kernel's callee, whose LDL/STL its
     # caller's SASS holds: where one does, no kernel of the run is known to have no local instructions.
-    callee_frames = any(sum(p[:3]) for name, p in properties.items() if name not in entries)
+    callee_frames = any(f.stack or f.spills for f in functions)
     result: dict[str, KernelResources] = {}
     for entry in entries.values():
         assert entry.used is not None  # checked above

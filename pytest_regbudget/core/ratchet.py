@@ -11,11 +11,14 @@ from msgspec import Struct, field
 from msgspec.structs import replace
 
 from .baseline import NO_OPTIONS_HASH, BaselineEntry, Key, base_nodeid, numbers_of
+from .diagnosis import callees_part
 from .facts import release_of
 from .kernel_report import KernelReport, compare
 from .ptxas import message_key
 
 UPDATE_HINT = "pytest --regbudget-update"
+# A spill metric -> the name of its callees' part, in the entry and in KernelResources.
+CALLEE_PARTS = {"spill_stores": "spill_stores_callees", "spill_loads": "spill_loads_callees"}
 
 
 class BaselineRule(Struct, frozen=True):
@@ -119,8 +122,8 @@ def ratchet(report: KernelReport, rule: BaselineRule) -> KernelReport:
         if d.verdict == "worse":
             allowed = f", tolerance {d.tolerance:g}" if d.tolerance else ""
             worse.append(
-                f"{d.text()} is worse than the baseline{allowed}; if intended, accept it with "
-                f"{UPDATE_HINT} and commit {rule.name}"
+                f"{d.text()} is worse than the baseline{allowed}{_callees_change(old, report, d.metric)}; if "
+                f"intended, accept it with {UPDATE_HINT} and commit {rule.name}"
             )
     return replace(
         report,
@@ -132,6 +135,22 @@ def ratchet(report: KernelReport, rule: BaselineRule) -> KernelReport:
         options_changed=old.options_hash != report.options_hash or old.compiler != report.compiler,
         settings_change=settings_change(old, report),
     )
+
+
+def _callees_change(old: BaselineEntry, report: KernelReport, metric: str) -> str:
+    """Where a spill figure grew in the kernel's callees: ` (996 bytes of them in the __noinline__ callee
+    heavy(float const*, int, int, int), where the entry records none: ...)`; "" otherwise. An entry without
+    the callees' part is one whose callees did not spill, or one written before they were counted, which the
+    entry cannot tell apart: both are compared as they are, since a callee that starts to spill must fail."""
+    if metric not in CALLEE_PARTS or report.resources is None:
+        return ""
+    was = getattr(old, CALLEE_PARTS[metric]) or 0
+    if getattr(report.resources, CALLEE_PARTS[metric]) <= was:
+        return ""
+    part = callees_part(report.resources, metric)
+    if was:
+        return f" ({part}, where the entry records {was:,})"
+    return f" ({part}, where the entry records none: pytest-regbudget 0.1 counted a kernel's own spills only)"
 
 
 def settings_change(old: BaselineEntry, report: KernelReport) -> str | None:

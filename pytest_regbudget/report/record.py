@@ -33,8 +33,13 @@ class ReportRecord(TypedDict):
     arch: str
     source: str
     registers: int | None
-    spill_stores: int | None
+    spill_stores: int | None  # bytes, the kernel's own and its callees'
     spill_loads: int | None
+    # Version 6: the callees' part of spill_stores and spill_loads (None where spills are unknown), and the
+    # callees that spill, each {"name" (as ptxas names it), "spill_stores", "spill_loads"}.
+    spill_stores_callees: int | None
+    spill_loads_callees: int | None
+    spilling_callees: list[dict[str, object]]
     stack_frame: int | None
     shared_mem: int | None
     const_mem: int | None
@@ -146,6 +151,12 @@ def to_record(r: KernelReport) -> ReportRecord:
             registers=res.registers if res else None,
             spill_stores=res.spill_stores if res and res.spills_known else None,
             spill_loads=res.spill_loads if res and res.spills_known else None,
+            spill_stores_callees=res.spill_stores_callees if res and res.spills_known else None,
+            spill_loads_callees=res.spill_loads_callees if res and res.spills_known else None,
+            spilling_callees=[
+                {"name": c.name, "spill_stores": c.spill_stores, "spill_loads": c.spill_loads}
+                for c in (res.spilling_callees if res else ())
+            ],
             stack_frame=res.stack if res else None,
             shared_mem=res.smem if res else None,
             const_mem=res.const_mem if res else None,

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from msgspec.structs import replace
 
-from ..core import names, ptxas
+from ..core import elf, names, ptxas
 from ..core.defaults import DEFAULT_PTXAS_TIMEOUT
 from ..core.errors import CompileError
 from ..core.facts import Deferred, KernelFacts, Provenance
@@ -184,6 +184,22 @@ def read_report(ptxas_log: str, ptx: str) -> dict[str, KernelResources]:
     return ptxas.read(ptxas_log, ptx)
 
 
+@functools.lru_cache(maxsize=32)
+def read_functions(ptxas_log: str) -> tuple[ptxas.FunctionProperties, ...]:
+    """The report's functions that are not entries, remembered as `read_report`'s kernels are."""
+    return ptxas.parse_functions(ptxas_log)
+
+
+def with_callees(resources: KernelResources, ptxas_log: str, cubin: Callable[[], bytes]) -> KernelResources:
+    """The kernel's resources with its callees' spills counted in (`ptxas.with_callees`). The cubin's call
+    graph is read only where a function of the report spills: in most modules none does, and a warm run then
+    loads neither the cubin nor the ELF reader."""
+    functions = read_functions(ptxas_log)
+    if not any(f.spills for f in functions):
+        return resources
+    return ptxas.with_callees(resources, functions, elf.call_tree(cubin(), resources.name))
+
+
 def interpret(
     outputs: BuildOutputs,
     source: Path,
@@ -216,7 +232,7 @@ def interpret(
         entry=outputs.entry,
         arch=arch,
         source=source,
-        resources=kernels[outputs.entry],
+        resources=with_callees(kernels[outputs.entry], ptxas_out, lambda: outputs.cubin),
         provenance=provenance,
         line=kernel_line(source_text, kernel),
         ptxas_options=options.ptxas_options,

@@ -54,6 +54,8 @@ def test_entry_keys_in_fixed_order() -> None:
     entry = replace(
         ENTRY,
         local_instructions=24,  # every whole-number metric written, to show where each goes
+        spill_stores_callees=8,
+        spill_loads_callees=4,
         occupancy={"1024 threads": 0.25, "256 threads, 4096 B dynamic smem": 0.375, "256 threads": 0.5},
         tests=("t.py::b", "t.py::a"),
         gpu={"NVIDIA H200": {"time_ms": 0.5, "noise": 0.01}},
@@ -62,7 +64,9 @@ def test_entry_keys_in_fixed_order() -> None:
     keys = [line.split(" = ")[0] for line in lines if " = " in line]
     assert keys == [
         "version",
-        *bl.INT_FIELDS,
+        # The callees' part of the spills right after the spills.
+        *("registers", "spill_stores", "spill_loads", "spill_stores_callees", "spill_loads_callees"),
+        *("stack", "smem", "const_mem", "local_instructions"),
         *bl.TEXT_FIELDS,
         "tests",
         # Launches in numeric order of their block size, then as text.
@@ -144,6 +148,8 @@ def test_bad_files_name_file_and_place(tmp_path: Path, text: str, needle: str) -
         ("tests = [1]", "tests = [1], expected a list of test ids"),
         ('gpu = {"NVIDIA H200" = {time_ms = 0}}', 'gpu."NVIDIA H200".time_ms = 0, expected milliseconds > 0'),
         ("gpu = 3", "gpu must hold one table per device"),
+        ("spill_stores_callees = -4", "spill_stores_callees = -4, expected a whole number >= 0"),
+        ('spill_loads_callees = "4"', "spill_loads_callees = '4', expected a whole number >= 0"),
     ],
 )
 def test_bad_entry_fields_name_the_field(tmp_path: Path, fields: str, needle: str) -> None:
@@ -275,3 +281,16 @@ def test_a_key_written_with_build_marks_reads_as_todays_name(tmp_path: Path) -> 
     assert "_INTERNAL_" not in path.read_text()
     assert "_V_300500" not in path.read_text()
     assert len(bl.load(path).entries) == 2
+
+
+def test_the_callees_part_is_written_only_where_a_callee_spills(tmp_path: Path) -> None:
+    # An entry of a kernel whose callees do not spill (every entry written before they were counted) gains no
+    # line, and reads back without them.
+    assert "callees" not in bl.dumps(bl.Baseline({K: ENTRY}))
+    spilling = replace(
+        ENTRY, spill_stores=72, spill_loads=84, spill_stores_callees=72, spill_loads_callees=84
+    )
+    text = bl.dumps(bl.Baseline({K: spilling}))
+    assert "spill_stores_callees = 72\nspill_loads_callees = 84\n" in text
+    assert bl.parse(text, tmp_path / "b.toml").entries[K] == spilling
+    assert bl.entry_from_table(spilling.to_toml()) == spilling

@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from msgspec.structs import replace
 
 from pytest_regbudget.core import baseline as bl
 from pytest_regbudget.core.baseline import NO_OPTIONS_HASH, BaselineEntry
 from pytest_regbudget.core.checks import check
+from pytest_regbudget.core.elf import call_tree
 from pytest_regbudget.core.errors import BaselineError
 from pytest_regbudget.core.kernel_report import Delta, KernelReport, compare
 from pytest_regbudget.core.limits import Launch, Limits
-from pytest_regbudget.core.metrics import CAP_KEYS
-from pytest_regbudget.core.ptxas import parse_ptxas_output
+from pytest_regbudget.core.metrics import CAP_KEYS, KernelResources
+from pytest_regbudget.core.ptxas import parse_functions, parse_ptxas_output, with_callees
 from pytest_regbudget.core.ratchet import BaselineRule, entry_of_report, ratchet
 from pytest_regbudget.core.verdict import strict, timed
 
@@ -460,3 +463,82 @@ def test_role_arithmetic_says_the_allocation_unit_and_is_silent_once_ptxas_dropp
     # After C7508 the roles are not in effect: nothing waits, so nothing is said of waiting.
     dropped = "(C7508) Potential Performance Loss: 'setmaxnreg' ignored; unable to determine register count"
     assert _roles(154, (dropped,)) == []
+
+
+# --- spills in the functions a kernel calls (tests/data/callees: tests/kernels/callees.cu, NVRTC 12.9) ---
+
+CALLEES = Path(__file__).parents[1] / "data" / "callees"
+CALLEES_LOG = (CALLEES / "nvrtc_12.9.86_sm_90.txt").read_text()
+OWN = parse_ptxas_output(CALLEES_LOG)  # each kernel's own figures, as ptxas prints them under its name
+
+
+def with_its_callees(kernel: str) -> KernelResources:
+    cubin = (CALLEES / "nvrtc_12.9.86_sm_90.cubin").read_bytes()
+    return with_callees(OWN[kernel], parse_functions(CALLEES_LOG), call_tree(cubin, kernel))
+
+
+def judged(res: KernelResources, **caps: int) -> KernelReport:
+    report = check("t.py::test", res.name, "sm_90", "callees.cu", res, Limits(caps=caps))
+    return replace(report, ptxas_version="12.9.86", nvrtc_version="12.9.86", compiler="nvrtc", release="12.9")
+
+
+HEAVY = "heavy(float const*, int, int, int)"
+MIDDLE = "middle(float const*, int, int, int)"
+
+
+def test_a_spill_budget_fails_on_the_callees_spills_and_names_them() -> None:
+    # only_callee spills nothing under its own name: before callees were counted, spills=0 passed.
+    assert judged(OWN["only_callee"], spills=0).violations == []
+    assert judged(with_its_callees("only_callee"), spills=0).violations == [
+        "spill stores 72 bytes > spills 0 (72 bytes of them in __noinline__ callees: "
+        f"4 in heavy_into(float const*, float*, int, int), 68 in {HEAVY})",
+        "spill loads 84 bytes > spills 0 (84 bytes of them in __noinline__ callees: "
+        f"4 in heavy_into(float const*, float*, int, int), 80 in {HEAVY})",
+    ]
+    # first spills 20 bytes of its own; heavy's 256 are named.
+    assert judged(with_its_callees("first"), spill_stores=100).violations == [
+        f"spill stores 276 bytes > spill_stores 100 (256 bytes of them in the __noinline__ callee {HEAVY})"
+    ]
+    # A callee that does not spill adds nothing.
+    assert judged(with_its_callees("calls_light"), spills=0).violations == []
+
+
+def test_the_diagnosis_says_which_callee_spills_and_how_to_fix_it() -> None:
+    said = [d for d in judged(with_its_callees("second")).diagnosis if "__noinline__" in d]
+    assert said == [
+        "264 of the 276 bytes of spill stores and 292 of the 304 bytes of loads are in the __noinline__ "
+        f"functions the kernel calls (stores/loads: {HEAVY} 256/288, {MIDDLE} 8/4), "
+        "which ptxas reports under each function; they run on every call. Fix: let the compiler inline the "
+        "function (drop __noinline__) or lower its register need: ptxas holds a function to the register "
+        "limit of the kernel it is compiled with (__launch_bounds__, -maxrregcount)."
+    ]
+    assert not [d for d in judged(with_its_callees("calls_light")).diagnosis if "__noinline__" in d]
+
+
+def test_the_entry_records_the_callees_part_and_the_ratchet_holds_the_whole() -> None:
+    now = judged(with_its_callees("first"))
+    entry = entry_of_report(now)
+    assert (entry.spill_stores, entry.spill_loads) == (276, 300)
+    assert (entry.spill_stores_callees, entry.spill_loads_callees) == (256, 288)
+    assert ratchet(now, BaselineRule(entry, recorded=True)).violations == []
+    # An entry of 0.1 holds the kernel's own 20/12: the callees' spills it never counted are named.
+    old = entry_of_report(judged(OWN["first"]))
+    assert (old.spill_stores, old.spill_stores_callees) == (20, None)
+    stores, loads = ratchet(now, BaselineRule(old, recorded=True)).violations
+    assert stores == (
+        f"spill_stores 20 -> 276 (+256) is worse than the baseline (256 bytes of them in the __noinline__ "
+        f"callee {HEAVY}, where the entry records none: pytest-regbudget 0.1 counted a kernel's own spills "
+        "only); if intended, accept it with pytest --regbudget-update and commit the baseline"
+    )
+    assert loads.startswith("spill_loads 12 -> 300 (+288) is worse than the baseline (288 bytes of them in")
+    # A callee that spills more than the entry recorded of it.
+    grown = replace(entry, spill_stores=200, spill_stores_callees=180)
+    (worse,) = ratchet(now, BaselineRule(grown, recorded=True)).violations
+    assert (
+        "(256 bytes of them in the __noinline__ callee heavy(float const*, int, int, int), where the entry "
+        in worse
+    )
+    assert "records 180); if intended" in worse
+    # The kernel's own spills grew, its callees' did not: nothing about callees to say.
+    (own,) = ratchet(now, BaselineRule(replace(entry, spill_stores=270), recorded=True)).violations
+    assert own.startswith("spill_stores 270 -> 276 (+6) is worse than the baseline; if intended")

@@ -12,16 +12,19 @@ from typing import NamedTuple
 
 import pytest
 
+from pytest_regbudget.core.elf import call_tree
 from pytest_regbudget.core.errors import ParseError
 from pytest_regbudget.core.metrics import KernelResources
 from pytest_regbudget.core.ptx import ptx_outline, ptx_setmaxnreg
 from pytest_regbudget.core.ptxas import (
     PtxDirectives,
     combine,
+    parse_functions,
     parse_ptx_directives,
     parse_ptx_entries,
     parse_ptxas_output,
     parse_ptxas_version,
+    with_callees,
 )
 from pytest_regbudget.core.ptxas import read as read_report
 
@@ -1326,3 +1329,99 @@ def test_tritons_ptxas_blackwell_log_is_read() -> None:
     assert (res.stack_frame, res.spill_stores, res.spill_loads) == (0, 0, 0)
     with pytest.raises(ParseError, match="error"):
         parse_ptxas_output("ptxas-blackwell error   : Unknown symbol 'x'\n")
+
+
+# --- the functions a kernel calls (tests/data/callees: tests/kernels/callees.cu, by record_callees.py) -----
+
+CALLEES = Path(__file__).parents[1] / "data" / "callees"
+WHOLE = "nvrtc_12.9.86_sm_90"  # whole-program: each kernel's copies of its callees follow its lines
+RDC = "nvcc_rdc_13.5.37_sm_90"  # relocatable: each function once, before or between the entries
+
+
+def callee_log(stem: str) -> str:
+    return (CALLEES / f"{stem}.txt").read_text()
+
+
+def counted(stem: str, elf: bool = True) -> dict[str, KernelResources]:
+    """Every kernel of a recording with its callees' spills counted in, by the call tree of its cubin (or,
+    with `elf` False, by the blocks that follow each kernel's)."""
+    text = callee_log(stem)
+    cubin = (CALLEES / f"{stem}.cubin").read_bytes()
+    functions = parse_functions(text)
+    return {
+        name: with_callees(res, functions, call_tree(cubin, name) if elf else None)
+        for name, res in parse_ptxas_output(text).items()
+    }
+
+
+def spill_figures(res: KernelResources) -> tuple[int, int, int, int, tuple[str, ...]]:
+    return (
+        res.spill_stores,
+        res.spill_loads,
+        res.spill_stores_callees,
+        res.spill_loads_callees,
+        tuple(c.name for c in res.spilling_callees),
+    )
+
+
+def test_the_functions_blocks_are_kept_with_the_entry_they_follow() -> None:
+    functions = parse_functions(callee_log(WHOLE))
+    # heavy is printed three times, a copy for each kernel that calls it, each with its own figures.
+    heavy = [(f.after, f.spill_stores, f.spill_loads) for f in functions if f.name == "_Z5heavyPKfiii"]
+    assert heavy == [("second", 256, 288), ("first", 256, 288), ("only_callee", 68, 80)]
+    assert [f.name for f in functions if f.after == "only_callee"] == [
+        "_Z10heavy_intoPKfPfii",
+        "_Z5heavyPKfiii",
+    ]
+    # The entries' own blocks are not functions, and an entry's figures stay its own.
+    assert not {f.name for f in functions} & set(parse_ptxas_output(callee_log(WHOLE)))
+    assert parse_ptxas_output(callee_log(WHOLE))["only_callee"].spills == (0, 0)
+
+
+@pytest.mark.parametrize("stem", recordings())
+def test_every_recording_keeps_its_helper(stem: str) -> None:
+    (helper,) = [f for f in parse_functions(read(stem)) if f.name == HELPER]
+    # -c prints a function before the entries; a whole-program build after the kernel that calls it.
+    assert helper.after == (None if stem.endswith("_rdc") else "calls_helper")
+
+
+def test_a_kernel_counts_the_spills_of_the_copies_it_calls() -> None:
+    kernels = counted(WHOLE)
+    # only_callee spills nothing itself (0/0): heavy_into's 4/4 and heavy's 68/80 are its callees'.
+    assert spill_figures(kernels["only_callee"]) == (
+        72,
+        84,
+        72,
+        84,
+        ("_Z10heavy_intoPKfPfii", "_Z5heavyPKfiii"),
+    )
+    # first and second each count their own copy of heavy, and second heavy once though it calls it twice.
+    assert spill_figures(kernels["first"]) == (20 + 256, 12 + 288, 256, 288, ("_Z5heavyPKfiii",))
+    second = spill_figures(kernels["second"])
+    assert second == (12 + 256 + 8, 12 + 288 + 4, 264, 292, ("_Z5heavyPKfiii", "_Z6middlePKfiii"))
+    assert spill_figures(kernels["recursive"]) == (24, 24, 24, 24, ("_Z3oddi", "_Z4eveni"))
+    # A callee that does not spill changes nothing.
+    assert kernels["calls_light"] == parse_ptxas_output(callee_log(WHOLE))["calls_light"]
+    # The stack frame stays the kernel's: its copies print 0, and its own frame holds them.
+    assert kernels["only_callee"].stack == 64
+
+
+def test_without_the_elf_a_whole_program_kernel_counts_the_blocks_after_it() -> None:
+    assert counted(WHOLE, elf=False) == counted(WHOLE)
+
+
+def test_a_relocatable_kernel_counts_what_its_call_graph_reaches_not_what_follows_it() -> None:
+    kernels = counted(RDC)
+    # Each function is printed once; middle's and heavy_into's originals follow only_callee's lines, but it
+    # calls heavy_into's clone "$6" (20/20), which calls heavy (352/396).
+    assert spill_figures(kernels["only_callee"]) == (
+        372,
+        416,
+        372,
+        416,
+        ("_Z10heavy_intoPKfPfii$6", "_Z5heavyPKfiii"),
+    )
+    assert spill_figures(kernels["first"]) == (352, 396, 352, 396, ("_Z5heavyPKfiii",))
+    assert spill_figures(kernels["second"])[:2] == (24 + 352, 24 + 396)
+    by_position = counted(RDC, elf=False)["only_callee"]
+    assert [c.name for c in by_position.spilling_callees] == ["_Z6middlePKfiii", "_Z10heavy_intoPKfPfii"]

@@ -160,8 +160,8 @@ def pytest_unconfigure(config):
 # What a warm run imports only where it is used, each for a cost a user would see: the file lock (about
 # 11 ms: it imports asyncio) and the demangler (about 9 ms: it runs ldconfig to find libstdc++) serve only a
 # build or an update; CuPy only a GPU run (--regbudget-gpu=off here), Triton only a Triton kernel, pyelftools
-# (35-55 ms) only a kernel with a C7510/C7517 note. Everything else is imported at module level
-# (docs/contributing.md).
+# (35-55 ms) only a kernel with a C7510/C7517 note or of a build in which a function spills. Everything else
+# is imported at module level (docs/contributing.md).
 NOT_IMPORTED = ("filelock", "cxxfilt", "pycxxfilt", "cupy", "triton", "elftools")
 
 

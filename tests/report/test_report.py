@@ -19,6 +19,7 @@ from pytest_regbudget.core.baseline import Key
 from pytest_regbudget.core.checks import check
 from pytest_regbudget.core.kernel_report import KernelReport
 from pytest_regbudget.core.limits import Launch, Level, Limits
+from pytest_regbudget.core.metrics import Callee
 from pytest_regbudget.core.ptxas import parse_ptxas_output
 from pytest_regbudget.core.ratchet import BaselineRule, entry_of_report, ratchet
 from pytest_regbudget.report import charts, compare, html
@@ -51,6 +52,9 @@ def record(**overrides: Any) -> ReportRecord:
         "registers": 102,
         "spill_stores": 0,
         "spill_loads": 0,
+        "spill_stores_callees": 0,
+        "spill_loads_callees": 0,
+        "spilling_callees": [],
         "stack_frame": 0,
         "shared_mem": 0,
         "const_mem": 0,
@@ -1176,6 +1180,36 @@ def test_to_record_carries_the_baseline_key_and_options_changed() -> None:
     failed = KernelReport(NODEID, "bad", "sm_90", "/repo/kernels/bad.cu", None, error="bad.cu(2): error")
     assert (to_record(failed)["key"], to_record(failed)["options_changed"]) == (None, False)
     assert json.loads(json_text([rec]))["kernels"][0]["key"] == rec["key"]
+
+
+def test_a_record_says_which_callees_spills_its_spills_count() -> None:
+    # A kernel that spills 8/8 itself, and calls a function that spills 100/120 (ptxas.with_callees).
+    res = replace(
+        parse_ptxas_output(SPILL_PTXAS)["k"],
+        spill_stores=108,
+        spill_loads=128,
+        spilling_callees=(Callee("_Z5heavyPKfiii", 100, 120),),
+    )
+    rec = to_record(check(NODEID, "k", "sm_90", "/repo/kernels/k.cu", res, Limits()))
+    assert (rec["spill_stores"], rec["spill_loads"]) == (108, 128)
+    assert (rec["spill_stores_callees"], rec["spill_loads_callees"]) == (100, 120)
+    assert rec["spilling_callees"] == [{"name": "_Z5heavyPKfiii", "spill_stores": 100, "spill_loads": 120}]
+    measured = rec["measured"]
+    assert measured is not None
+    assert (measured["spill_stores_callees"], measured["spill_loads_callees"]) == (100, 120)
+    # A binary records no spills: nor its callees'.
+    binary = to_record(check(NODEID, "k", "sm_90", "k.cubin", replace(res, spills_known=False), Limits()))
+    assert (binary["spill_stores"], binary["spill_stores_callees"]) == (None, None)
+    assert binary["measured"] is not None
+    assert "spill_stores_callees" not in binary["measured"]
+
+
+SPILL_PTXAS = """\
+ptxas info    : Compiling entry function 'k' for 'sm_90'
+ptxas info    : Function properties for k
+    16 bytes stack frame, 8 bytes spill stores, 8 bytes spill loads
+ptxas info    : Used 32 registers, used 0 barriers
+"""
 
 
 def test_json_of_no_records_is_an_empty_list() -> None:
