@@ -15,8 +15,9 @@ from pathlib import Path
 from msgspec import Struct
 from msgspec.structs import replace
 
-from . import estimate
+from . import estimate, liveness
 from .errors import SassError
+from .liveness import PeakLive
 
 Frame = tuple[str, int]  # (file, line) of one level of an inline stack
 
@@ -107,6 +108,8 @@ class SassReport(Struct, frozen=True):
     executed: float = 0.0
     local_executed: float = 0.0
     spill_executed: float = 0.0
+    # The most general registers live at one instruction, where nvdisasm's life ranges were read.
+    peak_live: PeakLive | None = None
 
     @property
     def local_share(self) -> float:
@@ -208,14 +211,19 @@ def parse_sass(text: str, function: str, *, spills: bool = True) -> SassReport:
     sections, externs = _split(text)
     if function not in sections:
         raise SassError(f"nvdisasm output has no function {function!r} (it has: {', '.join(sections)})")
-    return _parse_function(function, sections[function], externs, spills=spills)
+    return _parse_function(function, sections[function], externs, spills=spills, live={})
 
 
-def parse_sass_functions(text: str) -> dict[str, SassReport]:
+def parse_sass_functions(text: str, life_ranges: str | None = None) -> dict[str, SassReport]:
     """parse_sass of every function in the listing, read once (a unit's kernels share one listing), with
-    spills counted as ptxas reported some; `without_spills` gives a kernel's report where it reported none."""
+    spills counted as ptxas reported some; `without_spills` gives a kernel's report where it reported none.
+    `life_ranges`: `nvdisasm -c -plr -lrm count` of the same cubin, for each function's peak_live."""
     sections, externs = _split(text)
-    return {name: _parse_function(name, body, externs, spills=True) for name, body in sections.items()}
+    live = {} if life_ranges is None else _split(life_ranges)[0]
+    return {
+        name: _parse_function(name, body, externs, spills=True, live=liveness.live_counts(live.get(name, [])))
+        for name, body in sections.items()
+    }
 
 
 def without_spills(report: SassReport) -> SassReport:
@@ -246,7 +254,9 @@ def _split(text: str) -> tuple[dict[str, list[str]], tuple[str, ...]]:
     return sections, tuple(dict.fromkeys(n for n in declared if n not in sections and n not in local))
 
 
-def _parse_function(function: str, lines: list[str], externs: tuple[str, ...], *, spills: bool) -> SassReport:
+def _parse_function(
+    function: str, lines: list[str], externs: tuple[str, ...], *, spills: bool, live: dict[int, int]
+) -> SassReport:
     instrs, labels = _instructions(lines)
     index = {ins.address: n for n, ins in enumerate(instrs)}
     texts = [ins.text for ins in instrs]
@@ -316,7 +326,19 @@ def _parse_function(function: str, lines: list[str], externs: tuple[str, ...], *
         executed=sum(runs),
         local_executed=sum(a.runs for a in local),
         spill_executed=sum(a.runs for a in local if a.spill),
+        peak_live=_peak(instrs, live, loops),
     )
+
+
+def _peak(instrs: list[_Instruction], live: dict[int, int], loops: list[Loop]) -> PeakLive | None:
+    """The peak of live registers (core/liveness.py), named by its instruction's own line, as an access is."""
+    counts = [live.get(i.address) for i in instrs]
+    at = liveness.peak_at(counts, [i.stack[0] if i.stack else None for i in instrs])
+    if at is None:
+        return None
+    file, line = instrs[at].stack[0] if instrs[at].stack else (None, 0)
+    loop = next((lp.where() for lp in loops if lp.contains(instrs[at].address)), None)
+    return PeakLive(counts[at] or 0, _where(file, (line,)) if line else None, loop)
 
 
 def setmaxnreg_of(instruction: str) -> tuple[str, int] | None:
