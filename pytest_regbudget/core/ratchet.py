@@ -118,8 +118,11 @@ def ratchet(report: KernelReport, rule: BaselineRule) -> KernelReport:
     for d in deltas if rule.enforce else []:
         if d.verdict == "worse":
             allowed = f", tolerance {d.tolerance:g}" if d.tolerance else ""
+            # Before the fix, which two regressions share (KernelReport.failure_text says it once).
+            peak = report.peak_live
+            where = f"; {peak.text()}" if peak and d.metric == "registers" else ""
             worse.append(
-                f"{d.text()} is worse than the baseline{allowed}; if intended, accept it with "
+                f"{d.text()} is worse than the baseline{allowed}{where}; if intended, accept it with "
                 f"{UPDATE_HINT} and commit {rule.name}"
             )
     return replace(
