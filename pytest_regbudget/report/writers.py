@@ -62,10 +62,11 @@ def _markdown(records: Sequence[ReportRecord], broken_builds: Sequence[Mapping[s
 # `regbudget merge`) read the versions in READABLE_VERSIONS: 3 only adds a field. 4 adds "broken_builds": one
 # object per manifest build that failed or that the baseline records as broken (update/broken.py), which are
 # not kernels. 5 adds the local-traffic estimate to each record (local_share, instructions_executed,
-# local_executed, spill_executed, local_lines, loops: report/record.py).
+# local_executed, spill_executed, local_lines, loops: report/record.py). 6 adds "peak_live", the most
+# registers live at one instruction and its line.
 JSON_FORMAT = "pytest-regbudget-report"
-JSON_VERSION = 5
-READABLE_VERSIONS = (2, 3, 4, 5)
+JSON_VERSION = 6
+READABLE_VERSIONS = (2, 3, 4, 5, 6)
 
 
 def report_json(

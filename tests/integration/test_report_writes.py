@@ -80,7 +80,7 @@ def test_json_report_says_where_its_numbers_came_from(
     result = one_test.runpytest("--regbudget-json=r.json")
     result.assert_outcomes(passed=1)
     doc = json.loads((one_test.path / "r.json").read_text())
-    assert (doc["version"], doc["provenance"]["commit"]) == (5, None)
+    assert (doc["version"], doc["provenance"]["commit"]) == (6, None)
     # In a checkout with a change to a tracked file: its commit, dirty.
     _git(one_test.path, "init", "-q")
     _git(one_test.path, "add", "test_k.py")
