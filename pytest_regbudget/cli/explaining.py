@@ -22,6 +22,7 @@ from ..core.checks import max_block
 from ..core.dirs import default_cache_dir
 from ..core.errors import ManifestError, MarkerError, ToolchainError, UnknownArchError
 from ..core.facts import KernelFacts
+from ..core.liveness import PeakLive
 from ..core.occupancy import occupancy, register_cliff
 from ..engine.builder import Builder, BuildSettings, ItemEnv
 from ..project import manifest
@@ -79,6 +80,8 @@ class Row(Struct, frozen=True):
     cliff: str
     tmem: TmemUse | None = None  # the tensor memory a block allocates (tcgen05.alloc)
     cluster: tuple[int, int, int] | None = None  # the compiled __cluster_dims__
+    # The most registers live at one instruction and its line, where nvdisasm gives life ranges of the cubin.
+    peak: PeakLive | None = None
 
 
 def split_target(target: str) -> tuple[Path, str | None]:
@@ -231,7 +234,7 @@ def explain_builds(
             else:
                 nvcc = builder.nvcc() if compiler == "nvcc" else None
                 facts = _variant_facts(source, variant, kernel, arch, options, builder.toolkit(), nvcc)
-            rows.append(row_of(b, facts))
+            rows.append(replace(row_of(b, facts), peak=builder.peak_live(facts)))
     return Explained(rows, written)
 
 
