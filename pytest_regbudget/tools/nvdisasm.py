@@ -43,9 +43,10 @@ _KEPT = 64
 _read: OrderedDict[tuple[str, str], dict[str, SassReport]] = OrderedDict()
 _lock = threading.Lock()
 # (nvdisasm's digest, the cubin's ELF OS/ABI byte) that gave no life ranges: nvdisasm 13 prints none for a
-# CUDA 12 cubin ("Cannot print life ranges as flow analysis is disabled"), so such pairs are not asked again.
+# CUDA 12 cubin for sm_90 or older ("Cannot print life ranges as flow analysis is disabled"), so such pairs
+# are not asked again.
 _NO_LIFE_RANGES: set[tuple[str, int]] = set()
-_OSABI = 7  # e_ident[EI_OSABI]: 0x33 in CUDA 12's cubins, 0x41 in CUDA 13's
+_OSABI = 7  # e_ident[EI_OSABI]: 0x33 in CUDA 12's cubins up to sm_90, 0x41 in CUDA 13's and Blackwell's
 
 
 def find_nvdisasm(toolkit: Toolkit | None) -> Path | None:
@@ -110,8 +111,8 @@ def _abi(cubin: bytes) -> int:
 def _listings(nvdisasm: Path, tool: str, cubin: bytes, timeout: float) -> tuple[str, str | None]:
     """`nvdisasm -c -gi` (code only, with line info and inlining) over the whole cubin, and `-c -plr -lrm
     count` (the live registers at each instruction), run side by side: two runs cost about one's wall time.
-    The life ranges are None where nvdisasm gives none (a CUDA 12 cubin under nvdisasm 13) or fails: they
-    only add the peak, and the code's listing stands without them."""
+    The life ranges are None where nvdisasm gives none (a CUDA 12 cubin for sm_90 under nvdisasm 13) or
+    fails: they only add the peak, and the code's listing stands without them."""
     with tempfile.TemporaryDirectory(prefix="regbudget-sass-") as tmp:
         path = Path(tmp) / "kernel.cubin"
         path.write_bytes(cubin)

@@ -3,7 +3,7 @@ ranges give, named by its source line, in the JSON report where the SASS is read
 that fails on its registers (its SASS read for that alone), and in `regbudget explain`'s table.
 
 The kernels are built by the CUDA 13 wheels (`--regbudget-toolkit cu13`): nvdisasm 13 prints no life ranges
-for a CUDA 12 cubin (tests/tools/test_nvdisasm.py).
+for a CUDA 12 cubin of sm_90 or older (tests/tools/test_nvdisasm.py).
 """
 
 from __future__ import annotations

@@ -111,8 +111,8 @@ def test_life_ranges_come_beside_the_code_and_are_not_asked_again_where_nvdisasm
     assert hot.peak_live is not None
     assert str(hot.peak_live.where).startswith("spills.cu:")
 
-    # A CUDA 12 cubin: nvdisasm 13 prints no life ranges of it. The code is read all the same, and no
-    # cubin of its kind is asked for them again in this process; read_peak then runs nothing at all.
+    # CUDA 12 cubins for sm_90 and older: nvdisasm 13 prints no life ranges of them. The code is read all the
+    # same, and no cubin of their kind is asked for them again in this process; read_peak then runs nothing.
     runs.clear()
     options = CompileOptions(options=("-lineinfo",))
     old = [
