@@ -110,6 +110,7 @@ def test_raising_the_unroll_factor_fails_with_the_peak_line_and_only_the_failing
 ) -> None:
     log = tmp_path / "nvdisasm-runs.txt"
     monkeypatch.setenv("NVDISASM_RUNS", str(log))
+    monkeypatch.setenv("REGBUDGET_CACHE_DIR", str(tmp_path / "cache"))  # no listing kept by another test
     source = pytester.path / "unrolled.cu"
     shutil.copy(UNROLLED, source)
     pytester.makeconftest(COUNTING)
