@@ -22,6 +22,7 @@ from ..core.checks import max_block
 from ..core.dirs import default_cache_dir
 from ..core.errors import ManifestError, MarkerError, SassError, ToolchainError, UnknownArchError
 from ..core.facts import KernelFacts
+from ..core.liveness import PeakLive
 from ..core.occupancy import occupancy, register_cliff
 from ..engine.builder import Builder, BuildSettings, ItemEnv
 from ..project import manifest
@@ -81,6 +82,8 @@ class Row(Struct, frozen=True):
     cluster: tuple[int, int, int] | None = None  # the compiled __cluster_dims__
     # The estimated share of executed instructions that are local loads/stores, where nvdisasm is present.
     local_share: float | None = None
+    # The most registers live at one instruction and its line, where nvdisasm gives life ranges of the cubin.
+    peak: PeakLive | None = None
 
 
 def split_target(target: str) -> tuple[Path, str | None]:
@@ -233,7 +236,8 @@ def explain_builds(
             else:
                 nvcc = builder.nvcc() if compiler == "nvcc" else None
                 facts = _variant_facts(source, variant, kernel, arch, options, builder.toolkit(), nvcc)
-            rows.append(replace(row_of(b, facts), local_share=_local_share(facts, builder)))
+            row = replace(row_of(b, facts), local_share=_local_share(facts, builder))
+            rows.append(replace(row, peak=builder.peak_live(facts)))
     return Explained(rows, written)
 
 

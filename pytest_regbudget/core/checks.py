@@ -27,6 +27,7 @@ from .estimate import unmatched_trips
 from .gpu_facts import GpuFacts
 from .kernel_report import KernelReport
 from .limits import Launch, Level, Limits
+from .liveness import PeakLive
 from .metrics import CAP_KEYS, CAPPED, SPILLS, KernelResources
 from .occupancy import (
     BARRIERS,
@@ -184,12 +185,14 @@ def check(
     sass: SassReport | None = None,
     ptxas_options: Sequence[str] = (),
     tmem: TmemAlloc | None = None,
+    peak: PeakLive | None = None,
 ) -> KernelReport:
     """Every budget of `limits` against ptxas's numbers; occupancy at the launch size when one is given.
 
     With `gpu` (the driver's view of this very cubin), the driver must agree with ptxas, and
     `min_occupancy` is judged on the occupancy the driver grants. With `tmem` (the PTX's tcgen05.alloc),
     the launch and `min_occupancy` are judged on no more blocks than hold their tensor memory at once.
+    `peak` (the most registers live at one instruction, core/liveness.py) ends a register budget's failure.
     """
     r = limits
     # The SASS, where it was read, counts the local-memory instructions that the build could not.
@@ -202,7 +205,8 @@ def check(
     if misdeclared:
         level = "fail"
     if r.max_regs is not None and res.registers > r.max_regs:
-        violations.append(f"registers {res.registers} > max_regs {r.max_regs}")
+        where = f"; {peak.text()}" if peak else ""
+        violations.append(f"registers {res.registers} > max_regs {r.max_regs}{where}")
     violations += _caps(res, r)
     violations += tmem_budget(use, r)
     occ = None
@@ -291,6 +295,7 @@ def check(
         gpu=gpu,
         model_defects=defects,
         sass=sass,
+        peak_live=peak,
         diagnosis=[
             *diagnose(res, arch, sass, ptxas_options, r.dynamic_smem),
             *tmem_note(use, r),

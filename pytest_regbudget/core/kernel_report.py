@@ -14,6 +14,7 @@ from .baseline import BaselineEntry, Key
 from .blackwell import TmemUse
 from .gpu_facts import GpuFacts, Timing
 from .limits import Launch, Level
+from .liveness import PeakLive
 from .metrics import BY_NAME, RATCHETED, Figures, KernelResources, Metric, tolerance_of
 from .occupancy import (
     Cliff,
@@ -123,6 +124,8 @@ class KernelReport(Struct, Figures, frozen=True):
     baseline_time_ms: float | None = None
     gpu_note: str | None = None  # why GPU checks did not run, or what they lacked
     sass: SassReport | None = None
+    # The most registers live at one instruction: its SASS's, or read for a failing register budget alone.
+    peak_live: PeakLive | None = None
     diagnosis: list[str] = field(default_factory=list)
     cliff: Cliff | None = None
     key: Key | None = None  # the baseline's (source, kernel, variant, arch, release)
@@ -195,10 +198,11 @@ class KernelReport(Struct, Figures, frozen=True):
 
         pytest prints them as they are, so no line may read as a GitHub workflow command.
         """
-        # Two regressions of one kernel share their fix ("if intended, accept it with ..."): said once, last.
-        fixes = [v.partition("; ")[2] for v in self.violations]
+        # Two regressions of one kernel share their fix ("if intended, accept it with ..."), the last clause:
+        # said once, last.
+        fixes = [v.rpartition("; ")[2] if "; " in v else "" for v in self.violations]
         lines = [
-            f"{self.label}: {v.partition('; ')[0] if fix and fix in fixes[i + 1 :] else v}"
+            f"{self.label}: {v.rpartition('; ')[0] if fix and fix in fixes[i + 1 :] else v}"
             for i, (v, fix) in enumerate(zip(self.violations, fixes, strict=True))
         ]
         if self.resources is not None:

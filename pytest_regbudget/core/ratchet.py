@@ -121,9 +121,13 @@ def ratchet(report: KernelReport, rule: BaselineRule) -> KernelReport:
     for d in deltas if rule.enforce else []:
         if d.verdict == "worse":
             allowed = f", tolerance {d.tolerance:g}" if d.tolerance else ""
+            # Before the fix, which two regressions share (KernelReport.failure_text says it once).
+            peak = report.peak_live
+            where = f"; {peak.text()}" if peak and d.metric == "registers" else ""
+            callees = _callees_change(old, report, d.metric)
             worse.append(
-                f"{d.text()} is worse than the baseline{allowed}{_callees_change(old, report, d.metric)}; if "
-                f"intended, accept it with {UPDATE_HINT} and commit {rule.name}"
+                f"{d.text()} is worse than the baseline{allowed}{callees}{where}; if intended, accept it "
+                f"with {UPDATE_HINT} and commit {rule.name}"
             )
     return replace(
         report,

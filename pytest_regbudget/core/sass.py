@@ -15,8 +15,10 @@ from pathlib import Path
 from msgspec import Struct
 from msgspec.structs import replace
 
-from . import estimate
+from . import estimate, liveness
+from .branches import condition, control, successors
 from .errors import SassError
+from .liveness import PeakLive
 
 Frame = tuple[str, int]  # (file, line) of one level of an inline stack
 
@@ -107,6 +109,8 @@ class SassReport(Struct, frozen=True):
     executed: float = 0.0
     local_executed: float = 0.0
     spill_executed: float = 0.0
+    # The most general registers live at one instruction, where nvdisasm's life ranges were read.
+    peak_live: PeakLive | None = None
 
     @property
     def local_share(self) -> float:
@@ -162,16 +166,6 @@ _INLINED_AT = re.compile(r'inlined at "([^"]+)", line (\d+)')
 _SETMAXREG = re.compile(r"\bUSETMAXREG\.(\w+)(?:\.\w+)*\s+(?:\w+,\s*)?(0x[0-9a-fA-F]+|\d+)")
 _LOCAL = re.compile(r"\b(?:STL|LDL)(?:\.\w+)*\b")
 _EXTERN_CALL = re.compile(r"\bCALL\.ABS\b")
-# A control instruction: its guard (`@!P0`), opcode and modifiers, and its operands. ptxas writes a
-# condition either as the guard (`@P0 BRA`, sm_90's loops) or as a predicate operand (`BRA.U !UP0, ...`,
-# Blackwell's), or both (`@!P0 BRA P1, ...`).
-_CONTROL = re.compile(
-    r"^(?P<guard>@(?P<gneg>!?)(?P<gpred>U?P(?:[0-7]|T))\s+)?"
-    r"(?P<op>BRA|BRX|BRXU|JMP|JMX|JMXU|CALL|RET|EXIT|KILL|BPT)(?P<mods>(?:\.\w+)*)(?![\w.])\s*(?P<rest>.*)$"
-)
-_PREDICATE_OPERAND = re.compile(r"^(?P<neg>!?)(?P<pred>U?P(?:[0-7]|T))\s*,")
-_TARGETS = re.compile(r"`\(([^)]*)\)")
-_LABEL_NAME = re.compile(r"\.L_x_\d+|\$[\w$]+")
 _EXTERN = re.compile(r"^\s*\.type\s+([\w$.]+),@function")
 
 
@@ -211,15 +205,21 @@ def parse_sass(
     sections, externs = _split(text)
     if function not in sections:
         raise SassError(f"nvdisasm output has no function {function!r} (it has: {', '.join(sections)})")
-    return _parse_function(function, sections[function], externs, spills=spills, trips=trips)
+    return _parse_function(function, sections[function], externs, spills=spills, live={}, trips=trips)
 
 
-def parse_sass_functions(text: str, trips: estimate.StatedTrips = None) -> dict[str, SassReport]:
+def parse_sass_functions(
+    text: str, life_ranges: str | None = None, trips: estimate.StatedTrips = None
+) -> dict[str, SassReport]:
     """parse_sass of every function in the listing, read once (a unit's kernels share one listing), with
-    spills counted as ptxas reported some; `without_spills` gives a kernel's report where it reported none."""
+    spills counted as ptxas reported some; `without_spills` gives a kernel's report where it reported none.
+    `life_ranges`: `nvdisasm -c -plr -lrm count` of the same cubin, for each function's peak_live."""
     sections, externs = _split(text)
+    live = {} if life_ranges is None else _split(life_ranges)[0]
     return {
-        name: _parse_function(name, body, externs, spills=True, trips=trips)
+        name: _parse_function(
+            name, body, externs, spills=True, live=liveness.live_counts(live.get(name, [])), trips=trips
+        )
         for name, body in sections.items()
     }
 
@@ -253,13 +253,19 @@ def _split(text: str) -> tuple[dict[str, list[str]], tuple[str, ...]]:
 
 
 def _parse_function(
-    function: str, lines: list[str], externs: tuple[str, ...], *, spills: bool, trips: estimate.StatedTrips
+    function: str,
+    lines: list[str],
+    externs: tuple[str, ...],
+    *,
+    spills: bool,
+    live: dict[int, int],
+    trips: estimate.StatedTrips,
 ) -> SassReport:
     instrs, labels = _instructions(lines)
     index = {ins.address: n for n, ins in enumerate(instrs)}
     texts = [ins.text for ins in instrs]
     moves = [control(text) for text in texts]
-    successors = [_successors(moves[n], n, len(instrs), labels, index) for n in range(len(instrs))]
+    successors = [successors(moves[n], n, len(instrs), labels, index) for n in range(len(instrs))]
     found_loops = _loops(instrs, successors)
     weighed = [
         (
@@ -329,7 +335,19 @@ def _parse_function(
         executed=sum(runs),
         local_executed=sum(a.runs for a in local),
         spill_executed=sum(a.runs for a in local if a.spill),
+        peak_live=_peak(instrs, live, loops),
     )
+
+
+def _peak(instrs: list[_Instruction], live: dict[int, int], loops: list[Loop]) -> PeakLive | None:
+    """The peak of live registers (core/liveness.py), named by its instruction's own line, as an access is."""
+    counts = [live.get(i.address) for i in instrs]
+    at = liveness.peak_at(counts, [i.stack[0] if i.stack else None for i in instrs])
+    if at is None:
+        return None
+    file, line = instrs[at].stack[0] if instrs[at].stack else (None, 0)
+    loop = next((lp.where() for lp in loops if lp.contains(instrs[at].address)), None)
+    return PeakLive(counts[at] or 0, _where(file, (line,)) if line else None, loop)
 
 
 def setmaxnreg_of(instruction: str) -> tuple[str, int] | None:
@@ -518,71 +536,3 @@ def _roles(instrs: list[_Instruction], successors: list[list[int]]) -> list[Role
                 state[m] = joined
                 work.append(m)
     return [s if isinstance(s, Role) else None for s in state]
-
-
-class Control(Struct, frozen=True):
-    """Where one instruction may go next: its labels and whether it may fall through. `read` is False for a
-    control instruction whose form the parser does not know (taken to go everywhere it names and on)."""
-
-    targets: tuple[str, ...] = ()
-    falls_through: bool = True
-    read: bool = True
-
-
-def control(instruction: str) -> Control:
-    """How an instruction (as `instruction` gives it) moves control: `@P0 BRA `(.L_x_1)`` and
-    ``BRA.U !UP0, `(.L_x_1)`` may branch or fall through, `BRA `(.L_x_1)`` and `EXIT` end the path, a
-    guarded `EXIT` or `RET` may go on, a `CALL.REL` goes to its label and comes back, `BRX`/`JMX` go to each
-    label of their table. A guard or predicate operand `PT` always holds and `!PT` never does."""
-    found = _CONTROL.match(instruction)
-    if found is None:
-        return Control()
-    op, mods, rest = found.group("op"), found.group("mods"), found.group("rest")
-    guard = None if found.group("guard") is None else (found.group("gneg"), found.group("gpred"))
-    if guard == ("!", "PT") or guard == ("!", "UPT"):
-        return Control()  # never runs
-    conditional = guard is not None and guard[1] not in ("PT", "UPT")
-    operand = _PREDICATE_OPERAND.match(rest)
-    if operand is not None:
-        if operand.group("pred") in ("PT", "UPT"):
-            if operand.group("neg"):
-                return Control()  # a condition that never holds: the branch is never taken
-        else:
-            conditional = True
-    targets = tuple(t for listed in _TARGETS.findall(rest) for t in _LABEL_NAME.findall(listed))
-    if op in ("EXIT", "RET", "KILL") or (op == "BPT" and ".TRAP" in mods):
-        return Control(falls_through=conditional)
-    if op == "BPT":
-        return Control()
-    if op == "CALL":
-        return Control(targets)  # a call comes back (CALL.ABS to an extern: no label here)
-    if op in ("BRA", "JMP"):
-        # BRA.DIV goes to its label when the warp has diverged: a condition of its own.
-        conditional = conditional or ".DIV" in mods
-        return Control(targets, falls_through=conditional, read=bool(targets))
-    # BRX, JMX: an indirect jump to one of its table's labels; without a table it could go anywhere.
-    return Control(targets, falls_through=conditional or not targets, read=bool(targets))
-
-
-def condition(instruction: str) -> estimate.Condition | None:
-    """What a conditional branch goes by, (negated, predicate): its predicate operand (`BRA.U !UP0, ...`),
-    else its guard (`@P0 BRA`); None for any other instruction, and for a condition on PT."""
-    found = _CONTROL.match(instruction)
-    if found is None or found.group("op") not in ("BRA", "JMP", "BRX", "JMX"):
-        return None
-    operand = _PREDICATE_OPERAND.match(found.group("rest"))
-    if operand is not None:
-        goes_by = (bool(operand.group("neg")), operand.group("pred"))
-    elif found.group("guard") is not None:
-        goes_by = (bool(found.group("gneg")), found.group("gpred"))
-    else:
-        return None
-    return None if goes_by[1].endswith("PT") else goes_by
-
-
-def _successors(move: Control, n: int, size: int, labels: dict[str, int], index: dict[int, int]) -> list[int]:
-    """Where instruction `n` (of `size`) may go next, by its `control`."""
-    out = [index[labels[t]] for t in move.targets if t in labels and labels[t] in index]
-    if move.falls_through and n + 1 < size:
-        out.append(n + 1)
-    return list(dict.fromkeys(out))

@@ -21,6 +21,7 @@ from .facts import KernelFacts
 from .gpu_facts import GpuFacts, Timing
 from .kernel_report import KernelReport
 from .limits import Level, Limits
+from .liveness import PeakLive
 from .ptxas import message_key
 from .ratchet import UPDATE_HINT, BaselineRule, ratchet
 from .sass import SassReport
@@ -102,9 +103,12 @@ def verdict(
     baseline: BaselineRule | None = None,
     gpu_note: str | None = None,
     key: Key | None = None,
+    peak_live: PeakLive | None = None,
 ) -> KernelReport:
     """Everything known at compile time (and, with `gpu`, at load time) judged at once: the budgets of
-    `limits`, the driver's agreement, and the baseline. `kernel` is the id the baseline keys it by."""
+    `limits`, the driver's agreement, and the baseline. `kernel` is the id the baseline keys it by.
+    `peak_live`: the peak of live registers where it was read without the rest of the SASS (`sass`'s
+    own otherwise)."""
     provenance = facts.provenance
     checked = check(
         nodeid,
@@ -118,6 +122,7 @@ def verdict(
         sass,
         facts.ptxas_options,
         facts.tmem,
+        peak_live if sass is None else sass.peak_live,
     )
     dropped = _roles_dropped(facts, sass)
     report = replace(

@@ -16,6 +16,8 @@ from ..cache.prefetch import Prefetcher
 from ..cache.store import CacheStats, CompileCache
 from ..core import baseline as bl
 from ..core.errors import CompileError, SassError, ToolchainError
+from ..core.facts import KernelFacts
+from ..core.liveness import PeakLive
 from ..tools.options import CompileOptions, Timeouts
 from ..tools.outputs import CompiledKernel
 from ..tools.running import ToolMemo, kill_running_tools
@@ -108,6 +110,17 @@ class Builder:
                 f"{disasm.SASS_FIX}"
             )
         return found
+
+    def peak_live(self, facts: KernelFacts) -> PeakLive | None:
+        """The peak of live registers of a build whose SASS is not read otherwise (tools/nvdisasm.py's
+        read_peak), where nvdisasm is found and gives life ranges of its cubin; None otherwise: the peak
+        only adds to a message, and no budget asked for nvdisasm."""
+        from ..tools import nvdisasm as disasm  # the SASS readers: for a kernel that fails on registers
+
+        found = disasm.find_nvdisasm(self.toolkit_or_none())
+        if found is None or not facts.cubin:
+            return None
+        return disasm.read_peak(found, facts.cubin, facts.entry, cache_dir=self.settings.cache_dir)
 
     def pool(self) -> Prefetcher:
         if self._prefetcher is None:

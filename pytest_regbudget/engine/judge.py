@@ -17,6 +17,7 @@ from ..core.facts import KernelFacts
 from ..core.gpu_facts import GpuFacts
 from ..core.kernel_report import KernelReport
 from ..core.limits import Launch, Limits
+from ..core.liveness import PeakLive
 from ..core.ratchet import BaselineRule
 from ..core.sass import SassReport
 from ..core.verdict import strict, verdict
@@ -34,6 +35,8 @@ class Context(Struct, frozen=True):
     gpu: GpuFacts | None = None  # the driver's view, where the GPU checks loaded it
     sass: SassReport | None = None  # its machine code read, where a budget or --regbudget-sass asks
     gpu_note: str | None = None  # why the GPU checks did not run, or what they lacked
+    # The peak of live registers, read alone for a kernel that fails on registers (`fails_on_registers`).
+    peak_live: PeakLive | None = None
 
 
 def limits_of(budget: Budget, facts: KernelFacts) -> Limits:
@@ -52,6 +55,18 @@ def reads_sass(budget: Budget, arch: str, *, sass: bool) -> bool:
     max_local_share budget."""
     limits = budget.limits(arch)
     return sass or limits.hot_spills is not None or limits.max_local_share is not None
+
+
+def fails_on_registers(report: KernelReport, limits: Limits, rule: BaselineRule | None) -> bool:
+    """Whether the kernel fails on its registers: over max_regs, or grown beyond an enforced baseline
+    entry. Such a failure names the peak of live registers, read then even where its SASS is not: a passing
+    run pays for no nvdisasm (docs/diagnostics.md, "Where the registers go")."""
+    res = report.resources
+    if res is None:
+        return False
+    over = limits.max_regs is not None and res.registers > limits.max_regs
+    enforced = rule is not None and rule.enforce and report.baseline_status == "compared"
+    return over or (enforced and any(d.metric == "registers" and d.verdict == "worse" for d in report.deltas))
 
 
 def item_archs(archs: Sequence[str], budget: Budget | None) -> list[str]:
@@ -102,16 +117,23 @@ def judge(facts: KernelFacts, budget: Budget, context: Context) -> KernelReport:
         baseline=context.baseline,
         gpu_note=context.gpu_note,
         key=context.key,
+        peak_live=context.peak_live,
     )
 
 
 def judge_alone(
-    facts: KernelFacts, budget: Budget, settings: Settings, baseline: bl.Baseline, nodeid: str
+    facts: KernelFacts,
+    budget: Budget,
+    settings: Settings,
+    baseline: bl.Baseline,
+    nodeid: str,
+    peak_live: PeakLive | None = None,
 ) -> KernelReport:
     """A kernel judged outside a run of tests (`regbudget explain`), as a run judges it at compile time:
-    its budgets, its baseline entry with the run's tolerance, and strict mode. Nothing else of a run shares
-    its entry, and no GPU is asked."""
+    its budgets, its baseline entry with the run's tolerance, and strict mode, with the peak of live
+    registers where the caller read it. Nothing else of a run shares its entry, and no GPU is asked."""
     key = settings.baseline_key(facts)
     rule = baseline_rule(baseline, settings, key, facts, budget)
-    report = judge(facts, budget, Context(nodeid, facts.kernel, key=key, baseline=rule))
+    context = Context(nodeid, facts.kernel, key=key, baseline=rule, peak_live=peak_live)
+    report = judge(facts, budget, context)
     return strict(report) if settings.strict and not settings.update else report

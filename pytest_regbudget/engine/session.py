@@ -46,7 +46,7 @@ from ..tools.units import Spec
 from ..update import broken
 from ..update.scope import ERROR, RunScope, with_base
 from .builder import Builder, ItemEnv
-from .judge import Context, baseline_rule, item_archs, judge, limits_of, reads_sass
+from .judge import Context, baseline_rule, fails_on_registers, item_archs, judge, limits_of, reads_sass
 from .state import ItemState, Settings, resolve_archs
 
 
@@ -375,6 +375,10 @@ class RegbudgetSession:
             gpu_note=note if arch == state.arch else None,
         )
         report = judge(facts, budget, context)
+        if sass_report is None and fails_on_registers(report, limits_of(budget, facts), context.baseline):
+            peak = self.builder.peak_live(facts)
+            if peak is not None:  # the failure names where the registers go
+                report = judge(facts, budget, replace(context, peak_live=peak))
         for defect in report.model_defects:
             warnings.warn(RegbudgetWarning(f"{report.label}: {defect}"), stacklevel=1)
         state.facts[(kernel_id, arch)] = facts

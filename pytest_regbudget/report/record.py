@@ -12,6 +12,8 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, TypedDict, cast
 
+from msgspec import to_builtins
+
 from ..core.kernel_report import Delta, KernelReport
 from ..core.metrics import Metric
 from ..core.ratchet import entry_of_report
@@ -114,6 +116,10 @@ class ReportRecord(TypedDict):
     spill_executed: float | None
     local_lines: list[dict[str, object]]
     loops: list[dict[str, object]]
+    # The most general registers live at one instruction, and where: {"live", "where", "loop"} (`where`
+    # "poly.cu:19", `loop` the SASS loop around it or null; core/liveness.py). Where the SASS is read, or a
+    # register budget fails, and nvdisasm gives life ranges of the cubin; else null.
+    peak_live: dict[str, object] | None
     diagnosis: list[str]
     cliff_blocks: int | None
     cliff_grow: int | None
@@ -196,6 +202,7 @@ def to_record(r: KernelReport) -> ReportRecord:
             spill_instructions_in_loops=r.sass.spill_instructions_in_loops if r.sass else None,
             local_instructions=res.local_instructions if res else None,
             **_estimate_fields(r.sass),
+            peak_live=None if r.peak_live is None else to_builtins(r.peak_live),
             diagnosis=list(r.diagnosis),
             cliff_blocks=r.cliff.blocks if r.cliff else None,
             cliff_grow=r.cliff.grow if r.cliff else None,

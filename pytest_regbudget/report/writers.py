@@ -64,7 +64,8 @@ def _markdown(records: Sequence[ReportRecord], broken_builds: Sequence[Mapping[s
 # not kernels. 5 adds the local-traffic estimate to each record (local_share, instructions_executed,
 # local_executed, spill_executed, local_lines, loops: report/record.py). 6 counts a kernel's callees' spills
 # in its spill_stores and spill_loads, and adds their part (spill_stores_callees, spill_loads_callees) and the
-# callees that spill (spilling_callees): a report of 5 or before holds the kernel's own spills only.
+# callees that spill (spilling_callees): a report of 5 or before holds the kernel's own spills only; and
+# "peak_live", the most registers live at one instruction and its line.
 JSON_FORMAT = "pytest-regbudget-report"
 JSON_VERSION = 6
 READABLE_VERSIONS = (2, 3, 4, 5, 6)

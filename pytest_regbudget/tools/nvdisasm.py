@@ -6,6 +6,9 @@ disassembled whole, once: every kernel of its unit is parsed from that one listi
 memory) and, with a cache directory, on disk under `sass/`, keyed by the cubin's SHA-256 and nvdisasm's
 (its contents, remembered by its stat): a warm run, or the next kernel of the unit, runs no nvdisasm.
 Why whole rather than one function at a time (`nvdisasm -fun`): docs/speed.md, "The SASS of a unit".
+
+The live registers come from a second listing, `nvdisasm -c -plr -lrm count`, run beside the first: with
+-plr nvdisasm ignores -g and -gi (it says so), so one run cannot give both the lines and the life ranges.
 """
 
 from __future__ import annotations
@@ -19,10 +22,12 @@ import subprocess
 import tempfile
 import threading
 from collections import OrderedDict
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from ..core.errors import SassError
 from ..core.estimate import StatedTrips
+from ..core.liveness import PeakLive
 from ..core.sass import SassReport, parse_sass_functions, without_spills
 from ..util.files import file_sha256, read_document, settled, sha256_hex, write_document
 from .running import run_tool, start_failure
@@ -31,13 +36,18 @@ from .toolkit import Toolkit, find_tool
 SASS_FIX = "pip install 'pytest-regbudget[sass]' (the nvidia-cuda-nvdisasm wheel)"
 
 # The documents' own version: a change of SassReport or of how a listing is read changes it (2: Blackwell's
-# branches with a predicate operand, loops named by their compare, `unread`).
-_FORMAT = 2
+# branches with a predicate operand, loops named by their compare, `unread`; 3: `peak_live`).
+_FORMAT = 3
 _FOLDER = "sass"
 # Listings read in this process, by (cubin digest, nvdisasm digest): a unit's kernels are judged one by one.
 _KEPT = 64
 _read: OrderedDict[tuple[str, str], dict[str, SassReport]] = OrderedDict()
 _lock = threading.Lock()
+# (nvdisasm's digest, the cubin's ELF OS/ABI byte) that gave no life ranges: nvdisasm 13 prints none for a
+# CUDA 12 cubin for sm_90 or older ("Cannot print life ranges as flow analysis is disabled"), so such pairs
+# are not asked again.
+_NO_LIFE_RANGES: set[tuple[str, int]] = set()
+_OSABI = 7  # e_ident[EI_OSABI]: 0x33 in CUDA 12's cubins up to sm_90, 0x41 in CUDA 13's and Blackwell's
 
 
 def find_nvdisasm(toolkit: Toolkit | None) -> Path | None:
@@ -58,19 +68,20 @@ def read_sass(
     trips: StatedTrips = None,
 ) -> SassReport:
     """The SASS facts of `function` in `cubin`: from this run's or the cache directory's reading of the
-    cubin, else from one `nvdisasm -c -gi` over it, which every function of it is then read from.
-    `spills`: whether ptxas counted spill bytes (see parse_sass). SassError if nvdisasm fails or the cubin
-    has no such function. `trips`: a `loop_trips` budget's counts, which the estimate weighs loops by (a
-    reading with them is kept apart from one without)."""
+    cubin, else from one `nvdisasm -c -gi` over it (and one `-plr`: `_listings`), which every function of
+    it is then read from. `spills`: whether ptxas counted spill bytes (see parse_sass). SassError if
+    nvdisasm fails or the cubin has no such function. `trips`: a `loop_trips` budget's counts, which the
+    estimate weighs loops by (a reading with them is kept apart from one without)."""
     folder = None if cache_dir is None else cache_dir / _FOLDER
+    tool = _tool_digest(nvdisasm, folder)
     stated = "" if trips is None else f"|trips={trips!r}"
-    key = (_cubin_digest(cubin), _tool_digest(nvdisasm, folder) + stated)
+    key = (_cubin_digest(cubin), tool + stated)
     with _lock:
         functions = _read.get(key)
         if functions is None:
             functions = _load(key, folder)
             if functions is None:
-                functions = parse_sass_functions(_listing(nvdisasm, cubin, timeout), trips)
+                functions = parse_sass_functions(*_listings(nvdisasm, tool, cubin, timeout), trips=trips)
                 _store(key, folder, functions)
             _read[key] = functions
             while len(_read) > _KEPT:
@@ -83,18 +94,59 @@ def read_sass(
     return found if spills else without_spills(found)
 
 
-def _listing(nvdisasm: Path, cubin: bytes, timeout: float) -> str:
-    """`nvdisasm -c -gi` (code only, with line info and inlining) over the whole cubin."""
+def read_peak(
+    nvdisasm: Path, cubin: bytes, function: str, *, cache_dir: Path | None = None, timeout: float = 120.0
+) -> PeakLive | None:
+    """The peak of live registers of `function` (read_sass's), for a kernel whose SASS is not read otherwise
+    (a failing register budget, `regbudget explain`); None where nvdisasm gives no life ranges of such a
+    cubin (asked once a process), or fails."""
+    folder = None if cache_dir is None else cache_dir / _FOLDER
+    if (_tool_digest(nvdisasm, folder), _abi(cubin)) in _NO_LIFE_RANGES:
+        return None  # not worth a listing of the code alone
+    try:
+        return read_sass(nvdisasm, cubin, function, cache_dir=cache_dir, timeout=timeout).peak_live
+    except SassError:
+        return None  # the peak only adds to a message: a listing that cannot be read takes nothing from it
+
+
+def _abi(cubin: bytes) -> int:
+    return cubin[_OSABI] if len(cubin) > _OSABI else -1
+
+
+def _listings(nvdisasm: Path, tool: str, cubin: bytes, timeout: float) -> tuple[str, str | None]:
+    """`nvdisasm -c -gi` (code only, with line info and inlining) over the whole cubin, and `-c -plr -lrm
+    count` (the live registers at each instruction), run side by side: two runs cost about one's wall time.
+    The life ranges are None where nvdisasm gives none (a CUDA 12 cubin for sm_90 under nvdisasm 13) or
+    fails: they only add the peak, and the code's listing stands without them."""
     with tempfile.TemporaryDirectory(prefix="regbudget-sass-") as tmp:
         path = Path(tmp) / "kernel.cubin"
         path.write_bytes(cubin)
-        try:
+        pair = (tool, _abi(cubin))
+        with ThreadPoolExecutor(1) as pool:
+            ranges = (
+                None
+                if pair in _NO_LIFE_RANGES
+                else pool.submit(_run, nvdisasm, ["-plr", "-lrm", "count"], path, timeout)
+            )
             # -gi: line info with each inlined helper's call site, so loops are named by the kernel's lines.
-            returncode, output = run_tool([str(nvdisasm), "-c", "-gi", str(path)], timeout)
-        except subprocess.TimeoutExpired:
-            raise SassError(f"nvdisasm did not finish within {timeout:g} s") from None
-        except OSError as exc:
-            raise SassError(f"cannot run nvdisasm: {start_failure(exc, nvdisasm)}") from None
+            code = _run(nvdisasm, ["-gi"], path, timeout)
+            try:
+                life = None if ranges is None else ranges.result()
+            except SassError:
+                life = None
+    if ranges is not None and life is None:
+        _NO_LIFE_RANGES.add(pair)
+    return code, life
+
+
+def _run(nvdisasm: Path, flags: list[str], path: Path, timeout: float) -> str:
+    """`nvdisasm -c FLAGS` over the cubin at `path`: its listing, or SassError."""
+    try:
+        returncode, output = run_tool([str(nvdisasm), "-c", *flags, str(path)], timeout)
+    except subprocess.TimeoutExpired:
+        raise SassError(f"nvdisasm did not finish within {timeout:g} s") from None
+    except OSError as exc:
+        raise SassError(f"cannot run nvdisasm: {start_failure(exc, nvdisasm)}") from None
     if returncode != 0:
         raise SassError(f"nvdisasm ({nvdisasm}) failed (exit {returncode}): {output.strip()}")
     return output

@@ -14,6 +14,7 @@ from pytest_regbudget.core.elf import call_tree
 from pytest_regbudget.core.errors import BaselineError
 from pytest_regbudget.core.kernel_report import Delta, KernelReport, compare
 from pytest_regbudget.core.limits import Launch, Limits
+from pytest_regbudget.core.liveness import PeakLive
 from pytest_regbudget.core.metrics import CAP_KEYS, KernelResources
 from pytest_regbudget.core.ptxas import parse_functions, parse_ptxas_output, with_callees
 from pytest_regbudget.core.ratchet import BaselineRule, entry_of_report, ratchet
@@ -295,6 +296,37 @@ def test_ratchet_enforces_an_entry_of_another_patch_version_of_the_same_release(
         [],
         True,
     )
+
+
+PEAK = PeakLive(158, "poly.cu:23", "poly.cu:17")
+
+
+def test_a_register_failure_ends_with_the_peak_of_live_registers_and_its_line() -> None:
+    over = check("t.py::test", "poly_eval", "sm_90", "k.cu", POLY, Limits(max_regs=160), peak=PEAK)
+    assert over.violations == [
+        "registers 167 > max_regs 160; peak 158 live at poly.cu:23 (in the loop at poly.cu:17)"
+    ]
+    assert over.peak_live == PEAK
+    # Other budgets are not about registers: they do not name it.
+    spilled = check("t.py::test", "poly_eval", "sm_90", "k.cu", POLY, Limits(caps={"stack": 0}), peak=PEAK)
+    assert "peak" not in " ".join(spilled.violations)
+
+
+def test_grown_registers_name_the_peak_before_the_fix_that_two_regressions_share() -> None:
+    old = replace(entry_of_report(measured()), registers=150, stack=8)
+    grown = ratchet(replace(measured(), peak_live=PEAK), BaselineRule(old, recorded=True))
+    fix = "if intended, accept it with pytest --regbudget-update and commit the baseline"
+    assert grown.violations == [
+        f"registers 150 -> 167 (+17) is worse than the baseline; {PEAK.text()}; {fix}",
+        f"stack 8 -> 48 (+40) is worse than the baseline; {fix}",
+    ]
+    # The fix is said once, last; the peak stays with the registers.
+    assert grown.failure_text().splitlines()[:2] == [
+        f"poly_eval [sm_90]: registers 150 -> 167 (+17) is worse than the baseline; {PEAK.text()}",
+        f"poly_eval [sm_90]: stack 8 -> 48 (+40) is worse than the baseline; {fix}",
+    ]
+    alone = ratchet(measured(), BaselineRule(old, recorded=True))
+    assert alone.violations[0] == f"registers 150 -> 167 (+17) is worse than the baseline; {fix}"
 
 
 def test_a_kernel_with_entries_of_other_releases_only_is_new_for_its_release() -> None:

@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from pytest_regbudget.core import sass
+from pytest_regbudget.core import branches, sass
+from pytest_regbudget.core.branches import Control, control
 from pytest_regbudget.core.estimate import stated_trips, unmatched_trips
-from pytest_regbudget.core.sass import Control, control, parse_sass
+from pytest_regbudget.core.sass import parse_sass
 
 DATA = Path(__file__).parent.parent / "data" / "sass"
 # nvdisasm 13.5 -c -gi over NVRTC + ptxas 12.9 -lineinfo builds (tests/data/sass/README.md).
@@ -84,8 +85,7 @@ def test_blackwell_roles_are_reachable_and_the_consumers_loop_is_found() -> None
     instrs, labels = sass._instructions(lines)
     index = {ins.address: n for n, ins in enumerate(instrs)}
     successors = [
-        sass._successors(sass.control(ins.text), n, len(instrs), labels, index)
-        for n, ins in enumerate(instrs)
+        branches.successors(control(ins.text), n, len(instrs), labels, index) for n, ins in enumerate(instrs)
     ]
     reached = sass._reachable(successors)
     unreached = [instrs[n].text for n in range(len(instrs)) if n not in reached]

@@ -11,11 +11,13 @@ from msgspec.structs import replace
 
 from pytest_regbudget.core import baseline as bl
 from pytest_regbudget.core.facts import KernelFacts, Provenance
+from pytest_regbudget.core.liveness import PeakLive
 from pytest_regbudget.core.ptxas import read
 from pytest_regbudget.core.ratchet import entry_of_report
 from pytest_regbudget.engine.judge import (
     Context,
     baseline_rule,
+    fails_on_registers,
     item_archs,
     judge,
     judge_alone,
@@ -118,6 +120,37 @@ def test_a_kernel_that_got_worse_than_its_entry_fails_with_the_fix() -> None:
     assert judge_alone(now, marker(), tolerant, baseline, "t.py::t").outcome == "passed"
     updating = replace(SETTINGS, update=True)
     assert judge_alone(now, marker(), updating, baseline, "t.py::t").outcome == "passed"
+
+
+def test_a_failure_on_registers_asks_for_the_peak_and_names_it() -> None:
+    facts = recorded("12.9_sm_90")
+    peak = PeakLive(50, "kernels.cu:12", "kernels.cu:10")
+    over = marker(max_regs=48)
+    plain = judge(facts, over, Context("t.py::t", "pressure"))
+    assert fails_on_registers(plain, limits_of(over, facts), None)
+    named = judge(facts, over, Context("t.py::t", "pressure", peak_live=peak))
+    assert named.failure_text().splitlines()[0] == (
+        "pressure [sm_90]: registers 56 > max_regs 48; peak 50 live at kernels.cu:12 (in the loop at "
+        "kernels.cu:10)"
+    )
+    # Spills over their budget, or registers within theirs, read no peak.
+    for budget in (marker(max_regs=64), marker(spills=0)):
+        spilled = recorded("12.9_sm_90_cap32")
+        report = judge(spilled, budget, Context("t.py::t", "pressure"))
+        assert not fails_on_registers(report, limits_of(budget, spilled), None)
+
+    # Grown against an enforced entry, as judge_alone holds it: the peak before the fix; not during an update.
+    entry = entry_of_report(judge_alone(recorded("12.9_sm_90_cap32"), marker(), SETTINGS, bl.Baseline(), "t"))
+    key = SETTINGS.baseline_key(facts)
+    baseline = bl.Baseline(entries={key: entry})
+    grown = judge_alone(facts, marker(), SETTINGS, baseline, "t.py::t", peak)
+    assert grown.violations[0].startswith(
+        f"registers 32 -> 56 (+24) is worse than the baseline; {peak.text()}; "
+    )
+    for settings, failing in ((SETTINGS, True), (replace(SETTINGS, update=True), False)):
+        rule = baseline_rule(baseline, settings, key, facts, marker())
+        report = judge(facts, marker(), Context("t.py::t", "pressure", key=key, baseline=rule))
+        assert fails_on_registers(report, limits_of(marker(), facts), rule) is failing
 
 
 def test_strict_fails_a_kernel_without_an_entry_and_a_conflict_is_a_violation() -> None:

@@ -95,7 +95,12 @@ def test_explain_and_pytest_fail_a_kernel_over_its_budget_with_the_same_lines(
     assert "FAILED" in words.values(), (outcomes, registers)  # hungry.cu at NACC=24 needs over 64 somewhere
     assert explained == failures
     failing = next(a for a in ARCHS if words[a] == "FAILED")
-    assert explained[failing][0] == f"poly_eval [{failing}]: registers {registers[failing]} > max_regs 64"
+    # nvcc 13.5 builds it: nvdisasm gives its life ranges, and both name the peak of live registers.
+    assert re.fullmatch(
+        rf"poly_eval \[{failing}\]: registers {registers[failing]} > max_regs 64; "
+        rf"peak \d+ live at poly\.cu:\d+.*",
+        explained[failing][0],
+    )
 
 
 def test_explain_and_pytest_pass_a_kernel_within_its_budget(pytester: pytest.Pytester, project: Path) -> None:

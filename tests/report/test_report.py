@@ -19,6 +19,7 @@ from pytest_regbudget.core.baseline import Key
 from pytest_regbudget.core.checks import check
 from pytest_regbudget.core.kernel_report import KernelReport
 from pytest_regbudget.core.limits import Launch, Level, Limits
+from pytest_regbudget.core.liveness import PeakLive
 from pytest_regbudget.core.metrics import Callee
 from pytest_regbudget.core.ptxas import parse_ptxas_output
 from pytest_regbudget.core.ratchet import BaselineRule, entry_of_report, ratchet
@@ -118,6 +119,7 @@ def record(**overrides: Any) -> ReportRecord:
         "spill_executed": None,
         "local_lines": [],
         "loops": [],
+        "peak_live": None,
         "diagnosis": [],
         "cliff_blocks": 2,
         "cliff_grow": 26,
@@ -1210,6 +1212,17 @@ ptxas info    : Function properties for k
     16 bytes stack frame, 8 bytes spill stores, 8 bytes spill loads
 ptxas info    : Used 32 registers, used 0 barriers
 """
+
+
+def test_the_json_record_holds_the_peak_of_live_registers_where_it_was_read() -> None:
+    text = MEASURED.format(kernel="poly_eval", stack=0, spills=0, regs=167)
+    report = check(
+        NODEID, "poly_eval", "sm_90", "/repo/k.cu", parse_ptxas_output(text)["poly_eval"], Limits()
+    )
+    assert to_record(report)["peak_live"] is None
+    peaked = replace(report, peak_live=PeakLive(158, "poly.cu:23", "poly.cu:17"))
+    rec = json.loads(json_text([to_record(peaked)]))["kernels"][0]
+    assert rec["peak_live"] == {"live": 158, "where": "poly.cu:23", "loop": "poly.cu:17"}
 
 
 def test_json_of_no_records_is_an_empty_list() -> None:

@@ -196,7 +196,8 @@ def verdict_lines(
         if arch not in judged or facts is None:
             lines.append(f"{one_line(kernel)} [{arch}]: skipped (the tables' archs= leave out {arch})")
             continue
-        report = judge_alone(facts, budget, settings, baseline, f"{facts.source}::{kernel}")
+        peak = next((r.peak for r in explained.rows if r.bounds.threads is None and r.arch == arch), None)
+        report = judge_alone(facts, budget, settings, baseline, f"{facts.source}::{kernel}", peak)
         if report.outcome == "passed":
             lines.append(f"{report.label}: ok")
         else:
@@ -234,6 +235,9 @@ def table(rows: Sequence[Row]) -> list[str]:
             (*line, "-" if r.local_share is None else percent(r.local_share))
             for line, r in zip(body, rows, strict=True)
         ]
+    if any(r.peak is not None for r in rows):
+        header = (*header, "peak live")
+        body = [(*line, "-" if r.peak is None else r.peak.cell()) for line, r in zip(body, rows, strict=True)]
     if any(r.tmem is not None for r in rows):
         header = (*header, "tmem")
         body = [(*line, _tmem_cell(r.tmem)) for line, r in zip(body, rows, strict=True)]
