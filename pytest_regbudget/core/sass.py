@@ -15,8 +15,8 @@ from pathlib import Path
 from msgspec import Struct
 from msgspec.structs import replace
 
-from . import estimate, liveness
-from .branches import condition, control, successors
+from . import branches, estimate, liveness
+from .branches import condition, control
 from .errors import SassError
 from .liveness import PeakLive
 
@@ -265,7 +265,7 @@ def _parse_function(
     index = {ins.address: n for n, ins in enumerate(instrs)}
     texts = [ins.text for ins in instrs]
     moves = [control(text) for text in texts]
-    successors = [successors(moves[n], n, len(instrs), labels, index) for n in range(len(instrs))]
+    successors = [branches.successors(moves[n], n, len(instrs), labels, index) for n in range(len(instrs))]
     found_loops = _loops(instrs, successors)
     weighed = [
         (
