@@ -170,7 +170,9 @@ def test_annotations_escape_data_and_properties(monkeypatch: pytest.MonkeyPatch)
     )
     err = next(line for line in lines if "third" in line)
     assert err.startswith("::error file=dir%2Cx/k%3A1.cu,line=2,title=regbudget a%2Cb%3Ac [sm_90]::")
-    assert err.endswith("::first %250A%0Asecond%0A::error::third")
+    # The message's lines are guarded as every printed line is (core/text.py), though the runner reads them
+    # as the annotation's data.
+    assert err.endswith("::first %250A%0Asecond%0A> ::error::third")
     # Only the annotations themselves are commands.
     assert all(line.count("\n") == 0 and line.startswith(("::error ", "::warning ")) for line in lines)
 
@@ -202,18 +204,14 @@ def test_html_escapes_hostile_names() -> None:
 
 
 def test_safe_block_fast_path_equals_the_character_by_character_rule() -> None:
-    """safe_block skips the per-character escaping when a text is printable ASCII with no `::` line; on
-    every text built from the characters that matter, the result is the same as the full rule's."""
+    """safe_block skips the per-character escaping when a text is printable ASCII with no `##[` and no `::`
+    line; on every text built from the characters that matter, the result is the same as the full rule's."""
     import random
 
     from pytest_regbudget.core import text as text_module
 
     def full_rule(text: str) -> str:
-        lines = []
-        for line in text.splitlines():
-            escaped = "".join(c if c.isprintable() or c == "\t" else text_module._escaped(c) for c in line)
-            lines.append(text_module._guard(escaped))
-        return "\n".join(lines)
+        return "\n".join(text_module._guarded(line, tabs=True) for line in text.splitlines())
 
     pieces = [
         "a",
@@ -231,6 +229,10 @@ def test_safe_block_fast_path_equals_the_character_by_character_rule() -> None:
         " ::",
         "\t::x",
         "\x85",
+        "#",
+        "##[",
+        "[",
+        "\ufe0f",
     ]
     rng = random.Random(1)
     for _ in range(20_000):
