@@ -27,7 +27,7 @@ import sys
 from collections.abc import Sequence
 
 from .._version import __version__
-from .base import BAD_INPUT, FAILED, OK, CliError
+from .base import BAD_INPUT, FAILED, OK, CliError, guarded_output
 from .commands import COMMANDS
 from .explaining import Bounds, explain
 
@@ -49,6 +49,18 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    # Whatever the command prints, its error line and argparse's messages too, leaves guarded (base.py).
+    try:
+        with guarded_output():
+            return _main(argv)
+    except BrokenPipeError:
+        # The reader went away (`regbudget history | head`): stop quietly, as git does, and keep Python from
+        # complaining again when it flushes stdout at exit.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return FAILED
+
+
+def _main(argv: Sequence[str] | None) -> int:
     command_line = parser()
     args = command_line.parse_args(argv)
     if args.command is None:
@@ -59,8 +71,3 @@ def main(argv: Sequence[str] | None = None) -> int:
     except CliError as exc:
         print(f"regbudget {args.command}: error: {exc}", file=sys.stderr)
         return BAD_INPUT
-    except BrokenPipeError:
-        # The reader went away (`regbudget history | head`): stop quietly, as git does, and keep Python from
-        # complaining again when it flushes stdout at exit.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return FAILED

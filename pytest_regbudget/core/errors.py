@@ -7,6 +7,8 @@ also a built-in error (ValueError, RuntimeError) stay so, so that existing `exce
 
 from __future__ import annotations
 
+from .text import safe_block
+
 
 class RegbudgetError(Exception):
     """The base of every error of this package."""
@@ -99,4 +101,10 @@ class LaunchError(RegbudgetError, RuntimeError):
 
 class RegbudgetWarning(UserWarning):
     """A budget exceeded by a kernel whose marker says level="warn", or a baseline that cannot be compared.
-    Public (`pytest_regbudget.RegbudgetWarning`), so that `-W` and `filterwarnings` can name it."""
+    Public (`pytest_regbudget.RegbudgetWarning`), so that `-W` and `filterwarnings` can name it.
+
+    Its message is guarded here (core/text.py), the one place every warning of the plugin is made: pytest
+    prints it as it is, and it quotes names, patterns and compiler lines."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(safe_block(message))

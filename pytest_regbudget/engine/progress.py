@@ -22,6 +22,7 @@ from pathlib import Path
 
 from msgspec import Struct
 
+from ..core.text import one_line
 from ..tools.units import Unit
 
 PIPE_INTERVAL = 5.0  # seconds between two lines in a pipe while builds run
@@ -89,7 +90,7 @@ class BuildProgress:
         if self.rootdir is not None and source.is_absolute():
             with contextlib.suppress(ValueError):  # outside the rootdir: named as given
                 source = source.relative_to(self.rootdir)
-        return f"{source.as_posix()} [{unit.arch}]"
+        return one_line(f"{source.as_posix()} [{unit.arch}]")  # a file's name, on the line of its build
 
     def active(self) -> bool:
         """Whether a build is running, or planned and not done."""
@@ -217,6 +218,7 @@ class Ticker:
         line = self.progress.line()
         if line is None:
             return
+        line = one_line(line)  # it names a source file: guarded where it leaves for the terminal
         if self.live():
             self._shown_in_place = True
             self.write(line, True)

@@ -63,7 +63,6 @@ def lines(session: RegbudgetSession, mode: str = "changes", width: int | None = 
     s = session.settings
     records = session.records
     annotations = github_annotations(records, s.rootdir) if s.annotate else []
-    # finish_lines quote paths and OS errors: never let one read as a workflow command.
     counted = enforced_line(records, updating=s.update, strict=s.strict)
     compared: list[str] = []
     if len({r["release"] for r in records}) > 1:  # the toolkits' differences, where there are several
@@ -84,8 +83,10 @@ def lines(session: RegbudgetSession, mode: str = "changes", width: int | None = 
         gpu_line(records, s.gpu_mode),
         *finish,
     ]
+    # Every line but the annotations quotes outside text (paths, OS errors, names, ids): each is guarded
+    # here, where the section leaves (core/text.py), so that none reads as a workflow command. The
+    # annotations are the run's own commands, their text escaped as a command's data and properties.
     return [
         *annotations,
-        *(safe_block(line) for line in finish),
-        *summary_table(records, mode=mode, width=width),
+        *(safe_block(line) for line in [*finish, *summary_table(records, mode=mode, width=width)]),
     ]

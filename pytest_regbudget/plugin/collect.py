@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
+from _pytest._code.code import TerminalRepr
 from _pytest.mark import MarkMatcher  # how -m evaluates an expression: pytest has no public API for it
 from _pytest.mark.expression import Expression
 
@@ -45,7 +46,7 @@ from ..core.errors import (
     ToolTimeout,
     Unbuildable,
 )
-from ..core.text import safe_block
+from ..core.text import one_line, safe_block
 from ..engine.session import RegbudgetSession
 from ..engine.state import ItemState
 from ..project import manifest
@@ -499,7 +500,15 @@ def full_prefixes(config: pytest.Config) -> tuple[str, ...]:
     return found.full_prefixes() if found is not None else ()
 
 
-class KernelFile(pytest.File):
+class _File(pytest.File):
+    def repr_failure(  # type: ignore[override]  # as pytest's Collector's own
+        self, excinfo: pytest.ExceptionInfo[BaseException]
+    ) -> str | TerminalRepr:
+        shown = super().repr_failure(excinfo)  # an error that quotes the file's kernels, a listing's log
+        return safe_block(shown) if isinstance(shown, str) else shown
+
+
+class KernelFile(_File):
     """A file the manifest names: its kernels' items."""
 
     def collect(self) -> Iterator[pytest.Item]:
@@ -527,7 +536,7 @@ class OtherShard(pytest.File):
         return ()
 
 
-class NotInManifest(pytest.File):
+class NotInManifest(_File):
     """A CUDA file or binary named on the command line that no manifest table names."""
 
     def collect(self) -> Sequence[pytest.Item]:
@@ -551,7 +560,7 @@ class ManifestItem(pytest.Item):
         self.add_marker(pytest.mark.regbudget)
 
     def reportinfo(self) -> tuple[Path, int, str]:
-        return Path(self.path), 0, f"{self.name} in {self.nodeid.split('::', 1)[0]}"
+        return Path(self.path), 0, one_line(f"{self.name} in {self.nodeid.split('::', 1)[0]}")
 
 
 class BuildItem(ManifestItem):

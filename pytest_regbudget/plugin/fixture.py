@@ -184,7 +184,7 @@ class RegbudgetFixture:
             return compile_options(given, self._test_dir)
         except MarkerError as exc:
             # The same rules as the marker's keys: a bad argument is the test's error, said plainly.
-            raise ValueError(str(exc)) from None
+            raise ValueError(safe_block(str(exc))) from None
 
     def benchmark(
         self,

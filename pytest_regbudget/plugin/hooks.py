@@ -44,6 +44,15 @@ ITEM_KEY = pytest.StashKey[ItemState]()
 def pytest_configure(config: pytest.Config) -> None:
     """Called when entry.py registers this module: at configure, or during collection (`started_late`)."""
     try:
+        _configure(config)
+    except pytest.UsageError as exc:
+        # Each refusal quotes what the project holds (an ini value, a manifest key, a path, a baseline's
+        # line): guarded as the run's every other line is (core/text.py).
+        raise pytest.UsageError(safe_block(str(exc))) from None
+
+
+def _configure(config: pytest.Config) -> None:
+    try:
         kernels = manifest.load(config.rootpath)
     except ManifestError as exc:
         raise pytest.UsageError(f"regbudget manifest: {exc}") from None
@@ -86,7 +95,7 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
         from . import collect
 
         lines += collect.excluded_lines(found.manifest)
-    return lines
+    return [safe_block(line) for line in lines]  # paths, a compiler's error, excluded files' names
 
 
 @pytest.hookimpl(trylast=True)
@@ -298,7 +307,7 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, object]:
         # A body that skips (no GPU, say) does not excuse the compile-time budgets that were checked.
         failure = session.finish_test(state, item.nodeid, completed=False)
         if failure:
-            pytest.fail(failure, pytrace=False)
+            pytest.fail(safe_block(failure), pytrace=False)
         raise
     except BaseException:
         session.finish_test(state, item.nodeid, completed=False)
@@ -306,7 +315,7 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, object]:
     failure = session.finish_test(state, item.nodeid, completed=True)
     failure = "\n".join(filter(None, [failure, _built_nothing(item, state)]))
     if failure:
-        pytest.fail(failure, pytrace=False)
+        pytest.fail(safe_block(failure), pytrace=False)
     return result
 
 
@@ -388,12 +397,13 @@ def pytest_report_collectionfinish(config: pytest.Config) -> list[str]:
 def _start(config: pytest.Config) -> None:
     regbudget = session_of(config)
     if regbudget.settings.gpu_mode == "require" and regbudget.gpu.device() is None:
-        raise pytest.UsageError(f"--regbudget-gpu=require, but no GPU is usable: {regbudget.gpu.reason()}")
+        reason = regbudget.gpu.reason()
+        raise pytest.UsageError(safe_block(f"--regbudget-gpu=require, but no GPU is usable: {reason}"))
     if regbudget.settings.sass:
         try:
             regbudget.builder.nvdisasm()
         except CompileError as exc:
-            raise pytest.UsageError(str(exc)) from None
+            raise pytest.UsageError(safe_block(str(exc))) from None
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int | pytest.ExitCode) -> None:

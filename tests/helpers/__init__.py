@@ -12,4 +12,6 @@ and xdist workers alike). tests/conftest.py keeps only fixtures.
 - `history`: a git repository whose baseline file has a known history (the history tests, the benchmark).
 - `occupancy`: cuda_occupancy.h of the CUDA 13 runtime wheel as an oracle.
 - `browser`: headless Chromium, for the tests that render a report.
+- `runner_commands`: a job's output read as the GitHub runner reads it: the workflow commands it would obey,
+  and raw terminal controls.
 """

@@ -1,19 +1,25 @@
-"""Hostile names, paths and logs in every output: no forged GitHub command, no broken Markdown table."""
+"""Hostile names, paths and logs in every output: no forged GitHub command, no broken Markdown table. The
+rules of core/text.py here; every writer, end to end, in tests/integration/test_hostile_output.py."""
 
 from __future__ import annotations
 
+import io
+import json
+import random
 import re
 from pathlib import Path
 
 import pytest
+from helpers.runner_commands import raw_controls, replay
 from msgspec.structs import replace
 
+from pytest_regbudget.cli.base import GuardedLines
 from pytest_regbudget.core.baseline import Key
 from pytest_regbudget.core.checks import check
 from pytest_regbudget.core.kernel_report import KernelReport
 from pytest_regbudget.core.limits import Launch, Limits
 from pytest_regbudget.core.ptxas import parse_ptxas_output
-from pytest_regbudget.core.text import one_line, safe_block
+from pytest_regbudget.core.text import json_text, one_line, safe_block
 from pytest_regbudget.report import html
 from pytest_regbudget.report.markdown import markdown_report
 from pytest_regbudget.report.record import ReportRecord, to_record
@@ -64,11 +70,77 @@ def commands(lines: list[str]) -> list[str]:
         ("a\tb\rc\x1b", "a\\tb\\rc\\x1b"),
         ("k\u2028x\x85", "k\\u2028x\\x85"),
         ("%0A", "%0A"),
+        ("::error::x", "> ::error::x"),
+        ("  ::add-mask::x", "> ::add-mask::x"),
+        ("a::b", "a::b"),
+        ("##[stop-commands]tok", "## [stop-commands]tok"),
+        ("k<##[WARNING]x>", "k<## [WARNING]x>"),
+        ("###[", "### ["),
+        ("##", "##"),
+        ("\x9b31m\x07", "\\x9b31m\\x07"),
+        ("#\u00ad#[error]x", "#\\xad#[error]x"),  # escaped: no longer a `##[` to anyone
+        ("#\ufe0f#[error]x", "#\ufe0f# [error]x"),  # printable, but skipped by the runner's search
+        ("\ufe0f::error::x", "> \ufe0f::error::x"),
+        ("\udcff.cu", "\\udcff.cu"),  # a file name's byte that is not UTF-8
     ],
 )
 def test_one_line_escapes_what_could_start_a_line(text: str, shown: str) -> None:
     assert one_line(text) == shown
     assert len(shown.splitlines()) == 1
+    assert one_line(shown) == shown  # guarding twice changes nothing
+
+
+HOSTILE_PIECES = [
+    "a",
+    " ",
+    "\t",
+    "#",
+    "[",
+    "]",
+    ":",
+    "::",
+    "##[",
+    "error",
+    "stop-commands",
+    "\n",
+    "\r",
+    "\x1b",
+    "\x07",
+    "\x9b",
+    "\x00",
+    "\u00ad",
+    "\u200b",
+    "\ufe0f",
+    "\u2028",
+    "\x85",
+    "\U000e0101",
+]
+
+
+def test_no_text_guarded_gives_the_runner_a_command_or_a_terminal_a_control() -> None:
+    """Random text of the pieces that matter, read back by a reader that behaves as the GitHub runner does
+    (helpers/runner_commands.py): as a name, a block, and JSON, each line alone and all together."""
+    rng = random.Random(44)
+    for _ in range(5_000):
+        text = "".join(rng.choice(HOSTILE_PIECES) for _ in range(rng.randint(1, 14)))
+        doc = json.dumps({"name": text}, ensure_ascii=False)
+        for shown in (one_line(text), safe_block(text), json_text(doc)):
+            assert replay(shown) == [], repr(text)
+            assert raw_controls(shown) == [], repr(text)
+        assert json.loads(json_text(doc)) == {"name": text}
+
+
+def test_the_command_line_guards_whole_lines_whatever_the_writes() -> None:
+    """`regbudget` writes through GuardedLines: a command split over two writes is guarded as one line, and
+    a line is passed on only once it ends."""
+    out = io.StringIO()
+    guarded = GuardedLines(out)
+    for piece in ["##", "[error]x\n  :", ":warning::y", "\n\nlast \x1b"]:
+        guarded.write(piece)
+    assert out.getvalue() == "## [error]x\n> ::warning::y\n\n"
+    guarded.end()
+    assert out.getvalue().endswith("\nlast \\x1b")
+    assert replay(out.getvalue()) == []
 
 
 def test_safe_block_guards_lines_that_would_be_commands_and_keeps_carets_aligned() -> None:
@@ -170,7 +242,9 @@ def test_annotations_escape_data_and_properties(monkeypatch: pytest.MonkeyPatch)
     )
     err = next(line for line in lines if "third" in line)
     assert err.startswith("::error file=dir%2Cx/k%3A1.cu,line=2,title=regbudget a%2Cb%3Ac [sm_90]::")
-    assert err.endswith("::first %250A%0Asecond%0A::error::third")
+    # The message's lines are guarded as every printed line is (core/text.py), though the runner reads them
+    # as the annotation's data.
+    assert err.endswith("::first %250A%0Asecond%0A> ::error::third")
     # Only the annotations themselves are commands.
     assert all(line.count("\n") == 0 and line.startswith(("::error ", "::warning ")) for line in lines)
 
@@ -202,18 +276,14 @@ def test_html_escapes_hostile_names() -> None:
 
 
 def test_safe_block_fast_path_equals_the_character_by_character_rule() -> None:
-    """safe_block skips the per-character escaping when a text is printable ASCII with no `::` line; on
-    every text built from the characters that matter, the result is the same as the full rule's."""
+    """safe_block skips the per-character escaping when a text is printable ASCII with no `##[` and no `::`
+    line; on every text built from the characters that matter, the result is the same as the full rule's."""
     import random
 
     from pytest_regbudget.core import text as text_module
 
     def full_rule(text: str) -> str:
-        lines = []
-        for line in text.splitlines():
-            escaped = "".join(c if c.isprintable() or c == "\t" else text_module._escaped(c) for c in line)
-            lines.append(text_module._guard(escaped))
-        return "\n".join(lines)
+        return "\n".join(text_module._guarded(line, tabs=True) for line in text.splitlines())
 
     pieces = [
         "a",
@@ -231,6 +301,10 @@ def test_safe_block_fast_path_equals_the_character_by_character_rule() -> None:
         " ::",
         "\t::x",
         "\x85",
+        "#",
+        "##[",
+        "[",
+        "\ufe0f",
     ]
     rng = random.Random(1)
     for _ in range(20_000):

@@ -9,6 +9,7 @@ import argparse
 import msgspec
 
 from ...core import trend
+from ...core.text import json_text
 from ..base import OK, CliError, Command
 from .history import add_range_arguments, history_notes, matching_series, read_versions, row_of
 
@@ -22,7 +23,7 @@ def run(args: argparse.Namespace) -> int:
         )
     if args.json:
         doc = [{"kernel": s.name(), "rows": [row_of(c) for c in trend.blame(s, args.metric)]} for s in series]
-        print(msgspec.json.format(msgspec.json.encode(doc), indent=2).decode())
+        print(json_text(msgspec.json.format(msgspec.json.encode(doc), indent=2).decode()))
         return OK
     for s in series:
         rows = trend.blame(s, args.metric)

@@ -12,6 +12,7 @@ import msgspec
 
 from ...core import trend
 from ...core.dirs import default_cache_dir
+from ...core.text import json_text, one_line
 from ...history import git as history_git
 from ..base import OK, CliError, Command, aligned, csv_items
 
@@ -99,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
                 for s in series
             ],
         }
-        print(msgspec.json.format(msgspec.json.encode(doc), indent=2).decode())
+        print(json_text(msgspec.json.format(msgspec.json.encode(doc), indent=2).decode()))
         return OK
     readable = sum(1 for v in found.versions if v.samples is not None)
     print(
@@ -112,7 +113,7 @@ def run(args: argparse.Namespace) -> int:
             [
                 c.commit.sha[:10],
                 c.commit.date[:10],
-                _cut(c.commit.subject, 40),
+                _cut(one_line(c.commit.subject), 40),  # escaped before it is measured
                 *(trend.shown(m, c.values.get(m)) if c.kind != "removed" else "-" for m in trend.METRICS),
                 _what(c),
             ]
