@@ -17,6 +17,8 @@ from .kernel_report import KernelReport, compare
 from .ptxas import message_key
 
 UPDATE_HINT = "pytest --regbudget-update"
+# What follows a caught regression's change in its violation: the Markdown report finds the change by it.
+WORSE_THAN_BASELINE = " is worse than the baseline"
 # A spill metric -> the name of its callees' part, in the entry and in KernelResources.
 CALLEE_PARTS = {"spill_stores": "spill_stores_callees", "spill_loads": "spill_loads_callees"}
 
@@ -126,7 +128,7 @@ def ratchet(report: KernelReport, rule: BaselineRule) -> KernelReport:
             where = f"; {peak.text()}" if peak and d.metric == "registers" else ""
             callees = _callees_change(old, report, d.metric)
             worse.append(
-                f"{d.text()} is worse than the baseline{allowed}{callees}{where}; if intended, accept it "
+                f"{d.text()}{WORSE_THAN_BASELINE}{allowed}{callees}{where}; if intended, accept it "
                 f"with {UPDATE_HINT} and commit {rule.name}"
             )
     return replace(

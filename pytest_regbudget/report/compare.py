@@ -9,13 +9,14 @@ records (report.ReportRecord) only: no pytest, no compiler.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from msgspec import Struct
 
 from ..core.metrics import COMPARED, Metric
 from ..core.ptxas import message_key
 from ..core.text import one_line
+from .markdown import md_arch, md_code, md_release
 from .record import ReportRecord, value
 
 Ident = tuple[str, str, str, str]  # (source, kernel, variant, arch)
@@ -93,8 +94,10 @@ class Comparison(Struct, frozen=True):
     diffs: tuple[KernelDiff, ...]
     releases: bool = True  # old and new are toolkit releases ("12.9"), not report files
 
-    def title(self) -> str:
-        what = f"CUDA {self.old} -> {self.new}" if self.releases else f"{self.old} -> {self.new}"
+    def title(self, quote: Callable[[str], str]) -> str:
+        """`Toolkits compared: CUDA 12.9 -> 13.5`, each side shown by `quote`."""
+        old, new = quote(self.old), quote(self.new)
+        what = f"CUDA {old} -> {new}" if self.releases else f"{old} -> {new}"
         return f"{'Toolkits compared' if self.releases else 'Compared'}: {what}"
 
     def lines(self) -> list[str]:
@@ -228,21 +231,26 @@ def markdown(comparisons: Sequence[Comparison], limit: int = COMMENT_LIMIT) -> s
     out: list[str] = []
     room = limit
     for c in comparisons:
-        head = f"#### {c.title()}, {len(c.diffs)} of {c.compared} kernel builds differ\n"
+        # Two releases, or two report files: a file's name is outside text (markdown.md_code).
+        quote = md_release if c.releases else md_code
+        head = f"#### {c.title(quote)}, {len(c.diffs)} of {c.compared} kernel builds differ\n"
         if len(head) + 1 > room:
             break
         out.append(head)
         room -= len(head) + 1
         if not c.diffs:
             continue
-        rows = [f"| kernel | arch | metric | {c.old} | {c.new} | change |", "|---|---|---|---|---|---|"]
+        rows = [
+            f"| kernel | arch | metric | {quote(c.old)} | {quote(c.new)} | change |",
+            "|---|---|---|---|---|---|",
+        ]
         shown = 0
         for d in c.diffs:
             _source, kernel, variant, arch = d.ident
-            name = one_line(kernel if variant == "-" else f"{kernel} ({variant})").replace("|", "\\|")
+            name = md_code(kernel if variant == "-" else f"{kernel} ({variant})")
             group = [
-                f"| `{name}` | {arch} | {_SHORT[ch.metric]} | {_cell(ch.metric, ch.old)} | "
-                f"{_cell(ch.metric, ch.new)} | {ch.delta()} |"
+                f"| {name} | {md_arch(arch)} | {_SHORT[ch.metric]} | {_md_cell(ch.metric, ch.old)} | "
+                f"{_md_cell(ch.metric, ch.new)} | {ch.delta()} |"
                 for ch in d.changes
             ]
             cost = sum(len(row) + 1 for row in group)
@@ -259,7 +267,8 @@ def markdown(comparisons: Sequence[Comparison], limit: int = COMMENT_LIMIT) -> s
     return "\n".join(out) + ("\n" if out else "")
 
 
-def _cell(metric: str, value: object) -> str:
+def _md_cell(metric: str, value: object) -> str:
+    """A number as it is; text (ptxas's messages, which may quote names) in a code span."""
     if metric == "occupancy" and isinstance(value, float):
         return f"{value:.1%}"
-    return _value(value)
+    return md_code(value) if isinstance(value, str) else _value(value)

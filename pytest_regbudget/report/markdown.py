@@ -1,5 +1,7 @@
 """The Markdown report: a pull-request comment and a GitHub job summary. The verdict and the failing and
 changed kernels first; unchanged kernels counted; the whole kept under GitHub's comment limit.
+
+Owns the one quoting of outside text in Markdown (`md_code`), which compare.py's tables use too.
 """
 
 from __future__ import annotations
@@ -7,22 +9,51 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping, Sequence
 
+from ..core.arch import is_arch_name
 from ..core.baseline import NO_VARIANT
 from ..core.kernel_report import delta_text
+from ..core.metrics import BY_NAME
+from ..core.ratchet import WORSE_THAN_BASELINE
 from ..core.text import one_line
-from .record import ReportRecord, sorted_records, spills
+from .record import DeltaRecord, ReportRecord, sorted_records, spills
 from .terminal import cell, enforced_line, release_label, spills_cell
 
 
-def _md_code(text: str) -> str:
-    """`text` as a code span that fits in one table cell, whatever backticks or pipes it holds."""
+def md_code(text: str) -> str:
+    """Text from outside the plugin (a name, a test id, a define value, a path, a compiler's line, a report
+    file's field) in Markdown: one code span that stays in its table cell. Every Markdown writer quotes
+    outside text with it.
+
+    GitHub reads nothing inside a code span: no emphasis, link, image, autolink, raw HTML, entity, @mention
+    or issue reference. What could end the span or the cell is dealt with: non-printable characters (a
+    newline, a carriage return, an escape) are shown escaped (`one_line`), a pipe is escaped (GFM splits
+    cells before it reads code spans), the fence is one backtick longer than any run of backticks inside,
+    and a space pads a text that starts or ends with a backtick or a space, since CommonMark strips one
+    space from each end of a span that has both. An empty text is `-`.
+    """
     text = one_line(text).replace("|", "\\|")
     if not text:
         return "-"
-    # A fence one backtick longer than any run inside; a space keeps a backtick at an end off the fence.
     fence = "`" * (max(map(len, re.findall("`+", text)), default=0) + 1)
-    pad = " " if text[0] in "` " or text[-1] in "` " else ""
+    # Only spaces: CommonMark keeps them as they are, so a pad would show.
+    pad = " " if text.strip(" ") and (text[0] in "` " or text[-1] in "` ") else ""
     return f"{fence}{pad}{text}{pad}{fence}"
+
+
+# A release shown as it is: the major.minor that a toolkit's ptxas version gives (core/facts.py release_of).
+# No run of digits is long enough to read as a commit SHA, which GitHub links.
+_RELEASE = re.compile(r"\d{1,4}(\.\d{1,4}){0,3}")
+
+
+def md_release(release: str) -> str:
+    """`12.9` as it is; any other release (`prebuilt`, or what a report file says) in a code span."""
+    return release if _RELEASE.fullmatch(release) else md_code(release)
+
+
+def md_arch(arch: str) -> str:
+    """`sm_90` as it is (a report's arch is checked against the arch table when read); anything else that is
+    not spelt as an arch, in a code span."""
+    return arch if is_arch_name(arch) else md_code(arch)
 
 
 # GitHub refuses a pull-request comment over 65,536 characters. The report stops short of that at a whole
@@ -61,9 +92,9 @@ def broken_builds_markdown(builds: Sequence[Mapping[str, object]], limit: int = 
             variant = "" if b.get("variant") in (None, NO_VARIANT) else f" ({b['variant']})"
             log = str(b.get("error", "")).strip().splitlines() if b["status"] == "failed" else []
             # The compiler's first error, not its heading ("nvcc 13.5.37 could not compile ...:").
-            error = _md_code(next((line for line in log[1:] if "error" in line), log[0] if log else ""))
-            name = _md_code(str(b["source"]) + variant)
-            lines.append(f"| {verdict} | {name} | {_md_text(str(b['arch']))} | {error} |")
+            error = md_code(next((line for line in log[1:] if "error" in line), log[0] if log else ""))
+            name = md_code(str(b["source"]) + variant)
+            lines.append(f"| {verdict} | {name} | {md_arch(str(b['arch']))} | {error} |")
         if len(rows) > limit:
             lines.append(f"\n{len(rows) - limit} more: see the run's JSON report (`broken_builds`).")
     if recorded:
@@ -73,14 +104,22 @@ def broken_builds_markdown(builds: Sequence[Mapping[str, object]], limit: int = 
 
 def _md_text(text: str) -> str:
     """Our own wording and numbers in a table cell: one line, no column break. Outside text (names, logs,
-    violations that quote them) goes in `_md_code`, where no Markdown, HTML or @mention is read."""
+    violations that quote them, releases and metrics a report file names) goes in `md_code`, where no
+    Markdown, HTML or @mention is read."""
     return one_line(text).replace("|", "\\|")
+
+
+def _md_delta(d: DeltaRecord) -> str:
+    """`registers 72 -> 80 (+8)`: a change against the baseline, of a metric of the table as our own words;
+    a metric that a report file names and the table does not, quoted."""
+    text = delta_text(d["metric"], d["baseline"], d["now"])
+    return _md_text(text) if d["metric"] in BY_NAME else md_code(text)
 
 
 def _md_name(rec: ReportRecord) -> str:
     """`poly_eval (NACC=8)`: the kernel and its variant, as its baseline entry names it, in a code span."""
     variant = rec["key"][2] if rec["key"] and len(rec["key"]) == 5 else NO_VARIANT
-    return _md_code(rec["kernel"] if variant == NO_VARIANT else f"{rec['kernel']} ({variant})")
+    return md_code(rec["kernel"] if variant == NO_VARIANT else f"{rec['kernel']} ({variant})")
 
 
 def _md_kind(rec: ReportRecord) -> str:
@@ -118,6 +157,19 @@ def _md_facts(rec: ReportRecord) -> str:
     return ", ".join(parts)
 
 
+# The tolerance a caught regression's sentence names (core/ratchet.py): our own number.
+_TOLERANCE = re.compile(r", tolerance [0-9.e+-]+")
+
+
+def _md_worse(d: DeltaRecord, rest: str) -> str:
+    """`registers 72 -> 80 (+8) is worse than the baseline, tolerance 4`, then what else the sentence says
+    (the callees that spill more, by name) quoted."""
+    own = _TOLERANCE.match(rest)
+    tolerance = own[0] if own else ""
+    rest = rest[len(tolerance) :].strip()
+    return _md_delta(d) + WORSE_THAN_BASELINE + tolerance + (f" {md_code(rest)}" if rest else "")
+
+
 def _md_rows(rec: ReportRecord, arch: str) -> tuple[list[str], list[str]]:
     """A kernel's rows, one per failed or changed metric with the reason, its failures first; and the fixes
     its failures name."""
@@ -129,46 +181,47 @@ def _md_rows(rec: ReportRecord, arch: str) -> tuple[list[str], list[str]]:
 
     if rec["registers"] is None:
         first = (rec["error"] or "").strip().splitlines()[:1]
-        return [row(flag or "**ERROR**", f"did not compile: {_md_code(' '.join(first))}")], []
+        return [row(flag or "**ERROR**", f"did not compile: {md_code(' '.join(first))}")], []
     if not flag and rec["baseline_status"] in ("new", "new-release"):
         what = _md_facts(rec)
         if rec["baseline_status"] == "new-release":
-            others = _md_code(", ".join(rec["other_releases"]))
-            what += f"; no entry for {_md_text(release_label(rec['release']))} yet (entries: {others})"
+            others = md_code(", ".join(rec["other_releases"]))
+            what += f"; no entry for {release_label(md_release(rec['release']))} yet (entries: {others})"
         return [row("new", what)], []
     # A regression the baseline caught is a violation that starts with its delta's text: one row for both,
     # and its fix said once, under the table.
-    caught = {
-        delta_text(d["metric"], d["baseline"], d["now"]) for d in rec["deltas"] if d["verdict"] == "worse"
+    worse = {
+        delta_text(d["metric"], d["baseline"], d["now"]): d for d in rec["deltas"] if d["verdict"] == "worse"
     }
+    caught = set(worse)
     rows, fixes = [], []
     for v in rec["violations"]:
-        text = next((t for t in caught if v.startswith(t + " ")), None)
+        text = next((t for t in caught if v.startswith(t + WORSE_THAN_BASELINE)), None)
         if text is None:
-            rows.append(row(flag, _md_code(v)))  # a budget's sentence, which may quote names
+            rows.append(row(flag, md_code(v)))  # a budget's sentence, which may quote names
             continue
         caught.discard(text)
         why, _, fix = v.partition("; ")
-        rows.append(row(flag, _md_text(why)))
+        rows.append(row(flag, _md_worse(worse[text], why[len(text + WORSE_THAN_BASELINE) :])))
         fixes += [fix] if fix else []
     notes = []
     if rec["baseline_status"] == "toolkit-mismatch":
-        old = rec["baseline"]["ptxas"] if rec["baseline"] else "?"
-        notes.append(f"entry recorded with ptxas {_md_code(str(old))}")
+        old = rec["baseline"].get("ptxas", "?") if rec["baseline"] else "?"
+        notes.append(f"entry recorded with ptxas {md_code(str(old))}")
     if rec["options_changed"]:
         notes.append("built with other options")
     note = f" ({'; '.join(notes)})" if notes else ""
     for d in rec["deltas"]:
         text = delta_text(d["metric"], d["baseline"], d["now"])
         if d["verdict"] != "worse" or text in caught:
-            rows.append(row(_MD_CHANGES.get(d["verdict"], d["verdict"]), _md_text(text) + note))
+            rows.append(row(_MD_CHANGES.get(d["verdict"]) or md_code(d["verdict"]), _md_delta(d) + note))
     return rows, fixes
 
 
 def _md_fold_row(rec: ReportRecord, arch: str) -> str:
     occ = "-"
     if rec["occupancy"] is not None and rec["launch"]:
-        occ = f"{rec['occupancy']:.0%} @{rec['launch'][0]}"
+        occ = f"{rec['occupancy']:.0%} at {rec['launch'][0]}"  # "@256" would mention a user "256"
     return f"| {_md_name(rec)} | {arch} | {cell(rec['registers'])} | {spills_cell(rec)} | {occ} |"
 
 
@@ -208,12 +261,13 @@ def markdown_report(records: Sequence[ReportRecord], *, limit: int = MARKDOWN_LI
     kinds: list[tuple[ReportRecord, str, str]] = []
     for rec in sorted_records(records):
         # A run that compares toolkits has a row per release: the arch cell says which.
-        arch = _md_text(rec["arch"] + (f" ({rec['release']})" if several and rec["release"] else ""))
+        release = f" ({md_release(rec['release'])})" if several and rec["release"] else ""
+        arch = md_arch(rec["arch"]) + release
         kinds.append((rec, arch, _md_kind(rec)))
     by_kind = {kind: [(rec, arch) for rec, arch, k in kinds if k == kind] for kind in _MD_KINDS}
-    archs = ", ".join(sorted({_md_text(r["arch"]) for r in records}))
+    archs = ", ".join(sorted({md_arch(r["arch"]) for r in records}))
     verdict = ", ".join(_md_count(kind, len(recs)) for kind, recs in by_kind.items() if recs)
-    enforced = enforced_line(records)
+    enforced = enforced_line(records, label=md_release)
     blocks = [
         "### pytest-regbudget" + (f" ({archs})" if archs else ""),
         (verdict or "no kernels checked") + (f"; {enforced}" if enforced else ""),
@@ -238,7 +292,7 @@ def markdown_report(records: Sequence[ReportRecord], *, limit: int = MARKDOWN_LI
             groups.append(rows)
             failing.append(rec["outcome"] in ("failed", "error"))
         fixes += fix
-    fix_block = "\n".join(f"Fix: {_md_code(fix)}" for fix in dict.fromkeys(fixes))
+    fix_block = "\n".join(f"Fix: {md_code(fix)}" for fix in dict.fromkeys(fixes))
     room -= len(fix_block) + 2 if fix_block else 0
 
     def more_changed(n: int) -> str:

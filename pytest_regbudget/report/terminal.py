@@ -6,7 +6,7 @@ lines (stale entries, kept entries, how many were enforced), and GitHub annotati
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 
 from ..core.arch import get_arch
@@ -81,12 +81,16 @@ def release_label(release: str) -> str:
 
 
 def enforced_line(
-    records: Sequence[ReportRecord], *, updating: bool = False, strict: bool = False
+    records: Sequence[ReportRecord],
+    *,
+    updating: bool = False,
+    strict: bool = False,
+    label: Callable[[str], str] = one_line,
 ) -> str | None:
     """How many baseline entries this run measured were held to an entry of their release, and why the
     others were not: `52 of 52 baseline entries enforced (CUDA 12.9)`. Counted per entry (two tests of one
     kernel variant are one), a kernel without a key (a compile error) not at all. None when nothing was
-    measured."""
+    measured. `label` shows a release (the Markdown report quotes one that is not a version number)."""
     by_key: dict[tuple[str, ...], list[ReportRecord]] = {}
     for r in records:
         if r["registers"] is not None and r["key"]:
@@ -95,7 +99,7 @@ def enforced_line(
         return None
     held = sum(1 for recs in by_key.values() if all(enforced(r) for r in recs))
     releases = sorted({r["release"] for recs in by_key.values() for r in recs if r["release"]})
-    shown = [release_label(one_line(r)) for r in releases]
+    shown = [release_label(label(r)) for r in releases]
     cuda = [label.removeprefix("CUDA ") for label in shown if label.startswith("CUDA ")]
     others = [label for label in shown if not label.startswith("CUDA ")]
     parts = ([f"CUDA {', '.join(cuda)}"] if cuda else []) + others
@@ -108,7 +112,7 @@ def enforced_line(
         reason = {
             "none": "no baseline file",
             "new": "new",
-            "new-release": f"no entry for {release_label(one_line(first['release']))} yet",
+            "new-release": f"no entry for {release_label(label(first['release']))} yet",
             "toolkit-mismatch": "recorded with another ptxas",
         }.get(first["baseline_status"], "spills unknown (prebuilt binary)")
         why[reason] = why.get(reason, 0) + 1

@@ -43,9 +43,11 @@ class FileWriter(Struct, frozen=True):
             atomic_write(self.path, text)
 
 
-def _markdown(records: Sequence[ReportRecord], broken_builds: Sequence[Mapping[str, object]] = ()) -> str:
+def markdown_comment(
+    records: Sequence[ReportRecord], broken_builds: Sequence[Mapping[str, object]] = ()
+) -> str:
     """The run's report and its failing builds, then the toolkits' differences in what room the comment has
-    left."""
+    left: --regbudget-markdown, the step summary, and `regbudget merge --markdown` from the JSON reports."""
     from . import compare
     from .markdown import broken_builds_markdown, markdown_report
 
@@ -122,7 +124,7 @@ def file_writers(
         render = partial(html.render, all_kernels=html_all, trails=trails)
         writers.append(FileWriter("--regbudget-html", html_path, render))
     if markdown_path is not None:
-        markdown = partial(_markdown, broken_builds=broken_builds)
+        markdown = partial(markdown_comment, broken_builds=broken_builds)
         writers.append(FileWriter("--regbudget-markdown", markdown_path, markdown, skip_empty=True))
     if step_summary is not None:
         # The runner's file, not one the user asked for: a failure is a note, not an exit code.
@@ -130,7 +132,7 @@ def file_writers(
             FileWriter(
                 "$GITHUB_STEP_SUMMARY",
                 step_summary,
-                partial(_markdown, broken_builds=broken_builds),
+                partial(markdown_comment, broken_builds=broken_builds),
                 append=True,
                 skip_empty=True,
                 required=False,

@@ -32,9 +32,16 @@ Count = Annotated[int, Meta(ge=0)]
 Key = Annotated[list[str], Meta(min_length=5, max_length=5)]  # [source, kernel, variant, arch, release]
 
 
+class _Delta(Struct):
+    metric: str
+    baseline: float
+    now: float
+    verdict: str
+
+
 class _Checked(Struct):
-    """The fields of a record that a merge or a comparison reads, with their types and ranges (the record has
-    more: they are carried as they are); the metrics' are `_Record`'s."""
+    """The fields of a record that a merge, a comparison or the Markdown comment reads, with their types and
+    ranges (the record has more: they are carried as they are); the metrics' are `_Record`'s."""
 
     nodeid: Annotated[str, Meta(min_length=1)]
     kernel: str
@@ -45,9 +52,37 @@ class _Checked(Struct):
     release: str
     baseline_status: str
     key: Key | None
+    outcome: str
     found_under: Key | None = None
     measured: dict[str, Any] | None = None
     time_ms: Annotated[float, Meta(gt=0)] | None = None
+    # What the comment (`regbudget merge --markdown`) and a toolkit comparison read besides: a report from a
+    # fork's run must render, or be refused, with no traceback (a string where a number goes would be one).
+    # A field a report leaves out reads as a record that says nothing (`_FILLED`).
+    violations: list[str] = field(default_factory=list)
+    error: str | None = None
+    deltas: list[_Delta] = field(default_factory=list)
+    other_releases: list[str] = field(default_factory=list)
+    baseline: dict[str, Any] | None = None
+    options_changed: bool = False
+    launch: Annotated[list[Annotated[int, Meta(ge=1)]], Meta(min_length=1, max_length=2)] | None = None
+    active_blocks: Annotated[int, Meta(ge=0)] | None = None
+    ptxas_messages: list[str] = field(default_factory=list)
+    noise: Annotated[float, Meta(ge=0)] | None = None
+
+
+_FILLED = (
+    "violations",
+    "error",
+    "deltas",
+    "other_releases",
+    "baseline",
+    "options_changed",
+    "launch",
+    "active_blocks",
+    "ptxas_messages",
+    "noise",
+)
 
 
 # A metric's type in a record, by its unit (at most 255 registers a thread; a fraction at most 1).
@@ -145,7 +180,9 @@ def _record(path: Path, index: int, raw: object) -> ReportRecord:
             f"{where}: its key {checked.key} is not of its arch {checked.arch} and release "
             f"{checked.release}; {DAMAGED}"
         )
-    return cast(ReportRecord, raw)  # checked above: convert accepts only an object with these fields
+    record = cast(dict[str, Any], raw)  # checked above: convert accepts only an object with these fields
+    missing = {name: msgspec.to_builtins(getattr(checked, name)) for name in _FILLED if name not in record}
+    return cast(ReportRecord, {**record, **missing} if missing else record)
 
 
 def _arch(path: Path, where: str, arch: str) -> None:

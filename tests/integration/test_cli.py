@@ -135,7 +135,7 @@ def test_compare_lists_changed_kernels_and_fails_on_request(pytester: pytest.Pyt
         before, after = records["a"][key]["registers"], records["b"][key]["registers"]
         assert f"registers {before} -> {after}" in done.stdout
     markdown = regbudget("compare", str(a), str(b), "--markdown")
-    assert "| kernel | arch | metric | a.json | b.json |" in markdown.stdout
+    assert "| kernel | arch | metric | `a.json` | `b.json` |" in markdown.stdout
     worse = any(records["b"][k]["registers"] > records["a"][k]["registers"] for k in changed)
     failing = regbudget("compare", str(a), str(b), "--fail-on", "registers")
     assert failing.returncode == (1 if worse else 0)

@@ -111,3 +111,36 @@ def test_ci_shard_recipe_lints_clean(actionlint: Path, tmp_path: Path) -> None:
     assert "--regbudget-shard=${{ matrix.shard }}/3" in str(jobs["shard"]["steps"])
     assert "regbudget merge" in str(jobs["merge"]["steps"])
     assert lint(actionlint, workflow) == []
+
+
+def test_ci_fork_commenter_lints_clean_and_runs_no_code_of_the_pull_request(
+    actionlint: Path, tmp_path: Path
+) -> None:
+    """docs/ci.md's commenter for pull requests from forks: a workflow_run workflow that downloads the run's
+    JSON reports, makes the comment with the trusted checkout's `regbudget merge --markdown` and posts it."""
+    docs = (ROOT / "docs" / "ci.md").read_text()
+    section = docs[docs.index("## Pull requests from forks") :]
+    match = re.search(r"```yaml\n(.*?)```", section, re.S)
+    assert match is not None
+    workflow = tmp_path / "comment.yml"
+    workflow.write_text(match[1])
+    doc = yaml.safe_load(match[1])
+    trigger = doc.get("on", doc.get(True))  # YAML 1.1 reads a bare `on` as true
+    assert list(trigger) == ["workflow_run"]
+    assert doc["permissions"] == {}
+    (job,) = doc["jobs"].values()
+    assert job["permissions"] == {"actions": "read", "pull-requests": "write"}
+    steps = job["steps"]
+    # The default branch's checkout: no ref of the pull request's, and no token left in .git.
+    checkout = next(s for s in steps if s.get("uses", "").startswith("actions/checkout@"))
+    assert checkout["with"] == {"persist-credentials": False}
+    download = next(s for s in steps if s.get("uses", "").startswith("actions/download-artifact@"))
+    assert download["with"]["run-id"] == "${{ github.event.workflow_run.id }}"
+    runs = [s["run"] for s in steps if "run" in s]
+    assert any(r.startswith("regbudget merge ") and "--markdown comment.md" in r for r in runs)
+    # No value the pull request chose is pasted into a script; nothing is cached.
+    assert not any("${{" in r for r in runs)
+    assert not any("cache" in s.get("uses", "") for s in steps)
+    post = steps[-1]
+    assert post["with"]["path"] == "comment.md"
+    assert lint(actionlint, workflow) == []

@@ -905,8 +905,8 @@ def test_markdown_without_a_baseline_file_folds_the_passing_kernels_apart() -> N
         "file (--regbudget-strict fails them)\n\n"
         "<details><summary>2 kernels with no baseline file</summary>\n\n"
         f"{FOLD}"
-        "| `a` | sm_90 | 40 | 0/0 | 75% @256 |\n"
-        "| `b` | sm_90 | 100 | 0/0 | 25% @256 |\n\n"
+        "| `a` | sm_90 | 40 | 0/0 | 75% at 256 |\n"
+        "| `b` | sm_90 | 100 | 0/0 | 25% at 256 |\n\n"
         "</details>\n\n"
     )
 
@@ -1425,5 +1425,8 @@ def test_compare_markdown_is_bounded_like_a_pull_request_comment() -> None:
     assert rows[0].endswith("| registers | 64 | 72 | +8, +12.5% |")
     # Small comparisons are whole.
     small = compare.markdown([compare.Comparison("a", "b", 5, diffs[:3], releases=False)])
-    assert small.count("| `") == 6
+    assert small.count("\n| `") == 6
+    # The report files' names are quoted like every outside text: a file name is the user's, or an artifact's.
+    assert "#### Compared: `a` -> `b`, 3 of 5 kernel builds differ" in small
+    assert "| kernel | arch | metric | `a` | `b` | change |" in small
     assert "more kernel builds" not in small

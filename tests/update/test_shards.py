@@ -71,3 +71,27 @@ def test_a_metric_two_builds_must_agree_on_must_be_there(tmp_path: Path) -> None
     rec = {k: v for k, v in _record().items() if k != "stack_frame"}
     with pytest.raises(BadReport, match=r"missing required field `stack_frame`"):
         read(_written(tmp_path, rec))
+
+
+def test_a_record_without_the_fields_the_comment_reads_reads_as_one_that_says_nothing(tmp_path: Path) -> None:
+    # A report of a development version, or a hand-made one: what the Markdown comment reads is filled in.
+    filled = ("violations", "deltas", "other_releases", "ptxas_messages", "launch", "noise", "baseline")
+    rec = {k: v for k, v in _record().items() if k not in filled}
+    read_back = read(_written(tmp_path, rec)).records[0]
+    assert [read_back[k] for k in filled] == [[], [], [], [], None, None, None]  # type: ignore[literal-required]
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("launch", ["256"], r"Expected `int`, got `str` - at `\$.launch\[0\]`"),
+        ("deltas", [{"metric": "registers"}], r"missing required field `baseline` - at `\$.deltas\[0\]`"),
+        ("violations", "@someone", r"Expected `array`, got `str` - at `\$.violations`"),
+        ("outcome", 1, r"Expected `str`, got `int` - at `\$.outcome`"),
+    ],
+)
+def test_a_field_the_comment_reads_of_the_wrong_type_is_refused(
+    tmp_path: Path, field: str, value: object, message: str
+) -> None:
+    with pytest.raises(BadReport, match=r"kernels\[0\] \(t.py::t\): .*" + message):
+        read(_written(tmp_path, {**_record(), field: value}))

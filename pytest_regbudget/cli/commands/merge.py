@@ -1,6 +1,9 @@
 """`regbudget merge SHARD.json...`: one report, and one baseline update, from the --regbudget-json reports of
 CI shards. The scopes merge as one run would have seen them, and the entries are made and the stale ones
 removed by the code a pytest run uses (update/plan.py, update/scope.py).
+
+With --markdown, the comment a run writes (--regbudget-markdown), made from the reports alone: a fork's pull
+request gets its comment from its run's reports, by this trusted code, in a job of the base repository.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from ...core import baseline as bl
 from ...core.errors import BaselineError
 from ...engine.sharding import parse_shard
 from ...report.record import spills
-from ...report.writers import report_json
+from ...report.writers import markdown_comment, report_json
 from ...update import broken
 from ...update import plan as update
 from ...update.scope import Rule, merge_shards
@@ -70,6 +73,14 @@ def _missing_shards(shards: Sequence[Report]) -> str | None:
     return f"shard {', '.join(f'{k}/{count}' for k in missing)} missing"
 
 
+def _write(path: str, option: str, text: str) -> None:
+    try:
+        atomic_write(Path(path), text)
+    except OSError as exc:
+        why = exc.strerror or exc
+        raise CliError(f"{option} {path}: cannot write it: {why}; give a file path") from None
+
+
 def run(args: argparse.Namespace) -> int:
     shards = [read_report(Path(p)) for p in args.reports]
     _overlap(shards)
@@ -119,12 +130,10 @@ def run(args: argparse.Namespace) -> int:
             "host": platform.node() or None,
             "merged": [s.provenance for s in shards],
         }
-        text = report_json(records, scope_doc, provenance, broken.json_objects(builds))
-        try:
-            atomic_write(Path(args.output), text)
-        except OSError as exc:
-            why = exc.strerror or exc
-            raise CliError(f"-o {args.output}: cannot write it: {why}; give a file path") from None
+        _write(args.output, "-o", report_json(records, scope_doc, provenance, broken.json_objects(builds)))
+    if args.markdown:
+        # Written even when it says nothing (a run writes no file then): a workflow tests for an empty file.
+        _write(args.markdown, "--markdown", markdown_comment(records, broken.json_objects(builds)))
     entries = len(fresh.entries)
     print(f"merged {len(shards)} report(s): {len(records)} kernel records, {entries} baseline entries")
     if args.update:
@@ -185,6 +194,11 @@ def run(args: argparse.Namespace) -> int:
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("reports", nargs="+", metavar="SHARD.json")
     p.add_argument("-o", "--output", metavar="MERGED.json", help="write the merged report")
+    p.add_argument(
+        "--markdown",
+        metavar="COMMENT.md",
+        help="write the Markdown comment a run writes with --regbudget-markdown, from the reports alone",
+    )
     p.add_argument("--update", metavar="BASELINE", help="apply the shards' entries to this baseline file")
     p.add_argument("--rootdir", help="the project's rootdir (default: the one the shards ran in)")
 
