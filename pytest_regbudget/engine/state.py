@@ -45,6 +45,9 @@ class Settings(Struct, frozen=True):
         default_factory=Timeouts
     )  # ini regbudget_ptxas_timeout, regbudget_nvcc_timeout
     baseline_path: Path | None = None
+    # Whether the user typed the baseline's path (--regbudget-baseline on the command line or in
+    # PYTEST_ADDOPTS): else it came from the repository, and an update may not lead out of it (confine).
+    baseline_chosen: bool = False
     update: bool = False
     tolerance: dict[str, float] = field(default_factory=dict)
     markdown_path: Path | None = None

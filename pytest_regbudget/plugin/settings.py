@@ -6,6 +6,7 @@ not with the option table (options.py), which every pytest run reads.
 from __future__ import annotations
 
 import os
+import shlex
 from collections.abc import Sequence
 from pathlib import Path
 from typing import cast, get_args
@@ -54,6 +55,13 @@ def _path_option(config: pytest.Config, name: str) -> Path | None:
     return Path(config.invocation_params.dir, value) if value else None
 
 
+def _typed(config: pytest.Config, flag: str) -> bool:
+    """Whether `flag` was given by the user (on the command line, or in PYTEST_ADDOPTS), not by an ini file's
+    `addopts`, which is the repository's."""
+    given = [*config.invocation_params.args, *shlex.split(os.environ.get("PYTEST_ADDOPTS", ""))]
+    return any(arg == flag or arg.startswith(f"{flag}=") for arg in given)
+
+
 def settings_of(config: pytest.Config, manifest: Manifest | None = None) -> Settings:
     cli: Sequence[str] | None = config.getoption("regbudget_arch")
     ini: list[str] = config.getini("regbudget_arch")
@@ -80,6 +88,7 @@ def settings_of(config: pytest.Config, manifest: Manifest | None = None) -> Sett
     except MarkerError as exc:
         raise pytest.UsageError(str(exc)) from None
     baseline = _path_option(config, "regbudget_baseline")
+    typed = baseline is not None and _typed(config, "--regbudget-baseline")
     ini_baseline = str(config.getini("regbudget_baseline"))
     if baseline is None:
         ini_dir = config.inipath.parent if config.inipath else config.rootpath
@@ -93,6 +102,7 @@ def settings_of(config: pytest.Config, manifest: Manifest | None = None) -> Sett
         json_path=_path_option(config, "regbudget_json"),
         timeouts=timeouts,
         baseline_path=baseline,
+        baseline_chosen=typed,
         update=bool(config.getoption("regbudget_update")),
         tolerance=tolerance,
         markdown_path=_path_option(config, "regbudget_markdown"),
