@@ -6,11 +6,13 @@ reading a --regbudget-json report).
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from msgspec import Struct
 
+from ..core.dirs import usable_cache_dir
 from ..update import shards
 from ..update.shards import Report
 
@@ -29,6 +31,15 @@ class Command(Struct, frozen=True):
     help: str
     add_arguments: Callable[[argparse.ArgumentParser], None]
     run: Callable[[argparse.Namespace], int]
+
+
+def cache_dir() -> Path | None:
+    """The compile cache a command reads and writes: None where others could write it (core/dirs.py
+    `usable_cache_dir`), said in one line on stderr, which keeps a command's --json output whole."""
+    where, refused = usable_cache_dir()
+    if refused:
+        print(f"regbudget: {refused}", file=sys.stderr)
+    return where
 
 
 def csv_items(value: str | None) -> tuple[str, ...]:

@@ -15,6 +15,7 @@ import stat
 from collections.abc import Iterator
 from pathlib import Path
 
+from ..util.files import ready_lock, replace_in
 from .errors import BaselineError
 
 
@@ -36,7 +37,7 @@ def locked(path: Path, lock_dir: Path, timeout: float) -> Iterator[None]:
     import filelock  # only an update locks: a plain run does not pay for importing it
 
     try:
-        lock_file.parent.mkdir(parents=True, exist_ok=True)
+        ready_lock(lock_dir, lock_file)
         lock = filelock.FileLock(str(lock_file), timeout=timeout)
         lock.acquire()
     except filelock.Timeout:
@@ -51,7 +52,7 @@ def locked(path: Path, lock_dir: Path, timeout: float) -> Iterator[None]:
         ) from None
     try:
         with contextlib.suppress(OSError):  # the pid only makes a waiter's message better
-            pid_file.write_text(f"{os.getpid()} {socket.gethostname()}\n", encoding="utf-8")
+            replace_in(lock_dir, pid_file, f"{os.getpid()} {socket.gethostname()}\n")
         yield
     finally:
         # Before the release: the next holder's pid must not be deleted by this one.

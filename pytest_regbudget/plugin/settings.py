@@ -17,7 +17,7 @@ from .. import sources
 from ..cache.prefetch import default_jobs
 from ..core.arch import parse_archs
 from ..core.defaults import DEFAULT_CUOBJDUMP_TIMEOUT, DEFAULT_NVCC_TIMEOUT, DEFAULT_PTXAS_TIMEOUT
-from ..core.dirs import default_cache_dir
+from ..core.dirs import usable_cache_dir
 from ..core.errors import MarkerError, UnknownArchError
 from ..core.verdict import TimeBasis
 from ..engine.state import Settings
@@ -95,6 +95,7 @@ def settings_of(config: pytest.Config, manifest: Manifest | None = None) -> Sett
         baseline = ini_dir / ini_baseline if ini_baseline else config.rootpath / DEFAULT_BASELINE
     gpu_mode = _gpu_mode(config.getoption("regbudget_gpu") or str(config.getini("regbudget_gpu")).strip())
     step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
+    cache_dir, cache_refused = (None, "") if config.getoption("regbudget_no_cache") else usable_cache_dir()
     return Settings(
         archs=tuple(archs),
         rootdir=config.rootpath,
@@ -110,7 +111,8 @@ def settings_of(config: pytest.Config, manifest: Manifest | None = None) -> Sett
         annotate=os.environ.get("GITHUB_ACTIONS") == "true",
         gpu_mode=gpu_mode,
         sass=bool(config.getoption("regbudget_sass")),
-        cache_dir=None if config.getoption("regbudget_no_cache") else default_cache_dir(),
+        cache_dir=cache_dir,
+        cache_refused=cache_refused,
         jobs=_jobs(config),
         compiler=_compiler(config),
         html_path=_path_option(config, "regbudget_html"),

@@ -138,3 +138,98 @@ def test_merge_update_refuses_a_link_out_of_the_project(pytester: pytest.Pyteste
     assert f"leads to {outside.resolve() / 'new' / 'b.toml'}" in done.stderr, done.stderr
     assert "Traceback" not in done.stderr
     assert snapshot(outside) == before
+
+
+# -- links planted in the compile cache --------------------------------------------------------------------
+def cache_names(cache: Path) -> tuple[list[str], list[str]]:
+    """The files and the folders a run wrote in `cache`, relative to it (a lock's pid file too: it is there
+    only while the lock is held)."""
+    files = sorted(str(p.relative_to(cache)) for p in cache.rglob("*") if p.is_file())
+    files += [f"{name}.pid" for name in files if name.endswith(".lock")]
+    folders = sorted(str(p.relative_to(cache)) for p in cache.rglob("*") if p.is_dir())
+    return files, folders
+
+
+RUN = ("-p", "no:cacheprovider", "--regbudget-update", "--regbudget-sass")
+
+
+@pytest.mark.parametrize("where", ["files", "top folders", "inner folders"])
+def test_links_planted_in_the_cache_are_replaced_never_followed(
+    pytester: pytest.Pytester, outside: Path, monkeypatch: pytest.MonkeyPatch, where: str
+) -> None:
+    """Whoever can write the cache plants a link at each name a run writes (entries and bodies, the stat
+    cache, the tools memo, SASS documents, the parsed baseline, locks and their pid files), or at each folder:
+    the run passes and no file outside the cache changes."""
+    cache = outside.parent / f"{outside.name}-cache"
+    monkeypatch.setenv("REGBUDGET_CACHE_DIR", str(cache))
+    # Fresh processes: what one process remembers (a cubin's SASS, a tool's digest) would skip the cache.
+    for _ in range(2):  # the second reads the baseline the first wrote, and keeps it parsed
+        result = pytester.runpytest_subprocess(*RUN)
+        assert result.ret == 0, result.outlines
+    files, folders = cache_names(cache)
+    kinds = {name.split(os.sep)[0] for name in files}
+    assert {"v7", "locks", "baselines", "sass"} <= kinds, files  # what the run writes is what is planted
+    assert any(name.endswith("/tools") for name in files), files
+    assert any(name.endswith("/stat-cache") for name in files), files
+    for path in sorted(cache.iterdir()):
+        if path.is_dir():
+            for inner in sorted(path.rglob("*"), reverse=True):
+                inner.rmdir() if inner.is_dir() else inner.unlink()
+            path.rmdir()
+    victims = outside / "victims"
+    victims.mkdir()
+    if where == "files":
+        planted = [(name, victims / f"{n}") for n, name in enumerate(files)]
+        for n, (_, victim) in enumerate(planted):
+            if n % 2:  # every other one dangling: a run must not create it either
+                victim.write_bytes(f"victim {n}\n".encode())
+    else:
+        top = [name for name in folders if os.sep not in name]
+        chosen = top if where == "top folders" else [name for name in folders if name.count(os.sep) == 1]
+        planted = [(name, victims / f"{n}") for n, name in enumerate(chosen)]
+        for _, victim in planted:
+            victim.mkdir()
+    for name, victim in planted:
+        (cache / name).parent.mkdir(parents=True, exist_ok=True)
+        (cache / name).symlink_to(victim)
+    before = snapshot(outside)
+    result = pytester.runpytest_subprocess(*RUN)
+    assert result.ret == 0, result.outlines
+    result.stdout.fnmatch_lines(["*baseline regbudget-baseline.toml updated*"])
+    assert snapshot(outside) == before
+    # Each planted file link was replaced by the run's own file (a folder link only stops the writes).
+    if where == "files":
+        written = [name for name, _ in planted if not name.endswith((".lock", ".pid"))]
+        assert [name for name in written if (cache / name).is_symlink()] == []
+
+
+# Another user, for the ownership case: made by chown, which only root may do.
+STRANGER = 54321
+
+
+@pytest.mark.parametrize("how", ["writable by others", "another user's"])
+def test_a_cache_directory_others_could_write_turns_caching_off(
+    pytester: pytest.Pytester, outside: Path, monkeypatch: pytest.MonkeyPatch, how: str
+) -> None:
+    """As pip does with its cache: one line says why, the run builds everything itself and passes, and
+    nothing in that directory is read or written."""
+    cache = outside.parent / f"{outside.name}-cache"
+    cache.mkdir()
+    (cache / "v7").mkdir()
+    (cache / "v7" / "tools").write_text("whatever another user left here\n")
+    if how == "writable by others":
+        os.chmod(cache, 0o777)  # no sticky bit
+        why = f"{cache} is writable by others (mode 777). Fix: chmod go-w {cache}"
+    else:
+        if not hasattr(os, "geteuid") or os.geteuid() != 0:
+            pytest.skip("handing a folder to another user (chown) takes root")
+        os.chown(cache, STRANGER, STRANGER)
+        why = f"{cache} belongs to uid {STRANGER}, not to you. Fix: use a directory of your own"
+    monkeypatch.setenv("REGBUDGET_CACHE_DIR", str(cache))
+    before = snapshot(cache)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-q")
+    assert result.ret == 0, result.outlines
+    refused = [line for line in result.outlines if "not safe to use" in line]
+    assert refused == [f"compile cache {cache} is not safe to use, caching off for this run: {why}"]
+    assert not any(" hits, " in line for line in result.outlines)
+    assert snapshot(cache) == before
