@@ -53,5 +53,5 @@ def load(path: Path, cache_dir: Path | None) -> bl.Baseline:
     # parsed on every run rather than read back as something else.
     with contextlib.suppress(*_UNREADABLE):
         if msgspec.json.decode(msgspec.json.encode(kept), type=_Parsed) == kept:
-            write_document(document, kept, _FORMAT)
+            write_document(document, kept, _FORMAT, root=cache_dir)
     return baseline

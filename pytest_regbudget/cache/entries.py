@@ -24,7 +24,7 @@ from ..core.facts import Deferred
 from ..tools import compiler
 from ..tools.outputs import UnitOutputs
 from ..tools.units import Unit
-from ..util.files import atomic_write, read_document, sha256_hex, write_document
+from ..util.files import read_document, replace_in, sha256_hex, write_document
 from .fingerprint import FORMAT
 from .nvcc_deps import DepBuild
 
@@ -75,8 +75,9 @@ class Entries:
 
     def write(self, path: str, payload: object) -> None:
         # A read-only or full cache directory slows the run down; it must not fail it.
+        assert self.directory is not None
         with contextlib.suppress(OSError):
-            write_document(path, payload, FORMAT)
+            write_document(path, payload, FORMAT, root=self.directory)
 
     def _load(
         self, key: str, rebuild: Callable[[], UnitOutputs], *, quiet: bool = False
@@ -147,8 +148,9 @@ class Entries:
             messages=dict(outputs.messages),
         )
         # The body first: an entry is only ever found with the body it names (or a damaged one, made again).
+        assert self.directory is not None
         with contextlib.suppress(OSError):
-            atomic_write(Path(self.path(key, suffix=".body")), data)
+            replace_in(self.directory, Path(self.path(key, suffix=".body")), data)
             self.write(self.path(key), doc)
 
     def record(self, key: str, *, quiet: bool = False) -> list[DepBuild]:

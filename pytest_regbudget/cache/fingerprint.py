@@ -18,7 +18,7 @@ import threading
 from collections.abc import Iterable
 from pathlib import Path
 
-from ..util.files import atomic_write, settled, sha256_hex
+from ..util.files import replace_in, settled, sha256_hex
 
 # The format of the cache's documents (the keys, the stat cache, the entries, the dependency records).
 # 2: an entry keeps the PTX and cubin in a body file of its own, read only when needed (0.2).
@@ -79,8 +79,9 @@ class StatCache:
     """SHA-256 of files, remembered by (size, mtime_ns, ctime_ns, inode, device): kept in memory and, with
     a cache directory, in one file there, so that a warm run stat()s a tree instead of reading it."""
 
-    def __init__(self, path: Path | None) -> None:
+    def __init__(self, path: Path | None, root: Path | None = None) -> None:
         self.path = path
+        self.root = root  # the cache directory that holds `path` (else its own folder), see replace_in
         self._entries: dict[str, list[object]] = {}
         self._used: set[str] = set()
         self._loaded = path is None
@@ -208,7 +209,7 @@ class StatCache:
                 self._entries = {k: v for k, v in self._entries.items() if k in self._used}
             text = json.dumps({"format": FORMAT, "files": self._entries})
         with contextlib.suppress(OSError):  # a cache that cannot be written slows the run, no more
-            atomic_write(self.path, text)
+            replace_in(self.root or self.path.parent, self.path, text)
 
 
 def file_state(path: str, digests: StatCache) -> str:

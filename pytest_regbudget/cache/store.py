@@ -45,7 +45,7 @@ from ..tools.options import CompileOptions, Timeouts
 from ..tools.outputs import CompiledKernel, UnitOutputs
 from ..tools.toolkit import Nvcc, Toolkit
 from ..tools.units import Unit
-from ..util.files import json_digest
+from ..util.files import json_digest, ready_lock
 from .entries import Entries, FailedBuild, sound
 from .fingerprint import (
     CLOCK_SLACK_NS,
@@ -159,7 +159,9 @@ class CompileCache:
             if self.stats.disabled:
                 directory = None
         self.directory = directory
-        self.digests = StatCache(None if directory is None else directory / f"v{FORMAT}" / "stat-cache")
+        self.digests = StatCache(
+            None if directory is None else directory / f"v{FORMAT}" / "stat-cache", directory
+        )
         if rootdir is not None:
             # A key names the checkout's files relative to it, so that a checkout at another path hits.
             self.digests.add_base("<rootdir>", rootdir)
@@ -343,7 +345,7 @@ class CompileCache:
         path = self.directory / "locks" / f"unit-{key}.lock"
         lock: filelock.BaseFileLock | None = None
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
+            ready_lock(self.directory, path)
             lock = filelock.FileLock(str(path), timeout=timeout)
             lock.acquire()
         except (filelock.Timeout, OSError):

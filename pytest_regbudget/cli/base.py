@@ -15,6 +15,7 @@ from typing import TextIO
 
 from msgspec import Struct
 
+from ..core.dirs import usable_cache_dir
 from ..core.text import safe_block
 from ..update import shards
 from ..update.shards import Report
@@ -34,6 +35,15 @@ class Command(Struct, frozen=True):
     help: str
     add_arguments: Callable[[argparse.ArgumentParser], None]
     run: Callable[[argparse.Namespace], int]
+
+
+def cache_dir() -> Path | None:
+    """The compile cache a command reads and writes: None where others could write it (core/dirs.py
+    `usable_cache_dir`), said in one line on stderr, which keeps a command's --json output whole."""
+    where, refused = usable_cache_dir()
+    if refused:
+        print(f"regbudget: {refused}", file=sys.stderr)
+    return where
 
 
 def csv_items(value: str | None) -> tuple[str, ...]:

@@ -19,7 +19,6 @@ from ..core import names
 from ..core.arch import get_arch
 from ..core.blackwell import TmemUse, tmem_use
 from ..core.checks import max_block
-from ..core.dirs import default_cache_dir
 from ..core.errors import ManifestError, MarkerError, SassError, ToolchainError, UnknownArchError
 from ..core.facts import KernelFacts
 from ..core.liveness import PeakLive
@@ -33,7 +32,7 @@ from ..tools.compiler import place_launch_bounds, read_source
 from ..tools.options import CompileOptions, Timeouts
 from ..tools.targets import in_explain_words, table_lacks
 from ..tools.toolkit import Nvcc, Toolkit, discover
-from .base import CliError
+from .base import CliError, cache_dir
 
 
 class Bounds(Struct, frozen=True):
@@ -181,7 +180,7 @@ def builder_for(rootdir: Path | None, toolkit: str | None, nvcc: str | None = No
         rootdir=rootdir or Path.cwd(),
         cuda_home=None,
         timeouts=Timeouts(),
-        cache_dir=default_cache_dir(),
+        cache_dir=cache_dir(),
         jobs=1,
         sass=False,
         toolkit=toolkit,

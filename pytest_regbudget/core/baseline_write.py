@@ -1,6 +1,7 @@
 """How an update writes the baseline file among other processes: the lock they all take (where it lives,
-how long a waiter waits, whom it names when it gives up), the refusal of a file made read-only, and what a
-failed write says. baseline.py's `update` writes through these.
+how long a waiter waits, whom it names when it gives up), where a path from the repository may lead
+(`confine`), the refusal of a file made read-only, and what a failed write says. baseline.py's `update` writes
+through these.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import stat
 from collections.abc import Iterator
 from pathlib import Path
 
+from ..util.files import ready_lock, replace_in
 from .errors import BaselineError
 
 
@@ -35,7 +37,7 @@ def locked(path: Path, lock_dir: Path, timeout: float) -> Iterator[None]:
     import filelock  # only an update locks: a plain run does not pay for importing it
 
     try:
-        lock_file.parent.mkdir(parents=True, exist_ok=True)
+        ready_lock(lock_dir, lock_file)
         lock = filelock.FileLock(str(lock_file), timeout=timeout)
         lock.acquire()
     except filelock.Timeout:
@@ -50,7 +52,7 @@ def locked(path: Path, lock_dir: Path, timeout: float) -> Iterator[None]:
         ) from None
     try:
         with contextlib.suppress(OSError):  # the pid only makes a waiter's message better
-            pid_file.write_text(f"{os.getpid()} {socket.gethostname()}\n", encoding="utf-8")
+            replace_in(lock_dir, pid_file, f"{os.getpid()} {socket.gethostname()}\n")
         yield
     finally:
         # Before the release: the next holder's pid must not be deleted by this one.
@@ -66,6 +68,50 @@ def _holder(pid_file: Path) -> str:
         return "another process (pid unknown)"
     where = f" on {host}" if host and host != socket.gethostname() else ""
     return f"another process (pid {pid}{where})"
+
+
+def confine(
+    path: Path, rootdir: Path, *, chosen: bool = False, option: str = "--regbudget-baseline="
+) -> None:
+    """Refuse (BaselineError) to update the baseline at `path` where it leads out of the project: the rootdir,
+    or the git work tree that holds it, once every link is followed (the file's own, a directory's on the
+    way, a dangling one's target).
+
+    A path that comes from the repository (an ini file's `regbudget_baseline`, the default name, a committed
+    link) is the data of whoever wrote the repository: a pull request must not make a later update write
+    ~/.bashrc. One the user typed (`chosen`: --regbudget-baseline, `regbudget merge --update`, spelt
+    `option` in the fix) may lead anywhere, as typed; but where it is typed inside the project, a link it
+    meets there is the repository's, so its target must stay inside too. Run before anything is made (no
+    lock, no folder, no temporary file)."""
+    homes = [Path(os.path.realpath(rootdir))]
+    top = work_tree(homes[0])
+    if top is not None:
+        homes.append(top)
+    typed = Path(os.path.abspath(path))
+    if chosen and not any(_below(typed, h) for h in (*homes, Path(os.path.abspath(rootdir)))):
+        return
+    target = Path(os.path.realpath(path))
+    if any(_below(target, h) for h in homes):
+        return
+    where = " or ".join(str(h) for h in homes)
+    raise BaselineError(
+        f"baseline {path} leads to {target}, outside the project ({where}): nothing written. A link or an "
+        "ini setting in the repository may not lead an update out of it. Fix: point it inside the project, "
+        f"or name the file yourself: {option}{target}"
+    )
+
+
+def work_tree(folder: Path) -> Path | None:
+    """The git work tree that holds `folder` (a real path): the nearest directory with a `.git` (a
+    directory, or a worktree's or submodule's file), found without running git."""
+    for here in (folder, *folder.parents):
+        if os.path.lexists(here / ".git"):
+            return here
+    return None
+
+
+def _below(path: Path, folder: Path) -> bool:
+    return path == folder or folder in path.parents
 
 
 def check_writable(path: Path) -> None:

@@ -59,7 +59,7 @@ class Builder:
         self.progress = BuildProgress(settings.rootdir, settings.jobs)
         # What discovery and `nvcc --version` found, remembered in the cache: a warm run starts no process.
         where = self.cache.directory
-        self._memo = ToolMemo(None if where is None else where / f"v{FORMAT}" / "tools")
+        self._memo = ToolMemo(None if where is None else where / f"v{FORMAT}" / "tools", where)
 
     def toolkit(self) -> Toolkit:
         if self._toolkit is None and self._toolkit_error is None:

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..core import baseline as bl
+from ..core.baseline_write import confine
 from ..core.errors import BaselineError
 from ..report.terminal import baseline_lines, unknown_arch_lines
 from ..report.writers import FileWriter, file_writers
@@ -132,6 +133,8 @@ def _update(
         interrupted=bool(session.scope.interrupted),
     )
     try:
+        # Before the lock and the write: a path out of the project creates nothing, not even a lock.
+        confine(path, s.rootdir, chosen=s.baseline_chosen)
         counts = bl.update(
             path,
             planned.write,

@@ -45,6 +45,9 @@ class Settings(Struct, frozen=True):
         default_factory=Timeouts
     )  # ini regbudget_ptxas_timeout, regbudget_nvcc_timeout
     baseline_path: Path | None = None
+    # Whether the user typed the baseline's path (--regbudget-baseline on the command line or in
+    # PYTEST_ADDOPTS): else it came from the repository, and an update may not lead out of it (confine).
+    baseline_chosen: bool = False
     update: bool = False
     tolerance: dict[str, float] = field(default_factory=dict)
     markdown_path: Path | None = None
@@ -55,7 +58,8 @@ class Settings(Struct, frozen=True):
     html_path: Path | None = None
     html_all: bool = False  # --regbudget-html-all: every kernel's staircase, not only failing or changed ones
     html_history: int = 50  # ini regbudget_html_history: commits of the baseline the HTML charts show
-    cache_dir: Path | None = None  # None: --regbudget-no-cache
+    cache_dir: Path | None = None  # None: --regbudget-no-cache, or `cache_refused`
+    cache_refused: str = ""  # why the cache directory is not used (core/dirs.py usable_cache_dir)
     jobs: int = 1  # compile threads
     compiler: str = "nvrtc"  # ini regbudget_compiler: a registered source name (sources.names())
     strict: bool = False  # --regbudget-strict: a kernel without an enforced entry of its release fails

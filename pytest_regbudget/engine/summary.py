@@ -48,6 +48,9 @@ def header(session: RegbudgetSession, *, nvcc: bool = False, binaries: bool = Fa
 
 
 def cache_line(session: RegbudgetSession) -> str:
+    if session.settings.cache_refused:
+        # The summary's cache line, under -q too (which hides the header): once, with the fix.
+        return session.settings.cache_refused
     return session.builder.cache_line(session.cache_stats(session.worker_cache, skip_first=True))
 
 

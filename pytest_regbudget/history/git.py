@@ -317,8 +317,7 @@ def versions(
         parsed[blob] = parse(data, where)
         if folder is not None:
             with contextlib.suppress(OSError):
-                folder.mkdir(parents=True, exist_ok=True)
-                write_document(str(folder / f"{blob}.json"), parsed[blob], _CACHE_FORMAT)
+                write_document(str(folder / f"{blob}.json"), parsed[blob], _CACHE_FORMAT, root=folder.parent)
     out = [
         Version(commit, parsed[blob].samples, _short_error(parsed[blob].error)) for commit, blob in commits
     ]

@@ -6,6 +6,7 @@ not with the option table (options.py), which every pytest run reads.
 from __future__ import annotations
 
 import os
+import shlex
 from collections.abc import Sequence
 from pathlib import Path
 from typing import cast, get_args
@@ -16,7 +17,7 @@ from .. import sources
 from ..cache.prefetch import default_jobs
 from ..core.arch import parse_archs
 from ..core.defaults import DEFAULT_CUOBJDUMP_TIMEOUT, DEFAULT_NVCC_TIMEOUT, DEFAULT_PTXAS_TIMEOUT
-from ..core.dirs import default_cache_dir
+from ..core.dirs import usable_cache_dir
 from ..core.errors import MarkerError, UnknownArchError
 from ..core.verdict import TimeBasis
 from ..engine.state import Settings
@@ -54,6 +55,13 @@ def _path_option(config: pytest.Config, name: str) -> Path | None:
     return Path(config.invocation_params.dir, value) if value else None
 
 
+def _typed(config: pytest.Config, flag: str) -> bool:
+    """Whether `flag` was given by the user (on the command line, or in PYTEST_ADDOPTS), not by an ini file's
+    `addopts`, which is the repository's."""
+    given = [*config.invocation_params.args, *shlex.split(os.environ.get("PYTEST_ADDOPTS", ""))]
+    return any(arg == flag or arg.startswith(f"{flag}=") for arg in given)
+
+
 def settings_of(config: pytest.Config, manifest: Manifest | None = None) -> Settings:
     cli: Sequence[str] | None = config.getoption("regbudget_arch")
     ini: list[str] = config.getini("regbudget_arch")
@@ -80,12 +88,14 @@ def settings_of(config: pytest.Config, manifest: Manifest | None = None) -> Sett
     except MarkerError as exc:
         raise pytest.UsageError(str(exc)) from None
     baseline = _path_option(config, "regbudget_baseline")
+    typed = baseline is not None and _typed(config, "--regbudget-baseline")
     ini_baseline = str(config.getini("regbudget_baseline"))
     if baseline is None:
         ini_dir = config.inipath.parent if config.inipath else config.rootpath
         baseline = ini_dir / ini_baseline if ini_baseline else config.rootpath / DEFAULT_BASELINE
     gpu_mode = _gpu_mode(config.getoption("regbudget_gpu") or str(config.getini("regbudget_gpu")).strip())
     step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
+    cache_dir, cache_refused = (None, "") if config.getoption("regbudget_no_cache") else usable_cache_dir()
     return Settings(
         archs=tuple(archs),
         rootdir=config.rootpath,
@@ -93,6 +103,7 @@ def settings_of(config: pytest.Config, manifest: Manifest | None = None) -> Sett
         json_path=_path_option(config, "regbudget_json"),
         timeouts=timeouts,
         baseline_path=baseline,
+        baseline_chosen=typed,
         update=bool(config.getoption("regbudget_update")),
         tolerance=tolerance,
         markdown_path=_path_option(config, "regbudget_markdown"),
@@ -100,7 +111,8 @@ def settings_of(config: pytest.Config, manifest: Manifest | None = None) -> Sett
         annotate=os.environ.get("GITHUB_ACTIONS") == "true",
         gpu_mode=gpu_mode,
         sass=bool(config.getoption("regbudget_sass")),
-        cache_dir=None if config.getoption("regbudget_no_cache") else default_cache_dir(),
+        cache_dir=cache_dir,
+        cache_refused=cache_refused,
         jobs=_jobs(config),
         compiler=_compiler(config),
         html_path=_path_option(config, "regbudget_html"),

@@ -365,7 +365,8 @@ def _kept(doc: str | None, kind: type[T], make: Callable[[], T], form: int = _CA
     made = make()
     if doc is not None:
         with contextlib.suppress(OSError):
-            write_document(doc, made, form)
+            # Every document of this module lies in the cache directory's binaries/ (`_arch_kernels`).
+            write_document(doc, made, form, root=Path(doc).parent.parent)
     return made
 
 

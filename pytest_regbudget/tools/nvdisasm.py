@@ -169,7 +169,7 @@ def _load(key: tuple[str, str], folder: Path | None) -> dict[str, SassReport] | 
 def _store(key: tuple[str, str], folder: Path | None, functions: dict[str, SassReport]) -> None:
     if folder is not None:
         with contextlib.suppress(OSError):  # a cache that cannot be written only costs a rerun of nvdisasm
-            write_document(_document(key, folder), functions, _FORMAT)
+            write_document(_document(key, folder), functions, _FORMAT, root=folder.parent)
 
 
 # The digest of the last cubins read: a unit's kernels come one after another with the same bytes object.
@@ -214,5 +214,5 @@ def _remembered_digest(stamp: tuple[str | int, ...], folder: Path | None) -> str
         return read_document(doc, str, _FORMAT)
     digest = file_sha256(Path(str(stamp[0])))
     with contextlib.suppress(OSError):
-        write_document(doc, digest, _FORMAT)
+        write_document(doc, digest, _FORMAT, root=folder.parent)
     return digest

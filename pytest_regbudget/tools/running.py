@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..util.files import atomic_write
+from ..util.files import replace_in
 
 # Tool runs in progress, in any thread: kill_running_tools stops them when the run is interrupted.
 _running: set[subprocess.Popen[bytes]] = set()
@@ -108,8 +108,9 @@ class ToolMemo:
     while every file and directory they were made from has the stat it had (size, times, inode). The file
     lives in the compile cache; a damaged one only means probing again. Without a path: memory only."""
 
-    def __init__(self, path: Path | None) -> None:
+    def __init__(self, path: Path | None, root: Path | None = None) -> None:
         self.path = path
+        self.root = root  # the cache directory that holds `path` (else its own folder), see replace_in
         self._records: dict[str, Any] | None = None
         self._lock = threading.Lock()
 
@@ -149,7 +150,7 @@ class ToolMemo:
             return
         # Written whole and renamed into place; a read-only cache only means probing again next run.
         with contextlib.suppress(OSError):
-            atomic_write(self.path, text)
+            replace_in(self.root or self.path.parent, self.path, text)
 
     def version(self, tool: Path, probe: Callable[[], str]) -> str:
         """`probe()` (a tool's --version), remembered while the tool's file is unchanged."""

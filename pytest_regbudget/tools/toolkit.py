@@ -427,7 +427,9 @@ def discover(
     known = memo.get(key)
     if known is not None:
         with contextlib.suppress(KeyError, TypeError, ValueError):
-            return _toolkit_from_json(known)
+            remembered = _toolkit_from_json(known)
+            if _where_discovery_looks(remembered, cuda_home, dict(env_items), named):
+                return remembered
     found = _discover_cached(cuda_home, env_items, named)
     memo.put(key, _toolkit_to_json(found), _discovery_inputs(found, cuda_home, dict(env_items)))
     return found
@@ -458,6 +460,33 @@ def _toolkit_from_json(doc: Mapping[str, Any]) -> Toolkit:
         nvdisasm=None if nvdisasm is None else Path(nvdisasm),
         archs=tuple(str(a) for a in doc["archs"]),
     )
+
+
+def _where_discovery_looks(
+    tk: Toolkit, cuda_home: str | None, env: Mapping[str, str], named: str | None
+) -> bool:
+    """Whether every tool, library and header folder `tk` names is one discovery could have found: of its
+    name (ptxas, nvdisasm, libnvrtc), below a home it searches (the homes named, the `nvidia` wheels, the
+    toolkit of the ptxas on PATH). The memo lives in the compile cache, and whoever can write there must not
+    make a run start a program or load a library of theirs: a record that names one is discovered again."""
+    homes = [cuda_home, named, *(env.get(k) for k in ("REGBUDGET_CUDA_HOME", "CUDA_HOME", "CUDA_PATH"))]
+    roots = [Path(h) for h in homes if h] + nvidia_roots()
+    on_path = shutil.which(f"ptxas{_EXE}", path=env.get("PATH", ""))
+    if on_path:
+        roots += [Path(on_path).parent.parent, Path(on_path).resolve().parent.parent]
+    real_roots = [Path(os.path.realpath(r)) for r in roots]
+
+    def found_there(path: Path) -> bool:
+        real = Path(os.path.realpath(path))
+        return any(real == r or r in real.parents for r in real_roots)
+
+    named_right = (
+        tk.ptxas.name == f"ptxas{_EXE}"
+        and (tk.nvdisasm is None or tk.nvdisasm.name == f"nvdisasm{_EXE}")
+        and (tk.nvrtc is None or tk.nvrtc in _nvrtc_libs(tk.nvrtc.parent))
+    )
+    places = [tk.ptxas, *(p for p in (tk.nvrtc, tk.nvdisasm) if p is not None), *tk.include_dirs]
+    return named_right and all(found_there(p) for p in places)
 
 
 def _discovery_inputs(tk: Toolkit, cuda_home: str | None, env: Mapping[str, str]) -> list[Path]:

@@ -1,13 +1,19 @@
-"""Generic file helpers that know nothing of CUDA: atomic writes, SHA-256 digests, and checksummed JSON
-documents.
+"""Generic file helpers that know nothing of CUDA: atomic writes, SHA-256 digests, checksummed JSON
+documents, and the writes of a cache directory that others may have planted links in.
 
 A document is JSON with the checksum of its payload's exact text, written atomically. One that is damaged (cut
 short, edited, of another format or shape) reads as an error, never as a value: msgspec checks the payload's
 types on the way in. The compile cache, the binary reader and the history cache keep their documents so.
+
+A cache's files are written by `replace_in`: a temporary file, then a rename over the path, in folders made
+without following a link (`cache_folder`). A link planted at a name the cache writes is so replaced, never
+written through, and one planted as a folder stops the write. `unsafe_dir` says why a directory is not
+safe to keep a cache in at all (others could write it).
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import hashlib
 import json
@@ -26,6 +32,8 @@ from msgspec import Struct
 _RACY_NS = 2_000_000_000
 
 T = TypeVar("T")
+# Who may own what the cache reads and writes besides this user: root, who can write anything anyway.
+_TRUSTED_OWNERS = frozenset({os.geteuid(), 0}) if hasattr(os, "geteuid") else frozenset({0})
 
 
 def sha256_hex(data: bytes) -> str:
@@ -89,6 +97,127 @@ def atomic_write(path: Path, text: str | bytes) -> None:
         raise
 
 
+def replace_in(root: Path, path: Path, data: str | bytes) -> None:
+    """Write `path`, a file below the cache directory `root`: its folders made below `root` following no
+    link (`cache_folder`), then a temporary file there renamed over the path. The rename replaces whatever
+    name stands there, a symbolic link included, where opening the path would write through a link planted
+    there to a file outside the cache. OSError if it cannot be written (the caller's cache then goes without
+    it)."""
+    cache_folder(root, path.parent)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data if isinstance(data, bytes) else data.encode())
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp's is private (0600): a cache file gets the umask's
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def cache_folder(root: Path, folder: Path) -> None:
+    """Make `folder`, a folder below the cache directory `root`, following no link below `root`: each part
+    that is missing is made, a symbolic link in its place (which whoever else could write there may have
+    planted, to make the cache write elsewhere) is replaced by a folder (removing a link touches nothing it
+    points to), and each part must then be a directory of this user's (or root's). OSError otherwise.
+    `root` itself and the folders above it are the user's to name, through links too."""
+    parts = folder.relative_to(root).parts
+    root.mkdir(parents=True, exist_ok=True)
+    here = root
+    for part in parts:
+        here = here / part
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(here)
+        st = os.lstat(here)
+        if stat.S_ISLNK(st.st_mode):
+            os.unlink(here)
+            os.mkdir(here)  # FileExistsError where another link was planted meanwhile: no write
+            st = os.lstat(here)
+        if not stat.S_ISDIR(st.st_mode):
+            raise OSError(errno.ENOTDIR, f"{here} is not a directory", str(here))
+        if st.st_uid not in _TRUSTED_OWNERS:
+            raise OSError(errno.EPERM, f"{here} belongs to uid {st.st_uid}, not to this user", str(here))
+
+
+def ready_lock(root: Path, path: Path) -> None:
+    """Ready the lock file `path` below the cache directory `root` for filelock: its folder made as
+    `cache_folder` makes one, and a symbolic link planted at its name removed (which touches nothing it
+    points to). filelock opens a lock with O_NOFOLLOW, so a link planted after this fails the lock rather
+    than truncating a file outside the cache. OSError if the folder cannot be made."""
+    cache_folder(root, path.parent)
+    with contextlib.suppress(FileNotFoundError):
+        if stat.S_ISLNK(os.lstat(path).st_mode):
+            os.unlink(path)
+
+
+def unsafe_dir(directory: Path) -> str:
+    """Why others than this user could write the cache directory `directory`, or swap it for theirs ("" where
+    they cannot): then whatever it holds may be theirs. Decided as pip decides for its cache
+    (`check_path_owner`), and as strictly as ssh's StrictModes for the folders above:
+
+    - the directory (where it does not exist yet, its nearest existing parent, where it will be made) must
+      be this user's, or root's where it is not the directory itself, and writable by no one else;
+    - no folder above it may be writable by others without the sticky bit (/tmp's), which keeps them from
+      renaming what is not theirs.
+
+    Group-writable counts as the user's own where the group is the user's private one (same name, no other
+    member: the umask-002 convention of Red Hat's user private groups). Links are followed: the path is the
+    user's to name. The reason names the folder and the fix."""
+    if not hasattr(os, "geteuid"):
+        return ""  # no owners to compare (Windows)
+    path = Path(os.path.realpath(directory))
+    first = True  # the nearest existing: the directory, or the folder it will be made in
+    for here in (path, *path.parents):
+        try:
+            st = os.stat(here)
+        except FileNotFoundError:
+            continue
+        except OSError:
+            return ""  # cannot be searched: the cache's own writes fail, which says nothing worse
+        mode = stat.S_IMODE(st.st_mode)
+        if first and st.st_uid not in ({os.geteuid()} if here == path else _TRUSTED_OWNERS):
+            return f"{here} belongs to {_user(st.st_uid)}, not to you. Fix: use a directory of your own"
+        first = False
+        others = mode & 0o002 or (mode & 0o020 and not _own_group(st.st_gid))
+        if others and (here == path or not mode & stat.S_ISVTX):
+            who = "others" if mode & 0o002 else f"group {_group(st.st_gid)}"
+            sticky = "" if here == path else ", no sticky bit"
+            return f"{here} is writable by {who} (mode {mode:o}{sticky}). Fix: chmod go-w {here}"
+    return ""
+
+
+def _user(uid: int) -> str:
+    try:
+        import pwd
+
+        return f"{pwd.getpwuid(uid).pw_name} (uid {uid})"
+    except (ImportError, KeyError):
+        return f"uid {uid}"
+
+
+def _group(gid: int) -> str:
+    try:
+        import grp
+
+        return f"{grp.getgrgid(gid).gr_name} (gid {gid})"
+    except (ImportError, KeyError):
+        return f"gid {gid}"
+
+
+def _own_group(gid: int) -> bool:
+    """Whether group `gid` is this user's private group: the user's primary group, of the user's name, with
+    no other member."""
+    try:
+        import grp
+        import pwd
+
+        me = pwd.getpwuid(os.geteuid())
+        group = grp.getgrgid(gid)
+    except (ImportError, KeyError):
+        return False
+    return gid == me.pw_gid and group.gr_name == me.pw_name and set(group.gr_mem) <= {me.pw_name}
+
+
 def _umask() -> int:
     current = os.umask(0)
     os.umask(current)
@@ -114,11 +243,12 @@ def read_document(path: str, kind: type[T], format: int) -> T:
     return msgspec.json.decode(doc.payload, type=kind, dec_hook=_from_json)
 
 
-def write_document(path: str, payload: object, format: int) -> None:
-    """Write `payload` (a Struct, or JSON's types) as a document, atomically (OSError if it cannot be)."""
+def write_document(path: str, payload: object, format: int, *, root: Path) -> None:
+    """Write `payload` (a Struct, or JSON's types) as a document below the cache directory `root`, as
+    `replace_in` writes (OSError if it cannot be)."""
     body = _ENCODER.encode(payload)
     text = _ENCODER.encode(_Document(format, sha256_hex(body), msgspec.Raw(body)))
-    atomic_write(Path(path), text.decode())
+    replace_in(root, Path(path), text)
 
 
 def _to_json(value: object) -> object:

@@ -3,9 +3,12 @@ files and directories it came from: a later run starts no process, and a changed
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -101,3 +104,34 @@ def test_nvcc_version_is_remembered(tmp_path: Path, monkeypatch: pytest.MonkeyPa
         nvcc.find_nvcc(discover(env={}), ToolMemo(None))
     assert len(tried) == 1
     assert os.path.basename(tried[0][0]) == "nvcc"
+
+
+@pytest.mark.parametrize(
+    "forge",
+    [
+        lambda v, evil: v.update(ptxas=str(evil / "ptxas")),
+        lambda v, evil: v.update(ptxas=str(evil / "bin" / "ptxas")),  # a home of its own, named nowhere
+        lambda v, evil: v.update(nvrtc=str(evil / "libevil.so")),
+        lambda v, evil: v.update(nvdisasm=str(evil / "nvdisasm")),
+        lambda v, evil: v.update(ptxas=v["ptxas"] + "/../../../../../" + str(evil / "ptxas")),
+    ],
+    ids=["ptxas elsewhere", "another home", "a library of another name", "nvdisasm", "dot-dot"],
+)
+def test_a_forged_memo_starts_no_program_and_loads_no_library_of_its_own(
+    tmp_path: Path, forge: Callable[[dict[str, Any], Path], None]
+) -> None:
+    """The memo lives in the compile cache (issue 44): a record that names a tool where discovery does not
+    look, or of another name, is discovered again rather than run."""
+    memo_file = tmp_path / "cache" / "tools"
+    real = discover(env={}, memo=ToolMemo(memo_file))
+    evil = tmp_path / "evil"
+    (evil / "bin").mkdir(parents=True)
+    doc = json.loads(memo_file.read_text())
+    ((key, record),) = doc["probes"].items()
+    forge(record["value"], evil)
+    record["inputs"] = []  # trusted while nothing changes: nothing to change
+    memo_file.write_text(json.dumps(doc))
+    toolchain._discover_cached.cache_clear()
+    assert discover(env={}, memo=ToolMemo(memo_file)) == real
+    # The memo was rewritten with what discovery found.
+    assert json.loads(memo_file.read_text())["probes"][key]["value"]["ptxas"] == str(real.ptxas)

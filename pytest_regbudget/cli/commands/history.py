@@ -11,10 +11,9 @@ from pathlib import Path
 import msgspec
 
 from ...core import trend
-from ...core.dirs import default_cache_dir
 from ...core.text import json_text, one_line
 from ...history import git as history_git
-from ..base import OK, CliError, Command, aligned, csv_items
+from ..base import OK, CliError, Command, aligned, cache_dir, csv_items
 
 
 def read_versions(args: argparse.Namespace) -> history_git.Versions:
@@ -23,7 +22,7 @@ def read_versions(args: argparse.Namespace) -> history_git.Versions:
             f"{args.baseline}: no such file. Fix: name the baseline with --baseline (a renamed file is read "
             "by its name today; its history is followed through the rename)"
         )
-    cache = None if args.no_cache else default_cache_dir()
+    cache = None if args.no_cache else cache_dir()
     try:
         return history_git.versions(Path(args.baseline), since=args.since, until=args.until, cache_dir=cache)
     except history_git.GitError as exc:

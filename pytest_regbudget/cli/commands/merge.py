@@ -16,6 +16,7 @@ from pathlib import Path
 
 from ..._version import __version__
 from ...core import baseline as bl
+from ...core.baseline_write import confine
 from ...core.errors import BaselineError
 from ...engine.sharding import parse_shard
 from ...report.record import spills
@@ -138,6 +139,12 @@ def run(args: argparse.Namespace) -> int:
     print(f"merged {len(shards)} report(s): {len(records)} kernel records, {entries} baseline entries")
     if args.update:
         path = Path(args.update)
+        try:
+            # The project is the one named here or the working directory: never the reports' rootdir, which
+            # is data of the runs that wrote them.
+            confine(path, Path(args.rootdir or "."), chosen=True, option="--update ")
+        except BaselineError as exc:
+            raise CliError(f"baseline NOT updated: {exc}") from None
         if not path.parent.is_dir():
             raise CliError(
                 f"--update {path}: no directory {path.parent}. Fix: give the path of the project's baseline "
