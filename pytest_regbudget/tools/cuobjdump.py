@@ -80,7 +80,7 @@ from ..core.cuobjdump import (
 from ..core.cuobjdump import combine_listings as combine_listings
 from ..core.defaults import DEFAULT_CUOBJDUMP_TIMEOUT
 from ..core.errors import BinaryError, BinaryTimeout, CompileError, ParseError, ToolchainError
-from ..util.files import file_sha256, read_document, settled, sha256_hex, write_document
+from ..util.files import file_sha256, not_a_file, read_document, settled, sha256_hex, write_document
 from .options import Timeouts
 from .toolkit import Toolkit, find_tool
 from .toolkit import ptxas_version as tool_version
@@ -283,6 +283,9 @@ class _File(Struct, frozen=True):
             st = path.stat()
         except OSError:
             raise BinaryError(f"cannot read the CUDA binary {path}: no such file") from None
+        special = not_a_file(path)
+        if special:  # cuobjdump would wait on a FIFO until its timeout, and read a device without end
+            raise BinaryError(f"cannot read the CUDA binary {path}: it is {special}")
         stamp = (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev)
         return cls(path, stamp, cuobjdump, timeout, settled(st))
 
