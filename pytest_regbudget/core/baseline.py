@@ -25,7 +25,7 @@ from msgspec.structs import replace
 
 from ..util.files import NotRegular, atomic_write, parse_nested, read_regular
 from . import names
-from .baseline_write import check_writable, write_failure
+from .baseline_write import check_writable, encoded, write_failure
 from .baseline_write import lock_path as lock_path
 from .baseline_write import locked as _locked  # update's; tests hold it from another process
 from .dirs import default_cache_dir
@@ -589,11 +589,11 @@ def update(
         for build in dropped:
             failed.pop(build)
         counts.broken, counts.broken_dropped = len(failed), len(dropped)
-        text = dumps(Baseline(merged, failed))
-        if not path.exists() or path.read_bytes() != text.encode():
+        data = encoded(path, dumps(Baseline(merged, failed)))
+        if not path.exists() or path.read_bytes() != data:
             check_writable(path)
             try:
-                atomic_write(path, text)
+                atomic_write(path, data)
             except OSError as exc:
                 raise BaselineError(write_failure(path, exc)) from None
     return counts
