@@ -164,8 +164,7 @@ class StatCache:
         self._used.add(path)
         if known is not None and known[:5] == ident:
             return str(known[5])
-        with open(path, "rb") as fh:
-            digest = sha256_hex(fh.read())
+        digest = sha256_hex(read_regular(path))
         # Remembered only once the file has been still for longer than a timestamp tick: an edit of the
         # same size within the tick would otherwise keep this digest.
         if settled(st):

@@ -30,7 +30,7 @@ from ..core.text import source_bytes
 from ..tools.compiler import given_names
 from ..tools.options import CompileOptions
 from ..tools.toolkit import Toolkit, nvidia_roots
-from ..util.files import not_regular, sha256_hex
+from ..util.files import not_regular, read_regular, sha256_hex
 from .fingerprint import (
     FORMAT,
     StatCache,
@@ -116,8 +116,7 @@ def _reach(
             inner = scanned.get(reach.lookups[first])
             if inner is None:
                 try:
-                    with open(first, "rb") as fh:
-                        data = fh.read()
+                    data = read_regular(first)
                 except OSError:
                     continue  # unreadable to NVRTC too; its state is in the lookups
                 inner = directives_of(data, sha256_hex(data))

@@ -85,18 +85,17 @@ class NotRegular(OSError):
 
 def open_regular(path: str | os.PathLike[str]) -> BinaryIO:
     """`path` opened for reading in binary mode where it is a regular file (or a link to one); otherwise
-    NotRegular. Every file the plugin
-    reads from a project, a report or the environment is opened here: a FIFO would block the run for ever,
-    and a device such as /dev/zero (a committed link can point at one) never ends. The check is made on the
-    open file, so nothing can swap the path between the check and the read."""
+    NotRegular. Every file the plugin reads from a project, a report or the cache is opened here: a FIFO
+    would block the run for ever, and a device such as /dev/zero (a committed link can point at one) never
+    ends. The check is made on the open file, so nothing can swap the path between the check and the read."""
     fd = os.open(path, os.O_RDONLY | _NO_WAIT)
     try:
         special = not_regular(os.fstat(fd).st_mode)
         if special:
             raise NotRegular(errno.EINVAL, special, os.fsdecode(path))
-        if _NO_WAIT & getattr(os, "O_NONBLOCK", 0):
-            os.set_blocking(fd, True)
-        return open(fd, "rb")  # not os.fdopen: tests replace it to fail writes
+        if hasattr(os, "O_NONBLOCK"):
+            os.set_blocking(fd, True)  # a regular file, read as usual
+        return open(fd, "rb")  # open(), not os.fdopen(): a fault test replaces os.fdopen to fail writes
     except BaseException:
         os.close(fd)
         raise
