@@ -122,14 +122,6 @@ def read_table(index: int, raw: Mapping[str, Any], label: str, rootdir: Path) ->
         database = {f: database[f] for f in files}
     excluded = _excluded(raw.get("exclude"), files, rootdir, lambda m: error("exclude", m))
     files = tuple(f for f in files if f not in {path for path, _ in excluded})
-    for path in files:
-        name = path.relative_to(rootdir).as_posix()
-        if not _utf8(name):
-            raise error(
-                kind,
-                f"{os.fsencode(name)!r} is a file name that is not UTF-8, which the baseline (TOML, UTF-8) "
-                "cannot record: rename the file, or leave it out with exclude",
-            )
     patterns = _patterns(raw.get("kernels", list(DEFAULT_KERNELS)), lambda m: error("kernels", m))
     keys = {k: v for k, v in raw.items() if k not in SELECT_KEYS or k == "variants"}
     for key, value in keys.items():
@@ -207,14 +199,6 @@ def _excluded(
             if path in named:
                 out.setdefault(path, reason)
     return tuple(out.items())
-
-
-def _utf8(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 def _cannot_list(compiler: str, patterns: Sequence[str]) -> str:

@@ -333,11 +333,10 @@ def _strings(key: str, value: object) -> tuple[str, ...]:
 
 
 def check_text(key: str, value: object) -> None:
-    """Every string in a key's value (a list's items, a mapping's keys and values, nested) as a compiler, a
-    file system and the baseline can take it, else MarkerError naming the key. A NUL byte ends a C string,
-    so NVRTC and the file system would take `k\\x00x` as `k` while the baseline keeps it whole; a lone
-    surrogate (the bytes of a file name that are not UTF-8) cannot be written to the baseline, which is
-    UTF-8."""
+    """Every string in a key's value (a list's items, a mapping's keys and values, nested) without a NUL
+    byte, else MarkerError naming the key: a NUL ends a C string, so NVRTC and the file system would take
+    `k\\x00x` as `k` while the baseline keeps it whole. (A file name that is not UTF-8 compiles; only the
+    baseline, which is UTF-8, cannot hold it, and an update says so: core/baseline_write.py `encoded`.)"""
     pending, seen = [value], set()
     while pending:
         item = pending.pop()
@@ -348,20 +347,10 @@ def check_text(key: str, value: object) -> None:
             pending.extend([*item.keys(), *item.values()])
         elif isinstance(item, (list, tuple)):
             pending.extend(item)
-        elif isinstance(item, (str, Path)):
-            text = str(item)
-            if "\x00" in text:
-                raise MarkerError(
-                    f"{key}={value!r}: a NUL byte (\\x00) cannot be in a kernel name, a path or a compiler "
-                    "flag"
-                )
-            try:
-                text.encode("utf-8")
-            except UnicodeEncodeError:
-                raise MarkerError(
-                    f"{key}={value!r}: {text.encode('utf-8', 'surrogateescape')!r} is not UTF-8 (a file "
-                    "name's bytes?), which the baseline cannot hold: rename the file"
-                ) from None
+        elif isinstance(item, (str, Path)) and "\x00" in str(item):
+            raise MarkerError(
+                f"{key}={value!r}: a NUL byte (\\x00) cannot be in a kernel name, a path or a compiler flag"
+            )
 
 
 # A macro name, function-like ones included ("F(x)"), as -D takes it.

@@ -371,7 +371,7 @@ CASES = [
         ),
         ("pytest", "--regbudget-update"),
         USAGE,
-        r"key 'source': b'k\\xff\.cu' is a file name that is not UTF-8",
+        r'NOT updated: cannot write baseline \S+: line \d+ \(\[kernels\."k\\xff\.cu"\..*\) is not UTF-8',
     ),
     Case(
         "a test file name that is not UTF-8",
