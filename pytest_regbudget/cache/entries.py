@@ -24,7 +24,7 @@ from ..core.facts import Deferred
 from ..tools import compiler
 from ..tools.outputs import UnitOutputs
 from ..tools.units import Unit
-from ..util.files import read_document, replace_in, sha256_hex, write_document
+from ..util.files import read_document, read_regular, replace_in, sha256_hex, write_document
 from .fingerprint import FORMAT
 from .nvcc_deps import DepBuild
 
@@ -112,8 +112,7 @@ class Entries:
         """An entry's PTX and cubin, from its body file. A body that is missing or damaged (its checksum is
         in the entry) is counted and made again by `rebuild`, which must report what the entry says."""
         try:
-            with open(self.path(key, suffix=".body"), "rb") as fh:
-                data = fh.read()
+            data = read_regular(self.path(key, suffix=".body"))
             if sha256_hex(data) != digest or ptx_bytes > len(data):
                 raise ValueError("checksum mismatch")
             return data[:ptx_bytes].decode(), data[ptx_bytes:]

@@ -18,7 +18,7 @@ import threading
 from collections.abc import Iterable
 from pathlib import Path
 
-from ..util.files import replace_in, settled, sha256_hex
+from ..util.files import parse_nested, read_regular, replace_in, settled, sha256_hex
 
 # The format of the cache's documents (the keys, the stat cache, the entries, the dependency records).
 # 2: an entry keeps the PTX and cubin in a body file of its own, read only when needed (0.2).
@@ -147,7 +147,7 @@ class StatCache:
             return
         # A damaged stat cache only costs reading files again: it maps stats to digests of what was read.
         with contextlib.suppress(OSError, ValueError, TypeError, AttributeError):
-            doc = json.loads(self.path.read_text(encoding="utf-8"))
+            doc = parse_nested(json.loads, read_regular(self.path).decode("utf-8"))
             if doc.get("format") == FORMAT and isinstance(doc.get("files"), dict):
                 self._entries = {
                     str(k): v for k, v in doc["files"].items() if isinstance(v, list) and len(v) == 6
@@ -165,8 +165,7 @@ class StatCache:
         self._used.add(path)
         if known is not None and known[:5] == ident:
             return str(known[5])
-        with open(path, "rb") as fh:
-            digest = sha256_hex(fh.read())
+        digest = sha256_hex(read_regular(path))
         # Remembered only once the file has been still for longer than a timestamp tick: an edit of the
         # same size within the tick would otherwise keep this digest.
         if settled(st):

@@ -18,17 +18,19 @@ import functools
 import glob
 import json
 import os
+import stat
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from msgspec import Struct
 from msgspec.structs import replace
 
+from ..core.errors import CompileError
 from ..core.text import source_bytes
 from ..tools.compiler import given_names
 from ..tools.options import CompileOptions
 from ..tools.toolkit import Toolkit, nvidia_roots
-from ..util.files import sha256_hex
+from ..util.files import not_regular, read_regular, sha256_hex
 from .fingerprint import (
     FORMAT,
     StatCache,
@@ -100,6 +102,7 @@ def _reach(
             # The file the compiler reads: the first that exists in its order, where an angled name skips
             # the includer's directory.
             order = [*extra, *search] if "<" in written else [includer_dir, *extra, *search]
+            _no_special(includer, written, candidates(name, order[0], order))
             first = next((c for c in candidates(name, order[0], order) if os.path.isfile(c)), None)
             if first is None or reach.lookups.get(first) == "toolkit" or written.startswith("__has"):
                 continue  # not found, the toolkit's, or only tested for (__has_include reads nothing)
@@ -113,13 +116,37 @@ def _reach(
             inner = scanned.get(reach.lookups[first])
             if inner is None:
                 try:
-                    with open(first, "rb") as fh:
-                        data = fh.read()
+                    data = read_regular(first)
                 except OSError:
                     continue  # unreadable to NVRTC too; its state is in the lookups
                 inner = directives_of(data, sha256_hex(data))
             pending.append((first, os.path.dirname(first), inner, []))
     return reach
+
+
+def _no_special(includer: str, written: str, found: Sequence[str]) -> None:
+    """CompileError where the first of `found` that exists and is no directory is not a regular file: the
+    compiler opens it (NVRTC in this process), and a FIFO would block the build for ever."""
+    for path in found:
+        try:
+            mode = os.stat(path).st_mode
+        except OSError:
+            continue
+        if stat.S_ISREG(mode):
+            return
+        if not stat.S_ISDIR(mode):
+            raise CompileError(
+                f"{shown_path(includer)}: {written} finds {shown_path(path)}, {not_regular(mode)}: the "
+                "compiler would wait on it for ever. Fix: make it a file, or remove it"
+            )
+
+
+def check_headers(
+    source: Path, text: str, options: CompileOptions, system_dirs: Sequence[Path], digests: StatCache
+) -> None:
+    """CompileError for an #include of `source` (or of a header it reaches) that finds a FIFO, a device or
+    a socket: checked before every build, as a key is made only where the cache is on."""
+    _reach(source, text, options, system_dirs, digests)
 
 
 def include_lookups(

@@ -19,7 +19,7 @@ from pathlib import Path
 from msgspec import Struct
 
 from ..tools.options import CompileOptions
-from ..util.files import json_digest, sha256_hex
+from ..util.files import json_digest, read_regular, sha256_hex
 from .fingerprint import StatCache, file_state, inside, listing_digest, outermost
 from .includes import (
     DIR_OPTIONS,
@@ -137,8 +137,7 @@ def nvcc_probes(
             system.append(path)
             continue
         try:
-            with open(path, "rb") as fh:
-                data = fh.read()
+            data = read_regular(path)
         except OSError:
             continue  # gone since nvcc read it: its state in DepBuild.files says so
         work.append((path, directives_of(data, sha256_hex(data)), []))

@@ -263,7 +263,7 @@ class Prefetcher:
 def _worker_order(units: list[Unit], env: Mapping[str, str] = os.environ) -> list[Unit]:
     """The order a pytest-xdist worker builds the run's units in: every worker plans them all, so each starts
     at its own share (gw1 of 2 halfway) rather than all waiting on the first unit's lock."""
-    worker, count = env.get("PYTEST_XDIST_WORKER", ""), int(env.get("PYTEST_XDIST_WORKER_COUNT") or 1)
+    worker, count = env.get("PYTEST_XDIST_WORKER", ""), _worker_count(env)
     if not worker.startswith("gw") or not worker[2:].isdigit() or count < 2:
         return units
     start = len(units) * (int(worker[2:]) % count) // count
@@ -276,5 +276,12 @@ def default_jobs(env: dict[str, str] | os._Environ[str] = os.environ) -> int:
         cores = len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux
         cores = os.cpu_count() or 1
-    workers = int(env.get("PYTEST_XDIST_WORKER_COUNT") or 1)
-    return max(1, cores // max(1, workers))
+    return max(1, cores // _worker_count(env))
+
+
+def _worker_count(env: Mapping[str, str]) -> int:
+    """pytest-xdist's count of workers, which it sets in each worker; 1 where it is not a whole number of
+    one or more (set by hand, or by something else): a hint for sharing the cores, not worth a failed run."""
+    text = env.get("PYTEST_XDIST_WORKER_COUNT", "").strip()
+    # Short: int() refuses a string of more than 4,300 digits.
+    return int(text) if text.isascii() and text.isdigit() and len(text) < 7 and int(text) > 0 else 1

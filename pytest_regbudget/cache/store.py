@@ -59,6 +59,7 @@ from .fingerprint import (
 )
 from .keys import (
     cache_key,
+    check_headers,
     depends_fingerprint,
     host_compiler_identity,
     identity_digest,
@@ -229,6 +230,8 @@ class CompileCache:
         base = self.base()
 
         def build(depfile: Path | None = None) -> UnitOutputs:
+            # Before every build, cached or not: a header that is a FIFO would block the compiler for ever.
+            check_headers(unit.source, text, unit.options, self._system_dirs(unit, toolkit), self.digests)
             if unit.nvcc is not None:
                 return nvcc.build_nvcc_unit(
                     unit.source, unit.arch, unit.options, unit.nvcc, timeouts.nvcc, depfile, label, base
@@ -272,16 +275,23 @@ class CompileCache:
             self.stats.whole_dirs.update(self.digests.whole_dirs)
             self.digests.save()
 
+    def _system_dirs(self, unit: Unit, toolkit: Toolkit) -> list[Path]:
+        """The include directories of the compiler's own headers: NVRTC's toolkit's, or nvcc's and its host
+        compiler's."""
+        if unit.nvcc is None:
+            return list(toolkit.include_dirs)
+        return [Path(d) for d in (*self._toolkit_dirs(unit.nvcc), *host_system_dirs(host_compiler()))]
+
     def _failed_key(self, unit: Unit, text: str, toolkit: Toolkit, fresh: bool = False) -> str | None:
         """The key a rejected build of `unit` is kept under; None where it cannot be (an #include through a
         macro): the build's key, and every path its #includes may be found at with its state."""
         try:
             if unit.nvcc is None:
                 return json_digest(["failed", self._nvrtc_key(unit, text, toolkit, fresh)])
-            nvcc = unit.nvcc
-            system = [Path(d) for d in (*self._toolkit_dirs(nvcc), *host_system_dirs(host_compiler()))]
-            lookups = include_lookups(unit.source, text, unit.options, system, self.digests)
-            return json_digest(["failed", self._record_key(unit, text, nvcc), lookups])
+            lookups = include_lookups(
+                unit.source, text, unit.options, self._system_dirs(unit, toolkit), self.digests
+            )
+            return json_digest(["failed", self._record_key(unit, text, unit.nvcc), lookups])
         except (Uncacheable, OSError):
             return None
 

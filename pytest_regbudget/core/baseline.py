@@ -23,9 +23,9 @@ import tomli_w
 from msgspec import Struct, field
 from msgspec.structs import replace
 
-from ..util.files import atomic_write, not_a_file
+from ..util.files import NotRegular, atomic_write, parse_nested, read_regular
 from . import names
-from .baseline_write import check_writable, write_failure
+from .baseline_write import check_writable, encoded, write_failure
 from .baseline_write import lock_path as lock_path
 from .baseline_write import locked as _locked  # update's; tests hold it from another process
 from .dirs import default_cache_dir
@@ -374,8 +374,8 @@ def parse(text: str, path: Path) -> Baseline:
     try:
         # tomli rather than the standard library's tomllib: the same parser, compiled (mypyc) in its
         # wheels, reads a baseline of 2,000 entries in 80 ms instead of 330 (docs/speed.md, "Issue 25").
-        doc = tomli.loads(text)
-    except tomli.TOMLDecodeError as exc:
+        doc = parse_nested(tomli.loads, text)
+    except ValueError as exc:  # TOMLDecodeError, or TooDeep
         raise BaselineError(f"{path} is not valid TOML: {exc}") from None
     if not doc:
         return Baseline()  # an empty file: nothing recorded yet
@@ -441,13 +441,12 @@ def load(path: Path) -> Baseline:
 def read(path: Path) -> str | None:
     """The text of the baseline file at `path`, None where there is none; BaselineError where it cannot be
     read or is not UTF-8."""
-    special = not_a_file(path)
-    if special:
-        raise BaselineError(f"baseline {path} is {special}. Fix: give the path of a TOML file")
     try:
-        data = path.read_bytes()
+        data = read_regular(path)
     except FileNotFoundError:
         return None
+    except NotRegular as exc:
+        raise BaselineError(f"baseline {path} is {exc.strerror}. Fix: give the path of a TOML file") from None
     except OSError as exc:
         raise BaselineError(f"cannot read baseline {path}: {exc.strerror}") from None
     return _decode(data, path)
@@ -590,11 +589,11 @@ def update(
         for build in dropped:
             failed.pop(build)
         counts.broken, counts.broken_dropped = len(failed), len(dropped)
-        text = dumps(Baseline(merged, failed))
-        if not path.exists() or path.read_bytes() != text.encode():
+        data = encoded(path, dumps(Baseline(merged, failed)))
+        if not path.exists() or path.read_bytes() != data:
             check_writable(path)
             try:
-                atomic_write(path, text)
+                atomic_write(path, data)
             except OSError as exc:
                 raise BaselineError(write_failure(path, exc)) from None
     return counts

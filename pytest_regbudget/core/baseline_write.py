@@ -15,7 +15,7 @@ import stat
 from collections.abc import Iterator
 from pathlib import Path
 
-from ..util.files import ready_lock, replace_in
+from ..util.files import read_regular, ready_lock, replace_in
 from .errors import BaselineError
 
 
@@ -63,7 +63,7 @@ def locked(path: Path, lock_dir: Path, timeout: float) -> Iterator[None]:
 
 def _holder(pid_file: Path) -> str:
     try:
-        pid, _, host = pid_file.read_text(encoding="utf-8").strip().partition(" ")
+        pid, _, host = read_regular(pid_file).decode("utf-8", "replace").strip().partition(" ")
     except OSError:
         return "another process (pid unknown)"
     where = f" on {host}" if host and host != socket.gethostname() else ""
@@ -126,6 +126,20 @@ def check_writable(path: Path) -> None:
             f"baseline {path} is read-only (mode {stat.S_IMODE(mode):o}). Fix: chmod u+w {path} to let "
             "--regbudget-update write it, or run without --regbudget-update"
         )
+
+
+def encoded(path: Path, text: str) -> bytes:
+    """The file's bytes (UTF-8, as TOML is); BaselineError naming the line where `text` holds what UTF-8
+    cannot: a lone surrogate, which a file name's bytes that are not UTF-8 leave in a test id."""
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        line = text.count("\n", 0, exc.start) + 1
+        shown = text.splitlines()[line - 1].strip().encode("utf-8", "surrogateescape")
+        raise BaselineError(
+            f"cannot write baseline {path}: line {line} ({str(shown)[2:-1]}) is not UTF-8, which TOML must "
+            "be (a file name's bytes?); the file is as it was. Fix: rename the file"
+        ) from None
 
 
 def write_failure(path: Path, exc: OSError) -> str:

@@ -66,12 +66,31 @@ class ElfInfo(Struct, frozen=True):
     toolkit: str | None  # the ptxas version, from the .note.nv.tkinfo notes or else the ELF header
     entries: tuple[str, ...]
     kernels: Mapping[str, KernelAttributes] = field(default_factory=dict)
+    # Lines of the symbol table that read as no symbol: a name with a space or a line break in it, which
+    # cuobjdump prints as it is (tools/cuobjdump.py then reads the names from the ELF, and escapes them).
+    unread_symbols: int = 0
 
 
 # ---------------------------------------------------------------------------------------------------
 # --dump-resource-usage
 
-_FUNCTION = re.compile(r"^\s*Function\s+(\S.*?):\s*$")
+# DOTALL: a name with a line break in it is joined up from its lines first (parse_resource_usage).
+_FUNCTION = re.compile(r"^\s*Function\s+(\S.*?):\s*$", re.DOTALL)
+_FUNCTION_START = re.compile(r"^\s*Function\s+\S")
+
+
+def escape_names(text: str, raw: Iterable[str]) -> tuple[str, set[str]]:
+    """A listing's `text` with each of the `raw` symbol names that `names.escaped_symbol` changes put as it
+    makes them, longest first (so that a name that holds another is put whole); and the names put. The text
+    is as cuobjdump's output is read: \\r\\n and \\r are \\n in it."""
+    put = set()
+    for name in sorted({n for n in raw if names.escaped_symbol(n) != n}, key=len, reverse=True):
+        shown = names.escaped_symbol(name)
+        text = text.replace(re.sub(r"\r\n?", "\n", name), shown)
+        put.add(shown)
+    return text, put
+
+
 _FIELD = re.compile(r"([A-Z_]+)(?:\[(\d+)\])?:(\d+)")
 _REQUIRED = ("REG", "STACK", "SHARED", "LOCAL")
 
@@ -85,11 +104,20 @@ def parse_resource_usage(text: str) -> list[ResourceUsage]:
     result: list[ResourceUsage] = []
     for index, block in enumerate(elf_blocks(text.splitlines())):
         pending: tuple[str, int, str] | None = None  # (name, lineno, line) awaiting its numbers
+        split: str | None = None  # a name cut by a line break, up to the line that ends it with ":"
         for lineno, line in block.lines:
+            if split is not None:
+                split += "\n" + line
+                if not line.rstrip().endswith(":"):
+                    continue
+                line, split = split, None
             if m := _FUNCTION.match(line):
                 if pending is not None:
                     raise ParseError(f"function {pending[0]!r} has no resource line", pending[2], pending[1])
-                pending = (m.group(1), lineno, line)
+                pending = (names.escaped_symbol(m.group(1)), lineno, line)
+                continue
+            if pending is None and _FUNCTION_START.match(line):
+                split = line
                 continue
             if pending is None or not line.strip():
                 continue
@@ -173,6 +201,7 @@ class _ElfState(Struct):
     symbols: list[_Symbol] = field(default_factory=list)
     # .nv.info.NAME -> [(attribute, value text)]
     info: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
+    unread: int = 0  # symbol table lines that read as no symbol
 
 
 def _parse_symbol(line: str) -> _Symbol | None:
@@ -211,6 +240,8 @@ def _read_elf_block(block: Block) -> _ElfState:
             symbol = _parse_symbol(line)
             if symbol is not None:
                 state.symbols.append(symbol)
+            elif line.strip() and not line.lstrip().startswith("Num"):
+                state.unread += 1
         elif section == ".note.nv.tkinfo":
             if m := _TOOL_NAME.match(line):
                 tool = m.group(1)
@@ -308,6 +339,7 @@ def parse_elf_dump(text: str | Iterable[str]) -> list[ElfInfo]:
                 toolkit=versions[0] if versions else header_toolkit,
                 entries=tuple(e.name for e in entries),
                 kernels=kernels,
+                unread_symbols=state.unread,
             )
         )
     return result

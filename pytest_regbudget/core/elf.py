@@ -99,6 +99,24 @@ def call_tree(cubin: bytes, kernel: str) -> tuple[Called, ...] | None:
     return tuple(out)
 
 
+def symbol_names(cubin: bytes) -> list[str]:
+    """The name of every symbol of the cubin, as its string table holds it (decoded as cuobjdump's output
+    is read: UTF-8, a byte that is not shown as U+FFFD); [] for a cubin that cannot be read. cuobjdump prints
+    a name as it is, so a name with a space or a line break in it is read here, whole."""
+    from elftools.common.exceptions import ELFError
+    from elftools.elf.elffile import ELFFile
+    from elftools.elf.sections import SymbolTableSection
+
+    try:
+        symtab = ELFFile(io.BytesIO(cubin)).get_section_by_name(".symtab")
+        if not isinstance(symtab, SymbolTableSection):
+            return []
+        # pyelftools decodes names as Latin-1: each byte one character, given back as it was.
+        return [s.name.encode("latin-1").decode("utf-8", "replace") for s in symtab.iter_symbols()]
+    except (ELFError, OSError, ValueError, UnicodeEncodeError, struct.error):
+        return []
+
+
 def _edges(data: bytes, symbols: int) -> dict[int, list[int]]:
     """caller -> callees from the records of .nv.callgraph's call parts (see the module's docstring)."""
     words = struct.unpack(f"<{len(data) // 4}i", data[: len(data) // 4 * 4])

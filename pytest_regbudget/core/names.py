@@ -358,3 +358,23 @@ def candidates(requested: str, entries: Sequence[str], limit: int = CANDIDATES) 
     listed = ", ".join(nearest[:limit])
     more = len(nearest) - limit
     return f"{listed} and {more} more" if more > 0 else listed
+
+
+# What splitlines() ends a line at, besides \n: cuobjdump prints a symbol's name as it is.
+_LINE_BREAKS = re.compile(r"\r\n|[\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]")
+
+
+def escaped_symbol(name: str) -> str:
+    """A symbol's name as the plugin keeps it: each space, line break or other character that is not
+    printable escaped (`k\\x20x`, `k\\nx`), every line break as `\\n`. Such a name (only a hand-made binary
+    has one: the compilers make none) would otherwise be cut at the space by the listings' readers, or
+    forge lines of their own. A name without them is itself."""
+    if name.isprintable() and " " not in name:
+        return name
+    return "".join(_escaped_char(c) for c in _LINE_BREAKS.sub("\n", name))
+
+
+def _escaped_char(c: str) -> str:
+    if c == " ":
+        return "\\x20"
+    return c if c.isprintable() else c.encode("unicode_escape").decode("ascii")

@@ -17,6 +17,7 @@ from ..report.writers import FileWriter, file_writers
 from ..update import broken
 from ..update import plan as update
 from ..update.scope import Rule
+from ..util.files import NotRegular
 from .provenance import provenance
 from .session import RegbudgetSession
 
@@ -212,7 +213,13 @@ def _write(session: RegbudgetSession, writer: FileWriter) -> bool:
     except (OSError, BaselineError) as exc:
         why = getattr(exc, "strerror", None) or str(exc)
         path = writer.path
-        hint = "give a file path, not a directory" if path.is_dir() else "check the path and free space"
+        hint = (
+            "give a file path, not a directory"
+            if path.is_dir()
+            else "give the path of a regular file"
+            if isinstance(exc, NotRegular)
+            else "check the path and free space"
+        )
         session.finish_lines.append(f"{writer.option} report NOT written to {path}: {why}; {hint}")
         return False
     return True

@@ -6,9 +6,12 @@ second per 100 commits before any parsing.
 from __future__ import annotations
 
 import contextlib
+import re
 import subprocess
 import threading
+from calendar import monthrange
 from collections.abc import Iterator, Sequence
+from datetime import datetime
 from pathlib import Path
 
 from msgspec import Struct
@@ -72,52 +75,78 @@ def repository_of(path: Path) -> tuple[Path, str]:
     return root, relative.as_posix()
 
 
-def _is_revision(root: Path, text: str) -> bool:
+def _revision(root: Path, text: str) -> str | None:
+    """The commit `text` names (a hash, a tag, HEAD~10, `:/message`), None where it names none. Looked up
+    whole, then peeled to its commit: `:/message^{commit}` would search for a message ending in `^{commit}`.
+    After --end-of-options, so that a value such as `--all` is a name, never an option of git's."""
     try:
-        _git(root, ["rev-parse", "--verify", "--quiet", f"{text}^{{commit}}"])
+        found = _git(root, ["rev-parse", "--verify", "--quiet", "--end-of-options", text]).strip()
+        return _git(root, ["rev-parse", "--verify", "--quiet", f"{found}^{{commit}}"]).strip() or None
     except GitError:
-        return False
-    return True
+        return None
 
 
 def _selected(root: Path, since: str | None, until: str | None) -> set[str] | None:
-    """The branch's commits in the range --since/--until give (each a revision or a date git understands),
-    or None for all. Selected apart from the file's log, which always starts at HEAD: a renamed file has its
-    old name before the rename, and `git log --follow` only sees the rename if it walks through it."""
+    """The branch's commits in the range --since/--until give (each a revision or a date, `_date`), or None
+    for all. Selected apart from the file's log, which always starts at HEAD: a renamed file has its old
+    name before the rename, and `git log --follow` only sees the rename if it walks through it."""
     if since is None and until is None:
         return None
     args = ["rev-list", "--first-parent"]
     start, end = None, "HEAD"
-    for flag, value in (("since", since), ("until", until)):
+    for flag, value, age in (("since", since, "max-age"), ("until", until, "min-age")):
         if value is None:
             continue
-        if _is_revision(root, value):
-            if flag == "since":
-                start = value
-            else:
-                end = value
+        commit = _revision(root, value)
+        if commit is None:
+            # A time in seconds, not the text: git reads a date it does not know as some other date.
+            args.append(f"--{age}={_date(flag, value)}")
+        elif flag == "since":
+            start = commit
         else:
-            args.append(f"--{flag}={_date(root, flag, value)}")
+            end = commit
     listed = _git(root, [*args, f"{start}..{end}" if start else end])
     return set(listed.split())
 
 
-def _date(root: Path, flag: str, value: str) -> str:
-    """`value` as git reads a date; GitError for text that is neither a revision nor a date (git reads any
-    text it cannot parse as "now")."""
-    stamp = _git(root, ["rev-parse", f"--since={value}"]).strip().removeprefix("--max-age=")
-    now = _git(root, ["rev-parse", "--since=now"]).strip().removeprefix("--max-age=")
-    if (
-        stamp.isdigit()
-        and now.isdigit()
-        and abs(int(stamp) - int(now)) <= 2
-        and value.strip().lower() != "now"
-    ):
-        raise GitError(
-            f"--{flag} {value!r} is neither a revision of this repository nor a date git understands "
-            '(a commit, a tag, HEAD~10, 2026-01-31, "2 weeks ago")'
-        )
-    return value
+_UNITS = {"second": 1, "minute": 60, "hour": 3600, "day": 86400, "week": 7 * 86400}
+_AGO = re.compile(r"(\d{1,6})[\s.]+(second|minute|hour|day|week|month|year)s?(?:[\s.]+ago)?", re.IGNORECASE)
+DATE_FORMS = '2026-01-31, 2026-01-31T12:00:00+02:00, "2 weeks ago", yesterday'
+
+
+def _date(flag: str, value: str, now: datetime | None = None) -> int:
+    """`value` as seconds since 1970: an ISO 8601 date or time (local time where it names no zone, as git
+    reads one), "N units ago" (seconds to years; `2.weeks.ago` as git spells it), `yesterday` or `now`.
+    GitError for anything else: git takes any text it cannot parse as some date (`v9.9`, a tag that does not
+    exist, is September 9th; `2100-01-01`, past its last year, is today), and the range would be wrong with
+    no word said."""
+    now = now or datetime.now().astimezone()
+    text = value.strip()
+    match = _AGO.fullmatch(text)
+    if text.lower() in ("now", "yesterday"):
+        stamp = now.timestamp() - (86400 if text.lower() == "yesterday" else 0)
+    elif match and match[2].lower() in _UNITS:
+        stamp = now.timestamp() - int(match[1]) * _UNITS[match[2].lower()]
+    elif match:
+        stamp = _months_before(now, int(match[1]) * (12 if match[2].lower() == "year" else 1)).timestamp()
+    else:
+        try:
+            when = datetime.fromisoformat(text)
+        except ValueError:
+            raise GitError(
+                f"--{flag} {value!r} is neither a revision of this repository nor a date (a commit, a tag, "
+                f"HEAD~10, :/message; {DATE_FORMS})"
+            ) from None
+        # Before 1970 is 1970 (git has no earlier time); a naive time of year 1 has no local time to take.
+        stamp = 0 if when.year < 1970 else (when if when.tzinfo else when.astimezone()).timestamp()
+    return max(0, int(stamp))
+
+
+def _months_before(now: datetime, months: int) -> datetime:
+    """The same day and time `months` months earlier (the month's last day where it is shorter)."""
+    index = now.year * 12 + now.month - 1 - months
+    year, month = max(1, index // 12), index % 12 + 1
+    return now.replace(year=year, month=month, day=min(now.day, monthrange(year, month)[1]))
 
 
 def _commits(root: Path, relative: str, limit: int | None = None) -> list[tuple[Commit, str]]:

@@ -401,9 +401,10 @@ class ManifestCollection:
             for arch in archs:
                 held = self.session.builder.binary_arch(path, arch)
                 found[arch] = [k.entry for k in held.kernels]
-                empty = self.session.empty_binaries
-                rel = self.manifest.relative(path)
-                empty[rel] = empty.get(rel, 0) + held.empty
+                if held.empty:  # 0 in the summary's count means the whole file: counted only where some are
+                    empty = self.session.empty_binaries
+                    rel = self.manifest.relative(path)
+                    empty[rel] = empty.get(rel, 0) + held.empty
         except ToolTimeout:
             raise  # its items say so (_binary_items)
         except (CompileError, ToolchainError) as exc:

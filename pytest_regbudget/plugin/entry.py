@@ -90,7 +90,11 @@ def _named(config: pytest.Config) -> bool:
         return True
     for settings in {root / PYPROJECT, config.inipath}:
         try:
-            if settings is not None and MARKER in settings.read_text(encoding="utf-8", errors="replace"):
+            # A file only: reading a FIFO would block the run before it starts. (Not util.files's reader:
+            # its import would load msgspec into every pytest run.)
+            if settings is None or not settings.is_file():
+                continue
+            if MARKER in settings.read_text(encoding="utf-8", errors="replace"):
                 return True  # an ini key or [tool.regbudget] (even one in a comment: the engine decides)
         except OSError:
             pass

@@ -25,7 +25,7 @@ from ..core.text import safe_block
 from ..engine.session import RegbudgetSession
 from ..engine.state import ItemState
 from ..gpu.device import Device, device
-from ..project.markers import Budget, compile_options
+from ..project.markers import Budget, check_text, compile_options
 from ..sources import KernelSource, SourceSpec
 from ..sources import make as make_source
 from ..sources.nvrtc import CodeString
@@ -84,7 +84,9 @@ class RegbudgetFixture:
         the compile cache cannot find by itself (such as a header included through a macro), as the marker's.
         """
         __tracebackhide__ = True
-        opts = self._options(defines, include_dirs, options, ptxas_options, depends)
+        opts = self._options(
+            defines, include_dirs, options, ptxas_options, depends, source=source, kernel=kernel
+        )
         chosen = compiler or (self._state.budget or Budget()).compiler or self._session.settings.compiler
         return self._measure_one(make_source(chosen, SourceSpec(self._test_dir / source, kernel, opts)))
 
@@ -104,7 +106,7 @@ class RegbudgetFixture:
         reports) call the code; `#include "x.h"` resolves against the test file's directory."""
         __tracebackhide__ = True
 
-        opts = self._options(defines, include_dirs, options, ptxas_options, depends)
+        opts = self._options(defines, include_dirs, options, ptxas_options, depends, name=name, kernel=kernel)
         return self._measure_one(CodeString(self._test_dir / name, code, kernel, opts))
 
     def load(self, path: str | os.PathLike[str], kernel: str | None = None) -> list[KernelReport]:
@@ -113,6 +115,7 @@ class RegbudgetFixture:
         records them."""
         __tracebackhide__ = True
 
+        self._options(None, (), (), (), path=path, kernel=kernel)
         return self.measure(Binary(self._test_dir / path, kernel))
 
     def compile_triton(
@@ -172,7 +175,10 @@ class RegbudgetFixture:
         options: Sequence[str],
         ptxas_options: Sequence[str],
         depends: Sequence[str | os.PathLike[str]] = (),
+        **named: object,
     ) -> CompileOptions:
+        """The compile keys, checked as a marker's; `named`: the call's names (kernel, source), checked as a
+        marker's strings are."""
         given = {
             "defines": defines,
             "include_dirs": include_dirs,
@@ -181,6 +187,8 @@ class RegbudgetFixture:
             "depends": depends,
         }
         try:
+            for key, value in named.items():
+                check_text(key, value)
             return compile_options(given, self._test_dir)
         except MarkerError as exc:
             # The same rules as the marker's keys: a bad argument is the test's error, said plainly.

@@ -20,6 +20,7 @@ from pathlib import Path
 from msgspec import Struct
 
 from ..core.errors import ManifestError
+from ..util.files import parse_nested, read_regular
 
 # Words a build puts before the compiler: argv[0] is one of these, argv[1] is the compiler.
 LAUNCHERS = frozenset({"ccache", "sccache", "distcc"})
@@ -233,14 +234,15 @@ def _read(path: Path) -> list[object]:
         "or fix the path"
     )
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_regular(path).decode("utf-8")
     except FileNotFoundError:
         raise ManifestError(f"compilation database {path} does not exist: {how}") from None
     except (OSError, UnicodeDecodeError) as exc:
-        raise ManifestError(f"compilation database {path} cannot be read ({exc}): {how}") from None
+        shown = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+        raise ManifestError(f"compilation database {path} cannot be read ({shown}): {how}") from None
     try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
+        data = parse_nested(json.loads, text)
+    except ValueError as exc:  # JSONDecodeError, or TooDeep
         raise ManifestError(f"compilation database {path} is not JSON ({exc}): {how}") from None
     if not isinstance(data, list):
         raise ManifestError(

@@ -17,6 +17,7 @@ from pathlib import Path
 import tomli
 from msgspec import Struct, field
 
+from ..util.files import parse_nested, read_regular
 from .options import IniKey
 
 Values = Mapping[str, object]
@@ -61,18 +62,26 @@ class IniSettings(Struct, frozen=True):
         return str(value).strip().lower() in ("true", "yes", "y", "on", "t", "1")
 
 
+def _text(path: Path) -> str:
+    try:
+        return read_regular(path).decode("utf-8")
+    except OSError as exc:
+        raise IniError(f"cannot read {path}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise IniError(f"{path}: not UTF-8 ({exc})") from None
+
+
 def _toml(path: Path) -> dict[str, object]:
     try:
-        with path.open("rb") as fh:
-            return tomli.load(fh)
-    except tomli.TOMLDecodeError as exc:
+        return parse_nested(tomli.loads, _text(path))
+    except ValueError as exc:  # TOMLDecodeError, or TooDeep
         raise IniError(f"{path}: {exc}") from None
 
 
 def _ini(path: Path) -> configparser.ConfigParser:
     parser = configparser.ConfigParser(interpolation=None)
     try:
-        parser.read(path, encoding="utf-8")
+        parser.read_string(_text(path), str(path))
     except configparser.Error as exc:
         raise IniError(f"{path}: {exc}") from None
     return parser

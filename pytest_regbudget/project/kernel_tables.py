@@ -23,6 +23,7 @@ from ..core import names
 from ..core.errors import ManifestError, MarkerError
 from ..core.text import close_key_hint
 from ..tools.options import CompileOptions
+from ..util.files import one_globstar
 from . import compile_commands as cdb
 from .markers import BUDGET_KEYS, VALID_KEYS, parse_marker
 
@@ -192,9 +193,8 @@ def _excluded(
                 f'{item!r}: expected a glob relative to the rootdir, or {{ glob = "...", reason = "..." }}, '
                 'e.g. exclude = ["src/*/reference.cu"]'
             )
-        contained(glob, rootdir, error)
         # Expanded as source globs are, so that an exclude reads like the source it subtracts from.
-        named = set(rootdir.glob(glob))
+        named = set(rootdir.glob(contained(glob, rootdir, error)))
         for path in files:
             if path in named:
                 out.setdefault(path, reason)
@@ -225,10 +225,9 @@ def _files(value: object, rootdir: Path, error: Any) -> tuple[Path, ...]:
         )
     found: list[Path] = []
     for pattern in globs:
-        contained(pattern, rootdir, error)
         # pathlib's `**` does not descend through symbolic links to directories (a link to / would walk the
         # file system); a file reached through a link under the rootdir is one of its files.
-        matched = sorted(p for p in rootdir.glob(pattern) if p.is_file())
+        matched = sorted(p for p in rootdir.glob(contained(pattern, rootdir, error)) if p.is_file())
         if not matched:
             raise error(f"{pattern!r} matches no file (globs are relative to the rootdir {rootdir})")
         for path in matched:
@@ -237,19 +236,31 @@ def _files(value: object, rootdir: Path, error: Any) -> tuple[Path, ...]:
     return tuple(found)
 
 
-def contained(pattern: str, rootdir: Path, error: Any) -> None:
-    """The one containment rule of the manifest's globs, checked before anything is expanded: relative to the
-    rootdir, and not leaving it (no absolute path, no `..`), so that a pattern can never walk the whole file
-    system (`/**/*.cuh`)."""
+def contained(pattern: str, rootdir: Path, error: Any) -> str:
+    """The one rule of the manifest's globs, checked before anything is expanded; returns the pattern to
+    expand. Relative to the rootdir, and not leaving it (no absolute path, no `..`), so that a pattern can
+    never walk the whole file system (`/**/*.cuh`); naming files, not the rootdir itself (`""`, `"."`, which
+    pathlib cannot expand); no NUL byte; a run of `**` expanded as one (`one_globstar`)."""
+    if "\x00" in pattern:
+        raise error(f"{pattern!r}: a NUL byte (\\x00) cannot be in a path")
     if os.path.isabs(pattern) or pattern.startswith("~") or ".." in Path(pattern).parts:
         raise error(
             f"{pattern!r} is outside the rootdir {rootdir}: the manifest's globs are relative to the rootdir "
             "and stay in it (move the manifest up, or give pytest a rootdir above both)"
         )
+    expanded = one_globstar(pattern)
+    if not expanded:
+        raise error(
+            f'{pattern!r} names the rootdir itself, not files: write a glob of files, e.g. "kernels/*.cu", '
+            'or "**/*.cu" for every CUDA file under the rootdir'
+        )
+    return expanded
 
 
 def _patterns(value: object, error: Any) -> tuple[str, ...]:
     patterns = _strings(value)
+    if patterns and any("\x00" in p for p in patterns):
+        raise error(f"{value!r}: a NUL byte (\\x00) cannot be in a kernel name")
     if not patterns or not all(p.strip() for p in patterns):
         raise error(
             f"{value!r}: expected a list of kernel names, name expressions or patterns, e.g. "

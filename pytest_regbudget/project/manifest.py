@@ -41,6 +41,7 @@ from ..core.arch import KEYWORDS, get_arch, is_arch_name
 from ..core.errors import ManifestError, UnknownArchError
 from ..core.text import close_key_hint
 from ..tools.options import CompileOptions
+from ..util.files import NotRegular, parse_nested, read_regular
 from .kernel_tables import NO_VARIANT, Table, Variant, read_table
 from .markers import COMPILE_KEYS, Budget, parse_marker
 from .options import PYPROJECT, STANDALONE
@@ -333,14 +334,17 @@ def find(rootdir: Path) -> Found | None:
     that is there but is not a file (a directory of that name would otherwise be silently ignored)."""
     standalone, path = rootdir / STANDALONE, rootdir / PYPROJECT
     if standalone.exists() and not standalone.is_file():
-        raise ManifestError(
-            f"{standalone} is not a file (a directory?): rename it, or make it the manifest file"
-        )
+        what = "a directory?" if standalone.is_dir() else "a FIFO, a device or a socket"
+        raise ManifestError(f"{standalone} is not a file ({what}): rename it, or make it the manifest file")
     pyproject: Path | None = path
     text = None
     try:
-        text = path.read_text(encoding="utf-8")
-    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+        text = read_regular(path).decode("utf-8")
+    except (FileNotFoundError, NotADirectoryError):
+        pyproject = None
+    except NotRegular as exc:
+        if not path.is_dir():  # a FIFO or a device: never read (that would hang), never taken for none
+            raise ManifestError(f"{path} is {exc.strerror}: make it a file, or remove it") from None
         pyproject = None
     except (OSError, UnicodeDecodeError):
         pass  # manifest.load reads it again, and says what is wrong with it
@@ -378,15 +382,17 @@ def _tool_table(pyproject: Path, text: str | None) -> dict[str, Any] | None:
 
 def _read(path: Path) -> str:
     try:
-        return path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+        return read_regular(path).decode("utf-8")
+    except OSError as exc:
+        raise ManifestError(f"cannot read {path}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
         raise ManifestError(f"cannot read {path}: {exc}") from None
 
 
 def _toml(path: Path, text: str | None = None) -> dict[str, Any]:
     try:
-        doc: dict[str, Any] = tomli.loads(_read(path) if text is None else text)
-    except tomli.TOMLDecodeError as exc:
+        doc: dict[str, Any] = parse_nested(tomli.loads, _read(path) if text is None else text)
+    except ValueError as exc:  # TOMLDecodeError, or TooDeep
         raise ManifestError(f"{path}: not valid TOML: {exc}") from None
     return doc
 

@@ -23,6 +23,7 @@ from ..core.limits import LEVELS, Launch, Level, Limits
 from ..core.metrics import CAP_KEYS, TOLERANCE_KEYS
 from ..core.text import close_key_hint
 from ..tools.options import CompileOptions
+from ..util.files import one_globstar
 
 COMPILE_KEYS = (
     "source",
@@ -325,17 +326,31 @@ def _arch_name(key: str, name: object) -> str:
 
 def _strings(key: str, value: object) -> tuple[str, ...]:
     if isinstance(value, (str, Path)):
-        return (_no_nul(key, str(value)),)
+        return (str(value),)
     if isinstance(value, Sequence) and all(isinstance(v, (str, Path)) for v in value):
-        return tuple(_no_nul(key, str(v)) for v in value)
+        return tuple(str(v) for v in value)
     raise MarkerError(f"{key}={value!r}: expected a string or a list of strings")
 
 
-def _no_nul(key: str, text: str) -> str:
-    """A path or a flag goes to the file system or a compiler's command line, where a NUL byte cannot be."""
-    if "\x00" in text:
-        raise MarkerError(f"{key}={text!r}: a NUL byte (\\x00) cannot be in a path or a compiler flag")
-    return text
+def check_text(key: str, value: object) -> None:
+    """Every string in a key's value (a list's items, a mapping's keys and values, nested) without a NUL
+    byte, else MarkerError naming the key: a NUL ends a C string, so NVRTC and the file system would take
+    `k\\x00x` as `k` while the baseline keeps it whole. (A file name that is not UTF-8 compiles; only the
+    baseline, which is UTF-8, cannot hold it, and an update says so: core/baseline_write.py `encoded`.)"""
+    pending, seen = [value], set()
+    while pending:
+        item = pending.pop()
+        if id(item) in seen:
+            continue  # a list that holds itself
+        seen.add(id(item))
+        if isinstance(item, Mapping):
+            pending.extend([*item.keys(), *item.values()])
+        elif isinstance(item, (list, tuple)):
+            pending.extend(item)
+        elif isinstance(item, (str, Path)) and "\x00" in str(item):
+            raise MarkerError(
+                f"{key}={value!r}: a NUL byte (\\x00) cannot be in a kernel name, a path or a compiler flag"
+            )
 
 
 # A macro name, function-like ones included ("F(x)"), as -D takes it.
@@ -478,8 +493,9 @@ def _paths(key: str, kwargs: Mapping[str, object], base_dir: Path) -> tuple[str,
     error, since the cache would then track nothing where the user meant a file."""
     paths = []
     for given in _strings(key, kwargs.get(key, ())):
-        path = str(base_dir / given)
         magic = any(c in given for c in "*?[")
+        # A run of `**` walks the tree once per `**`: expanded as one (the cache key expands it too).
+        path = str(base_dir / (one_globstar(given) if magic else given))
         if not (glob.glob(path, recursive=True) if magic else os.path.exists(path)):
             what = "matches no file" if magic else "names no file or directory"
             raise MarkerError(
@@ -492,6 +508,8 @@ def _paths(key: str, kwargs: Mapping[str, object], base_dir: Path) -> tuple[str,
 def compile_options(kwargs: Mapping[str, object], base_dir: Path) -> CompileOptions:
     """The compile keys (defines, include_dirs, options, ptxas_options, depends) of a marker or of a
     fixture call, checked alike; relative paths are from `base_dir`, the test file's directory."""
+    for key in ("defines", "include_dirs", "options", "ptxas_options", "depends"):
+        check_text(key, kwargs.get(key))
     return CompileOptions.make(
         defines=_defines(kwargs.get("defines")),
         include_dirs=tuple(
@@ -518,17 +536,15 @@ def parse_marker(args: Sequence[object], kwargs: Mapping[str, object], base_dir:
         raise MarkerError(f"unknown regbudget key {key!r}{hint}; valid keys: {', '.join(VALID_KEYS)}")
     source = kwargs.get("source")
     kernel = kwargs.get("kernel")
+    for key, value in kwargs.items():
+        check_text(key, value)
     if source is not None and not isinstance(source, (str, Path)):
         raise MarkerError(f"source={source!r}: expected a path to a .cu file")
-    if source is not None:
-        _no_nul("source", str(source))
     if kernel is not None and not isinstance(kernel, str):
         raise MarkerError(f"kernel={kernel!r}: expected a kernel name such as 'poly_eval' or 'gemm<128, 64>'")
     binary = kwargs.get("binary")
     if binary is not None and not isinstance(binary, (str, Path)):
         raise MarkerError(f"binary={binary!r}: expected a path to a cubin, fatbin, object or shared library")
-    if binary is not None:
-        _no_nul("binary", str(binary))
     if binary is not None and source is not None:
         raise MarkerError("give source= (to compile) or binary= (to read a prebuilt binary), not both")
     if (source is None and binary is None) != (kernel is None):

@@ -8,6 +8,8 @@ no report loads none of them (docs/speed.md, "what a run pays").
 
 from __future__ import annotations
 
+import errno
+import os
 from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from pathlib import Path
@@ -15,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from msgspec import Struct
 
-from ..util.files import atomic_write
+from ..util.files import NotRegular, atomic_write, not_regular
 from .record import ReportRecord, json_text
 
 if TYPE_CHECKING:
@@ -37,10 +39,30 @@ class FileWriter(Struct, frozen=True):
         if self.skip_empty and not text:
             return
         if self.append:
-            with open(self.path, "a", encoding="utf-8") as fh:
-                fh.write(text)
+            _append(self.path, text)
         else:
             atomic_write(self.path, text)
+
+
+def _append(path: Path, text: str) -> None:
+    """`text` appended to the regular file at `path` (made if there is none); NotRegular for anything else.
+    Opened without waiting and checked on the open file: a FIFO would block the run until something reads
+    it (opening one that nothing reads fails at once, ENXIO, which is said as what it is)."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | _NO_WAIT, 0o666)
+    except OSError as exc:
+        if exc.errno == errno.ENXIO:
+            raise NotRegular(errno.EINVAL, "a FIFO, not a regular file", str(path)) from None
+        raise
+    with os.fdopen(fd, "ab") as fh:
+        special = not_regular(os.fstat(fd).st_mode)
+        if special:
+            raise NotRegular(errno.EINVAL, special, str(path))
+        fh.write(text.encode("utf-8"))
+
+
+# Opened without waiting (where the platform has the flag): see _append.
+_NO_WAIT = getattr(os, "O_NONBLOCK", 0)
 
 
 def markdown_comment(

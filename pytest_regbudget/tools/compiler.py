@@ -22,7 +22,7 @@ from ..core.errors import CompileError
 from ..core.facts import Deferred, KernelFacts, Provenance
 from ..core.metrics import KernelResources
 from ..core.ptx import ptx_setmaxnreg, ptx_tmem
-from ..util.files import settled
+from ..util.files import open_regular, settled
 from .options import CompileOptions
 from .outputs import BuildOutputs, CompiledKernel, UnitOutputs, not_found
 from .ptxas import run_ptxas
@@ -47,12 +47,13 @@ def read_source(source: Path) -> str:
         known = _SOURCES.get((str(source), st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns))
         if known is not None:
             return known
-        with open(source, "rb") as fh:
+        # A regular file only: a FIFO would block the run, a device such as /dev/zero never ends.
+        with open_regular(source) as fh:
             st = os.fstat(fh.fileno())  # the stat of what is read
             stamp = (str(source), st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
             data = fh.read()
     except OSError as exc:
-        raise CompileError(f"cannot read CUDA source {source}: {exc.strerror}") from exc
+        raise CompileError(f"cannot read CUDA source {source}: {exc.strerror or exc}") from exc
     text = data.removeprefix(codecs.BOM_UTF8).decode("utf-8", "surrogateescape")
     if settled(st):
         if len(_SOURCES) >= 512:

@@ -65,12 +65,13 @@ from typing import TypeVar
 from msgspec import Struct
 from msgspec.structs import replace
 
-from ..core import names
+from ..core import elf, names
 from ..core.cuobjdump import BinaryKernel as BinaryKernel  # the parsers' since they join the listings
 from ..core.cuobjdump import (
     ElfInfo,
     ResourceUsage,
     elf_block_archs,
+    escape_names,
     parse_elf_dump,
     parse_elf_list,
     parse_resource_usage,
@@ -80,7 +81,15 @@ from ..core.cuobjdump import (
 from ..core.cuobjdump import combine_listings as combine_listings
 from ..core.defaults import DEFAULT_CUOBJDUMP_TIMEOUT
 from ..core.errors import BinaryError, BinaryTimeout, CompileError, ParseError, ToolchainError
-from ..util.files import file_sha256, read_document, settled, sha256_hex, write_document
+from ..util.files import (
+    file_sha256,
+    not_a_file,
+    read_document,
+    read_regular,
+    settled,
+    sha256_hex,
+    write_document,
+)
 from .options import Timeouts
 from .toolkit import Toolkit, find_tool
 from .toolkit import ptxas_version as tool_version
@@ -283,6 +292,9 @@ class _File(Struct, frozen=True):
             st = path.stat()
         except OSError:
             raise BinaryError(f"cannot read the CUDA binary {path}: no such file") from None
+        special = not_a_file(path)
+        if special:  # cuobjdump would wait on a FIFO until its timeout, and read a device without end
+            raise BinaryError(f"cannot read the CUDA binary {path}: it is {special}")
         stamp = (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev)
         return cls(path, stamp, cuobjdump, timeout, settled(st))
 
@@ -318,7 +330,7 @@ def _listing(file: _File) -> _Listing:
         # its own one ELF; its ELF header names its arch (a small file, read twice).
         names = []
         elves = parse_elf_dump(file.run(["--dump-elf"], file.path, timeout, _not_hex))
-        archs = [elf.arch for elf in elves] or [None]
+        archs = [e.arch for e in elves] or [None]
         usages = [replace(u, arch=archs[0]) for u in usages]
     if names and len(names) != len(archs):
         raise BinaryError(
@@ -348,10 +360,11 @@ class _ArchFacts(Struct, frozen=True):
 
 # The cache documents' own version: a change of BinaryKernel or of what is read changes it.
 # 2: a linked kernel without a stack frame has spills 0 whatever its ptxas; 3: setmaxnreg roles from the SASS;
-# 4: cluster dims and tcgen05 use from the kernel's attributes; 5: local_instructions.
-_CACHE_FORMAT = 5
-# A file's facts: 6, kept with their copy tags and names (a cubin's facts are as they were).
-_FILE_FORMAT = 6
+# 4: cluster dims and tcgen05 use from the kernel's attributes; 5: local_instructions; 6: a name with a
+# space or a line break read whole, escaped (names.escaped_symbol).
+_CACHE_FORMAT = 6
+# A file's facts: 6, kept with their copy tags and names (a cubin's facts are as they were); 7: as 6.
+_FILE_FORMAT = 7
 
 
 def _kept(doc: str | None, kind: type[T], make: Callable[[], T], form: int = _CACHE_FORMAT) -> T:
@@ -476,15 +489,23 @@ def _cubin_facts(file: _File, cubin: Path, folder: Path | None) -> _CubinFacts:
 def _read_cubin(file: _File, cubin: Path) -> _CubinFacts:
     # A cubin's own size sets its timeout: the one of a whole library when the file is its one ELF.
     timeout = file.timeout * max(1.0, cubin.stat().st_size / _PER_BYTES)
-    elves = parse_elf_dump(file.run(["--dump-elf"], cubin, timeout, _not_hex))
+    lines = file.run(["--dump-elf"], cubin, timeout, _not_hex)
+    elves = parse_elf_dump(lines)
+    escaped: set[str] = set()
+    if len(elves) == 1 and elves[0].unread_symbols:
+        # A symbol whose name holds a space or a line break (a hand-made binary): its names are read from
+        # the ELF itself and escaped in the listing, which is then read again.
+        text, escaped = escape_names("\n".join(lines), elf.symbol_names(read_regular(cubin)))
+        elves = parse_elf_dump(text) if escaped else elves
     if len(elves) != 1:
         raise BinaryError(f"cannot read {file.path}: an extracted ELF reads as {len(elves)} ELFs")
-    elf = elves[0]
+    info = elves[0]
     # Widths of the marked instructions, and the targets of the kernels that reconfigure registers (their
-    # ELF says so, not with which targets), only for those kernels: the SASS can be large.
-    marked = sorted(name for name in elf.kernels if _marks(elf, name))
-    reconfigured = sorted(name for name, attrs in elf.kernels.items() if attrs.reg_reconfig)
-    wanted = sorted({*marked, *reconfigured})
+    # ELF says so, not with which targets), only for those kernels: the SASS can be large. Not for a name
+    # that was escaped: cuobjdump takes a comma-separated list of names, as they are.
+    marked = sorted(name for name in info.kernels if _marks(info, name))
+    reconfigured = sorted(name for name, attrs in info.kernels.items() if attrs.reg_reconfig)
+    wanted = sorted({*marked, *reconfigured} - escaped)
     accesses: dict[str, dict[int, str]] = {}
     roles: dict[str, tuple[tuple[str, int], ...]] = {}
     if wanted:
@@ -496,9 +517,9 @@ def _read_cubin(file: _File, cubin: Path) -> _CubinFacts:
         accesses = {name: dict(offsets) for name, offsets in (per_elf[0] if per_elf else {}).items()}
         per_elf_roles = parse_sass_roles(sass)
         roles = dict(per_elf_roles[0]) if per_elf_roles else {}
-    return _CubinFacts(elf, accesses, roles)
+    return _CubinFacts(info, accesses, roles)
 
 
-def _marks(elf: ElfInfo, name: str) -> bool:
-    attrs = elf.kernels.get(name)
+def _marks(info: ElfInfo, name: str) -> bool:
+    attrs = info.kernels.get(name)
     return attrs is not None and bool(attrs.spill_offsets)

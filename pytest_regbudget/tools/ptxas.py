@@ -44,11 +44,16 @@ def run_ptxas(
             hint = ""
             if re.search(r"not defined for option 'gpu-name'|Unsupported .target|is not a supported", output):
                 hint = "\n" + _arch_hint(arch, toolkit)
-            raise Rejected(
-                f"ptxas {toolkit.ptxas_version} failed on {label or 'the kernel'} for {arch} "
-                f"(exit {returncode}):\n{output.strip()}{hint}",
-                output,
-            )
+            what = f"ptxas {toolkit.ptxas_version} failed on {label or 'the kernel'}"
+            failed = f"{what} for {arch} (exit {returncode})"
+            quoted = _quoted_file_names(ptx)
+            if quoted:
+                # Said on the failure's first line: ptxas's own "Parsing error near 'b'" names no file.
+                failed += (
+                    f": the file name {quoted[0]!r} holds a '\"', which ptxas cannot read in the PTX's line "
+                    "information (.file). Fix: rename the file. ptxas said"
+                )
+            raise Rejected(f"{failed}:\n{output.strip()}{hint}", output)
         cubin = cubin_path.read_bytes() if cubin_path.is_file() else b""
         if not cubin:
             raise CompileError(
@@ -58,6 +63,16 @@ def run_ptxas(
                 output,
             )
         return output, cubin
+
+
+# A .file directive of the PTX's line information: NVRTC writes a `"` in a file name as `\\"`, which ptxas
+# does not read as an escape (ptxas 12.9, 13.x: "Parsing error near ...").
+_FILE_DIRECTIVE = re.compile(r'^\s*\.file\s+\d+\s+"(.*)"', re.MULTILINE)
+
+
+def _quoted_file_names(ptx: str) -> list[str]:
+    """The file names of the PTX's .file directives that hold a `"`."""
+    return [m[1].replace('\\"', '"') for m in _FILE_DIRECTIVE.finditer(ptx) if '"' in m[1]]
 
 
 def _arch_hint(arch: str, toolkit: Toolkit) -> str:

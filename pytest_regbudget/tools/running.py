@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..util.files import replace_in
+from ..util.files import parse_nested, read_regular, replace_in
 
 # Tool runs in progress, in any thread: kill_running_tools stops them when the run is interrupted.
 _running: set[subprocess.Popen[bytes]] = set()
@@ -119,7 +119,7 @@ class ToolMemo:
             self._records = {}
             if self.path is not None:
                 with contextlib.suppress(OSError, ValueError):
-                    doc = json.loads(self.path.read_text(encoding="utf-8"))
+                    doc = parse_nested(json.loads, read_regular(self.path).decode("utf-8"))
                     if (
                         isinstance(doc, dict)
                         and doc.get("format") == 1

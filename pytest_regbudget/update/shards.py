@@ -18,6 +18,7 @@ from ..core.errors import UnknownArchError
 from ..core.metrics import METRICS
 from ..report.record import ReportRecord
 from ..report.writers import JSON_FORMAT, JSON_VERSION, READABLE_VERSIONS
+from ..util.files import parse_nested, read_regular
 from .scope import RunScope
 
 RERUN = "give a report written by pytest --regbudget-json"
@@ -134,12 +135,14 @@ def read(path: Path) -> Report:
     """A --regbudget-json report of this plugin's version, every record and the scope checked; BadReport
     naming the file (and the record and field) otherwise."""
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
+        doc = parse_nested(json.loads, read_regular(path).decode("utf-8"))
     except FileNotFoundError:
         raise BadReport(f"{path}: no such file. Fix: give a report of pytest --regbudget-json=PATH") from None
-    except (OSError, UnicodeDecodeError) as exc:
+    except OSError as exc:
+        raise BadReport(f"{path}: cannot read it: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
         raise BadReport(f"{path}: cannot read it: {exc}") from None
-    except json.JSONDecodeError as exc:
+    except ValueError as exc:  # JSONDecodeError, or TooDeep
         raise BadReport(f"{path}: not JSON ({exc}); {RERUN}") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("kernels"), list):
         raise BadReport(f'{path}: not a pytest-regbudget report (no "kernels" list)')

@@ -1,5 +1,6 @@
-"""Generic file helpers that know nothing of CUDA: atomic writes, SHA-256 digests, checksummed JSON
-documents, and the writes of a cache directory that others may have planted links in.
+"""Generic file helpers that know nothing of CUDA: reads of regular files only, parsers kept from recursing
+past their depth, atomic writes, SHA-256 digests, checksummed JSON documents, and the writes of a cache
+directory that others may have planted links in.
 
 A document is JSON with the checksum of its payload's exact text, written atomically. One that is damaged (cut
 short, edited, of another format or shape) reads as an error, never as a value: msgspec checks the payload's
@@ -21,8 +22,9 @@ import os
 import stat
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar
+from typing import BinaryIO, TypeVar
 
 import msgspec
 from msgspec import Struct
@@ -34,6 +36,7 @@ _RACY_NS = 2_000_000_000
 T = TypeVar("T")
 # Who may own what the cache reads and writes besides this user: root, who can write anything anyway.
 _TRUSTED_OWNERS = frozenset({os.geteuid(), 0}) if hasattr(os, "geteuid") else frozenset({0})
+A = TypeVar("A")
 
 
 def sha256_hex(data: bytes) -> str:
@@ -47,7 +50,7 @@ def json_digest(parts: object) -> str:
 def file_sha256(path: Path) -> str:
     """A file's SHA-256, read in pieces: a library can be half a gigabyte."""
     digest = hashlib.sha256()
-    with open(path, "rb") as fh:
+    with open_regular(path) as fh:
         for chunk in iter(lambda: fh.read(1 << 20), b""):
             digest.update(chunk)
     return digest.hexdigest()
@@ -68,10 +71,76 @@ def not_a_file(path: Path) -> str:
         return ""
     except OSError as exc:
         return exc.strerror or str(exc)
+    return not_regular(mode)
+
+
+def not_regular(mode: int) -> str:
+    """What a file of stat mode `mode` is where it is not a regular file ("a FIFO, not a regular file"); ""
+    for a regular file."""
     if stat.S_ISREG(mode):
         return ""
     kind = "a directory" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode) else "a device or socket"
     return f"{kind}, not a regular file"
+
+
+# Opened without waiting: opening a FIFO for reading blocks until some process opens it for writing.
+_NO_WAIT = getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+
+
+class NotRegular(OSError):
+    """A path that names a FIFO, a device, a socket or a directory where a file is read; its strerror says
+    which ("a FIFO, not a regular file")."""
+
+
+def open_regular(path: str | os.PathLike[str]) -> BinaryIO:
+    """`path` opened for reading in binary mode where it is a regular file (or a link to one); otherwise
+    NotRegular. Every file the plugin reads from a project, a report or the cache is opened here: a FIFO
+    would block the run for ever, and a device such as /dev/zero (a committed link can point at one) never
+    ends. The check is made on the open file, so nothing can swap the path between the check and the read."""
+    fd = os.open(path, os.O_RDONLY | _NO_WAIT)
+    try:
+        special = not_regular(os.fstat(fd).st_mode)
+        if special:
+            raise NotRegular(errno.EINVAL, special, os.fsdecode(path))
+        if hasattr(os, "O_NONBLOCK"):
+            os.set_blocking(fd, True)  # a regular file, read as usual
+        return open(fd, "rb")  # open(), not os.fdopen(): a fault test replaces os.fdopen to fail writes
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def read_regular(path: str | os.PathLike[str]) -> bytes:
+    """The bytes of the regular file at `path` (`open_regular`'s refusals)."""
+    with open_regular(path) as fh:
+        return fh.read()
+
+
+class TooDeep(ValueError):
+    """A document nested deeper than its parser goes (see `parse_nested`)."""
+
+
+def parse_nested(parse: Callable[[A], T], data: A) -> T:
+    """`parse(data)` by a parser of nested documents (tomli, json, msgspec), with a document nested deeper
+    than the parser goes raised as TooDeep, a ValueError as the parsers' other errors are
+    (TOMLDecodeError, JSONDecodeError, msgspec's DecodeError), rather than as RecursionError, which no
+    caller expects: 500 nested TOML arrays in a baseline stopped pytest with INTERNALERROR."""
+    try:
+        return parse(data)
+    except RecursionError as exc:
+        raise TooDeep(f"nested too deeply to read ({exc})") from None
+
+
+def one_globstar(pattern: str) -> str:
+    """`pattern` with each run of `**` parts made one (`a/**/**/b` is `a/**/b`), and `.` and empty parts
+    dropped (an absolute pattern stays absolute): they match the same files, but pathlib and glob walk the
+    tree again for every `**` of a run, so that ten of them took minutes. "" where nothing is left (`.`)."""
+    first, *rest = pattern.replace(os.sep, "/").split("/")
+    parts = [first] if first != "." else []
+    for part in rest:
+        if part not in ("", ".") and not (part == "**" and parts[-1:] == ["**"]):
+            parts.append(part)
+    return "/".join(parts)
 
 
 def atomic_write(path: Path, text: str | bytes) -> None:
@@ -235,12 +304,11 @@ class _Document(Struct, frozen=True):
 def read_document(path: str, kind: type[T], format: int) -> T:
     """The payload of the document at `path`, as `kind`. FileNotFoundError when there is none; another
     OSError or a ValueError (msgspec's DecodeError and ValidationError are ValueErrors) when it is damaged."""
-    with open(path, "rb") as fh:
-        doc = _DOCUMENT.decode(fh.read())
+    doc = parse_nested(_DOCUMENT.decode, read_regular(path))
     # The checksum is of the payload's text as it stands in the file (msgspec.Raw keeps it).
     if doc.format != format or doc.sha256 != sha256_hex(bytes(doc.payload)):
         raise ValueError("checksum mismatch")
-    return msgspec.json.decode(doc.payload, type=kind, dec_hook=_from_json)
+    return parse_nested(lambda raw: msgspec.json.decode(raw, type=kind, dec_hook=_from_json), doc.payload)
 
 
 def write_document(path: str, payload: object, format: int, *, root: Path) -> None:

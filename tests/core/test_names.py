@@ -354,3 +354,19 @@ def test_kernels_of_one_build_that_read_alike_are_an_error_naming_both() -> None
         CompileError, match=rf"two kernels read as 'apply<&twice>\(float\*\)' .*: {one} and {other}"
     ):
         names.display_names([one, other])
+
+
+@pytest.mark.parametrize(
+    ("raw", "kept"),
+    [
+        ("_Z6scaledILi4EEvPf", "_Z6scaledILi4EEvPf"),
+        ("k yz", "k\\x20yz"),
+        ("k\nyz", "k\\nyz"),
+        ("k\r\nyz", "k\\nyz"),  # every line break as \n: cuobjdump's text is read line by line
+        ("k\x1eyz", "k\\nyz"),
+        ("k\x1b[2Jz", "k\\x1b[2Jz"),
+        ("k\tz", "k\\tz"),
+    ],
+)
+def test_a_symbol_with_a_space_or_a_control_character_is_kept_escaped(raw: str, kept: str) -> None:
+    assert names.escaped_symbol(raw) == kept

@@ -59,7 +59,11 @@ def start_pytest(cwd: Path, *args: str, env: Mapping[str, str] | None = None) ->
 
 
 def regbudget(
-    *args: str, cwd: Path | None = None, module: str = "pytest_regbudget"
+    *args: str,
+    cwd: Path | None = None,
+    module: str = "pytest_regbudget",
+    env: Mapping[str, str] | None = None,
+    timeout: float = 600,
 ) -> subprocess.CompletedProcess[str]:
     """The `regbudget` command, as a user runs it."""
     return subprocess.run(
@@ -67,7 +71,8 @@ def regbudget(
         cwd=cwd,
         capture_output=True,
         text=True,
-        timeout=600,
+        env=env,
+        timeout=timeout,
         check=False,
     )
 

@@ -192,7 +192,7 @@ def test_since_and_until_take_revisions_and_dates(repo: tuple[Path, list[str]]) 
     wrong = cli(root, "history", "--baseline", "baseline.toml", "--since", "nosuchref")
     assert wrong.returncode == 2
     assert (
-        "--since 'nosuchref' is neither a revision of this repository nor a date git understands"
+        "--since 'nosuchref' is neither a revision of this repository nor a date (a commit, a tag"
         in wrong.stderr
     )
 

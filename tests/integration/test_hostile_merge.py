@@ -302,7 +302,9 @@ def test_a_nul_byte_in_a_markers_path_is_a_setup_error_of_that_test(tmp_path: Pa
     done = pytest_run(tmp_path, "-rE")
     assert "INTERNALERROR" not in done.stdout + done.stderr
     assert "1 passed, 1 error" in done.stdout
-    assert "source='k\\x00.cu': a NUL byte (\\x00) cannot be in a path or a compiler flag" in done.stdout
+    assert "source='k\\x00.cu': a NUL byte (\\x00) cannot be in a kernel name, a path or a compiler flag" in (
+        done.stdout
+    )
 
 
 def test_a_damaged_nvrtc_library_is_one_error_at_start_up(tmp_path: Path) -> None:

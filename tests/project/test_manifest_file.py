@@ -12,6 +12,7 @@ from pytest_regbudget.core.errors import ManifestError, MarkerError
 from pytest_regbudget.project import manifest
 from pytest_regbudget.project import manifest as mf
 from pytest_regbudget.project.kernel_tables import NO_VARIANT, variant_id
+from pytest_regbudget.util.files import read_regular
 
 MANGLED_32 = "_Z13MatrixMulCUDAILi32EEvPfS0_S0_ii"
 MANGLED_16 = "_Z13MatrixMulCUDAILi16EEvPfS0_S0_ii"
@@ -64,13 +65,12 @@ def test_load_parses_the_pyproject_text_find_read(root: Path, monkeypatch: pytes
     found = manifest.find(root)
     assert found == manifest.Found(None, root / "pyproject.toml", text)
     reads: list[Path] = []
-    read_text = Path.read_text
 
-    def counted(self: Path, *args: object, **kwargs: object) -> str:
-        reads.append(self)
-        return read_text(self, *args, **kwargs)  # type: ignore[arg-type]
+    def counted(path: Path) -> bytes:
+        reads.append(path)
+        return read_regular(path)
 
-    monkeypatch.setattr(Path, "read_text", counted)
+    monkeypatch.setattr(mf, "read_regular", counted)
     loaded = mf.load(root)
     assert loaded is not None
     assert [loaded.relative(f) for f in loaded.files()] == ["kernels/a.cu"]

@@ -23,7 +23,7 @@ import pytest
 
 from pytest_regbudget.cache.store import compile_kernel
 from pytest_regbudget.core.arch import get_arch
-from pytest_regbudget.core.cuobjdump import parse_elf_dump, parse_resource_usage
+from pytest_regbudget.core.cuobjdump import escape_names, parse_elf_dump, parse_resource_usage
 from pytest_regbudget.core.errors import BinaryError, ParseError
 from pytest_regbudget.core.metrics import KernelResources
 from pytest_regbudget.core.ptxas import parse_ptxas_output
@@ -500,3 +500,36 @@ def test_lost():
     result.stdout.fnmatch_lines(
         ["*test_kept*PASSED*", "*setmaxnreg required, but the kernel has no setmaxnreg*"]
     )
+
+
+# cuobjdump 13.5's listings of a cubin whose kernel `k\nyz` was renamed in its ELF (a hand-made binary): the
+# name is printed as it is, across two lines (the symbol table's columns narrowed).
+SPLIT_USAGE = """
+Resource usage:
+ Common:
+  GLOBAL:0
+ Function plain:
+  REG:8 STACK:0 SHARED:0 LOCAL:0 CONSTANT[0]:536 TEXTURE:0 SURFACE:0 SAMPLER:0
+ Function k
+yz:
+  REG:8 STACK:0 SHARED:0 LOCAL:0 CONSTANT[0]:536 TEXTURE:0 SURFACE:0 SAMPLER:0
+"""
+SPLIT_SYMBOLS = """
+64bit elf: type=2, abi=7, sm=90, toolkit=129, flags = 0x5a055a
+.section .symtab
+  Num  Value  Size  Type  Bind  Vis  Other  Ndx  Name
+  0  0  0  NOTYPE  LOCAL  DEFAULT  -  0  (null)
+  0x7  0  0x180  FUNC  GLOBAL  DEFAULT  ENTRY  0xa  plain
+  0x8  0  0x180  FUNC  GLOBAL  DEFAULT  ENTRY  0xb  k
+yz
+"""
+
+
+def test_a_name_cut_by_a_line_break_is_read_whole_and_escaped() -> None:
+    assert [u.name for u in parse_resource_usage(SPLIT_USAGE)] == ["plain", "k\\nyz"]
+    (cut,) = parse_elf_dump(SPLIT_SYMBOLS)
+    assert cut.unread_symbols == 1  # the line "yz": tools/cuobjdump.py then reads the names from the ELF
+    text, escaped = escape_names(SPLIT_SYMBOLS, ["plain", "k\nyz"])
+    assert escaped == {"k\\nyz"}
+    (whole,) = parse_elf_dump(text)
+    assert (whole.entries, whole.unread_symbols) == (("plain", "k\\nyz"), 0)

@@ -3,18 +3,26 @@ their callers' failures)."""
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
+import tomli
 from msgspec import Struct
 
 from pytest_regbudget.util.files import (
+    NotRegular,
+    TooDeep,
     atomic_write,
     cache_folder,
     file_sha256,
     not_a_file,
+    one_globstar,
+    parse_nested,
     read_document,
+    read_regular,
     ready_lock,
     replace_in,
     sha256_hex,
@@ -209,3 +217,54 @@ def test_a_directory_of_another_user_is_not_safe(tmp_path: Path) -> None:
     )
     # Not there yet: judged by the folder it would be made in.
     assert "belongs to uid" in unsafe_dir(cache / "sub")
+
+
+def test_only_a_regular_file_is_read_and_a_fifo_is_not_waited_on(tmp_path: Path) -> None:
+    (tmp_path / "a.toml").write_bytes(b"x = 1\n")
+    (tmp_path / "link.toml").symlink_to("a.toml")
+    assert read_regular(tmp_path / "link.toml") == b"x = 1\n"
+    os.mkfifo(tmp_path / "fifo")  # nothing writes it: a plain open() would block here for ever
+    for path, said in (
+        (tmp_path / "fifo", "a FIFO, not a regular file"),
+        (tmp_path, "a directory, not a regular file"),
+        (Path("/dev/zero"), "a device or socket, not a regular file"),
+    ):
+        with pytest.raises(NotRegular) as refused:
+            read_regular(path)
+        assert refused.value.strerror == said
+    with pytest.raises(FileNotFoundError):
+        read_regular(tmp_path / "none")
+
+
+@pytest.mark.parametrize(
+    ("parse", "text"),
+    [(json.loads, "[" * 100_000 + "]" * 100_000), (tomli.loads, "x = " + "[" * 500 + "]" * 500)],
+)
+def test_a_document_nested_past_its_parsers_depth_is_a_value_error(parse: Any, text: str) -> None:
+    with pytest.raises(TooDeep, match="nested too deeply to read"):
+        parse_nested(parse, text)
+    assert issubclass(TooDeep, ValueError)  # caught where the parser's own errors are
+
+
+def test_a_planted_deep_document_is_damaged_not_a_crash(tmp_path: Path) -> None:
+    doc = tmp_path / "p.json"
+    doc.write_text('{"format": 7, "sha256": "", "payload": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    with pytest.raises(ValueError, match="nested too deeply"):
+        read_document(str(doc), Point, 7)
+
+
+@pytest.mark.parametrize(
+    ("pattern", "expanded"),
+    [
+        ("**/**/**/*.cu", "**/*.cu"),
+        ("a/**/./**/b/**/c.cu", "a/**/b/**/c.cu"),
+        ("./k.cu", "k.cu"),
+        ("**//**/k.cu", "**/k.cu"),
+        ("/abs/**/**/k.cu", "/abs/**/k.cu"),
+        (".", ""),
+        ("./", ""),
+        ("", ""),
+    ],
+)
+def test_a_run_of_globstars_is_expanded_once(pattern: str, expanded: str) -> None:
+    assert one_globstar(pattern) == expanded

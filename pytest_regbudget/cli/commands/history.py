@@ -22,6 +22,13 @@ def read_versions(args: argparse.Namespace) -> history_git.Versions:
             f"{args.baseline}: no such file. Fix: name the baseline with --baseline (a renamed file is read "
             "by its name today; its history is followed through the rename)"
         )
+    for flag in ("since", "until"):
+        # argparse gives `--since=--` as [] (it drops the `--`), never as text.
+        if getattr(args, flag) is not None and not isinstance(getattr(args, flag), str):
+            raise CliError(
+                f"--{flag} needs a revision or a date (a commit, a tag, HEAD~10, :/message; "
+                f"{history_git.DATE_FORMS})"
+            )
     cache = None if args.no_cache else cache_dir()
     try:
         return history_git.versions(Path(args.baseline), since=args.since, until=args.until, cache_dir=cache)
@@ -148,7 +155,10 @@ def add_range_arguments(h: argparse.ArgumentParser) -> None:
         default="regbudget-baseline.toml",
         help="the baseline file (default regbudget-baseline.toml)",
     )
-    h.add_argument("--since", help="a revision (the range starts after it) or a date git understands")
+    h.add_argument(
+        "--since",
+        help="a revision (the range starts after it) or a date: 2026-01-31, an ISO time, '2 weeks ago'",
+    )
     h.add_argument("--until", help="a revision (the range ends at it) or a date")
     h.add_argument("--arch", help="only these archs, comma-separated")
     h.add_argument("--release", help="only these CUDA releases, comma-separated (12.9,13.0)")
