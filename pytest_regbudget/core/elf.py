@@ -104,6 +104,7 @@ def symbol_names(cubin: bytes) -> list[str]:
     is read: UTF-8, a byte that is not shown as U+FFFD); [] for a cubin that cannot be read. cuobjdump prints
     a name as it is, so a name with a space or a line break in it is read here, whole."""
     from elftools.common.exceptions import ELFError
+    from elftools.common.utils import parse_cstring_from_stream
     from elftools.elf.elffile import ELFFile
     from elftools.elf.sections import SymbolTableSection
 
@@ -111,9 +112,16 @@ def symbol_names(cubin: bytes) -> list[str]:
         symtab = ELFFile(io.BytesIO(cubin)).get_section_by_name(".symtab")
         if not isinstance(symtab, SymbolTableSection):
             return []
-        # pyelftools decodes names as Latin-1: each byte one character, given back as it was.
-        return [s.name.encode("latin-1").decode("utf-8", "replace") for s in symtab.iter_symbols()]
-    except (ELFError, OSError, ValueError, UnicodeEncodeError, struct.error):
+        # Each name's own bytes from the string table, decoded here: pyelftools' own decoding of names has
+        # changed between releases (Latin-1, then UTF-8), and cuobjdump's output is read as UTF-8.
+        strings = symtab.stringtable
+        return [
+            (parse_cstring_from_stream(strings.stream, strings["sh_offset"] + s["st_name"]) or b"").decode(
+                "utf-8", "replace"
+            )
+            for s in symtab.iter_symbols()
+        ]
+    except (ELFError, OSError, ValueError, struct.error):
         return []
 
 
