@@ -7,7 +7,8 @@ and xdist workers alike). tests/conftest.py keeps only fixtures.
   fake_home).
 - `runs`: pytest and `regbudget` runs and reading what they printed. Every subprocess run of pytest or
   `regbudget` is spelt by `pytest_argv` or `regbudget_argv` here: the running interpreter's, never a script
-  found on PATH (tests/test_suite_rules.py holds it).
+  found on PATH (tests/test_suite_rules.py holds it). NVDISASM_COUNTER: a conftest that logs nvdisasm's
+  runs.
 - `toolchain`: what the machine's tools can build (nvcc_usable).
 - `history`: a git repository whose baseline file has a known history (the history tests, the benchmark).
 - `occupancy`: cuda_occupancy.h of the CUDA 13 runtime wheel as an oracle.

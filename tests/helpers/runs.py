@@ -19,6 +19,25 @@ from typing import Any
 
 import pytest
 
+# A conftest.py for a pytester project that logs every nvdisasm run the plugin makes, one command line a
+# line, to the file $NVDISASM_RUNS names: for the tests that count how often a cubin is disassembled.
+NVDISASM_COUNTER = """
+import os
+
+from pytest_regbudget.tools import nvdisasm
+
+_real = nvdisasm.run_tool
+
+
+def _counting(cmd, timeout):
+    with open(os.environ["NVDISASM_RUNS"], "a", encoding="utf-8") as fh:
+        fh.write(" ".join(str(c) for c in cmd) + "\\n")
+    return _real(cmd, timeout)
+
+
+nvdisasm.run_tool = _counting
+"""
+
 
 def pytest_argv(*args: str, executable: str | None = None) -> list[str]:
     """The command line of a pytest run by the running interpreter (or by `executable`, another venv's)."""

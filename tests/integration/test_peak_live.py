@@ -14,7 +14,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from helpers.runs import regbudget, run_json
+from helpers.runs import NVDISASM_COUNTER, regbudget, run_json
 
 from pytest_regbudget.tools import nvdisasm as disasm
 
@@ -75,23 +75,6 @@ def test_sgemm():
     assert sgemm["registers"] - WITHIN <= sgemm["peak_live"]["live"] <= sgemm["registers"]
 
 
-COUNTING = """
-import os
-
-from pytest_regbudget.tools import nvdisasm
-
-_real = nvdisasm.run_tool
-
-
-def _counting(cmd, timeout):
-    with open(os.environ["NVDISASM_RUNS"], "a", encoding="utf-8") as fh:
-        fh.write(" ".join(str(c) for c in cmd) + "\\n")
-    return _real(cmd, timeout)
-
-
-nvdisasm.run_tool = _counting
-"""
-
 DOT = """
 import pytest
 
@@ -113,7 +96,7 @@ def test_raising_the_unroll_factor_fails_with_the_peak_line_and_only_the_failing
     monkeypatch.setenv("REGBUDGET_CACHE_DIR", str(tmp_path / "cache"))  # no listing kept by another test
     source = pytester.path / "unrolled.cu"
     shutil.copy(UNROLLED, source)
-    pytester.makeconftest(COUNTING)
+    pytester.makeconftest(NVDISASM_COUNTER)
     pytester.makepyfile(test_dot=DOT % 255)
     args = ("-p", "no:cacheprovider", "--regbudget-arch=sm_90", CU13)
     pytester.runpytest_subprocess(*args, "--regbudget-update").assert_outcomes(passed=2)

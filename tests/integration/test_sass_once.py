@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from helpers.runs import NVDISASM_COUNTER
 
 KERNELS = 20
 ARCHS = ("sm_80", "sm_90")
@@ -25,22 +26,6 @@ SOURCE = "\n".join(
     for i in range(KERNELS)
 )
 
-COUNTING = """
-import os
-
-from pytest_regbudget.tools import nvdisasm
-
-_real = nvdisasm.run_tool
-
-
-def _counting(cmd, timeout):
-    with open(os.environ["NVDISASM_RUNS"], "a", encoding="utf-8") as fh:
-        fh.write(" ".join(str(c) for c in cmd) + "\\n")
-    return _real(cmd, timeout)
-
-
-nvdisasm.run_tool = _counting
-"""
 
 TEST = "\n".join(
     f"""
@@ -63,7 +48,7 @@ def test_a_unit_of_twenty_kernels_runs_nvdisasm_once_per_arch_cold_and_never_war
     monkeypatch.setenv("NVDISASM_RUNS", str(log))
     monkeypatch.setenv("REGBUDGET_CACHE_DIR", str(tmp_path / "cache"))
     pytester.makefile(".cu", units=SOURCE)
-    pytester.makeconftest(COUNTING)
+    pytester.makeconftest(NVDISASM_COUNTER)
     pytester.makepyfile(test_units=f"import pytest\n{TEST}")
 
     archs = f"--regbudget-arch={','.join(ARCHS)}"
