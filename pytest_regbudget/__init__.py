@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from .tools.options import CompileOptions
     from .tools.outputs import CompiledKernel
     from .tools.toolkit import Toolkit, discover
+    from .tools.triton import triton_ptx
 
 
 # Public names whose modules are imported on first use: name -> module.
@@ -55,6 +56,7 @@ _LAZY = {
     "RegbudgetFixture": "plugin",
     "Toolkit": "tools.toolkit",
     "discover": "tools.toolkit",
+    "triton_ptx": "tools.triton",
 }
 
 
@@ -93,4 +95,5 @@ __all__ = [
     "launch_failure",
     "occupancy",
     "parse_ptxas_output",
+    "triton_ptx",
 ]

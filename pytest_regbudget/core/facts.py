@@ -108,6 +108,10 @@ class KernelFacts(Struct, frozen=True):
     setmaxnreg: tuple[tuple[str, int], ...] = ()
     # The tensor memory one block allocates (its PTX's tcgen05.alloc); None without one, or without PTX.
     tmem: TmemAlloc | None = None
+    # A Triton kernel's parameters as compiled, in Triton's AOT syntax ((name, "*fp16:16"), (name, "constexpr
+    # 1")), and the autotune config it was built with (Triton's str(config)); () and None for other kernels.
+    triton_signature: tuple[tuple[str, str], ...] = ()
+    triton_config: str | None = None
     # The cubin, read when first needed (empty when the machine code cannot be loaded).
     code: bytes | Deferred[bytes] = b""
 

@@ -143,6 +143,9 @@ class KernelReport(Struct, Figures, frozen=True):
     tmem: TmemUse | None = None  # the tensor memory a block holds (tcgen05.alloc); None without one
     # The cluster (x, y, z) the kernel runs with: its compiled __cluster_dims__, else the marker's cluster=.
     cluster: tuple[int, int, int] | None = None
+    # A Triton kernel's parameters as compiled and its autotune config (KernelFacts.triton_signature).
+    triton_signature: tuple[tuple[str, str], ...] = ()
+    triton_config: str | None = None
 
     @property
     def enforced(self) -> bool:
@@ -207,5 +210,12 @@ class KernelReport(Struct, Figures, frozen=True):
         ]
         if self.resources is not None:
             lines.append(f"    ptxas: {self.resources.ptxas_line}")
+        if self.triton_signature:
+            lines.append(f"    triton signature: {triton_signature_text(self.triton_signature)}")
         lines += [f"    diagnosis: {d}" for d in self.diagnosis]
         return safe_block("\n".join(lines))
+
+
+def triton_signature_text(signature: tuple[tuple[str, str], ...]) -> str:
+    """`X: *fp16:16, N: i32, BLOCK: constexpr 1024`: a Triton kernel's parameters as compiled."""
+    return ", ".join(f"{name}: {ty}" for name, ty in signature)

@@ -176,8 +176,27 @@ def settings_change(old: BaselineEntry, report: KernelReport) -> str | None:
         return f"built with {' '.join(now)}; the entry records no settings"
     added = [s for s in now if s not in before]
     removed = [s for s in before if s not in now]
-    parts = [f"added {' '.join(added)}" if added else "", f"removed {' '.join(removed)}" if removed else ""]
+    # A setting that is a name and a value (Triton's num_warps=8) changed value: "num_warps 8 -> 2".
+    was = {s.partition("=")[0]: s.partition("=")[2] for s in removed if _named(s)}
+    changed = [
+        f"{name} {was[name]} -> {value}"
+        for name, _, value in (s.partition("=") for s in added if _named(s))
+        if name in was
+    ]
+    names = {c.partition(" ")[0] for c in changed}
+    added = [s for s in added if s.partition("=")[0] not in names]
+    removed = [s for s in removed if s.partition("=")[0] not in names]
+    parts = [
+        ", ".join(changed),
+        f"added {' '.join(added)}" if added else "",
+        f"removed {' '.join(removed)}" if removed else "",
+    ]
     return "; ".join(p for p in parts if p) or "the same settings in another order"
+
+
+def _named(setting: str) -> bool:
+    """A `name=value` setting, not a flag (`-DX=1` is a define, reported added and removed as it is)."""
+    return "=" in setting and not setting.startswith("-")
 
 
 def targets_of(report: KernelReport) -> tuple[str, ...]:

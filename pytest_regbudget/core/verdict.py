@@ -141,6 +141,8 @@ def verdict(
         key=key,
         messages=facts.messages,
         setmaxnreg=facts.setmaxnreg,
+        triton_signature=facts.triton_signature,
+        triton_config=facts.triton_config,
     )
     return report if baseline is None else ratchet(report, baseline)
 

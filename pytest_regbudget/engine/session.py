@@ -324,7 +324,9 @@ class RegbudgetSession:
         ids = []
         reports = []
         for facts in built:
-            kernel_id = self._kernel_id(state, facts.kernel)
+            # An autotune config names its build (its own entry too), where a second build is counted.
+            named = facts.kernel if facts.triton_config is None else f"{facts.kernel} ({_config(facts)})"
+            kernel_id = self._kernel_id(state, named)
             ids.append(kernel_id)
             reports.append(self._judge(state, nodeid, kernel_id, facts, gpu_arch, note))
         if gpu_arch is not None and gpu_arch != state.arch:
@@ -405,8 +407,12 @@ class RegbudgetSession:
         text = (
             f"{first[0]} measured this kernel variant with registers/spill stores/spill loads/stack/smem "
             f"{'/'.join(map(str, first[1][1:]))}, this test with {'/'.join(map(str, numbers))}: they share "
-            "one baseline entry, so they must build it the same way. Fix: give the builds different "
-            "defines (a variant of their own), or the same options"
+            "one baseline entry, so they must build it the same way. Fix: "
+            + (
+                'give one compile_triton call variant="..." (an entry of its own), or the same settings'
+                if compiler == "triton"
+                else "give the builds different defines (a variant of their own), or the same options"
+            )
         )
         self.conflicts.append(f"{key_text(key)}: {nodeid}: {text}")
         return text
@@ -511,3 +517,14 @@ class RegbudgetSession:
     def close(self) -> None:
         for builder in self.builders.values():
             builder.close()
+
+
+# Triton's Config.__str__ parts that are its defaults: left out of the name a report shows.
+_CONFIG_DEFAULTS = frozenset({"num_ctas: 1", "maxnreg: None", "ir_override: None"})
+
+
+def _config(facts: KernelFacts) -> str:
+    """`BLOCK: 256, num_warps: 2, num_stages: 3`: a Triton config as a report names its build (the JSON
+    record's triton_config holds the whole str(config))."""
+    parts = (facts.triton_config or "").split(", ")
+    return ", ".join(p for p in parts if p not in _CONFIG_DEFAULTS)

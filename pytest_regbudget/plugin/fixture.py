@@ -7,7 +7,7 @@ own.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -30,8 +30,10 @@ from ..sources import KernelSource, SourceSpec
 from ..sources import make as make_source
 from ..sources.nvrtc import CodeString
 from ..sources.prebuilt import Binary
-from ..sources.python import numba_kernel, triton_kernel
+from ..sources.python import TritonKernel, numba_kernel
 from ..tools.options import CompileOptions
+from ..tools.triton import TritonJob
+from ..tools.triton_launch import TritonArgumentError, kernel_name
 from .hooks import ITEM_KEY, session_of
 
 
@@ -122,25 +124,68 @@ class RegbudgetFixture:
         self,
         fn: Any,
         *,
-        signature: dict[str, str],
-        constexprs: dict[str, object] | None = None,
-        num_warps: int = 4,
-        num_stages: int = 3,
+        args: Sequence[Any] | Mapping[str, Any] | None = None,
+        signature: Mapping[str, str] | None = None,
+        constexprs: Mapping[str, object] | None = None,
+        num_warps: int | None = None,
+        num_stages: int | None = None,
+        num_ctas: int | None = None,
+        maxnreg: int | None = None,
+        config: Any = None,
+        variant: str | None = None,
     ) -> KernelReport:
-        """Compile a `@triton.jit` function for `self.arch` with Triton (no GPU needed) and measure its PTX
-        with this run's ptxas: true spill figures, not Triton's n_spills (which counts all local memory).
-        Its block is num_warps * 32 threads: give the marker launch=(num_warps * 32,) to check occupancy."""
-        __tracebackhide__ = True
+        """Compile a `@triton.jit` function for `self.arch` as a launch compiles it, with Triton's own ptxas
+        (no GPU needed).
 
-        source = triton_kernel(
-            fn,
-            self._test_dir,
-            signature=signature,
-            constexprs=constexprs,
-            num_warps=num_warps,
-            num_stages=num_stages,
+        `args`: what the launch passes (a sequence in parameter order, or a mapping by name): tensors (torch's
+        on any device, `MockTensor`, anything with `dtype` and `data_ptr()`), a torch dtype alone for an
+        aligned tensor, ints, floats, bools, None. Triton's own binder specializes them (16-byte alignment,
+        ints divisible by 16, ints equal to 1 and None). `signature`, instead: the types compiled exactly as
+        written, with Triton's AOT hints ("*fp16:16", "i32:16", "i32:1"). `config`: one config of an
+        @triton.autotune function. `variant`: a name of its own for this build's baseline entry.
+        Its block is num_warps * 32 threads, the launch the verdict assumes."""
+        __tracebackhide__ = True
+        job = TritonJob(
+            fn, signature, constexprs, num_warps, num_stages, args, num_ctas, maxnreg, config, variant
         )
-        return self._measure_one(source)
+        return self._measure_one(self._triton(job))
+
+    def compile_triton_configs(
+        self,
+        fn: Any,
+        *,
+        args: Sequence[Any] | Mapping[str, Any] | None = None,
+        signature: Mapping[str, str] | None = None,
+        constexprs: Mapping[str, object] | None = None,
+        configs: Sequence[Any] | None = None,
+    ) -> list[KernelReport]:
+        """One report per config of an `@triton.autotune` function (`configs`, or all of `fn.configs`), each
+        built with the config's kwargs, num_warps, num_stages, num_ctas and maxnreg, as compile_triton builds
+        one, and judged by the marker's budgets. Each has a baseline entry of its own."""
+        __tracebackhide__ = True
+        chosen = list(configs) if configs is not None else list(getattr(fn, "configs", None) or [])
+        if not chosen:
+            raise ValueError(
+                f"compile_triton_configs: {kernel_name(fn)} has no configs: decorate it with "
+                "@triton.autotune(configs=[...]), or pass configs=[triton.Config(...)]"
+            )
+        reports: list[KernelReport] = []
+        for config in chosen:
+            job = TritonJob(fn, signature, constexprs, args=args, config=config)
+            reports += self.measure(self._triton(job))
+        return reports
+
+    def _triton(self, job: TritonJob) -> TritonKernel:
+        """The source of one Triton build, its call checked first: arguments that name no launch are the
+        test's error, said plainly (a ValueError), as a bad argument of compile() is."""
+        __tracebackhide__ = True
+        try:
+            job.launch(self.arch)
+        except TritonArgumentError as exc:
+            raise ValueError(safe_block(str(exc))) from None
+        except CompileError:
+            pass  # a Triton that cannot bind: the build fails again under measure(), as an error row
+        return TritonKernel(job, self._test_dir)
 
     def compile_numba(self, fn: Any, signature: object) -> KernelReport:
         """Compile a Python function with Numba for `self.arch`, no GPU needed: numba-cuda lowers it to NVVM

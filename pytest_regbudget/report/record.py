@@ -134,6 +134,11 @@ class ReportRecord(TypedDict):
     cluster_dims: list[int] | None  # the compiled __cluster_dims__ (.reqnctapercluster), [x, y, z]
     cluster: list[int] | None  # the cluster the kernel runs with: cluster_dims, else the marker's cluster=
     driver_active_clusters: int | None  # cuOccupancyMaxActiveClusters at the launch, on a GPU runner
+    # Version 7: a Triton kernel's parameters as compiled, in Triton's AOT syntax ({"X": "*fp16:16",
+    # "N": "i32", "BLOCK": "constexpr 1024"}, in parameter order), and its autotune config (Triton's
+    # str(config)); null for other kernels.
+    triton_signature: dict[str, str] | None
+    triton_config: str | None
 
 
 def _delta_record(d: Delta) -> DeltaRecord:
@@ -213,6 +218,8 @@ def to_record(r: KernelReport) -> ReportRecord:
             tmem_source=r.tmem.source if r.tmem else None,
             cluster_dims=list(res.cluster_dims) if res and res.cluster_dims else None,
             cluster=list(r.cluster) if r.cluster else None,
+            triton_signature=dict(r.triton_signature) if r.triton_signature else None,
+            triton_config=r.triton_config,
         ),
     )
 

@@ -89,10 +89,11 @@ def markdown_comment(
 # local_executed, spill_executed, local_lines, loops: report/record.py). 6 counts a kernel's callees' spills
 # in its spill_stores and spill_loads, and adds their part (spill_stores_callees, spill_loads_callees) and the
 # callees that spill (spilling_callees): a report of 5 or before holds the kernel's own spills only; and
-# "peak_live", the most registers live at one instruction and its line.
+# "peak_live", the most registers live at one instruction and its line. 7 adds a Triton kernel's
+# "triton_signature" (its parameters as compiled) and "triton_config" (its autotune config), null for others.
 JSON_FORMAT = "pytest-regbudget-report"
-JSON_VERSION = 6
-READABLE_VERSIONS = (2, 3, 4, 5, 6)
+JSON_VERSION = 7
+READABLE_VERSIONS = (2, 3, 4, 5, 6, 7)
 
 
 def report_json(

@@ -1,15 +1,11 @@
-"""PTX from Python GPU front ends (Triton, Numba-CUDA), built for a named arch on a machine without a GPU.
+"""PTX from Python GPU front ends (Numba-CUDA here, Triton in tools/triton.py), built for a named arch on a
+machine without a GPU.
 
 Owns driving each front end with an explicit target so that no CUDA driver is touched, keeping the PTX
 within what our own ptxas accepts (never by editing the PTX text), and naming the kernel: its `.entry`,
 the `.target` ptxas must be run for, and the `def` that defines it. Measuring is `assembler.run_ptxas`'s.
 
-- Triton: `triton.compile(ASTSource(...), target=GPUTarget("cuda", cc, 32), options=...)`. The explicit
-  target is what keeps Triton away from the driver. Triton picks the PTX ISA from the ptxas it bundles
-  (PTX 9.4 from its ptxas 13.4 for sm_90 and newer), so the `ptx_version` option, which Triton's LLVM
-  backend and lowering passes honour, is set to the newest version both that ptxas and ours accept.
-  Triton always builds the arch-specific target from sm_90 on (`sm_90a` for "sm_90"), and such PTX
-  may hold wgmma/setmaxnreg, so `.target` is reported, not rewritten: ptxas must run for `ptx_target`.
+- Triton: tools/triton.py, which uses the helpers here (the PTX header and version checks, `_where`).
 - Numba: numba-cuda lowers the function to NVVM IR; the IR is compiled here by the libNVVM of the
   toolkit our ptxas belongs to, loaded by path. numba-cuda's own NVVM is whatever cuda-pathfinder loads
   first (the CUDA 13 wheel's, when installed, whose PTX is too new for a CUDA 12 ptxas), and it is a
@@ -26,20 +22,18 @@ import functools
 import importlib
 import importlib.metadata
 import inspect
-import io
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from msgspec import Struct
-from msgspec.structs import replace
 
 from ..core.arch import ArchLimits, compute_arch, get_arch
 from ..core.errors import CompileError, FrontendError, UnknownArchError
 from ..core.ptxas import parse_ptx_entries
 from .ptxas import run_ptxas
-from .toolkit import Toolkit, discover, ptxas_version
+from .toolkit import Toolkit, discover
 
 
 class FrontendPtx(Struct, frozen=True):
@@ -162,230 +156,6 @@ def _check_version(ptx: str, toolkit: Toolkit, label: str, how: str) -> str:
             "(the code may use newer instructions); use a newer CUDA toolkit for pytest-regbudget."
         )
     return target
-
-
-# --------------------------------------------------------------------------------------------- Triton
-
-
-def _triton_function(fn: object) -> Any:
-    """The JITFunction behind `fn`, unwrapping @triton.autotune/@triton.heuristics layers (`.fn`)."""
-    runtime = _require("triton.runtime.jit", "triton")
-    current: Any = fn
-    for _ in range(8):
-        if isinstance(current, runtime.JITFunction):
-            return current
-        current = getattr(current, "fn", None)
-    raise FrontendError(
-        f"{getattr(fn, '__name__', fn)!r} is not a Triton kernel: decorate it with @triton.jit "
-        "(triton_ptx compiles JITFunctions)"
-    )
-
-
-def _triton_signature(
-    jit_fn: Any, signature: Mapping[str, str], constexprs: Mapping[str, object]
-) -> tuple[dict[str, str], dict[str, object]]:
-    """Check names and types here: Triton's own errors for these are a bare KeyError or an
-    AttributeError on None, far from the cause."""
-    name = jit_fn.__name__
-    params = {p.name: p for p in jit_fn.params}
-    listing = ", ".join(params)
-    unknown = [k for k in [*signature, *constexprs] if k not in params]
-    if unknown:
-        raise FrontendError(
-            f"{name} has no parameter {', '.join(map(repr, unknown))} (its parameters: {listing})"
-        )
-    sig: dict[str, str] = {}
-    consts: dict[str, object] = dict(constexprs)
-    missing: list[str] = []
-    for pname, param in params.items():
-        if pname in consts:
-            sig[pname] = "constexpr"
-        elif param.is_constexpr:
-            default = getattr(param, "default", inspect.Parameter.empty)
-            if default is inspect.Parameter.empty:
-                missing.append(f"{pname}=<value> in constexprs")
-            else:
-                consts[pname] = default
-                sig[pname] = "constexpr"
-        elif pname in signature:
-            sig[pname] = signature[pname]
-        else:
-            missing.append(f"{pname!r} in signature")
-    if missing:
-        raise FrontendError(
-            f"{name} needs {', '.join(missing)} (its parameters: {listing}); "
-            "signature types are Triton's: '*fp32' (pointer), 'i32', 'fp16', ...; tl.constexpr "
-            "parameters take their value from constexprs"
-        )
-    _check_triton_types(name, sig)
-    return sig, consts
-
-
-def _check_triton_types(name: str, sig: Mapping[str, str]) -> None:
-    language = _require("triton.language", "triton")
-    str_to_ty = getattr(language, "str_to_ty", None)
-    if str_to_ty is None:  # Triton's own parser of these strings; without it Triton reports them itself
-        return
-    for pname, ty in sig.items():
-        if not isinstance(ty, str) or ty == "constexpr":
-            continue
-        try:
-            str_to_ty(ty, None)
-        except (KeyError, IndexError, ValueError) as exc:
-            raise FrontendError(
-                f"{name}: signature type {ty!r} of {pname!r} is not a Triton type ({exc!r}); use e.g. "
-                "'*fp32', '*fp16', '*i8' for pointers and 'i32', 'i64', 'fp32' for scalars"
-            ) from exc
-
-
-def _triton_own_ptx_version(cc: int) -> tuple[int, int] | None:
-    """The PTX version Triton would pick for `cc` (from the ptxas it bundles for that arch).
-
-    Triton runs that ptxas too (its cubin stage), so the PTX must suit both. These are Triton 3.x
-    internals; None when they move, and then only our ptxas's limit is applied.
-    """
-    try:
-        nvidia = importlib.import_module("triton.backends.nvidia.compiler")
-        version = int(nvidia.ptx_get_version(nvidia.get_ptxas(cc).version))
-    except Exception:  # any failure just means "unknown"
-        return None
-    return version // 10, version % 10
-
-
-def triton_ptx(
-    fn: object,
-    arch: str,
-    *,
-    signature: Mapping[str, str],
-    constexprs: Mapping[str, object] | None = None,
-    num_warps: int = 4,
-    num_stages: int = 3,
-    toolkit: Toolkit | None = None,
-    native: bool = False,
-) -> FrontendPtx:
-    """PTX of a `@triton.jit` kernel for `arch`, within the PTX versions `toolkit`'s ptxas accepts.
-
-    `signature` maps each runtime parameter to a Triton type ("*fp32", "i32"); `constexprs` gives the
-    tl.constexpr parameters' values (a parameter's default is used when it has one). Run ptxas for
-    the result's `ptx_target`, which is "sm_90a" when `arch` is "sm_90".
-
-    `native`: build as Triton itself does, with its own PTX version, its bundled ptxas and its options
-    (`--regAllocOptLevel=2`); the result carries Triton's cubin and its ptxas's log (through Triton's
-    public knobs: `dump_ptxas_log`, `always_compile` so that its cache cannot skip the ptxas run), and
-    `toolkit` is not used.
-    """
-    triton = _require("triton", "triton")
-    compiler = _require("triton.compiler", "triton")
-    backends = _require("triton.backends.compiler", "triton")
-    jit_fn = _triton_function(fn)
-    limits = _limits(arch)
-    cc = limits.major * 10 + limits.minor
-    sig, consts = _triton_signature(jit_fn, signature, constexprs or {})
-    version = f"triton {getattr(triton, '__version__', _dist_version('triton'))}"
-    label = f"{jit_fn.__name__} [{arch}]"
-    options: dict[str, object] = {"num_warps": num_warps, "num_stages": num_stages}
-    if not native:
-        toolkit = toolkit if toolkit is not None else discover()
-        ptx_version = max_ptx_version(toolkit, limits.base_name)
-        own = _triton_own_ptx_version(cc)
-        if own is not None:
-            ptx_version = min(ptx_version, own)
-        options["ptx_version"] = ptx_version[0] * 10 + ptx_version[1]
-    source_of = compiler.ASTSource(fn=jit_fn, signature=sig, constexprs=consts)
-    printed = io.StringIO()
-    try:
-        if native:
-            knobs = _require("triton.knobs", "triton")
-            with knobs.nvidia.scope(), knobs.compilation.scope(), contextlib.redirect_stdout(printed):
-                knobs.nvidia.dump_ptxas_log = True
-                knobs.compilation.always_compile = True
-                compiled = triton.compile(
-                    source_of, target=backends.GPUTarget("cuda", cc, 32), options=options
-                )
-        else:
-            compiled = triton.compile(source_of, target=backends.GPUTarget("cuda", cc, 32), options=options)
-    except Exception as exc:  # CompilationError, PTXASError, or a plain error from Triton's passes
-        raise FrontendError(f"{version} could not compile {label}:\n{exc}", str(exc)) from exc
-    ptx = compiled.asm["ptx"]
-    metadata = compiled.metadata
-    if native:
-        target = _ptx_target(ptx)
-    else:
-        assert toolkit is not None  # found above
-        target = _check_version(ptx, toolkit, label, f"{version} (asked for PTX {_fmt(ptx_version)})")
-    source, line = _where(jit_fn.fn)
-    made = FrontendPtx(
-        ptx=ptx,
-        entry=_single_entry(ptx, label, metadata.name),
-        name=jit_fn.__name__,
-        source=source,
-        line=line,
-        frontend=version,
-        # Warp specialization may change num_warps during compilation; metadata holds the final one.
-        threads=int(metadata.num_warps) * int(getattr(metadata, "warp_size", 32)),
-        dynamic_smem=int(metadata.shared or 0),
-        ptx_target=target,
-    )
-    if not native:
-        return made
-    knobs = _require("triton.knobs", "triton")
-    # Triton's own rule for which of its two bundled ptxas it runs (backends/nvidia/compiler.py).
-    tool = Path((knobs.nvidia.ptxas_blackwell if cc >= 90 else knobs.nvidia.ptxas).path)
-    return replace(
-        made,
-        cubin=bytes(compiled.asm["cubin"]),
-        ptxas_log=printed.getvalue(),
-        ptxas_version=ptxas_version(tool),
-        ptxas_origin=f"{version} (its {tool.name})",
-    )
-
-
-class TritonJob(Struct, frozen=True):
-    """One Triton compile: the @triton.jit function and what it is compiled with."""
-
-    fn: object
-    signature: Mapping[str, str]
-    constexprs: Mapping[str, object] | None = None
-    num_warps: int = 4
-    num_stages: int = 3
-
-    def ptx(self, arch: str, toolkit: Toolkit | None = None, *, native: bool = False) -> FrontendPtx:
-        """triton_ptx of this job."""
-        return triton_ptx(
-            self.fn,
-            arch,
-            signature=self.signature,
-            constexprs=self.constexprs,
-            num_warps=self.num_warps,
-            num_stages=self.num_stages,
-            toolkit=toolkit,
-            native=native,
-        )
-
-    def key(self, arch: str) -> str | None:
-        """The key Triton's own cache gives this compile (triton.compile computes it the same way): Triton's
-        code, the function's source with every @jit function it calls and the globals it reads
-        (JITFunction.cache_key), the signature and constexprs, the backend with its ptxas version, the options
-        and the environment variables that change code generation. None where this Triton cannot say: then the
-        build is not cached."""
-        try:
-            triton_compiler = _require("triton.compiler.compiler", "triton")
-            runtime_cache = _require("triton.runtime.cache", "triton")
-            backends = _require("triton.backends.compiler", "triton")
-            jit_fn = _triton_function(self.fn)
-            limits = _limits(arch)
-            sig, consts = _triton_signature(jit_fn, self.signature, self.constexprs or {})
-            src = triton_compiler.ASTSource(fn=jit_fn, signature=sig, constexprs=consts)
-            backend = triton_compiler.make_backend(
-                backends.GPUTarget("cuda", limits.major * 10 + limits.minor, 32)
-            )
-            options = backend.parse_options(
-                dict({"num_warps": self.num_warps, "num_stages": self.num_stages}, **src.parse_options())
-            )
-            env = triton_compiler.get_cache_invalidating_env_vars()
-            return str(runtime_cache.get_cache_key(src, backend, options, env_vars=env))
-        except Exception:  # an older or newer Triton without these: build every time, as before
-            return None
 
 
 def _ptx_target(ptx: str) -> str:

@@ -24,10 +24,10 @@ from pytest_regbudget.tools.frontends import (
     numba_ptx,
     ptx_header,
     toolkit_nvvm,
-    triton_ptx,
 )
 from pytest_regbudget.tools.ptxas import run_ptxas
 from pytest_regbudget.tools.toolkit import Toolkit, discover
+from pytest_regbudget.tools.triton import triton_ptx
 
 triton: Any
 tl: Any

@@ -1,0 +1,314 @@
+"""A Triton kernel measured as a launch builds it (issue 45): `compile_triton(fn, args=...)` gives the
+numbers of `triton.compile` with the specialization a launch makes (written out here by hand, as the issue's
+table gives it: an aligned pointer and an int divisible by 16 get divisibility 16, 1 and None become
+constexprs), read back from Triton's own cubin with cuobjdump; autotune configs and heuristics; num_warps as a
+build setting whose regression fails; a baseline written before the change still enforced and moved; two
+files with the same kernel text two kernels. Real Triton and its ptxas, sm_80 and sm_90, no GPU."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import importlib.util
+import re
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+from helpers.runs import run_json
+
+from pytest_regbudget.tools.cuobjdump import read_binary
+
+pytest.importorskip("triton", reason="triton is in the test extra; it did not import here")
+
+# The forward kernel of Triton's layer-norm tutorial (python/tutorials/05-layer-norm.py), and an RMS norm with
+# a weight stride and an optional residual, written for issue 45's check.
+KERNELS = """
+import triton
+import triton.language as tl
+from triton.runtime.jit import MockTensor
+
+@triton.jit
+def layer_norm(X, Y, W, B, Mean, Rstd, stride, N, eps, BLOCK_SIZE: tl.constexpr):
+    row = tl.program_id(0)
+    Y += row * stride
+    X += row * stride
+    _mean = tl.zeros([BLOCK_SIZE], dtype=tl.float32)
+    for off in range(0, N, BLOCK_SIZE):
+        cols = off + tl.arange(0, BLOCK_SIZE)
+        a = tl.load(X + cols, mask=cols < N, other=0.).to(tl.float32)
+        _mean += a
+    mean = tl.sum(_mean, axis=0) / N
+    _var = tl.zeros([BLOCK_SIZE], dtype=tl.float32)
+    for off in range(0, N, BLOCK_SIZE):
+        cols = off + tl.arange(0, BLOCK_SIZE)
+        x = tl.load(X + cols, mask=cols < N, other=0.).to(tl.float32)
+        x = tl.where(cols < N, x - mean, 0.)
+        _var += x * x
+    var = tl.sum(_var, axis=0) / N
+    rstd = 1 / tl.sqrt(var + eps)
+    tl.store(Mean + row, mean)
+    tl.store(Rstd + row, rstd)
+    for off in range(0, N, BLOCK_SIZE):
+        cols = off + tl.arange(0, BLOCK_SIZE)
+        mask = cols < N
+        w = tl.load(W + cols, mask=mask)
+        b = tl.load(B + cols, mask=mask)
+        x = tl.load(X + cols, mask=mask, other=0.).to(tl.float32)
+        y = (x - mean) * rstd * w + b
+        tl.store(Y + cols, y, mask=mask)
+
+@triton.jit
+def rms_norm(Y, X, W, R, stride, stride_w, N, eps, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < N
+    x = tl.load(X + row * stride + cols, mask=mask, other=0.).to(tl.float32)
+    if R is not None:
+        x += tl.load(R + row * stride + cols, mask=mask, other=0.).to(tl.float32)
+    var = tl.sum(x * x, axis=0) / N
+    w = tl.load(W + cols * stride_w, mask=mask).to(tl.float32)
+    tl.store(Y + row * stride + cols, (x * tl.rsqrt(var + eps) * w).to(tl.float16), mask=mask)
+
+@triton.autotune(
+    configs=[
+        triton.Config({"BLOCK": 256}, num_warps=2),
+        triton.Config({"BLOCK": 512}, num_warps=4),
+        triton.Config({"BLOCK": 1024}, num_warps=4, num_stages=2),
+        triton.Config({"BLOCK": 2048}, num_warps=8),
+    ],
+    key=["N"],
+)
+@triton.heuristics({"EVEN": lambda a: a["N"] % a["BLOCK"] == 0})
+@triton.jit
+def scale_rows(X, Y, N, scale, BLOCK: tl.constexpr, EVEN: tl.constexpr):
+    cols = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    if EVEN:
+        x = tl.load(X + cols).to(tl.float32)
+        tl.store(Y + cols, tl.exp(x * scale).to(tl.float16))
+    else:
+        x = tl.load(X + cols, mask=cols < N, other=0.).to(tl.float32)
+        tl.store(Y + cols, tl.exp(x * scale).to(tl.float16), mask=cols < N)
+
+h, f = MockTensor(tl.float16), MockTensor(tl.float32)
+LN_4096 = (h, h, h, h, f, f, 4096, 4096, 1e-5)
+LN_4004 = (h, h, h, h, f, f, 4004, 4004, 1e-5)
+RMS = (h, h, h, None, 4096, 1, 4096, 1e-6)
+"""
+
+LAUNCH_TESTS = """
+import pytest
+from kernels_py import layer_norm, rms_norm, LN_4096, LN_4004, RMS
+
+@pytest.mark.regbudget()
+def test_ln_4096(regbudget):
+    regbudget.compile_triton(layer_norm, args=LN_4096, constexprs={"BLOCK_SIZE": 4096}, num_warps=8)
+
+@pytest.mark.regbudget()
+def test_ln_4004(regbudget):
+    regbudget.compile_triton(layer_norm, args=LN_4004, constexprs={"BLOCK_SIZE": 4096}, num_warps=8)
+
+@pytest.mark.regbudget()
+def test_rms(regbudget):
+    regbudget.compile_triton(rms_norm, args=RMS, constexprs={"BLOCK": 4096}, num_warps=8)
+
+HINTED = dict(X="*fp16:16", Y="*fp16:16", W="*fp16:16", B="*fp16:16", Mean="*fp32:16", Rstd="*fp32:16",
+              stride="i32:16", N="i32:16", eps="fp32")
+
+@pytest.mark.regbudget()
+def test_ln_hinted(regbudget):
+    regbudget.compile_triton(layer_norm, signature=HINTED, constexprs={"BLOCK_SIZE": 4096}, num_warps=8)
+
+@pytest.mark.regbudget()
+def test_ln_plain(regbudget):
+    plain = {k: v.partition(":")[0] for k, v in HINTED.items()}
+    regbudget.compile_triton(layer_norm, signature=plain, constexprs={"BLOCK_SIZE": 4096}, num_warps=8)
+"""
+
+D16 = [["tt.divisibility", 16]]
+LN_HINTED = {
+    "X": "*fp16:16",
+    "Y": "*fp16:16",
+    "W": "*fp16:16",
+    "B": "*fp16:16",
+    "Mean": "*fp32:16",
+    "Rstd": "*fp32:16",
+    "stride": "i32:16",
+    "N": "i32:16",
+    "eps": "fp32",
+    "BLOCK_SIZE": "constexpr 4096",
+}
+# What a launch compiles, by hand: the issue's table (4096 -> ('i32', 'D'), 4004 -> ('i32', ''), 1 and None
+# -> constexpr), in the AOT syntax of the report's triton_signature.
+EXPECTED = {
+    "test_ln_4096": ("layer_norm", LN_HINTED),
+    "test_ln_4004": ("layer_norm", {**LN_HINTED, "stride": "i32", "N": "i32"}),
+    "test_rms": (
+        "rms_norm",
+        {
+            "Y": "*fp16:16",
+            "X": "*fp16:16",
+            "W": "*fp16:16",
+            "R": "constexpr None",
+            "stride": "i32:16",
+            "stride_w": "constexpr 1",
+            "N": "i32:16",
+            "eps": "fp32",
+            "BLOCK": "constexpr 4096",
+        },
+    ),
+    "test_ln_hinted": ("layer_norm", LN_HINTED),
+    "test_ln_plain": ("layer_norm", {k: v.partition(":")[0] for k, v in LN_HINTED.items()}),
+}
+
+
+def load(path: Path) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def tritons_own(
+    fn: Any, aot: dict[str, str], cc: int, options: dict[str, Any], tmp: Path
+) -> tuple[int, int, int, int]:
+    """(registers, spill stores, spill loads, stack) of Triton's own cubin for `aot` (parameter -> AOT type),
+    compiled here as a program would, and read back with cuobjdump."""
+    triton: Any = importlib.import_module("triton")
+    tc: Any = importlib.import_module("triton.compiler")
+    target = importlib.import_module("triton.backends.compiler").GPUTarget("cuda", cc, 32)
+    signature: dict[str, str] = {}
+    constexprs: dict[tuple[int, ...], Any] = {}
+    attrs: dict[tuple[int, ...], Any] = {}
+    for i, (name, ty) in enumerate(aot.items()):
+        if ty.startswith("constexpr "):
+            signature[name] = "constexpr"
+            constexprs[(i,)] = ast.literal_eval(ty.removeprefix("constexpr "))
+            continue
+        base, _, hint = ty.partition(":")
+        signature[name] = base
+        if hint == "16":
+            attrs[(i,)] = D16
+    source = tc.ASTSource(fn=fn, signature=signature, constexprs=constexprs, attrs=attrs)
+    compiled = triton.compile(source, target=target, options=options)
+    path = tmp / f"{fn.__name__}_{cc}_{len(list(tmp.iterdir()))}.cubin"
+    path.write_bytes(bytes(compiled.asm["cubin"]))
+    (own,) = [k for k in read_binary(path) if k.name == fn.__name__]
+    return own.registers, own.spill_stores or 0, own.spill_loads or 0, own.stack
+
+
+def numbers(rec: dict[str, Any]) -> tuple[int, int, int, int]:
+    return rec["registers"], rec["spill_stores"], rec["spill_loads"], rec["stack_frame"]
+
+
+@pytest.mark.slow  # eight Triton compiles of ours and eight of Triton's: about 20 s
+def test_launch_fidelity(pytester: pytest.Pytester, tmp_path: Path) -> None:
+    pytester.makepyfile(kernels_py=KERNELS, test_launch=LAUNCH_TESTS)
+    result, records = run_json(pytester, "--regbudget-arch=sm_80,sm_90", "--regbudget-gpu=off")
+    result.assert_outcomes(passed=10)
+    module = load(pytester.path / "kernels_py.py")
+    by_test = {(r["nodeid"].split("::")[1].split("[")[0], r["arch"]): r for r in records}
+    assert len(by_test) == 10
+    for (test, arch), rec in sorted(by_test.items()):
+        kernel, aot = EXPECTED[test]
+        assert rec["kernel"] == kernel
+        assert rec["triton_signature"] == aot, (test, arch)
+        assert list(rec["triton_signature"]) == list(aot)  # in parameter order
+        cc = int(arch.removeprefix("sm_"))
+        own = tritons_own(getattr(module, kernel), aot, cc, {"num_warps": 8, "num_stages": 3}, tmp_path)
+        assert numbers(rec) == own, (test, arch)
+        assert rec["launch"] == [256]
+    for arch in ("sm_80", "sm_90"):
+        # The AOT hints name the launch's specialization: the same build, the same entry.
+        assert numbers(by_test["test_ln_hinted", arch]) == numbers(by_test["test_ln_4096", arch])
+        assert by_test["test_ln_hinted", arch]["key"] == by_test["test_ln_4096", arch]["key"]
+        # The issue's finding, on this Triton: the specialization changes the kernel's registers.
+        assert by_test["test_ln_plain", arch]["registers"] != by_test["test_ln_4096", arch]["registers"]
+
+
+AUTOTUNE_TESTS = """
+import pytest
+from kernels_py import scale_rows, h
+
+@pytest.mark.regbudget()
+def test_configs(regbudget):
+    reports = regbudget.compile_triton_configs(scale_rows, args=(h, h, 4096, 2.0))
+    assert len(reports) == 4
+"""
+
+
+@pytest.mark.slow  # four configs, built by us and by Triton, on two archs: about 15 s
+def test_autotune_configs_each_measured(
+    pytester: pytest.Pytester, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "250")  # the table's kernel column shows whole names
+    pytester.makepyfile(kernels_py=KERNELS, test_tune=AUTOTUNE_TESTS)
+    result, records = run_json(pytester, "--regbudget-arch=sm_80,sm_90", "--regbudget-gpu=off", "-rA")
+    result.assert_outcomes(passed=2)
+    module = load(pytester.path / "kernels_py.py")
+    configs = module.scale_rows.configs
+    assert len(records) == 8
+    seen = set()
+    for rec in records:
+        config = next(c for c in configs if str(c) == rec["triton_config"])
+        seen.add((str(config), rec["arch"]))
+        block = config.kwargs["BLOCK"]
+        # The heuristic, evaluated from the args as Heuristics.run does: 4096 rows divide every BLOCK here.
+        aot = {
+            "X": "*fp16:16",
+            "Y": "*fp16:16",
+            "N": "i32:16",
+            "scale": "fp32",
+            "BLOCK": f"constexpr {block}",
+            "EVEN": "constexpr True",
+        }
+        assert rec["triton_signature"] == aot
+        label = f"scale_rows (BLOCK: {block}, num_warps: {config.num_warps}, num_stages: {config.num_stages})"
+        assert rec["kernel"] == label
+        assert rec["key"][1] == "scale_rows"
+        assert f"config={config}" in rec["key"][2]
+        cc = int(rec["arch"].removeprefix("sm_"))
+        options = {"num_warps": config.num_warps, "num_stages": config.num_stages, "num_ctas": 1}
+        own = tritons_own(module.scale_rows.fn.fn, aot, cc, options, tmp_path)
+        assert numbers(rec) == own, (rec["triton_config"], rec["arch"])
+        assert rec["launch"] == [config.num_warps * 32]
+    assert len(seen) == 8
+    # The summary names each config, not "#2".
+    text = result.stdout.str()
+    assert "scale_rows #2" not in text
+    for config in configs:
+        assert f"scale_rows (BLOCK: {config.kwargs['BLOCK']}, num_warps: {config.num_warps}, " in text
+
+
+BAD_CONFIG_TEST = """
+import pytest
+import triton
+from kernels_py import scale_rows, h
+
+@pytest.mark.regbudget()
+def test_bad(regbudget):
+    regbudget.compile_triton(scale_rows, args=(h, h, 4096, 2.0), config=triton.Config({"BLOCK": 100}))
+
+@pytest.mark.regbudget()
+def test_untuned(regbudget):
+    regbudget.compile_triton(scale_rows, args=(h, h, 4096, 2.0))
+"""
+
+
+def test_autotuned_errors_name_the_jit_function(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(kernels_py=KERNELS, test_bad=BAD_CONFIG_TEST)
+    result, records = run_json(pytester, "--regbudget-arch=sm_80", "--regbudget-gpu=off")
+    result.assert_outcomes(failed=2)
+    # A build error's row names the @triton.jit function, not the wrapper object.
+    (rec,) = records
+    assert rec["kernel"] == "scale_rows"
+    assert "scale_rows" in (rec["error"] or "")
+    text = result.stdout.str()
+    assert "<triton.runtime" not in text
+    # Without a config, the tuned constexprs are missing: the error names both ways to give one.
+    assert re.search(r"tuned constexprs BLOCK come from a config", text), text
+    assert "compile_triton_configs(scale_rows" in text
+    assert "config=cfg" in text
