@@ -312,3 +312,196 @@ def test_autotuned_errors_name_the_jit_function(pytester: pytest.Pytester) -> No
     assert re.search(r"tuned constexprs BLOCK come from a config", text), text
     assert "compile_triton_configs(scale_rows" in text
     assert "config=cfg" in text
+
+
+META_TESTS = """
+from pathlib import Path
+import pytest
+from kernels_py import layer_norm, LN_4096
+
+SIG = dict(X="*fp16", Y="*fp16", W="*fp16", B="*fp16", Mean="*fp32", Rstd="*fp32", stride="i32", N="i32",
+           eps="fp32")
+
+@pytest.mark.regbudget()
+def test_ln(regbudget):
+    warps = int((Path(__file__).parent / "warps.txt").read_text())
+    regbudget.compile_triton(layer_norm, args=LN_4096, constexprs={"BLOCK_SIZE": 4096}, num_warps=warps)
+"""
+
+
+def triton_entries(baseline: Path) -> list[str]:
+    """The header of each kernel's entry in the baseline file."""
+    found = re.findall(r'^\[kernels\."kernels_py\.py"\.layer_norm\.(.*)\]$', baseline.read_text(), re.M)
+    return [f for f in found if not f.endswith(".occupancy")]
+
+
+@pytest.mark.slow  # five runs with two Triton compiles each: about 15 s
+def test_num_warps_regression_fails_against_the_entry(pytester: pytest.Pytester) -> None:
+    """num_warps is a build setting, not part of the key: 8 -> 2 warps is compared with the 8-warp entry and
+    fails on its registers; the settings change is named; an update keeps one entry per arch."""
+    pytester.makepyfile(kernels_py=KERNELS, test_meta=META_TESTS)
+    warps = pytester.path / "warps.txt"
+    baseline = pytester.path / "regbudget-baseline.toml"
+    archs = "--regbudget-arch=sm_80,sm_90"
+    warps.write_text("8")
+    result, recorded = run_json(pytester, archs, "--regbudget-update")
+    result.assert_outcomes(passed=2)
+    assert len(triton_entries(baseline)) == 2
+    warps.write_text("2")
+    result, records = run_json(pytester, archs, "-rA")
+    assert result.ret == 1
+    result.assert_outcomes(failed=2)
+    before = {r["arch"]: r["registers"] for r in recorded}
+    for rec in records:
+        assert rec["baseline_status"] == "compared", rec
+        (delta,) = [d for d in rec["deltas"] if d["metric"] == "registers"]
+        assert (delta["baseline"], delta["now"], delta["verdict"]) == (
+            before[rec["arch"]],
+            rec["registers"],
+            "worse",
+        )
+        assert rec["settings_change"] == "num_warps 8 -> 2"
+        assert rec["launch"] == [64]
+    result.stdout.fnmatch_lines(["build settings changed for 2 entries: num_warps 8 -> 2 *"])
+    warps.write_text("8")
+    result, records = run_json(pytester, archs, "--regbudget-strict")
+    result.assert_outcomes(passed=2)
+    assert all(r["settings_change"] is None and r["baseline_status"] == "compared" for r in records)
+    # Recording the 2-warp build replaces each arch's entry, under the same key: nothing new, nothing stale.
+    warps.write_text("2")
+    result, _ = run_json(pytester, archs, "--regbudget-update")
+    result.assert_outcomes(passed=2)
+    entries = triton_entries(baseline)
+    assert len(entries) == 2
+    assert sorted(re.findall(r'"\.(sm_\d+)\."', " ".join(entries))) == ["sm_80", "sm_90"]
+    assert baseline.read_text().count('"num_warps=2"') == 2
+    assert "num_warps=8" not in baseline.read_text()
+    result, _ = run_json(pytester, archs, "--regbudget-strict")
+    result.assert_outcomes(passed=2)
+
+
+OLD_TESTS = """
+import pytest
+from kernels_py import layer_norm
+
+SIG = dict(X="*fp16", Y="*fp16", W="*fp16", B="*fp16", Mean="*fp32", Rstd="*fp32", stride="i32", N="i32",
+           eps="fp32")
+
+@pytest.mark.regbudget()
+def test_old(regbudget):
+    regbudget.compile_triton(layer_norm, signature=SIG, constexprs={"BLOCK_SIZE": 4096}, num_warps=8)
+"""
+
+OLD_SIG = {
+    "X": "*fp16",
+    "Y": "*fp16",
+    "W": "*fp16",
+    "B": "*fp16",
+    "Mean": "*fp32",
+    "Rstd": "*fp32",
+    "stride": "i32",
+    "N": "i32",
+    "eps": "fp32",
+}
+
+
+@pytest.mark.slow  # four runs: about 8 s
+def test_baseline_written_before_the_change_is_enforced_and_moved(pytester: pytest.Pytester) -> None:
+    """An entry keyed as pytest-regbudget keyed Triton kernels before (num_warps and num_stages in the
+    variant, no build settings) is found and enforced under --regbudget-strict, and an update moves it to the
+    new key: nothing is new or stale because of the format."""
+    pytester.makepyfile(kernels_py=KERNELS, test_old=OLD_TESTS)
+    baseline = pytester.path / "regbudget-baseline.toml"
+    result, _ = run_json(pytester, "--regbudget-arch=sm_80", "--regbudget-update")
+    result.assert_outcomes(passed=1)
+    (new_variant,) = triton_entries(baseline)
+    new_variant = new_variant.split('"')[1]
+    # The same numbers, as the previous version wrote them: its variant and its options digest.
+    old_settings = (
+        f"triton signature={sorted(OLD_SIG.items())}",
+        "constexprs=[('BLOCK_SIZE', 4096)]",
+        "num_warps=8",
+        "num_stages=3",
+    )
+    old_variant = ",".join(old_settings)
+    text = baseline.read_text().replace(f'"{new_variant}"', f'"{old_variant}"')
+    text = re.sub(r"build_settings = \[\n(.*\n)*?\]\n", "", text)
+    text = re.sub(r'options_hash = "[0-9a-f]+"', 'options_hash = "0123456789ab"', text)
+    baseline.write_text(text)
+    result, records = run_json(pytester, "--regbudget-arch=sm_80", "--regbudget-strict", "-rA")
+    result.assert_outcomes(passed=1)
+    (rec,) = records
+    assert rec["baseline_status"] == "compared"
+    assert rec["found_under"][2] == old_variant
+    assert rec["key"][2] == new_variant
+    out = result.stdout.str()
+    assert not re.search(r"\b[1-9]\d* (new|stale)\b", out), out
+    assert "1 of 1 baseline entries enforced" in out
+    result.stdout.fnmatch_lines(["*1 entry read under the key an older pytest-regbudget gave them*"])
+    # Enforced: the old entry's registers, one fewer, fail the build.
+    regs = rec["registers"]
+    baseline.write_text(text.replace(f"registers = {regs}\n", f"registers = {regs - 1}\n", 1))
+    result, _ = run_json(pytester, "--regbudget-arch=sm_80", "--regbudget-strict")
+    result.assert_outcomes(failed=1)
+    baseline.write_text(text)
+    result, _ = run_json(pytester, "--regbudget-arch=sm_80", "--regbudget-update")
+    result.assert_outcomes(passed=1)
+    out = result.stdout.str()
+    assert "0 stale, 1 re-keyed" in out
+    assert not re.search(r"\b[1-9]\d* (new|stale)\b", out), out
+    assert [e.split('"')[1] for e in triton_entries(baseline)] == [new_variant]
+    assert old_variant not in baseline.read_text()
+
+
+SAME_TEXT = """
+import triton
+import triton.language as tl
+
+@triton.jit
+def scale(X, N, BLOCK: tl.constexpr):
+    i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(X + i, tl.load(X + i, mask=i < N) * 2, mask=i < N)
+"""
+
+SAME_TEXT_TESTS = """
+import pytest
+import triton.language as tl
+from triton.runtime.jit import MockTensor
+import norm_{which} as module
+
+@pytest.mark.regbudget()
+def test_{which}(regbudget):
+    regbudget.compile_triton(module.scale, args=(MockTensor(tl.float32), 4096), constexprs={{"BLOCK": 256}})
+"""
+
+
+def test_same_kernel_text_in_two_files_is_two_kernels(
+    pytester: pytest.Pytester, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Triton's cache key hashes the function's text and first line, not its file: a build cached for
+    norm_a.py never names norm_b.py's kernel, whose file and line come from its own function."""
+    monkeypatch.setenv("REGBUDGET_CACHE_DIR", str(tmp_path / "cache"))
+    pytester.makepyfile(
+        norm_a=SAME_TEXT,
+        norm_b=SAME_TEXT,  # at the same line too: Triton's key holds the text and the first line
+        test_a=SAME_TEXT_TESTS.format(which="a"),
+        test_b=SAME_TEXT_TESTS.format(which="b"),
+    )
+    result, _ = run_json(pytester, "--regbudget-arch=sm_80", "test_a.py")
+    result.assert_outcomes(passed=1)
+    result, records = run_json(pytester, "--regbudget-arch=sm_80", "test_b.py")
+    result.assert_outcomes(passed=1)
+    def_line = {
+        name: (pytester.path / name).read_text().splitlines().index("def scale(X, N, BLOCK: tl.constexpr):")
+        + 1
+        for name in ("norm_a.py", "norm_b.py")
+    }
+    (rec,) = records
+    assert (rec["source"].rpartition("/")[2], rec["line"]) == ("norm_b.py", def_line["norm_b.py"])
+    result, records = run_json(pytester, "--regbudget-arch=sm_80", "--regbudget-update")
+    result.assert_outcomes(passed=2)
+    places = sorted((r["source"].rpartition("/")[2], r["line"]) for r in records)
+    assert places == sorted(def_line.items())
+    text = (pytester.path / "regbudget-baseline.toml").read_text()
+    assert '[kernels."norm_a.py".scale.' in text
+    assert '[kernels."norm_b.py".scale.' in text
