@@ -219,3 +219,13 @@ class KernelReport(Struct, Figures, frozen=True):
 def triton_signature_text(signature: tuple[tuple[str, str], ...]) -> str:
     """`X: *fp16:16, N: i32, BLOCK: constexpr 1024`: a Triton kernel's parameters as compiled."""
     return ", ".join(f"{name}: {ty}" for name, ty in signature)
+
+
+# Triton's Config.__str__ parts that are its defaults: left out of the name a report shows.
+_CONFIG_DEFAULTS = frozenset({"num_ctas: 1", "maxnreg: None", "ir_override: None"})
+
+
+def config_label(config: str) -> str:
+    """`BLOCK: 256, num_warps: 2, num_stages: 3`: a Triton config (its str()) as a report names its build;
+    the JSON record's triton_config holds the whole text."""
+    return ", ".join(p for p in config.split(", ") if p not in _CONFIG_DEFAULTS)

@@ -31,7 +31,7 @@ from ..core.errors import (
 )
 from ..core.facts import KernelFacts, release_of
 from ..core.gpu_facts import Timing
-from ..core.kernel_report import KernelReport
+from ..core.kernel_report import KernelReport, config_label
 from ..core.metrics import AGREED
 from ..core.verdict import strict, time_budgets_settled, timed
 from ..gpu.runner import GpuRunner
@@ -325,7 +325,11 @@ class RegbudgetSession:
         reports = []
         for facts in built:
             # An autotune config names its build (its own entry too), where a second build is counted.
-            named = facts.kernel if facts.triton_config is None else f"{facts.kernel} ({_config(facts)})"
+            named = (
+                facts.kernel
+                if facts.triton_config is None
+                else f"{facts.kernel} ({config_label(facts.triton_config)})"
+            )
             kernel_id = self._kernel_id(state, named)
             ids.append(kernel_id)
             reports.append(self._judge(state, nodeid, kernel_id, facts, gpu_arch, note))
@@ -517,14 +521,3 @@ class RegbudgetSession:
     def close(self) -> None:
         for builder in self.builders.values():
             builder.close()
-
-
-# Triton's Config.__str__ parts that are its defaults: left out of the name a report shows.
-_CONFIG_DEFAULTS = frozenset({"num_ctas: 1", "maxnreg: None", "ir_override: None"})
-
-
-def _config(facts: KernelFacts) -> str:
-    """`BLOCK: 256, num_warps: 2, num_stages: 3`: a Triton config as a report names its build (the JSON
-    record's triton_config holds the whole str(config))."""
-    parts = (facts.triton_config or "").split(", ")
-    return ", ".join(p for p in parts if p not in _CONFIG_DEFAULTS)

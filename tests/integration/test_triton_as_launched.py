@@ -16,7 +16,7 @@ from types import ModuleType
 from typing import Any
 
 import pytest
-from helpers.runs import run_json
+from helpers.runs import regbudget, run_json
 
 from pytest_regbudget.tools.cuobjdump import read_binary
 
@@ -505,3 +505,45 @@ def test_same_kernel_text_in_two_files_is_two_kernels(
     text = (pytester.path / "regbudget-baseline.toml").read_text()
     assert '[kernels."norm_a.py".scale.' in text
     assert '[kernels."norm_b.py".scale.' in text
+
+
+def test_explain_prints_the_signature_as_compiled(pytester: pytest.Pytester) -> None:
+    """`regbudget explain kernels.py::fn --signature "..."` (Triton's AOT syntax): the rows of the build that
+    compile_triton(fn, signature=...) measures, each with its signature as compiled, and per config."""
+    pytester.makepyfile(kernels_py=KERNELS)
+    hinted = "*fp16:16, *fp16:16, *fp16:16, *fp16:16, *fp32:16, *fp32:16, i32:16, i32:16, fp32, 4096"
+    done = regbudget(
+        "explain",
+        "kernels_py.py::layer_norm",
+        "--arch",
+        "sm_80,sm_90",
+        "--num-warps",
+        "8",
+        "--signature",
+        hinted,
+        cwd=pytester.path,
+    )
+    assert done.returncode == 0, done.stderr
+    shown = (
+        "triton signature X: *fp16:16, Y: *fp16:16, W: *fp16:16, B: *fp16:16, Mean: *fp32:16, "
+        "Rstd: *fp32:16, stride: i32:16, N: i32:16, eps: fp32, BLOCK_SIZE: constexpr 4096"
+    )
+    assert f"sm_80: {shown}" in done.stdout
+    assert f"sm_90: {shown}" in done.stdout
+    assert re.search(r"^\(256\) +sm_80 +\d+ ", done.stdout, re.M), done.stdout
+    tuned = regbudget(
+        "explain",
+        "kernels_py.py::scale_rows",
+        "--arch",
+        "sm_80",
+        "--signature",
+        "*fp16:16, *fp16:16, i32:16, fp32, -, True",
+        cwd=pytester.path,
+    )
+    assert tuned.returncode == 0, tuned.stderr
+    assert tuned.stdout.count("triton signature") == 4
+    assert "sm_80 (BLOCK: 2048, num_warps: 8, num_stages: 3): triton signature" in tuned.stdout
+    assert "EVEN: constexpr True" in tuned.stdout
+    short = regbudget("explain", "kernels_py.py::layer_norm", "--signature", "*fp16", cwd=pytester.path)
+    assert short.returncode == 2
+    assert "layer_norm has 10 parameters (X, Y, W, B, Mean, Rstd, stride, N, eps, BLOCK_SIZE" in short.stderr

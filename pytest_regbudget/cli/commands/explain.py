@@ -40,6 +40,7 @@ from ...project.markers import Budget, parse_tolerance
 from ...tools.options import CompileOptions, define_flag
 from ...tools.targets import in_explain_words
 from ..base import OK, CliError, Command, aligned
+from ..explain_triton import explain_triton, triton_lines
 from ..explaining import (
     Build,
     Explained,
@@ -60,6 +61,8 @@ def run(args: argparse.Namespace) -> int:
         ini = pytest_ini.read(Path.cwd())
     except pytest_ini.IniError as exc:
         raise CliError(str(exc)) from None
+    if source.suffix == ".py":
+        return _run_triton(args, source, kernel, ini)
     try:
         given = CompileOptions.make(
             defines=args.defines or [], include_dirs=args.include_dir or [], options=shlex.split(args.options)
@@ -112,6 +115,29 @@ def run(args: argparse.Namespace) -> int:
     )
     print(f"test file in {args.tests_dir} (--tests-dir):")
     print(suggested_marker(source, kernel, rows, extra, build, Path(args.tests_dir)))
+    return OK
+
+
+def _run_triton(
+    args: argparse.Namespace, source: Path, kernel: str | None, ini: pytest_ini.IniSettings
+) -> int:
+    """A `@triton.jit` function of a Python file, built as compile_triton(fn, signature=...) builds it: its
+    rows, and each build's signature as compiled."""
+    if kernel is None:
+        raise CliError(f"{source}: name the Triton kernel, e.g. regbudget explain '{source}::my_kernel'")
+    archs = _archs(args.arch, ini, Build(CompileOptions(), "triton"))
+    for arch in archs:
+        if arch in KEYWORDS:
+            raise CliError(f"--arch {arch}: name the archs of a Triton kernel, e.g. --arch sm_80,sm_90")
+        check_arch(arch, None)
+    builder = builder_for(ini.rootdir, None)
+    try:
+        rows = explain_triton(source, kernel, archs, args.signature, args.num_warps, args.num_stages, builder)
+    finally:
+        builder.close()
+    print(f"{source}::{kernel} (Triton, its block num_warps * 32 threads)")
+    print("\n".join(table([row for row, _ in rows])))
+    print("\n".join(triton_lines(rows)))
     return OK
 
 
@@ -324,6 +350,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     shared.add_toolkit_option(
         p.add_argument, "", does="the toolkit that builds", several="With more than one, the first builds."
     )
+    p.add_argument(
+        "--signature",
+        default=None,
+        metavar="TYPES",
+        help="a Triton kernel (kernels.py::fn): its parameters in order, as Triton's AOT compiler takes "
+        'them, e.g. "*fp16:16, i32:16, 1024"; "-" for a value its autotune config or heuristic gives',
+    )
+    p.add_argument("--num-warps", type=int, default=None, help="a Triton kernel's num_warps (default 4)")
+    p.add_argument("--num-stages", type=int, default=None, help="a Triton kernel's num_stages (default 3)")
 
 
 COMMAND = Command(
