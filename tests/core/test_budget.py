@@ -274,6 +274,13 @@ def test_ratchet_names_what_changed_in_the_build_settings() -> None:
     assert change(reordered) == "the same settings in another order"
     # Reported, never a failure: the numbers decide.
     assert ratchet(report, BaselineRule(old, recorded=True)).violations == []
+    # A setting that is a name and a value (a Triton kernel's num_warps) is named with both values; a define's
+    # value is a flag of its own.
+    triton = replace(report, compiler="triton", build_settings=("num_warps=2", "num_stages=3", "maxnreg=128"))
+    was = replace(old, compiler="triton", build_settings=("num_warps=8", "num_stages=3", "-DX=1"))
+    assert change(was, triton) == "num_warps 8 -> 2; added maxnreg=128; removed -DX=1"
+    flags = replace(report, build_settings=("-DX=2",))
+    assert change(replace(old, build_settings=("-DX=1",)), flags) == "added -DX=2; removed -DX=1"
 
 
 def measured(ptxas: str = "12.9.86") -> KernelReport:
