@@ -547,3 +547,35 @@ def test_explain_prints_the_signature_as_compiled(pytester: pytest.Pytester) -> 
     short = regbudget("explain", "kernels_py.py::layer_norm", "--signature", "*fp16", cwd=pytester.path)
     assert short.returncode == 2
     assert "layer_norm has 10 parameters (X, Y, W, B, Mean, Rstd, stride, N, eps, BLOCK_SIZE" in short.stderr
+
+
+TWO_SETTINGS = """
+import pytest
+from kernels_py import layer_norm, LN_4096
+
+@pytest.mark.regbudget()
+def test_eight(regbudget):
+    regbudget.compile_triton(layer_norm, args=LN_4096, constexprs={"BLOCK_SIZE": 4096}, num_warps=8)
+
+@pytest.mark.regbudget()
+def test_two(regbudget):
+    regbudget.compile_triton(
+        layer_norm, args=LN_4096, constexprs={"BLOCK_SIZE": 4096}, num_warps=2, variant=LABEL
+    )
+"""
+
+
+def test_one_variant_two_settings_is_a_conflict_that_variant_resolves(pytester: pytest.Pytester) -> None:
+    """Two tests that build one variant with different num_warps share its entry, so their numbers must agree:
+    the conflict names compile_triton's variant= keyword, which gives one build an entry of its own."""
+    pytester.makepyfile(kernels_py=KERNELS, test_two=TWO_SETTINGS.replace("LABEL", "None"))
+    result, _ = run_json(pytester, "--regbudget-arch=sm_80", "--regbudget-update")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(['*give one compile_triton call variant="..." (an entry of its own)*'])
+    assert not (pytester.path / "regbudget-baseline.toml").exists()
+    pytester.makepyfile(test_two=TWO_SETTINGS.replace("LABEL", '"2 warps"'))
+    result, records = run_json(pytester, "--regbudget-arch=sm_80", "--regbudget-update")
+    result.assert_outcomes(passed=2)
+    variants = sorted(r["key"][2] for r in records)
+    assert variants[0] + " | variant=2 warps" == variants[1]
+    assert len(triton_entries(pytester.path / "regbudget-baseline.toml")) == 2
