@@ -4,9 +4,12 @@ the same arguments, worked out without the GPU (the build `regbudget.compile_tri
 Triton's binder on the same tensors, Triton's compile for the device's arch, its ptxas's log). Exits 1 on any
 mismatch.
 
-Needs a CUDA GPU, torch and Triton (it imports nothing else but the standard library):
+Needs a CUDA GPU, torch and Triton (it imports nothing else but the standard library), and the package's own
+dependencies (msgspec, tomli...). On the device machine (Python 3.12, torch 2.11, Triton 3.6, whose binder and
+`_pack_args` take the same arguments as 3.9's: checked there), from the checkout's root with its cp312 wheels:
 
-    python benchmarks/triton_launch_check.py
+    python3 -m pip install -q --no-index --no-deps --target /tmp/deps .devwheels/*.whl
+    PYTHONPATH=/tmp/deps:. python3 benchmarks/triton_launch_check.py
 
 The kernels are those of tests/integration/test_triton_as_launched.py: the forward kernel of Triton's
 layer-norm tutorial at N = 4096 and N = 4004, an RMS norm with a weight stride of 1 and a `None` residual,
