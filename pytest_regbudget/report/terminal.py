@@ -417,7 +417,8 @@ def settings_lines(records: Sequence[ReportRecord], *, updating: bool) -> list[s
     if moved and not updating:
         lines.append(
             f"{_entries(len(moved))} read under the key an older pytest-regbudget gave them (build-wide "
-            "defines in the variant); pytest --regbudget-update moves them to their new key"
+            "defines in the variant, or `..` out of the rootdir); pytest --regbudget-update moves them to "
+            "their new key"
         )
     return lines
 
