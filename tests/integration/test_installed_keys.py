@@ -3,8 +3,8 @@
 writes the same baseline, byte for byte, keyed by the kernel's import path and recording the package and its
 version; each passes `--regbudget-strict` against the other's file; an update that runs another test file
 keeps the package's entry, and one whose test is gone removes it; an upgrade is reported and still compared.
-`include_dirs` names the package's headers as `{kpkg}/include` and as `$KPKG_INC`. Real pip, NVRTC and ptxas
-from the wheels; no network (the wheel is written here)."""
+`include_dirs` names the package's headers as `{kpkg}/include` (a marker, a manifest table) and as
+`$KPKG_INC`. Real pip, NVRTC and ptxas from the wheels; no network (the wheel is written here)."""
 
 from __future__ import annotations
 
@@ -53,6 +53,9 @@ extern "C" __global__ void own_sum(const float* x, float* y, int n) {
 PROJECT = {
     "pytest.ini": "[pytest]\n",
     "kernels/own.cu": OWN,
+    "kernels/listed.cu": OWN.replace("own_sum", "listed_sum"),
+    # A manifest table: the package's headers by name, wherever this venv installed it.
+    "regbudget.toml": '[[kernels]]\nsource = ["kernels/listed.cu"]\ninclude_dirs = ["{kpkg}/include"]\n',
     "tests/test_pkg.py": """import importlib.util
 from pathlib import Path
 from typing import Any
@@ -163,12 +166,12 @@ def test_two_installs_write_the_same_baseline_and_enforce_each_other(installs: I
     for name, (project, env) in installs.items():
         done, records = run(project, env, "--regbudget-update")
         assert done.returncode == 0, done.stdout + done.stderr
-        assert len(records) == 2, done.stdout
+        assert len(records) == 3, done.stdout
         baselines[name] = (project / "regbudget-baseline.toml").read_bytes()
     assert baselines["a"] == baselines["b"]
     doc = tomli.loads(baselines["a"].decode())
     sources = sorted(doc["kernels"])
-    assert sources == ["kernels/own.cu", "kpkg/kernels/scale.cu"]
+    assert sources == ["kernels/listed.cu", "kernels/own.cu", "kpkg/kernels/scale.cu"]
     assert not [s for s in sources if "site-packages" in s or ".." in s or s.startswith("/")]
     pkg = doc["kernels"]["kpkg/kernels/scale.cu"]["kpkg_scale"]["-"]["sm_90"]
     (release,) = pkg
@@ -177,6 +180,8 @@ def test_two_installs_write_the_same_baseline_and_enforce_each_other(installs: I
     own = doc["kernels"]["kernels/own.cu"]["own_sum"]["-"]["sm_90"][release]
     assert "package" not in own
     assert own["build_settings"] == ["-I{kpkg}/include"]  # $KPKG_INC, inside the install
+    listed = doc["kernels"]["kernels/listed.cu"]["listed_sum"]["-"]["sm_90"][release]
+    assert listed["build_settings"] == ["-I{kpkg}/include"]  # the manifest's {kpkg}/include
     # Each checkout against the other's file, strict: every kernel held to an entry, nothing changed.
     for name, other in (("a", "b"), ("b", "a")):
         project, env = installs[name]
