@@ -56,18 +56,12 @@ PROJECT = {
     "kernels/listed.cu": OWN.replace("own_sum", "listed_sum"),
     # A manifest table: the package's headers by name, wherever this venv installed it.
     "regbudget.toml": '[[kernels]]\nsource = ["kernels/listed.cu"]\ninclude_dirs = ["{kpkg}/include"]\n',
-    "tests/test_pkg.py": """import importlib.util
-from pathlib import Path
-from typing import Any
-
-import pytest
-
-# The installed package's kernel, wherever this environment installed it.
-PKG = Path(importlib.util.find_spec("kpkg").submodule_search_locations[0])
+    # The installed package's kernel, wherever this environment installed it.
+    "tests/test_pkg.py": """import pytest
 
 
-@pytest.mark.regbudget(source=str(PKG / "kernels" / "scale.cu"), kernel="kpkg_scale",
-                       include_dirs=["{kpkg}/include"], max_regs=64)
+@pytest.mark.regbudget(source="{kpkg}/kernels/scale.cu", kernel="kpkg_scale", include_dirs=["{kpkg}/include"],
+                       max_regs=64)
 def test_pkg():
     pass
 """,

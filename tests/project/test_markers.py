@@ -147,6 +147,8 @@ def test_include_dirs_take_environment_variables_and_packages(
     (tmp_path / "site" / "h45pkg" / "include").mkdir(parents=True)
     monkeypatch.syspath_prepend(str(tmp_path / "site"))
     budget = parse(include_dirs=["$H45_INC", "${H45_INC}/sub", "{h45pkg}/include", "rel"])
+    found = parse(source="{h45pkg}/k.cu", kernel="k")
+    assert found.source == tmp_path / "site" / "h45pkg" / "k.cu"  # type: ignore[attr-defined]
     assert budget.options.include_dirs == (  # type: ignore[attr-defined]
         str(tmp_path / "inc"),
         str(tmp_path / "inc" / "sub"),
