@@ -11,7 +11,6 @@ not read: such a file is one clear error that says how to record it anew.
 
 from __future__ import annotations
 
-import codecs
 import hashlib
 import re
 from collections.abc import Iterator, Mapping
@@ -25,7 +24,7 @@ from msgspec.structs import replace
 
 from ..util.files import NotRegular, atomic_write, parse_nested, read_regular
 from . import names
-from .baseline_write import check_writable, encoded, write_failure
+from .baseline_write import check_writable, decoded, encoded, write_failure
 from .baseline_write import lock_path as lock_path
 from .baseline_write import locked as _locked  # update's; tests hold it from another process
 from .dirs import default_cache_dir
@@ -158,6 +157,9 @@ class BaselineEntry(Struct, frozen=True):
     # The __noinline__ callees' part of the spills; None for none (and in entries of 0.1, which count none).
     spill_stores_callees: int | None = None
     spill_loads_callees: int | None = None
+    # The installed distribution its source file belongs to ("liger_kernel 0.8.5"), for a kernel of installed
+    # code (keyed by its import path); None for the project's own. An upgrade is reported, not keyed.
+    package: str | None = None
 
     @property
     def spills(self) -> tuple[int, int] | None:
@@ -169,6 +171,8 @@ class BaselineEntry(Struct, frozen=True):
     def to_toml(self) -> dict[str, object]:
         out: dict[str, object] = {n: v for n in FILE_INT_FIELDS if (v := getattr(self, n)) is not None}
         out.update({name: getattr(self, name) for name in TEXT_FIELDS})
+        if self.package:
+            out["package"] = self.package
         if self.build_settings:
             out["build_settings"] = list(self.build_settings)  # in build order: a define's place matters
         if self.messages:
@@ -245,8 +249,11 @@ def _entry(where: str, table: object) -> BaselineEntry:
     known = {
         *FILE_INT_FIELDS,
         *TEXT_FIELDS,
-        *("occupancy", "gpu", "tests", "ptxas_messages", "setmaxnreg", "build_settings"),
+        *("occupancy", "gpu", "tests", "ptxas_messages", "setmaxnreg", "build_settings", "package"),
     }
+    package = table.get("package")
+    if package is not None and not isinstance(package, str):
+        raise BaselineError(f'{where}: package = {package!r}, expected a string ("name version")')
     gpu = table.get("gpu", {})
     if not isinstance(gpu, dict) or not all(isinstance(v, dict) for v in gpu.values()):
         raise BaselineError(f'{where}: gpu must hold one table per device, e.g. [...gpu."NVIDIA H200"]')
@@ -289,6 +296,7 @@ def _entry(where: str, table: object) -> BaselineEntry:
         extra={k: v for k, v in table.items() if k not in known},
         local_instructions=table.get("local_instructions"),
         **{name: table.get(name) for name in CALLEE_FIELDS},
+        package=package,
     )
 
 
@@ -449,47 +457,7 @@ def read(path: Path) -> str | None:
         raise BaselineError(f"baseline {path} is {exc.strerror}. Fix: give the path of a TOML file") from None
     except OSError as exc:
         raise BaselineError(f"cannot read baseline {path}: {exc.strerror}") from None
-    return _decode(data, path)
-
-
-def _decode(data: bytes, path: Path) -> str:
-    """UTF-8, as TOML requires; a UTF-8 byte order mark (Notepad's) is dropped.
-
-    UTF-16 and UTF-32 (PowerShell's `>` writes UTF-16) are refused rather than read: git shows such a file
-    as binary, so its diffs could not be reviewed, and an update would silently change its encoding.
-    """
-    wide = next(
-        (
-            name
-            for name, boms in (
-                ("UTF-32", (codecs.BOM_UTF32_LE, codecs.BOM_UTF32_BE)),
-                ("UTF-16", (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)),
-            )
-            if data.startswith(boms)
-        ),
-        # UTF-16 without a byte order mark: ASCII text has a NUL in every other byte.
-        "UTF-16" if len(data) >= 2 and data[1::2].count(0) + data[0::2].count(0) >= len(data) // 2 else None,
-    )
-    if wide is not None:
-        raise BaselineError(
-            f"baseline {path} is {wide}; TOML files must be UTF-8. Fix: save it as UTF-8, e.g. "
-            f"iconv -f {wide} -t UTF-8 {path} > {path}.utf8 && mv {path}.utf8 {path}"
-        )
-    if b"\x00" in data:
-        at = data.index(b"\x00")
-        line = data.count(b"\n", 0, at) + 1
-        raise BaselineError(
-            f"baseline {path}, line {line}: a NUL byte (byte offset {at}), which TOML does not allow. Fix: "
-            "remove it (a damaged file: git checkout restores the committed one)"
-        )
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
-        raise BaselineError(
-            f"baseline {path}, line {line}: byte 0x{data[exc.start]:02X} (byte offset {exc.start}) is not "
-            "UTF-8; TOML files must be UTF-8. Fix: save it as UTF-8"
-        ) from None
+    return decoded(data, path)
 
 
 def dumps(baseline: Baseline) -> str:

@@ -133,6 +133,7 @@ class KernelReport(Struct, Figures, frozen=True):
     build_settings: tuple[str, ...] = ()  # every flag but the variant's defines (KernelFacts.build_settings)
     settings_change: str | None = None  # what changed in them since the entry (ratchet.settings_change)
     found_under: Key | None = None  # the older key its entry was read under (BaselineRule.found_under)
+    package: str | None = None  # the installed distribution its file belongs to ("liger_kernel 0.8.5")
     time_status: TimeStatus | None = None  # pass, fail, or ambiguous (noisy, decided on the median)
     messages: tuple[str, ...] = ()  # ptxas's warnings and performance-loss notes for this kernel
     setmaxnreg: tuple[tuple[str, int], ...] = ()  # its warpgroups' register targets, by direction

@@ -54,6 +54,7 @@ def entry_of_report(report: KernelReport) -> BaselineEntry:
         setmaxnreg=targets_of(report),
         options_hash=report.options_hash,
         build_settings=report.build_settings,
+        package=report.package,
         # Rounded so that the file does not churn on float noise.
         occupancy={} if occ is None or at is None else {at: round(round(occ.occupancy, 6), 4)},
         tests=(base_nodeid(report.nodeid),),
@@ -162,7 +163,22 @@ def _callees_change(old: BaselineEntry, report: KernelReport, metric: str) -> st
 def settings_change(old: BaselineEntry, report: KernelReport) -> str | None:
     """What changed in a kernel's build since its entry, as the once-per-run line names it ("added
     -DGGML_CUDA_F16"); None when nothing did. The entry is still enforced: a flag that costs registers is
-    caught by the numbers."""
+    caught by the numbers. An installed package's new version is named as a toolkit's would be
+    ("package liger_kernel 0.8.5 -> 0.8.6"), with any flag change after it."""
+    upgrade = _package_change(old.package, report.package)
+    flags = _flags_change(old, report)
+    return "; ".join(p for p in (upgrade, flags) if p) or None
+
+
+def _package_change(old: str | None, now: str | None) -> str | None:
+    if not old or not now or old == now:
+        return None  # an entry written before packages were recorded reads as the same package
+    name, _, was = old.partition(" ")
+    new_name, _, version = now.partition(" ")
+    return f"package {name} {was} -> {version}" if name == new_name else f"package {old} -> {now}"
+
+
+def _flags_change(old: BaselineEntry, report: KernelReport) -> str | None:
     if old.compiler != report.compiler:
         return f"compiler {old.compiler} -> {report.compiler}"
     if old.options_hash == report.options_hash:

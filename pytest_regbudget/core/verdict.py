@@ -104,11 +104,12 @@ def verdict(
     gpu_note: str | None = None,
     key: Key | None = None,
     peak_live: PeakLive | None = None,
+    package: str | None = None,
 ) -> KernelReport:
     """Everything known at compile time (and, with `gpu`, at load time) judged at once: the budgets of
     `limits`, the driver's agreement, and the baseline. `kernel` is the id the baseline keys it by.
     `peak_live`: the peak of live registers where it was read without the rest of the SASS (`sass`'s
-    own otherwise)."""
+    own otherwise); `package`: the installed distribution its file belongs to."""
     provenance = facts.provenance
     checked = check(
         nodeid,
@@ -143,6 +144,7 @@ def verdict(
         setmaxnreg=facts.setmaxnreg,
         triton_signature=facts.triton_signature,
         triton_config=facts.triton_config,
+        package=package,
     )
     return report if baseline is None else ratchet(report, baseline)
 

@@ -37,6 +37,7 @@ class Context(Struct, frozen=True):
     gpu_note: str | None = None  # why the GPU checks did not run, or what they lacked
     # The peak of live registers, read alone for a kernel that fails on registers (`fails_on_registers`).
     peak_live: PeakLive | None = None
+    package: str | None = None  # the installed distribution its file belongs to (Settings.package_of)
 
 
 def limits_of(budget: Budget, facts: KernelFacts) -> Limits:
@@ -91,6 +92,9 @@ def baseline_rule(
     the run measured the same kernel variant differently."""
     s = settings
     entry, found_under = baseline.find(key, facts.legacy_variant)
+    before = s.key_before(key, facts) if entry is None else None
+    if before is not None and before in baseline.entries:  # outside the rootdir, as 0.1 keyed it (`..`)
+        entry, found_under = baseline.entries[before], before
     return BaselineRule(
         entry=entry,
         found_under=found_under,
@@ -118,6 +122,7 @@ def judge(facts: KernelFacts, budget: Budget, context: Context) -> KernelReport:
         gpu_note=context.gpu_note,
         key=context.key,
         peak_live=context.peak_live,
+        package=context.package,
     )
 
 
@@ -134,6 +139,7 @@ def judge_alone(
     registers where the caller read it. Nothing else of a run shares its entry, and no GPU is asked."""
     key = settings.baseline_key(facts)
     rule = baseline_rule(baseline, settings, key, facts, budget)
-    context = Context(nodeid, facts.kernel, key=key, baseline=rule, peak_live=peak_live)
+    package = settings.package_of(facts)
+    context = Context(nodeid, facts.kernel, key=key, baseline=rule, peak_live=peak_live, package=package)
     report = judge(facts, budget, context)
     return strict(report) if settings.strict and not settings.update else report

@@ -379,6 +379,7 @@ class RegbudgetSession:
             gpu=gpu_facts,
             sass=sass_report,
             gpu_note=note if arch == state.arch else None,
+            package=self.settings.package_of(facts),
         )
         report = judge(facts, budget, context)
         if sass_report is None and fails_on_registers(report, limits_of(budget, facts), context.baseline):

@@ -31,6 +31,7 @@ from ..sources import KernelSource
 from ..tools.options import Timeouts
 from ..tools.targets import Targets, table_lacks
 from ..update.scope import NOT_A_FILE
+from ..util.paths import distribution_of, install_search, source_path, under_root
 from .builder import BuildSettings
 from .sharding import Shard
 
@@ -93,12 +94,25 @@ class Settings(Struct, frozen=True):
             return str(path)
 
     def baseline_key(self, facts: KernelFacts) -> Key:
-        """The baseline key of a kernel: (source relative to the rootdir, readable name, variant, arch,
-        release of the toolkit that measured it)."""
+        """The baseline key of a kernel: (source relative to the rootdir, or its import path where it is
+        installed code, readable name, variant, arch, release of the toolkit that measured it)."""
         source = _relative(facts.source, self.rootdir)
         if not facts.from_file:
             source = f"{NOT_A_FILE}{facts.provenance.compiler}>{source}"
         return (source, facts.kernel, facts.variant, facts.arch, facts.provenance.release)
+
+    def key_before(self, key: Key, facts: KernelFacts) -> Key | None:
+        """The key 0.1 gave a kernel outside the rootdir (its path relative to the rootdir, with `..`), where
+        that is not `key`: its entry is read there, and an update moves it to `key`."""
+        if not facts.from_file or under_root(facts.source, self.rootdir) is not None:
+            return None
+        dotted = os.path.relpath(facts.source, self.rootdir).replace(os.sep, "/")
+        return (dotted, key[1], key[2], key[3], key[4])
+
+    def package_of(self, facts: KernelFacts) -> str | None:
+        """The installed distribution and version that holds a kernel's file ("liger_kernel 0.8.5"), which
+        its entry records; None for the project's own files and for code without a file."""
+        return _package(facts.source, self.rootdir) if facts.from_file else None
 
 
 class ItemState(Struct):
@@ -142,18 +156,16 @@ class ItemState(Struct):
 
 @functools.lru_cache(maxsize=4096)
 def _relative(source: Path, rootdir: Path) -> str:
-    """`source` relative to the rootdir, as a baseline key names it (remembered: every kernel of a file,
-    on every arch, asks)."""
-    # os.path on strings: Path.resolve and relative_to cost more than the rest of a warm item's key.
-    real, root = os.path.realpath(source), _real(rootdir)
-    if real == root or real.startswith(root.rstrip(os.sep) + os.sep):
-        return Path(os.path.relpath(real, root)).as_posix()
-    return os.path.relpath(source, rootdir).replace(os.sep, "/")
+    """`source` as a baseline key names it (remembered: every kernel of a file, on every arch, asks):
+    relative to the rootdir, else its import path inside an install (util/paths.py `source_path`)."""
+    return source_path(source, rootdir)
 
 
-@functools.lru_cache(maxsize=16)
-def _real(path: Path) -> str:
-    return os.path.realpath(path)
+@functools.lru_cache(maxsize=1024)
+def _package(source: Path, rootdir: Path) -> str | None:
+    if under_root(source, rootdir) is not None:
+        return None  # the project's own file, even where the project sits in an install directory
+    return distribution_of(source, install_search(rootdir))
 
 
 def resolve_archs(

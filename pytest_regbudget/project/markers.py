@@ -24,6 +24,7 @@ from ..core.metrics import CAP_KEYS, TOLERANCE_KEYS
 from ..core.text import close_key_hint
 from ..tools.options import CompileOptions
 from ..util.files import one_globstar
+from ..util.paths import expand_path
 
 COMPILE_KEYS = (
     "source",
@@ -505,6 +506,14 @@ def _paths(key: str, kwargs: Mapping[str, object], base_dir: Path) -> tuple[str,
     return tuple(paths)
 
 
+def _path(key: str, given: str | Path, base_dir: Path) -> Path:
+    """A path with `$VAR`, `${VAR}` and `{package}` expanded (util/paths.py), a relative one from base_dir."""
+    try:
+        return expand_path(str(given), base_dir)
+    except LookupError as exc:  # an unset variable, a package that is not installed
+        raise MarkerError(f"{key}: {exc}") from None
+
+
 def compile_options(kwargs: Mapping[str, object], base_dir: Path) -> CompileOptions:
     """The compile keys (defines, include_dirs, options, ptxas_options, depends) of a marker or of a
     fixture call, checked alike; relative paths are from `base_dir`, the test file's directory."""
@@ -512,9 +521,10 @@ def compile_options(kwargs: Mapping[str, object], base_dir: Path) -> CompileOpti
         check_text(key, kwargs.get(key))
     return CompileOptions.make(
         defines=_defines(kwargs.get("defines")),
-        include_dirs=tuple(
-            str(base_dir / d) for d in _strings("include_dirs", kwargs.get("include_dirs", ()))
-        ),
+        include_dirs=[
+            str(_path("include_dirs", d, base_dir))
+            for d in _strings("include_dirs", kwargs.get("include_dirs", ()))
+        ],
         options=_options("options", kwargs.get("options", ())),
         ptxas_options=_options("ptxas_options", kwargs.get("ptxas_options", ())),
         # Relative to the test file, like include_dirs; globs are expanded when the cache key is made.
@@ -572,7 +582,7 @@ def parse_marker(args: Sequence[object], kwargs: Mapping[str, object], base_dir:
             "kernel without __cluster_dims__)"
         )
     return Budget(
-        source=None if source is None else (base_dir / source),
+        source=None if source is None else _path("source", source, base_dir),
         kernel=kernel,
         compiler=compiler,
         binary=None if binary is None else (base_dir / binary),

@@ -417,8 +417,8 @@ def settings_lines(records: Sequence[ReportRecord], *, updating: bool) -> list[s
     if moved and not updating:
         lines.append(
             f"{_entries(len(moved))} read under the key an older pytest-regbudget gave them (build-wide "
-            "defines, or a Triton kernel's num_warps and num_stages, in the variant); pytest "
-            "--regbudget-update moves them to their new key"
+            "defines or a Triton kernel's num_warps and num_stages in the variant, or `..` out of the "
+            "rootdir); pytest --regbudget-update moves them to their new key"
         )
     return lines
 

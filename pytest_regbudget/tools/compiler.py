@@ -23,6 +23,7 @@ from ..core.facts import Deferred, KernelFacts, Provenance
 from ..core.metrics import KernelResources
 from ..core.ptx import ptx_setmaxnreg, ptx_tmem
 from ..util.files import open_regular, settled
+from ..util.paths import under_root
 from .options import CompileOptions
 from .outputs import BuildOutputs, CompiledKernel, UnitOutputs, not_found
 from .ptxas import run_ptxas
@@ -68,14 +69,7 @@ _SOURCES: dict[tuple[str, int, int, int, int], str] = {}
 def inside_root(path: str | Path, root: Path) -> str | None:
     """`path` relative to `root` ("/" between parts) where it lies below it, as given or as resolved
     (symbolic links); None elsewhere."""
-    spellings = (
-        (os.path.abspath(path), os.path.abspath(root)),
-        (os.path.realpath(path), os.path.realpath(root)),
-    )
-    for p, r in spellings:
-        if p == r or p.startswith(r.rstrip(os.sep) + os.sep):
-            return os.path.relpath(p, r).replace(os.sep, "/")
-    return None
+    return under_root(path, root, real_first=False)
 
 
 def given_names(source: Path, options: CompileOptions, base: Path | None) -> tuple[str, CompileOptions]:

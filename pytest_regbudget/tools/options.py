@@ -5,7 +5,6 @@ baseline entry records, and the identity that keys the cache and the baseline's 
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import ClassVar, Literal
@@ -16,6 +15,7 @@ from msgspec.structs import fields, replace
 from ..core.arch import compute_arch
 from ..core.defaults import DEFAULT_CUOBJDUMP_TIMEOUT, DEFAULT_NVCC_TIMEOUT, DEFAULT_PTXAS_TIMEOUT
 from ..core.facts import Deferred
+from ..util.paths import portable_path
 
 # The two compilers a CUDA source is built with: NVRTC (the kernel alone) or nvcc (the translation unit).
 Backend = Literal["nvrtc", "nvcc"]
@@ -83,8 +83,8 @@ class CompileOptions(Struct, frozen=True):
         """Every field's value, in declaration order: the one list that both the cache key and the
         baseline's options_hash are made from, so a new field cannot be left out of either.
 
-        Path fields become lists (relative to `relative_to` when given, for a hash that is the same on
-        every checkout).
+        Path fields become lists (as `portable_path` writes them when `relative_to` is given: relative to
+        it, `{package}/rest` inside an installed package, for a hash that is the same on every checkout).
         """
         # The build's defines in one list, as the compilers see them (and as 0.1 keyed them): moving a define
         # between the variant and the build settings changes neither the cache key nor the options_hash.
@@ -94,7 +94,7 @@ class CompileOptions(Struct, frozen=True):
         for f in every:
             value = getattr(merged, f.name)
             if f.name in self._PATHS:
-                value = [os.path.relpath(v, relative_to) if relative_to else v for v in value]
+                value = [portable_path(v, relative_to) if relative_to else v for v in value]
             values.append(value)
         # Fields added after the first four (those of 0.1) count only when they are set, so that a new
         # field leaves the options_hash of existing baseline entries alone. Each value keeps its
@@ -127,9 +127,10 @@ class CompileOptions(Struct, frozen=True):
     def settings(self, relative_to: Path | None = None) -> tuple[str, ...]:
         """The build settings a baseline entry records: every flag but the variant's defines, as a reader
         knows them ("-DGGML_CUDA_F16", "-Iggml/src", "--use_fast_math", "-Xptxas=-O3"); include dirs
-        relative to `relative_to`, so that they read alike on every checkout."""
+        relative to `relative_to`, `{torch}/include` inside an installed package, else absolute (never
+        `..`), so that they read alike on every checkout and in every venv."""
         variant = {name for name, _ in self.defines}
-        dirs = [os.path.relpath(d, relative_to) if relative_to else d for d in self.include_dirs]
+        dirs = [portable_path(d, relative_to) if relative_to else d for d in self.include_dirs]
         return (
             *(define_flag(k, v) for k, v in self.build_defines if k not in variant),
             *(f"-I{d}" for d in dirs),

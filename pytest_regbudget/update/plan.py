@@ -109,6 +109,7 @@ def plan(
         {key: entry.tests for key, entry in old.entries.items()},
         {key: entry.compiler for key, entry in old.entries.items()},
         measured={cast(bl.Key, tuple(r["key"])) for r in records if r["key"]} | set(moved.values()),
+        installed={key for key, entry in old.entries.items() if entry.package},
     )
     write = {}
     for key, entry in fresh.items():

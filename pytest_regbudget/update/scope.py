@@ -2,7 +2,9 @@
 
 Owns the rule, and nothing else (no pytest import). An entry is keyed by kernel (source, name, variant,
 arch) and lists the tests that measured it. It is stale only when this run could have seen it and did not:
-- its source file no longer exists (a code string's entry has no file: only its tests count); or
+- its source file no longer exists, under the rootdir or in an install directory on sys.path (a code
+  string's entry has no file, and installed code's entry, which records its package, may be uninstalled
+  here: only their tests count); or
 - the run was not interrupted (collection errors, KeyboardInterrupt, -x / --maxfail, an internal error),
   its arch was built, and every test it lists is gone or ran to its end without measuring it. A test is
   "seen" when its file was collected without error, in full (a directory or the file itself was among the
@@ -15,7 +17,7 @@ Under pytest-xdist each worker fills its own RunScope and ships `payload()`; the
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +25,7 @@ from msgspec import Struct, field
 from msgspec.structs import replace
 
 from ..core.baseline import base_nodeid
+from ..util.paths import install_search
 
 Key = tuple[str, str, str, str, str]  # (source, kernel, variant, arch, release), as in baseline.Key
 
@@ -191,16 +194,19 @@ class Rule(Struct, frozen=True):
             return "test did not run to its end"
         return None
 
-    def kernel(self, key: Key, tests: Sequence[str], compiler: str = "") -> str | None:
-        """Why a kernel's entry is kept; None when it is stale. `tests` measured it last, with `compiler`."""
+    def kernel(
+        self, key: Key, tests: Sequence[str], compiler: str = "", *, installed: bool = False
+    ) -> str | None:
+        """Why a kernel's entry is kept; None when it is stale. `tests` measured it last, with `compiler`;
+        `installed`: the entry records the package its source belongs to."""
         source, _, variant, arch, release = key
         if (source, variant, arch, release) in self.broken:
             return f"{source} does not build for {arch} (its kernels are compared again once it builds)"
         if self.release_scopes:
-            return self.judging(compiler, release).kernel(key, tests, compiler)
+            return self.judging(compiler, release).kernel(key, tests, compiler, installed=installed)
         if self.scope.interrupted:
             return f"the run was interrupted ({self.scope.interrupted})"
-        if not source.startswith(NOT_A_FILE) and not (self.rootdir / source).exists():
+        if not source.startswith(NOT_A_FILE) and not installed and not self.source_exists(source):
             return None  # its source file is gone
         if arch not in self.archs:
             return f"{arch} was not built (this run's archs: {', '.join(self.archs)})"
@@ -215,6 +221,13 @@ class Rule(Struct, frozen=True):
             return "no test is recorded for it"
         reasons = [r for r in (self.test(t, arch) for t in tests) if r is not None]
         return reasons[0] if reasons else None
+
+    def source_exists(self, source: str) -> bool:
+        """Whether a key's source file is here: under the rootdir (an absolute key: where it says), or
+        inside an install directory on sys.path (an import path, util/paths.py)."""
+        if (self.rootdir / source).exists():
+            return True
+        return any((Path(base) / source).exists() for base in install_search(self.rootdir))
 
     def still_measuring(
         self, tests: Sequence[str], arch: str, compiler: str = "", release: str = ""
@@ -235,22 +248,24 @@ def decide(
     compilers: Mapping[Key, str] | None = None,
     *,
     measured: set[Key],
+    installed: Collection[Key] = frozenset(),
 ) -> Decision:
     """Split the baseline's entries that this run did not measure into stale and kept.
 
     `entries`: each kernel entry's tests; `compilers`: each one's compiler; `measured`: kernel keys with a
-    record this run.
+    record this run; `installed`: the entries of installed code (they record a package), judged by their
+    tests alone.
     """
     stale: set[Key] = set()
     kept: dict[str, list[Key]] = {}
-    foreign = _foreign_rootdir(rule, entries)
+    foreign = _foreign_rootdir(rule, {k: t for k, t in entries.items() if k not in installed})
     if foreign:
         unmeasured = tuple(k for k in sorted(entries) if k not in measured)
         return Decision(frozenset(), {foreign: unmeasured} if unmeasured else {})
     for key, tests in sorted(entries.items()):
         if key in measured:
             continue
-        reason = rule.kernel(key, tests, (compilers or {}).get(key, ""))
+        reason = rule.kernel(key, tests, (compilers or {}).get(key, ""), installed=key in installed)
         if reason is None:
             stale.add(key)
         else:

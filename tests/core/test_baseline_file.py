@@ -150,6 +150,7 @@ def test_bad_files_name_file_and_place(tmp_path: Path, text: str, needle: str) -
         ("gpu = 3", "gpu must hold one table per device"),
         ("spill_stores_callees = -4", "spill_stores_callees = -4, expected a whole number >= 0"),
         ('spill_loads_callees = "4"', "spill_loads_callees = '4', expected a whole number >= 0"),
+        ("package = 1", 'package = 1, expected a string ("name version")'),
     ],
 )
 def test_bad_entry_fields_name_the_field(tmp_path: Path, fields: str, needle: str) -> None:
@@ -258,6 +259,12 @@ def test_written_files_are_not_private(tmp_path: Path) -> None:
 def test_entry_from_table_reads_what_to_toml_writes() -> None:
     entry = replace(ENTRY, gpu={"NVIDIA H200": {"time_ms": 0.5}}, extra={"gpu_ms": 0.89})
     assert bl.entry_from_table(entry.to_toml()) == entry
+    installed = replace(entry, package="liger_kernel 0.8.5")
+    table = installed.to_toml()
+    assert bl.entry_from_table(table) == installed
+    # After the provenance fields, before the build settings; absent for the project's own kernels.
+    assert list(table)[list(table).index("options_hash") + 1] == "package"
+    assert "package" not in entry.to_toml()
 
 
 def test_a_key_written_with_build_marks_reads_as_todays_name(tmp_path: Path) -> None:

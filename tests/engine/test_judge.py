@@ -122,6 +122,47 @@ def test_a_kernel_that_got_worse_than_its_entry_fails_with_the_fix() -> None:
     assert judge_alone(now, marker(), updating, baseline, "t.py::t").outcome == "passed"
 
 
+def test_an_entry_keyed_with_dotdot_is_found_and_installed_code_records_its_package(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tmp_path / "proj"
+    root.mkdir()
+    settings = replace(SETTINGS, rootdir=root, baseline_path=root / "regbudget-baseline.toml")
+    # Outside the rootdir and every install: keyed by its absolute path; 0.1's `..` key still finds it.
+    outside = replace(recorded("12.9_sm_90"), source=tmp_path / "vendor" / "k.cu")
+    key = settings.baseline_key(outside)
+    assert key[0] == (tmp_path / "vendor" / "k.cu").as_posix()
+    dotted = ("../vendor/k.cu", *key[1:])
+    first = judge_alone(outside, marker(), settings, bl.Baseline(), "t.py::t")
+    baseline = bl.Baseline(entries={dotted: entry_of_report(first)})
+    again = judge_alone(outside, marker(), settings, baseline, "t.py::t")
+    assert (again.baseline_status, again.found_under) == ("compared", dotted)
+    # In a `pip install --target` folder on sys.path, with the distribution's metadata: its import path, and
+    # the package and version in the entry it makes.
+    target = tmp_path / "target"
+    (target / "h45kpkg").mkdir(parents=True)
+    info = target / "h45kpkg-1.2.3.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: h45kpkg\nVersion: 1.2.3\n")
+    (info / "RECORD").write_text("h45kpkg/k.cu,,\nh45kpkg-1.2.3.dist-info/METADATA,,\n")
+    monkeypatch.syspath_prepend(str(target))
+    installed = replace(recorded("12.9_sm_90"), source=target / "h45kpkg" / "k.cu")
+    assert settings.baseline_key(installed)[0] == "h45kpkg/k.cu"
+    report = judge_alone(installed, marker(), settings, bl.Baseline(), "t.py::t")
+    assert entry_of_report(report).package == "h45kpkg 1.2.3"
+    assert entry_of_report(report).to_toml()["package"] == "h45kpkg 1.2.3"
+    # An older version's entry: compared, and the upgrade named as a build change.
+    old = replace(entry_of_report(report), package="h45kpkg 1.2.0")
+    upgraded = judge_alone(
+        installed, marker(), settings, bl.Baseline({settings.baseline_key(installed): old}), "t.py::t"
+    )
+    assert (upgraded.baseline_status, upgraded.settings_change) == (
+        "compared",
+        "package h45kpkg 1.2.0 -> 1.2.3",
+    )
+    assert settings.package_of(recorded("12.9_sm_90")) is None  # the project's own file (or none)
+
+
 def test_a_failure_on_registers_asks_for_the_peak_and_names_it() -> None:
     facts = recorded("12.9_sm_90")
     peak = PeakLive(50, "kernels.cu:12", "kernels.cu:10")

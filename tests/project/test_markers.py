@@ -140,6 +140,39 @@ def test_compile_options_from_marker() -> None:
     assert budget.options.ptxas_options == ("-O2",)
 
 
+def test_include_dirs_take_environment_variables_and_packages(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("H45_INC", str(tmp_path / "inc"))
+    (tmp_path / "site" / "h45pkg" / "include").mkdir(parents=True)
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    budget = parse(include_dirs=["$H45_INC", "${H45_INC}/sub", "{h45pkg}/include", "rel"])
+    found = parse(source="{h45pkg}/k.cu", kernel="k")
+    assert found.source == tmp_path / "site" / "h45pkg" / "k.cu"  # type: ignore[attr-defined]
+    assert budget.options.include_dirs == (  # type: ignore[attr-defined]
+        str(tmp_path / "inc"),
+        str(tmp_path / "inc" / "sub"),
+        str(tmp_path / "site" / "h45pkg" / "include"),
+        str(BASE / "rel"),
+    )
+
+
+def test_an_unset_variable_or_a_missing_package_in_include_dirs_is_named(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Before, "$TORCH_INC" became "<test dir>/$TORCH_INC" and nvcc then failed on a header it could not find.
+    monkeypatch.delenv("H45_UNSET_VAR", raising=False)
+    with pytest.raises(MarkerError) as info:
+        parse(include_dirs=["${H45_UNSET_VAR}/include"])
+    assert str(info.value) == (
+        "include_dirs: '${H45_UNSET_VAR}/include' names the environment variable H45_UNSET_VAR, which is not "
+        "set; set it before the run (export H45_UNSET_VAR=/path/to/dir), or write the path itself "
+        "({torch}/include names the directory of an installed package)"
+    )
+    with pytest.raises(MarkerError, match=r"include_dirs: \{no_such_pkg_h45\} names .*\(pip install"):
+        parse(include_dirs=["{no_such_pkg_h45}/include"])
+
+
 def test_a_per_arch_budget_holds_on_its_suffixed_spellings_unless_they_have_their_own() -> None:
     budget = parse_marker(
         (), {"source": "k.cu", "kernel": "k", "max_regs": {"sm_90": 64, "sm_100a": 96}}, Path(".")

@@ -627,9 +627,9 @@ def test_build_setting_changes_are_one_line_per_change_with_the_entries_it_touch
     old_key = ["k.cu", "k0", "TILE=16", "sm_90", "12.9"]
     found = [changed(0, None, found_under=old_key)]
     assert baseline_lines(found, [], updating=False) == [
-        "1 entry read under the key an older pytest-regbudget gave them (build-wide defines, or a Triton "
-        "kernel's num_warps and num_stages, in the variant); pytest --regbudget-update moves them to their "
-        "new key"
+        "1 entry read under the key an older pytest-regbudget gave them (build-wide defines or a Triton "
+        "kernel's num_warps and num_stages in the variant, or `..` out of the rootdir); pytest "
+        "--regbudget-update moves them to their new key"
     ]
     assert baseline_lines(found, [], updating=True) == []
 

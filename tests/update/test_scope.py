@@ -172,6 +172,30 @@ def test_a_code_strings_entry_has_no_file_and_is_judged_by_its_tests(tree: Path)
     assert r.kernel(K_STRING, [T_A2]) is None
 
 
+def test_installed_codes_entry_is_judged_by_its_tests_alone(
+    tree: Path, tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Keyed by its import path, which names no file under the rootdir (issue 45).
+    k_pkg: Key = ("kpkg/ops/k.cu", "k", "-", "sm_90", "12.9")
+    scope = full_scope()
+    scope.skipped.add(T_B1)
+    r = rule(tree, scope, prefixes=("tests/test_a.py",))
+    assert r.kernel(k_pkg, [T_B1]) is None  # no package recorded, found nowhere: its file is gone
+    assert (
+        r.kernel(k_pkg, [T_B1], installed=True)
+        == "not in this run's paths (or only some of its tests were named)"
+    )
+    assert r.kernel(k_pkg, [T_A2], installed=True) is None  # its test is gone
+    decision = decide(r, {k_pkg: [T_B1]}, measured=set(), installed={k_pkg})
+    assert decision.stale_entries() == set()
+    # Without metadata (a folder on PYTHONPATH), the file found in an install directory is not gone.
+    target = tmp_path_factory.mktemp("target")
+    (target / "kpkg" / "ops").mkdir(parents=True)
+    (target / "kpkg" / "ops" / "k.cu").write_text("")
+    monkeypatch.syspath_prepend(str(target))
+    assert r.kernel(k_pkg, [T_B1]) == "not in this run's paths (or only some of its tests were named)"
+
+
 def test_a_kernel_entry_without_tests_is_kept(tree: Path) -> None:
     decision = decide(rule(tree), {K: []}, measured=set())
     assert decision.stale == frozenset()
