@@ -1,7 +1,8 @@
-"""The CI recipes as a user copies them: every `uses:` in README.md, docs/, example_project/ and .github/ at
-the action's current major (ACTION_MAJORS, checked on the date it names), every `cache: pip` with the file that
-keys it, Dependabot watching the repository's own workflows, and `.ci/run` running exactly README's two
-commands. tests/integration/test_ci_recipes_run.py runs the README job and docs/ci.md's first recipe."""
+"""The CI recipes as a user copies them: every `uses:` in README.md, docs/, example_project/ and .github/
+at the action's current major (ACTION_MAJORS, checked on the date it names), every `cache: pip` with the
+file that keys it, Dependabot watching the repository's own workflows, and `.ci/run` running exactly
+README's two commands. tests/integration/test_ci_recipes_run.py runs the README job and docs/ci.md's first
+recipe."""
 
 from __future__ import annotations
 
