@@ -17,6 +17,7 @@ import tomli
 import yaml
 
 ROOT = Path(__file__).parent.parent
+EXAMPLE_WORKFLOWS = ROOT / "example_project" / ".github" / "workflows"
 
 # The newest major of each action, read from its repository's tags and its action.yml (`using: node24` in
 # every one) on the date below. A `uses:` may name the major (`@v7`) or a full commit SHA followed by a
@@ -123,9 +124,13 @@ def test_dependabot_watches_the_repositorys_workflows() -> None:
     config = yaml.safe_load((ROOT / ".github" / "dependabot.yml").read_text())
     (update,) = (u for u in config["updates"] if u["package-ecosystem"] == "github-actions")
     directories = set(update.get("directories", [])) | {update.get("directory")} - {None}
+    # A directory is scanned at its .github/workflows, or is the workflows folder itself.
+    scanned = set()
     for folder in directories:
-        assert (ROOT / folder.lstrip("/") / ".github" / "workflows").is_dir(), folder
-    assert {"/", "/example_project"} <= directories
+        where = ROOT / folder.lstrip("/")
+        scanned |= set((where / ".github" / "workflows").glob("*.yml")) | set(where.glob("*.yml"))
+    workflows = {*(ROOT / ".github" / "workflows").glob("*.yml"), *EXAMPLE_WORKFLOWS.glob("*.yml")}
+    assert workflows <= scanned, sorted(map(str, workflows - scanned))
     # And docs/ci.md tells users to add one for theirs.
     assert "package-ecosystem: github-actions" in (ROOT / "docs" / "ci.md").read_text()
 
