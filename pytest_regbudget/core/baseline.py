@@ -242,9 +242,7 @@ NO_OPTIONS_HASH = options_hash((), [], (), ())
 
 
 def _entry(where: str, table: object) -> BaselineEntry:
-    check_entry(where, table)
-    assert isinstance(table, dict)  # check_entry refused anything else
-    return _built(table)
+    return _built(check_entry(where, table))
 
 
 def _built(table: dict[str, Any]) -> BaselineEntry:

@@ -198,8 +198,8 @@ def _broken(path: Path, node: object) -> dict[BuildKey, str]:
     return out
 
 
-def check_entry(where: str, table: object) -> None:
-    """BaselineError, naming the place and the key, where an entry's table is not what an update writes."""
+def check_entry(where: str, table: object) -> dict[str, Any]:
+    """`table`, checked: BaselineError naming the place and the key where it is not what an update writes."""
     if not isinstance(table, dict):
         raise BaselineError(f"{where}: expected a table of numbers, found {table!r}")
     gpu = table.get("gpu", {})
@@ -237,6 +237,7 @@ def check_entry(where: str, table: object) -> None:
         raise BaselineError(
             f'{where}: setmaxnreg = {targets!r}, expected a list such as ["dec 40", "inc 232"]'
         )
+    return table
 
 
 def _fraction(value: object) -> bool:
