@@ -113,7 +113,7 @@ def run_job(
     github.mkdir()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "PYTHON", "VIRTUAL_ENV"))}
     env.update(
-        PATH=f"{where / 'bin'}{os.pathsep}{os.environ['PATH']}",
+        PATH=os.pathsep.join([str(where / "bin"), *outside_environments(os.environ["PATH"])]),
         VIRTUAL_ENV=str(where),
         PIP_FIND_LINKS=str(wheel.parent),
         PIP_DISABLE_PIP_VERSION_CHECK="1",
@@ -138,6 +138,12 @@ def run_job(
         )
         assert done.returncode == 0, f"step {script!r}:\n{done.stdout[-4000:]}\n{done.stderr[-4000:]}"
     return {name: (github / name).read_text() for name in ("output", "summary") if (github / name).exists()}
+
+
+def outside_environments(path: str) -> list[str]:
+    """PATH's folders but those of a virtual environment (this test run's among them): a command that the
+    job's install forgot must not be found in another environment."""
+    return [d for d in path.split(os.pathsep) if d and not (Path(d).parent / "pyvenv.cfg").exists()]
 
 
 def copy_example(tmp_path: Path, name: str) -> Path:
