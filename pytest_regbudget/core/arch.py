@@ -24,13 +24,13 @@ Names are the spellings of the toolkit that builds them: CUDA 12.x calls Thor sm
 from __future__ import annotations
 
 import functools
-import re
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 
 from msgspec import Struct
 from msgspec.structs import replace
 
+from .arch_names import ARCH_NAMES, NAME, VARIANT_NAMES, known_base, unknown_message
 from .errors import UnknownArchError
 
 KIB = 1024
@@ -214,25 +214,9 @@ ARCHS: Mapping[str, ArchLimits] = MappingProxyType({a.name: a for a in _TABLE})
 
 SUPPORTED_ARCHS: tuple[str, ...] = tuple(a.name for a in sorted(_TABLE, key=lambda a: (a.major, a.minor)))
 
-# The arch-specific ("a") and family ("f") spellings that the toolkits' ptxas accept (`ptxas --help`,
-# --gpu-name: 12.9.86 for sm_101, 13.5.37 for the rest). They compile for the same hardware, so they share
-# their base arch's limits. sm_88 has neither.
-_SUFFIXES: Mapping[str, str] = MappingProxyType(
-    {
-        "sm_90": "a",
-        "sm_100": "af",
-        "sm_101": "af",
-        "sm_103": "af",
-        "sm_107": "af",
-        "sm_110": "af",
-        "sm_120": "af",
-        "sm_121": "af",
-    }
-)
-
-SUPPORTED_VARIANTS: tuple[str, ...] = tuple(
-    base + suffix for base in SUPPORTED_ARCHS for suffix in _SUFFIXES.get(base, "")
-)
+if SUPPORTED_ARCHS != ARCH_NAMES:  # arch_names.py lists the names for readers without this table
+    raise ImportError(f"core/arch_names.py's ARCH_NAMES differ from the arch table's: {SUPPORTED_ARCHS}")
+SUPPORTED_VARIANTS: tuple[str, ...] = VARIANT_NAMES
 
 # `--regbudget-arch` words that stand for a set of archs, resolved when the run knows its toolkits and GPU.
 ALL = "all"  # every real arch of this table that every compiler of the run builds
@@ -270,21 +254,17 @@ _LINEAGE: Mapping[str, Lineage] = MappingProxyType({
     "sm_110": Lineage(("13.0", "13.5")),
 })
 # fmt: on
-_NAME = re.compile(r"sm_(\d+)([af]?)")
-# Spellings people reach for instead of sm_XX: compute_90, lto_90a, SM90, 90, 9.0.
-_ALMOST = re.compile(r"(?:sm|compute|lto)?_?(\d+)([af]?)")
-_DOTTED = re.compile(r"(\d+)\.(\d)")
+_NAME = NAME
 
 
 @functools.lru_cache(maxsize=64)  # every occupancy asks; the limits are frozen
 def get_arch(name: str) -> ArchLimits:
     """Limits for `sm_XX`, `sm_XXa` or `sm_XXf`; a suffixed name keeps its spelling in `.name`."""
-    match = _NAME.fullmatch(name)
-    if match is not None:
-        base = ARCHS.get(f"sm_{match[1]}")
-        if base is not None and match[2] in _SUFFIXES.get(base.name, ""):
-            return base if not match[2] else replace(base, name=name)
-    raise UnknownArchError(_unknown_message(name))
+    base = known_base(name)
+    if base is None:
+        raise UnknownArchError(unknown_message(name))
+    limits = ARCHS[base]
+    return limits if name == base else replace(limits, name=name)
 
 
 def runs_on(arch: str, device_arch: str) -> bool:
@@ -330,34 +310,7 @@ def renamed(name: str, major: int) -> str | None:
 
 def unknown_arch(name: str) -> UnknownArchError:
     """The error for a name this table has no limits for, listing the supported set."""
-    return UnknownArchError(_unknown_message(name))
-
-
-def _unknown_message(name: str) -> str:
-    supported = ", ".join(SUPPORTED_ARCHS)
-    variants = ", ".join(SUPPORTED_VARIANTS)
-    hint = _suggestion(name)
-    did_you_mean = f"did you mean {hint!r}? " if hint is not None else ""
-    return f"unknown arch {name!r} ({did_you_mean}supported: {supported}; arch-specific: {variants})"
-
-
-def _suggestion(name: str) -> str | None:
-    text = name.strip().lower()
-    dotted = _DOTTED.fullmatch(text)
-    if dotted is not None:
-        text = dotted[1] + dotted[2]
-    almost = _ALMOST.fullmatch(text)
-    if almost is None:
-        return None
-    for candidate in (f"sm_{almost[1]}{almost[2]}", f"sm_{almost[1]}"):
-        if candidate == name:
-            continue
-        try:
-            get_arch(candidate)
-        except UnknownArchError:
-            continue
-        return candidate
-    return None
+    return UnknownArchError(unknown_message(name))
 
 
 def parse_archs(values: Sequence[str]) -> list[str]:

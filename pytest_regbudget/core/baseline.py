@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TypedDict, cast
 
@@ -22,9 +22,22 @@ import tomli_w
 from msgspec import Struct, field
 from msgspec.structs import replace
 
-from ..util.files import NotRegular, atomic_write, parse_nested, read_regular
-from . import names
-from .baseline_write import check_writable, decoded, encoded, write_failure
+from ..util.files import atomic_write
+
+# The file's format is baseline_schema.py's (the standard library alone, for the pre-commit hook); its names
+# are this module's too, as every reader of the baseline has imported them from here.
+from .baseline_schema import CALLEE_FIELDS as CALLEE_FIELDS
+from .baseline_schema import FILE_INT_FIELDS as FILE_INT_FIELDS
+from .baseline_schema import FORMAT_VERSION as FORMAT_VERSION
+from .baseline_schema import INT_FIELDS as INT_FIELDS
+from .baseline_schema import KNOWN_FIELDS, check_entry, checked, load_document
+from .baseline_schema import NO_VARIANT as NO_VARIANT
+from .baseline_schema import OPTIONAL_INT_FIELDS as OPTIONAL_INT_FIELDS
+from .baseline_schema import TEXT_FIELDS as TEXT_FIELDS
+from .baseline_schema import BuildKey as BuildKey
+from .baseline_schema import Key as Key
+from .baseline_schema import read as read
+from .baseline_write import check_writable, encoded, write_failure
 from .baseline_write import lock_path as lock_path
 from .baseline_write import locked as _locked  # update's; tests hold it from another process
 from .dirs import default_cache_dir
@@ -45,7 +58,6 @@ def base_nodeid(nodeid: str) -> str:
     return _RELEASE_SUFFIX.sub(r"\1]", nodeid)
 
 
-FORMAT_VERSION = 3
 # How long an update waits for another process's update of the same baseline before it gives up.
 LOCK_TIMEOUT = 60.0
 HEADER = """\
@@ -60,13 +72,12 @@ HEADER = """\
 # major.minor of the ptxas that measured it, "12.9"). A key follows the kernel, not the test: renaming a test
 # keeps its kernels' entries, and two tests of one kernel variant share one entry. Each toolkit release has
 # entries of its own, and a build is judged against its release's: a CUDA upgrade is a reviewed diff.
-Key = tuple[str, str, str, str, str]
+# (Key, and NO_VARIANT, the variant of a kernel built without defines, are baseline_schema.py's.)
 ARCH, RELEASE = 3, 4  # positions in a Key
-NO_VARIANT = "-"  # the variant of a kernel built without defines
 # A build that failed when the baseline was last updated: (source, variant, arch, release), a kernel's key
 # without the kernel. Recorded so that a file nobody changed that does not build (a missing header on this
-# runner, a sibling's #include-only file) costs its own check, not the run: it passes while it still fails.
-BuildKey = tuple[str, str, str, str]
+# runner, a sibling's #include-only file) costs its own check, not the run: it passes while it still fails
+# (BuildKey, baseline_schema.py's).
 # How much of a failed build's log the baseline keeps: enough to recognise it in review, not the whole log.
 BROKEN_ERROR_LINES = 6
 
@@ -86,16 +97,8 @@ def error_summary(log: str) -> str:
     return "\n".join(lines[:BROKEN_ERROR_LINES])
 
 
-# Stored whole-number metrics (the metrics table's), in file order; "occupancy" (a fraction) and the
-# provenance fields follow.
-INT_FIELDS = tuple(m.baseline for m in COUNTS if m.baseline)
-TEXT_FIELDS = ("ptxas", "nvrtc", "compiler", "options_hash")
-# Absent where unknown: spills for binaries, which do not record them; local instructions where the SASS was
-# not read, and 0 (most kernels), which is not written; the callees' part of the spills (CALLEE_FIELDS, after
-# spill_loads in the file) where no callee spills, so that most entries gain no line.
-CALLEE_FIELDS = ("spill_stores_callees", "spill_loads_callees")
-OPTIONAL_INT_FIELDS = ("spill_stores", "spill_loads", "local_instructions", *CALLEE_FIELDS)
-FILE_INT_FIELDS = tuple(f for n in INT_FIELDS for f in ((n, *CALLEE_FIELDS) if n == "spill_loads" else (n,)))
+if tuple(m.baseline for m in COUNTS if m.baseline) != INT_FIELDS:  # baseline_schema.py lists them stdlib-only
+    raise ImportError("core/baseline_schema.py's INT_FIELDS differ from the metrics table's baseline fields")
 
 
 class EntryNumbers(TypedDict):
@@ -244,38 +247,12 @@ NO_OPTIONS_HASH = options_hash((), [], (), ())
 
 
 def _entry(where: str, table: object) -> BaselineEntry:
-    if not isinstance(table, dict):
-        raise BaselineError(f"{where}: expected a table of numbers, found {table!r}")
-    known = {
-        *FILE_INT_FIELDS,
-        *TEXT_FIELDS,
-        *("occupancy", "gpu", "tests", "ptxas_messages", "setmaxnreg", "build_settings", "package"),
-    }
-    package = table.get("package")
-    if package is not None and not isinstance(package, str):
-        raise BaselineError(f'{where}: package = {package!r}, expected a string ("name version")')
+    return _built(check_entry(where, table))
+
+
+def _built(table: dict[str, Any]) -> BaselineEntry:
+    """The entry of a table that check_entry has accepted."""
     gpu = table.get("gpu", {})
-    if not isinstance(gpu, dict) or not all(isinstance(v, dict) for v in gpu.values()):
-        raise BaselineError(f'{where}: gpu must hold one table per device, e.g. [...gpu."NVIDIA H200"]')
-    for device, figures in gpu.items():
-        time_ms = figures.get("time_ms")
-        if time_ms is not None and (
-            isinstance(time_ms, bool) or not isinstance(time_ms, (int, float)) or time_ms <= 0
-        ):
-            raise BaselineError(f'{where}: gpu."{device}".time_ms = {time_ms!r}, expected milliseconds > 0')
-    for name in FILE_INT_FIELDS:
-        value = table.get(name)
-        if value is None and name in OPTIONAL_INT_FIELDS:
-            continue
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise BaselineError(f"{where}: {name} = {value!r}, expected a whole number >= 0")
-    for name in TEXT_FIELDS:
-        if not isinstance(table.get(name), str):
-            raise BaselineError(f"{where}: {name} = {table.get(name)!r}, expected a string")
-    occupancy = _occupancy(where, table)
-    tests = table.get("tests", [])
-    if not isinstance(tests, list) or not all(isinstance(t, str) for t in tests):
-        raise BaselineError(f"{where}: tests = {tests!r}, expected a list of test ids")
     return BaselineEntry(
         registers=table["registers"],
         spill_stores=table.get("spill_stores"),
@@ -287,46 +264,17 @@ def _entry(where: str, table: object) -> BaselineEntry:
         nvrtc=table["nvrtc"],
         compiler=table["compiler"],
         options_hash=table["options_hash"],
-        occupancy=occupancy,
-        tests=tuple(tests),
+        occupancy={k: float(v) for k, v in table.get("occupancy", {}).items()},
+        tests=tuple(table.get("tests", [])),
         gpu=gpu,
-        messages=_strings(where, "ptxas_messages", table.get("ptxas_messages", [])),
-        build_settings=_strings(where, "build_settings", table.get("build_settings", [])),
-        setmaxnreg=_targets(where, table.get("setmaxnreg", [])),
-        extra={k: v for k, v in table.items() if k not in known},
+        messages=tuple(table.get("ptxas_messages", [])),
+        build_settings=tuple(table.get("build_settings", [])),
+        setmaxnreg=tuple(table.get("setmaxnreg", [])),
+        extra={k: v for k, v in table.items() if k not in KNOWN_FIELDS},
         local_instructions=table.get("local_instructions"),
         **{name: table.get(name) for name in CALLEE_FIELDS},
-        package=package,
+        package=table.get("package"),
     )
-
-
-def _strings(where: str, name: str, value: object) -> tuple[str, ...]:
-    if not isinstance(value, list) or not all(isinstance(m, str) for m in value):
-        raise BaselineError(f"{where}: {name} = {value!r}, expected a list of strings")
-    return tuple(value)
-
-
-def _targets(where: str, value: object) -> tuple[str, ...]:
-    if not isinstance(value, list) or not all(isinstance(v, str) and _TARGET.fullmatch(v) for v in value):
-        raise BaselineError(f'{where}: setmaxnreg = {value!r}, expected a list such as ["dec 40", "inc 232"]')
-    return tuple(value)
-
-
-_TARGET = re.compile(r"(inc|dec) \d+")
-
-
-def _fraction(value: object) -> bool:
-    return not isinstance(value, bool) and isinstance(value, (int, float)) and 0 <= value <= 1
-
-
-def _occupancy(where: str, table: dict[str, object]) -> dict[str, float]:
-    """A table of launch -> fraction."""
-    occ = table.get("occupancy", {})
-    if not isinstance(occ, dict) or not all(isinstance(k, str) and _fraction(v) for k, v in occ.items()):
-        raise BaselineError(
-            f'{where}: occupancy = {occ!r}, expected fractions in [0, 1] per launch, e.g. "256 threads" = 0.5'
-        )
-    return {k: float(v) for k, v in occ.items()}
 
 
 def _launch_order(at: str) -> tuple[int, str]:
@@ -363,101 +311,21 @@ class Baseline(Struct, frozen=True):
         return sorted(r for (*rest, r) in self.entries if tuple(rest) == key[:RELEASE])
 
 
-def _tables(
-    path: Path, where: str, node: object, depth: int, prefix: tuple[str, ...] = ()
-) -> Iterator[tuple[tuple[str, ...], object]]:
-    """(key, entry table) of each table nested `depth` levels deep; a level that is not a table is named."""
-    if depth == 0:
-        yield prefix, node
-        return
-    if not isinstance(node, dict):
-        shown = "".join(f'."{p}"' for p in prefix)
-        raise BaselineError(f"{path}: [{where}{shown}] must hold tables")
-    for name, child in node.items():
-        yield from _tables(path, where, child, depth - 1, (*prefix, name))
-
-
 def parse(text: str, path: Path) -> Baseline:
     """Validate a whole file; the first problem raises BaselineError naming the file and place."""
-    try:
-        # tomli rather than the standard library's tomllib: the same parser, compiled (mypyc) in its
-        # wheels, reads a baseline of 2,000 entries in 80 ms instead of 330 (docs/speed.md, "Issue 25").
-        doc = parse_nested(tomli.loads, text)
-    except ValueError as exc:  # TOMLDecodeError, or TooDeep
-        raise BaselineError(f"{path} is not valid TOML: {exc}") from None
-    if not doc:
-        return Baseline()  # an empty file: nothing recorded yet
-    version = doc.get("version", 1)  # version 1 wrote none
-    if isinstance(version, bool) or not isinstance(version, int):
-        raise BaselineError(
-            f"{path}: version = {version!r}, expected a whole number (this pytest-regbudget writes "
-            f"{FORMAT_VERSION}). Fix: correct the version"
-        )
-    if version in (1, 2):
-        raise BaselineError(
-            f"{path}: baseline format version {version}, written by a development version of "
-            f"pytest-regbudget before 0.1.0; this one reads version {FORMAT_VERSION} only. "
-            "Fix: delete the file and record it anew with pytest --regbudget-update"
-        )
-    if version != FORMAT_VERSION:
-        raise BaselineError(
-            f"{path}: version = {version!r}; this pytest-regbudget reads version {FORMAT_VERSION}. "
-            "Fix: upgrade pytest-regbudget (a newer one wrote it), or correct the version"
-        )
-    unknown = sorted(set(doc) - {"version", "kernels", "broken"})
-    if unknown:
-        raise BaselineError(
-            f"{path}: unknown top-level key {unknown[0]!r} (expected 'broken', 'kernels', 'version')"
-        )
-    kernels = _section(path, "kernels", doc.get("kernels", {}), 5)
-    return Baseline(kernels, _broken(path, doc.get("broken", {})))
-
-
-def _broken(path: Path, node: object) -> dict[BuildKey, BrokenBuild]:
-    out: dict[BuildKey, BrokenBuild] = {}
-    for key, table in _tables(path, "broken", node, 4):
-        where = f"{path}: [broken" + "".join(f'."{k}"' for k in key) + "]"
-        error = table.get("error") if isinstance(table, dict) else None
-        if not isinstance(error, str) or set(cast(dict[str, object], table)) != {"error"}:
-            raise BaselineError(
-                f'{where}: expected a table with one string, error = "..." (the failed build\'s log). Fix: '
-                "correct it, or delete the table and record it anew with pytest --regbudget-update"
-            )
-        source, variant, arch, release = key
-        out[(source, variant, arch, release)] = BrokenBuild(error)
-    return out
-
-
-def _section(path: Path, name: str, node: object, depth: int) -> dict[Any, BaselineEntry]:
-    out: dict[Any, BaselineEntry] = {}
-    for key, table in _tables(path, name, node, depth):
-        where = f"{path}: [{name}" + "".join(f'."{k}"' for k in key) + "]"
-        # A kernel name written before build marks were left out of names (names.stable) is read as today's,
-        # so an older file holds the same kernels; the next update writes it so. Two that become one were the
-        # same kernel recorded from two checkouts: the first is kept.
-        source, kernel, *rest = key
-        out.setdefault((source, names.stable(kernel), *rest), _entry(where, table))
-    return out
+    # tomli rather than the standard library's tomllib: the same parser, compiled (mypyc) in its wheels, reads
+    # a baseline of 2,000 entries in 80 ms instead of 330 (docs/speed.md, "Issue 25").
+    tables, broken = checked(load_document(text, path, tomli.loads), path)
+    return Baseline(
+        {key: _built(table) for key, table in tables.items()},
+        {key: BrokenBuild(error) for key, error in broken.items()},
+    )
 
 
 def load(path: Path) -> Baseline:
     """The entries of `path`; a missing file is an empty baseline."""
     text = read(path)
     return Baseline() if text is None else parse(text, path)
-
-
-def read(path: Path) -> str | None:
-    """The text of the baseline file at `path`, None where there is none; BaselineError where it cannot be
-    read or is not UTF-8."""
-    try:
-        data = read_regular(path)
-    except FileNotFoundError:
-        return None
-    except NotRegular as exc:
-        raise BaselineError(f"baseline {path} is {exc.strerror}. Fix: give the path of a TOML file") from None
-    except OSError as exc:
-        raise BaselineError(f"cannot read baseline {path}: {exc.strerror}") from None
-    return decoded(data, path)
 
 
 def dumps(baseline: Baseline) -> str:

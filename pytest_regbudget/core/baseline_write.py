@@ -6,7 +6,6 @@ back (UTF-8 only). baseline.py's `update` writes through these.
 
 from __future__ import annotations
 
-import codecs
 import contextlib
 import errno
 import hashlib
@@ -140,46 +139,6 @@ def encoded(path: Path, text: str) -> bytes:
         raise BaselineError(
             f"cannot write baseline {path}: line {line} ({str(shown)[2:-1]}) is not UTF-8, which TOML must "
             "be (a file name's bytes?); the file is as it was. Fix: rename the file"
-        ) from None
-
-
-def decoded(data: bytes, path: Path) -> str:
-    """UTF-8, as TOML requires; a UTF-8 byte order mark (Notepad's) is dropped.
-
-    UTF-16 and UTF-32 (PowerShell's `>` writes UTF-16) are refused rather than read: git shows such a file
-    as binary, so its diffs could not be reviewed, and an update would silently change its encoding.
-    """
-    wide = next(
-        (
-            name
-            for name, boms in (
-                ("UTF-32", (codecs.BOM_UTF32_LE, codecs.BOM_UTF32_BE)),
-                ("UTF-16", (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)),
-            )
-            if data.startswith(boms)
-        ),
-        # UTF-16 without a byte order mark: ASCII text has a NUL in every other byte.
-        "UTF-16" if len(data) >= 2 and data[1::2].count(0) + data[0::2].count(0) >= len(data) // 2 else None,
-    )
-    if wide is not None:
-        raise BaselineError(
-            f"baseline {path} is {wide}; TOML files must be UTF-8. Fix: save it as UTF-8, e.g. "
-            f"iconv -f {wide} -t UTF-8 {path} > {path}.utf8 && mv {path}.utf8 {path}"
-        )
-    if b"\x00" in data:
-        at = data.index(b"\x00")
-        line = data.count(b"\n", 0, at) + 1
-        raise BaselineError(
-            f"baseline {path}, line {line}: a NUL byte (byte offset {at}), which TOML does not allow. Fix: "
-            "remove it (a damaged file: git checkout restores the committed one)"
-        )
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
-        raise BaselineError(
-            f"baseline {path}, line {line}: byte 0x{data[exc.start]:02X} (byte offset {exc.start}) is not "
-            "UTF-8; TOML files must be UTF-8. Fix: save it as UTF-8"
         ) from None
 
 

@@ -10,9 +10,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..core import baseline as bl
+from ..core.baseline_schema import unknown_arch_lines
 from ..core.baseline_write import confine
 from ..core.errors import BaselineError
-from ..report.terminal import baseline_lines, unknown_arch_lines
+from ..report.terminal import baseline_lines
 from ..report.writers import FileWriter, file_writers
 from ..update import broken
 from ..update import plan as update

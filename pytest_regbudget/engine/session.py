@@ -22,6 +22,7 @@ from .. import sources
 from ..cache import baselines
 from ..cache.store import CacheStats
 from ..core import baseline as bl
+from ..core.baseline_schema import key_text
 from ..core.errors import (
     CompileError,
     MarkerError,
@@ -37,7 +38,6 @@ from ..core.verdict import strict, time_budgets_settled, timed
 from ..gpu.runner import GpuRunner
 from ..project.markers import Budget, parse_marker
 from ..report.record import ReportRecord, to_record
-from ..report.terminal import key_text
 from ..sources import KernelSource, SourceSpec
 from ..tools.compiler import error_location
 from ..tools.targets import Targets

@@ -11,12 +11,13 @@ from collections.abc import Callable, Mapping, Sequence
 
 from ..core.arch import is_arch_name
 from ..core.baseline import NO_VARIANT
+from ..core.baseline_schema import release_label
 from ..core.kernel_report import delta_text
 from ..core.metrics import BY_NAME
 from ..core.ratchet import WORSE_THAN_BASELINE
 from ..core.text import one_line
 from .record import DeltaRecord, ReportRecord, sorted_records, spills
-from .terminal import cell, enforced_line, release_label, spills_cell
+from .terminal import cell, enforced_line, spills_cell
 
 
 def md_code(text: str) -> str:

@@ -9,9 +9,8 @@ import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 
-from ..core.arch import get_arch
-from ..core.baseline import NO_VARIANT, Key
-from ..core.errors import UnknownArchError
+from ..core.baseline import Key
+from ..core.baseline_schema import key_text, release_label
 from ..core.kernel_report import delta_text
 from ..core.metrics import BY_NAME
 from ..core.text import one_line, safe_block
@@ -73,11 +72,6 @@ def _messages_note(rec: ReportRecord) -> str:
 def enforced(rec: ReportRecord) -> bool:
     """Held to a baseline entry of its own release with every number comparable (as KernelReport's)."""
     return rec["baseline_status"] == "compared" and rec["spill_stores"] is not None
-
-
-def release_label(release: str) -> str:
-    """ "CUDA 12.9" for a toolkit release; a release that is none ("prebuilt") as it is."""
-    return f"CUDA {release}" if release[:1].isdigit() else release
 
 
 def enforced_line(
@@ -425,35 +419,6 @@ def settings_lines(records: Sequence[ReportRecord], *, updating: bool) -> list[s
 
 def _entries(n: int) -> str:
     return f"{n:,} entr{'y' if n == 1 else 'ies'}"
-
-
-def key_text(key: Sequence[str]) -> str:
-    """`kernels/poly.cu poly_eval (NACC=8) [sm_90, CUDA 12.9]` for a kernel's entry."""
-    source, kernel, variant, arch, release = key
-    shown = "" if variant == NO_VARIANT else f" ({variant})"
-    return f"{source} {kernel}{shown} [{arch}, {release_label(release)}]"
-
-
-def unknown_arch_lines(keys: Iterable[Key], baseline: str) -> list[str]:
-    """A line per arch of the baseline that this plugin does not know (a typo or a hand edit): no run can
-    build for it, so its entries are never checked, and no update removes them."""
-    by_arch: dict[str, list[Key]] = {}
-    for key in keys:
-        by_arch.setdefault(key[3], []).append(key)
-    lines = []
-    for arch, found in sorted(by_arch.items()):
-        try:
-            get_arch(arch)
-        except UnknownArchError as exc:
-            example = key_text(min(found))
-            entries = f"{len(found)} entr{'y' if len(found) == 1 else 'ies'}"
-            lines.append(
-                one_line(
-                    f"baseline {baseline}: {entries} for arch {arch!r} (e.g. {example}) are never "
-                    f"checked and never removed: correct the arch or delete them; {exc}"
-                )
-            )
-    return [safe_block(line) for line in lines]
 
 
 def _escape(text: str, prop: bool = False) -> str:

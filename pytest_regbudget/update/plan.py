@@ -18,10 +18,10 @@ from msgspec.structs import replace
 
 from ..core import baseline as bl
 from ..core.baseline import base_nodeid
+from ..core.baseline_schema import key_text
 from ..core.errors import BaselineError
 from ..core.metrics import AGREED
 from ..report.record import ReportRecord, value
-from ..report.terminal import key_text
 from .scope import Decision, Rule, decide
 
 

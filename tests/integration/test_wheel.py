@@ -12,6 +12,7 @@ Needs the network or a warm pip cache (the wheel's dependencies, and setuptools 
 
 from __future__ import annotations
 
+import email
 import os
 import re
 import shutil
@@ -22,6 +23,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from helpers.packaging import PROJECT, RELATIVE_LINK, URL_KEYS, release_pythons
 
 pytestmark = pytest.mark.slow
 
@@ -147,3 +149,34 @@ def test_a_copy_of_the_example_project_passes_with_the_wheel(
     assert " passed" in last, out[-3000:]
     assert "failed" not in last, out[-3000:]
     assert "error" not in last, out[-3000:]
+
+
+def test_the_wheels_metadata_is_what_the_index_shows(wheel: Path) -> None:
+    """METADATA: the pytest framework classifier, a Python classifier per version the release workflow tests,
+    the project's addresses from [project.urls], an author, and a description with no relative link."""
+    with zipfile.ZipFile(wheel) as z:
+        (name,) = [n for n in z.namelist() if n.endswith(".dist-info/METADATA")]
+        meta = email.message_from_bytes(z.read(name))
+    classifiers = meta.get_all("Classifier") or []
+    assert "Framework :: Pytest" in classifiers
+    assert [c for c in classifiers if c.startswith("Development Status :: ")]
+    pythons = [
+        c.rsplit(" :: ", 1)[1]
+        for c in classifiers
+        if re.fullmatch(r"Programming Language :: Python :: 3\.\d+", c)
+    ]
+    assert pythons == release_pythons()
+    urls = dict(u.split(", ", 1) for u in meta.get_all("Project-URL") or [])
+    assert set(urls) == URL_KEYS
+    assert urls == PROJECT["urls"]
+    assert (
+        meta.get("Author")
+        or meta.get("Author-email")
+        or meta.get("Maintainer")
+        or meta.get("Maintainer-email")
+    )
+    description = meta.get_payload()
+    assert isinstance(description, str)
+    assert "pytest-regbudget" in description
+    assert meta.get("Description-Content-Type", "").startswith("text/markdown")
+    assert RELATIVE_LINK.findall(description) == []

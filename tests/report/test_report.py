@@ -16,6 +16,7 @@ import pytest
 from msgspec.structs import replace
 
 from pytest_regbudget.core.baseline import Key
+from pytest_regbudget.core.baseline_schema import key_text, unknown_arch_lines
 from pytest_regbudget.core.checks import check
 from pytest_regbudget.core.kernel_report import KernelReport
 from pytest_regbudget.core.limits import Launch, Level, Limits
@@ -32,10 +33,8 @@ from pytest_regbudget.report.terminal import (
     compilers_line,
     enforced_line,
     github_annotations,
-    key_text,
     summary_lines,
     summary_table,
-    unknown_arch_lines,
 )
 
 NODEID = "tests/test_kernels.py::test_poly_eval[sm_90]"
