@@ -215,10 +215,10 @@ def test_index_cells_carry_numeric_sort_keys() -> None:
     (row,) = re.findall(r"<tr><td><a .*?</tr>", html.render([worse]))
     assert '<td class="failed" data-v="0">FAILED</td><td class="n">101</td>' in row
     assert '<td class="n" data-v="0">0/0</td><td class="n">0</td>' in row
-    assert '<td class="n" data-v="0.25">25% @512</td><td data-v="8">regs +8</td>' in row
+    assert '<td class="n" data-v="0.25">25% @512</td><td class="w" data-v="8">regs +8</td>' in row
     # No baseline entry: no key, so a numeric sort puts it last.
     (row,) = re.findall(r"<tr><td><a .*?</tr>", html.render([measured(1, baseline_regs=None)]))
-    assert "<td>new</td>" in row
+    assert '<td class="w">new</td>' in row
 
 
 @pytest.mark.parametrize(
