@@ -261,7 +261,7 @@ FAILURE_KINDS = {
     "spills": (SPILL_COLOUR, "spills or stack"),
     "registers": (KERNEL_COLOUR, "registers"),
     "occupancy": (OCCUPANCY_COLOUR, "occupancy or launch"),
-    "other": (OTHER_COLOUR, "another budget"),
+    "other": (OTHER_COLOUR, "another check"),
 }
 # Local memory, however it is counted, is the spills' kind; occupancy's is the launch's.
 _KIND_OF = {

@@ -27,6 +27,8 @@ from .charts import history_svg, staircase_svg, suite_history_svg, suite_svg
 from .record import ReportRecord, spills
 from .terminal import baseline_cell, regs_cell
 
+# The page fits a 1,400 px window: the index's long cells (class w: variant, delta, file, test) wrap anywhere
+# but keep 6em, names wrap first after a separator (breakable), numbers never wrap, and the charts shrink.
 _CSS = f"""
 body {{ font-family: system-ui, sans-serif; margin: 2rem; color: #222; overflow-wrap: break-word; }}
 h1 {{ font-size: 1.4rem; }} h2 {{ font-size: 1.2rem; margin-top: 2rem; }} h3 {{ font-size: 1.05rem; }}
@@ -34,8 +36,8 @@ table {{ border-collapse: collapse; margin: .5rem 0; }}
 td, th {{ border: 1px solid #ccc; padding: .2rem .6rem; text-align: right; }}
 th {{ background: #f3f3f3; }} td.l, th.l {{ text-align: left; }}
 .index td, .index th {{ text-align: left; }} .index td.n {{ white-space: nowrap; }}
-.index td.n, .index th.n {{ text-align: right; }} .index td.w, section td {{ overflow-wrap: anywhere; }}
-svg {{ max-width: 100%; height: auto; }}
+.index td.n, .index th.n {{ text-align: right; }} svg {{ max-width: 100%; height: auto; }}
+.index td.w, section td {{ overflow-wrap: anywhere; }} .index td.w {{ min-width: 6em; }}
 .index button {{
   font: inherit; font-weight: bold; border: 0; background: none; padding: 0; cursor: pointer;
 }}
