@@ -272,7 +272,8 @@ _KIND_OF = {
     "local_instructions": "spills",
     "occupancy": "occupancy",
 }
-# Budgets whose sentences start with a word other than their metric's (core/checks.py).
+# A failure's metric, by how its sentence starts (core/checks.py, core/ratchet.py): the metric's name or
+# label, or the budget's own word where that is not the metric's.
 _PREFIXES = (
     *((prefix, m.name) for m in METRICS for prefix in (f"{m.name} ", f"{m.label} ")),
     ("launch=", "occupancy"),
