@@ -20,20 +20,24 @@ from ..core.baseline import NO_VARIANT
 from ..core.trend import Point, Trails, trail_key
 from .charts import BASELINE_COLOUR as BASELINE_COLOUR
 from .charts import CALM_COLOUR as CALM_COLOUR
-from .charts import CHANGED_COLOUR, PANEL_GAP, SUITE_H, SUITE_W, history_svg, staircase_svg, suite_history_svg
 from .charts import KERNEL_COLOUR as KERNEL_COLOUR
+from .charts import SPILL_COLOUR as SPILL_COLOUR
 from .charts import STEP_COLOUR as STEP_COLOUR
+from .charts import history_svg, staircase_svg, suite_history_svg, suite_svg
 from .record import ReportRecord, spills
 from .terminal import baseline_cell, regs_cell
 
+# The page fits a 1,400 px window: the index's long cells (class w: variant, delta, file, test) wrap anywhere
+# but keep 6em, names wrap first after a separator (breakable), numbers never wrap, and the charts shrink.
 _CSS = f"""
-body {{ font-family: system-ui, sans-serif; margin: 2rem; color: #222; }}
+body {{ font-family: system-ui, sans-serif; margin: 2rem; color: #222; overflow-wrap: break-word; }}
 h1 {{ font-size: 1.4rem; }} h2 {{ font-size: 1.2rem; margin-top: 2rem; }} h3 {{ font-size: 1.05rem; }}
 table {{ border-collapse: collapse; margin: .5rem 0; }}
 td, th {{ border: 1px solid #ccc; padding: .2rem .6rem; text-align: right; }}
 th {{ background: #f3f3f3; }} td.l, th.l {{ text-align: left; }}
-.index td, .index th {{ text-align: left; }} .index td:not(:last-child) {{ white-space: nowrap; }}
-.index td.n, .index th.n {{ text-align: right; }}
+.index td, .index th {{ text-align: left; }} .index td.n {{ white-space: nowrap; }}
+.index td.n, .index th.n {{ text-align: right; }} svg {{ max-width: 100%; height: auto; }}
+.index td.w, section td {{ overflow-wrap: anywhere; }} .index td.w {{ min-width: 6em; }}
 .index button {{
   font: inherit; font-weight: bold; border: 0; background: none; padding: 0; cursor: pointer;
 }}
@@ -268,6 +272,22 @@ def _file(rec: ReportRecord) -> str:
     return rec["key"][0] if rec["key"] else rec["source"]
 
 
+# Where a long name may wrap: after one or two separators that follow a letter (`py::`, not the `/` that
+# starts a path), and inside a run of more than _RUN characters with none.
+_SEP, _NOT = r"[/:\[\](),=\-]", r"[^/:\[\](),=\-]"
+_BREAK_AFTER = re.compile(f"(?:(?<={_NOT}{_SEP})|(?<={_NOT}{_SEP}{_SEP}))(?={_NOT})")
+_RUN = 24
+
+
+def breakable(text: str) -> str:
+    """`text` escaped, with a <wbr> where a name may wrap: a table of long test ids and define sets then
+    fits the window, and each name still reads whole (copying it gives the same characters)."""
+    pieces = []
+    for part in _BREAK_AFTER.split(text):
+        pieces += [part[i : i + _RUN] for i in range(0, len(part), _RUN)] or [part]
+    return "<wbr>".join(escape(p) for p in pieces)
+
+
 def _index_row(rec: ReportRecord, anchor: str) -> str:
     outcome = rec["outcome"]
     verdict = escape(_VERDICT.get(outcome, outcome))
@@ -284,11 +304,12 @@ def _index_row(rec: ReportRecord, anchor: str) -> str:
     compared = rec["baseline_status"] in ("compared", "toolkit-mismatch") and rec["registers"] is not None
     delta_key = f' data-v="{regs:g}"' if regs is not None else ' data-v="0"' if compared else ""
     return (
-        f'<tr><td><a href="#{anchor}">{escape(rec["kernel"])}</a></td><td>{escape(_variant(rec))}</td>'
+        f'<tr><td><a href="#{anchor}">{breakable(rec["kernel"])}</a></td>'
+        f'<td class="w">{breakable(_variant(rec))}</td>'
         f'<td>{escape(rec["arch"])}</td><td class="{escape(outcome)}" data-v="{rank(rec)}">{verdict}</td>'
         f'<td class="n">{_text(rec["registers"])}</td>{spilled}<td class="n">{_text(rec["stack_frame"])}</td>'
-        f"{occ}<td{delta_key}>{escape(baseline_cell(rec))}</td>"
-        f"<td>{escape(_file(rec))}</td><td>{escape(rec['nodeid'])}</td></tr>"
+        f'{occ}<td class="w"{delta_key}>{escape(baseline_cell(rec))}</td>'
+        f'<td class="w">{breakable(_file(rec))}</td><td class="w">{breakable(rec["nodeid"])}</td></tr>'
     )
 
 
@@ -318,116 +339,6 @@ def _index(ordered: Sequence[ReportRecord], ids: Sequence[str]) -> str:
     )
     rows = "\n".join(_index_row(rec, a) for rec, a in zip(ordered, ids, strict=True))
     return f'<table class="index"><thead><tr>{header}</tr></thead><tbody>\n{rows}\n</tbody></table>'
-
-
-# Registers a kernel can add before it loses a resident block: the picture's bins, nearest the cliff first.
-CLIFF_BINS = ((0, 0, "0"), (1, 2, "1-2"), (3, 4, "3-4"), (5, 8, "5-8"), (9, 16, "9-16"), (17, 32, "17-32"))
-
-
-def _cliff_bin(rec: ReportRecord) -> int | None:
-    grow = rec["cliff_grow"]
-    if grow is None:
-        return None
-    return next((i for i, (lo, hi, _) in enumerate(CLIFF_BINS) if lo <= grow <= hi), len(CLIFF_BINS))
-
-
-def suite_svg(ordered: Sequence[ReportRecord], ids: Sequence[str]) -> str:
-    """The whole suite in one picture: each kernel's registers now against its baseline entry (a point on
-    the diagonal did not move; above it, more registers), and how many kernels sit how near their occupancy
-    cliff. Failures in red and drawn last, each a link to its section."""
-    measured = [(r, a) for r, a in zip(ordered, ids, strict=True) if r["registers"] is not None]
-    left_w = 500
-    top, bottom, left = 28, 44, 44
-    plot = SUITE_H - top - bottom
-
-    def base_of(rec: ReportRecord) -> int:
-        base = rec["baseline"]["registers"] if rec["baseline"] else None
-        return base if isinstance(base, int) else cast(int, rec["registers"])
-
-    high = max([32, *(max(cast(int, r["registers"]), base_of(r)) for r, _ in measured)])
-    high = min(256, -(-high // 32) * 32)
-    side = min(left_w - left - 10, plot)
-
-    def px(v: float) -> float:
-        return left + v / high * side
-
-    def py(v: float) -> float:
-        return top + plot - v / high * plot
-
-    out = [
-        f'<svg class="suite" xmlns="http://www.w3.org/2000/svg" width="{SUITE_W}" height="{SUITE_H}" '
-        'role="img" aria-label="registers against the baseline, and distance to the occupancy cliff">',
-        f'<text x="{left}" y="16" font-size="13" font-weight="bold">Registers now against the baseline'
-        "</text>",
-        f'<rect x="{left}" y="{top}" width="{side:.0f}" height="{plot}" fill="#fafafa" stroke="#ccc"/>',
-        f'<line x1="{px(0):.1f}" y1="{py(0):.1f}" x2="{px(high):.1f}" y2="{py(high):.1f}" stroke="#bbb" '
-        'stroke-dasharray="4,4"/>',
-    ]
-    for tick in range(0, high + 1, 32 if high <= 128 else 64):
-        out.append(
-            f'<text x="{px(tick):.1f}" y="{top + plot + 14}" font-size="10" text-anchor="middle">'
-            f"{tick}</text>"
-        )
-        out.append(
-            f'<text x="{left - 4}" y="{py(tick) + 3:.1f}" font-size="10" text-anchor="end">{tick}</text>'
-        )
-    out.append(
-        f'<text x="{left + side / 2:.0f}" y="{SUITE_H - 14}" font-size="11" text-anchor="middle">'
-        "baseline registers (above the line: more now)</text>"
-    )
-    # Calm points first, failures last: a red point is never hidden under a grey one.
-    for rec, a in sorted(measured, key=lambda ra: -rank(ra[0])):
-        r = rank(rec)
-        colour, size = {
-            FAILED: (KERNEL_COLOUR, 5.5),
-            WARNED: (CHANGED_COLOUR, 4),
-            CHANGED: (CHANGED_COLOUR, 4),
-        }.get(r, (CALM_COLOUR, 2.5))
-        title = escape(f"{rec['kernel']} [{rec['arch']}]: {base_of(rec)} -> {rec['registers']} registers")
-        out.append(
-            f'<a href="#{a}"><circle cx="{px(base_of(rec)):.1f}" cy="{py(cast(int, rec["registers"])):.1f}" '
-            f'r="{size}" fill="{colour}"><title>{title}</title></circle></a>'
-        )
-    # Right: kernels per distance to the cliff, stacked failures / changed / the rest.
-    x0 = left_w + PANEL_GAP
-    bins = [*(label for _, _, label in CLIFF_BINS), "33+"]
-    counts = [[0, 0, 0] for _ in bins]
-    for rec, _ in measured:
-        b = _cliff_bin(rec)
-        if b is not None:
-            r = rank(rec)
-            counts[b][0 if r == FAILED else 1 if r in (WARNED, CHANGED) else 2] += 1
-    most = max([1, *(sum(c) for c in counts)])
-    bar_w = (SUITE_W - x0 - 10) / len(bins)
-    out.append(
-        f'<text x="{x0}" y="16" font-size="13" font-weight="bold">'
-        "Kernels by distance to the occupancy cliff</text>"
-    )
-    for i, (label, (failed, changed, calm)) in enumerate(zip(bins, counts, strict=True)):
-        bx, base_y = x0 + i * bar_w + 4, float(top + plot)
-        for n, colour in ((failed, KERNEL_COLOUR), (changed, CHANGED_COLOUR), (calm, CALM_COLOUR)):
-            h = n / most * (plot - 16)  # room for the count above the tallest bar
-            if n:
-                out.append(
-                    f'<rect x="{bx:.1f}" y="{base_y - h:.1f}" width="{bar_w - 8:.1f}" height="{h:.1f}" '
-                    f'fill="{colour}"><title>{n} kernel(s)</title></rect>'
-                )
-            base_y -= h
-        total = failed + changed + calm
-        out.append(
-            f'<text x="{bx + (bar_w - 8) / 2:.1f}" y="{base_y - 4:.1f}" font-size="10" text-anchor="middle">'
-            f"{total}</text>"
-        )
-        out.append(
-            f'<text x="{bx + (bar_w - 8) / 2:.1f}" y="{top + plot + 14}" font-size="10" text-anchor="middle">'
-            f"{label}</text>"
-        )
-    out.append(
-        f'<text x="{x0 + (SUITE_W - x0) / 2:.0f}" y="{SUITE_H - 14}" font-size="11" text-anchor="middle">'
-        "registers it can add before losing a block</text>"
-    )
-    out.append("</svg>")
-    return "\n".join(out)
 
 
 def _suite_history(trails: Trails | None) -> list[str]:
@@ -473,11 +384,11 @@ def render(
         f"against the baseline or new, {counts[UNCHANGED]} passed unchanged. The index lists failures first; "
         "click a column header to sort by it, a kernel to go to its section.</p>",
         "<h2>The suite</h2>",
-        "<p>Left: each kernel's registers now (up) against its baseline entry (across); on the dashed line "
-        "it did not move. Right: how many kernels sit how near the register count at which they lose a "
-        f'resident block. <span style="color:{KERNEL_COLOUR}">Red</span>: failing; '
-        f'<span style="color:{CHANGED_COLOUR}">orange</span>: warned, changed or new; grey: unchanged. A '
-        "point links to its kernel.</p>",
+        "<p>Left: each kernel's change against its baseline entry, in registers (across) and in spill "
+        "bytes (up), on scales where one register and a thousand bytes both show; the green corner holds "
+        "the kernels with no more of either, the centre those that did not move. A failing kernel is in "
+        "the colour of the metric it failed on. Right: how many kernels sit how near the register count at "
+        "which they lose a resident block. A mark links to its kernel.</p>",
         suite_svg(ordered, ids),
         *_suite_history(trails),
         "<h2>Index</h2>",

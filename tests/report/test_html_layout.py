@@ -15,7 +15,7 @@ from pytest_regbudget.core.kernel_report import KernelReport
 from pytest_regbudget.core.limits import Launch, Limits
 from pytest_regbudget.core.ptxas import parse_ptxas_output
 from pytest_regbudget.core.ratchet import BaselineRule, entry_of_report, ratchet
-from pytest_regbudget.report import html
+from pytest_regbudget.report import charts, html
 from pytest_regbudget.report.record import ReportRecord, to_record
 
 PTXAS = """\
@@ -215,10 +215,10 @@ def test_index_cells_carry_numeric_sort_keys() -> None:
     (row,) = re.findall(r"<tr><td><a .*?</tr>", html.render([worse]))
     assert '<td class="failed" data-v="0">FAILED</td><td class="n">101</td>' in row
     assert '<td class="n" data-v="0">0/0</td><td class="n">0</td>' in row
-    assert '<td class="n" data-v="0.25">25% @512</td><td data-v="8">regs +8</td>' in row
+    assert '<td class="n" data-v="0.25">25% @512</td><td class="w" data-v="8">regs +8</td>' in row
     # No baseline entry: no key, so a numeric sort puts it last.
     (row,) = re.findall(r"<tr><td><a .*?</tr>", html.render([measured(1, baseline_regs=None)]))
-    assert "<td>new</td>" in row
+    assert '<td class="w">new</td>' in row
 
 
 @pytest.mark.parametrize(
@@ -266,3 +266,88 @@ def test_user_text_in_the_index_is_escaped() -> None:
     _, *rows = parsed.rows
     assert [row[0] for row in rows] == [hostile, "<script>alert(2)</script>"]
     assert rows[0][10] == f"t.py::test[{hostile}]"
+
+
+def moved(now: dict[str, int], was: dict[str, int], max_regs: int | None = None) -> ReportRecord:
+    """A kernel with `now`'s registers and spill bytes held to an entry with `was`'s (each key of
+    KernelResources), through the real checks and ratchet."""
+    report = check(
+        "t.py::test_k[sm_90]", "k", "sm_90", "/src/k.cu", replace(RES, **now), Limits(max_regs=max_regs)
+    )
+    report = replace(report, release="12.9", ptxas_version="12.9.86")
+    entry = replace(entry_of_report(report), **was)
+    return to_record(ratchet(report, BaselineRule(entry=entry, recorded=True)))
+
+
+def marks(page: str) -> list[tuple[str, float, float, str]]:
+    """The left panel's marks: (kind, x, y, title)."""
+    return [
+        (kind, float(x), float(y), title)
+        for kind, x, y, title in re.findall(
+            r'<circle class="mark" data-kind="(\w+)" cx="([\d.]+)" cy="([\d.]+)"[^>]*><title>([^<]*)', page
+        )
+    ]
+
+
+def corner(page: str) -> tuple[float, float, float, float]:
+    found = re.search(
+        r'<rect class="better" x="([\d.]+)" y="([\d.]+)" width="([\d.]+)" height="([\d.]+)"', page
+    )
+    assert found is not None
+    x, y, w, h = map(float, found.groups())
+    return x, y, x + w, y + h
+
+
+@pytest.mark.parametrize(
+    ("now", "was", "kind"),
+    [
+        # median7x7 on sm_80 (issue 46): fewer registers, far more spill bytes.
+        (
+            {"registers": 32, "spill_stores": 584, "spill_loads": 644},
+            {"registers": 40, "spill_stores": 112, "spill_loads": 140},
+            "spills",
+        ),
+        # Stores grew by 8 bytes while loads fell by 100: still a spill failure, never an improvement.
+        (
+            {"registers": 30, "spill_stores": 108, "spill_loads": 0},
+            {"registers": 40, "spill_stores": 100, "spill_loads": 100},
+            "spills",
+        ),
+        ({"stack": 64}, {"stack": 0}, "spills"),
+        ({"registers": 48}, {"registers": 40}, "registers"),
+    ],
+)
+def test_a_kernel_that_got_worse_is_coloured_by_its_metric_and_kept_out_of_the_better_corner(
+    now: dict[str, int], was: dict[str, int], kind: str
+) -> None:
+    rec = moved(now, was)
+    assert rec["outcome"] == "failed"
+    page = html.render([rec, moved({"registers": 32}, {"registers": 40}), measured(3)])
+    (failing,) = [m for m in marks(page) if "FAILED" in m[3]]
+    assert failing[0] == kind
+    # The corner is the improvements': fewer registers or spill bytes, more of neither (its edges are the zero
+    # lines; the centre, where it meets them, is the unchanged kernels').
+    left, top, right, bottom = corner(page)
+
+    def improved(x: float, y: float) -> bool:
+        return left <= x <= right and top <= y <= bottom and (x, y) != (right, top)
+
+    assert not improved(failing[1], failing[2]), failing
+    (better,) = [m for m in marks(page) if m[0] == "changed"]  # only lost registers: passed
+    assert improved(better[1], better[2])
+    (calm,) = [m for m in marks(page) if m[0] == "calm"]
+    assert (calm[1], calm[2]) == (right, top)
+
+
+def test_a_budget_failure_takes_its_metrics_colour() -> None:
+    over = measured(5, max_regs=20)
+    assert charts.failed_on(over) == ["registers"]
+    res = replace(RES, spill_stores=40, spill_loads=40)
+    spilled = to_record(check("t.py::k", "k", "sm_90", "/k.cu", res, Limits(caps={"spills": 8})))
+    assert spilled["violations"][0].startswith("spill stores 40 bytes > spills 8")
+    assert charts.failed_on(spilled) == ["spills"]
+    timed = ReportRecord(**{**over, "violations": ["time 1.30x the baseline's on NVIDIA H100"]})
+    assert charts.failed_on(timed) == ["other"]
+    page = html.render([over])
+    assert 'data-kind="registers" cx=' in page
+    assert f'fill="{charts.KERNEL_COLOUR}" stroke="#fff"' in page

@@ -1265,7 +1265,9 @@ def test_staircase_labels_never_overlap_nor_leave_the_chart(now: int, delta: int
 
 def test_staircase_has_the_steps_the_kernel_and_its_cliffs() -> None:
     svg = charts.staircase_svg(record(baseline=entry(registers=96)))
-    assert svg.startswith('<svg xmlns="http://www.w3.org/2000/svg" width="640" height="260" role="img" ')
+    assert svg.startswith(
+        '<svg xmlns="http://www.w3.org/2000/svg" width="640" height="260" viewBox="0 0 640 260" role="img" '
+    )
     assert 'aria-label="resident blocks against registers for poly_eval"' in svg
     assert svg.endswith("</svg>")
     (points,) = re.findall(r'<polyline class="steps" [^>]*points="([^"]*)"', svg)
