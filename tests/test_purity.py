@@ -228,6 +228,31 @@ def test_no_module_is_over_600_lines_and_nothing_is_named_build() -> None:
     assert not named_build, named_build
 
 
+# Where a metric may be spelled out (issue 41): its row in the metrics table, the two parsers that read it
+# from the tools, the baseline file's format and the JSON report's record. Anywhere else reads the row.
+METRIC_SPELLED_IN = {
+    "core/metrics.py",
+    "core/ptxas.py",
+    "core/cuobjdump.py",
+    "core/baseline.py",
+    "report/record.py",
+}
+
+
+def test_a_metric_is_spelled_out_in_at_most_five_modules() -> None:
+    # `grep -rl spill_loads pytest_regbudget`, over the package's modules.
+    spelled = {
+        path.relative_to(PACKAGE).as_posix()
+        for path in PACKAGE.rglob("*.py")
+        if "spill_loads" in path.read_text(encoding="utf-8")
+    }
+    assert len(spelled) <= len(METRIC_SPELLED_IN) == 5, sorted(spelled)
+    assert spelled <= METRIC_SPELLED_IN, (
+        f"spill_loads is spelled out in {sorted(spelled - METRIC_SPELLED_IN)}: read core/metrics.py's "
+        "row (BY_NAME, SPLIT_BY_CALLEE, Metric.callees) there instead"
+    )
+
+
 def test_the_checks_see_every_form_of_import_and_a_circle() -> None:
     source = (
         "from __future__ import annotations\n"

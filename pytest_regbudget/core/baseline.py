@@ -30,7 +30,7 @@ from .baseline_write import lock_path as lock_path
 from .baseline_write import locked as _locked  # update's; tests hold it from another process
 from .dirs import default_cache_dir
 from .errors import BaselineError
-from .metrics import AGREED, COUNTS, KernelResources
+from .metrics import AGREED, COUNTS, SPLIT_BY_CALLEE, KernelResources
 from .timing import Interval
 
 # An item id of a run with several toolkits ends in the release ("test_x[sm_90-13.5]"); a baseline entry,
@@ -94,7 +94,7 @@ TEXT_FIELDS = ("ptxas", "nvrtc", "compiler", "options_hash")
 # Absent where unknown: spills for binaries, which do not record them; local instructions where the SASS was
 # not read, and 0 (most kernels), which is not written; the callees' part of the spills (CALLEE_FIELDS, after
 # spill_loads in the file) where no callee spills, so that most entries gain no line.
-CALLEE_FIELDS = ("spill_stores_callees", "spill_loads_callees")
+CALLEE_FIELDS = tuple(m.callees for m in SPLIT_BY_CALLEE if m.callees)
 OPTIONAL_INT_FIELDS = ("spill_stores", "spill_loads", "local_instructions", *CALLEE_FIELDS)
 FILE_INT_FIELDS = tuple(f for n in INT_FIELDS for f in ((n, *CALLEE_FIELDS) if n == "spill_loads" else (n,)))
 
