@@ -358,3 +358,20 @@ def test_contributing_quotes_the_floor_plan_as_it_stands() -> None:
     }
     for title, body in recipes:
         assert re.search(r"`(?:\w+/)+\w+\.py`", body), f"the recipe '{title}' names no file it touches"
+
+
+def test_the_add_a_metric_recipe_names_every_module_its_example_touches() -> None:
+    # The recipe shows local_instructions being added: every module that spells it out today is a file the
+    # next metric may touch too, so the recipe must name it (issue 41).
+    page = (PACKAGE.parent / "docs" / "contributing.md").read_text(encoding="utf-8")
+    recipe = re.search(r"^## Add a metric\n(.*?)(?=^## )", page, flags=re.MULTILINE | re.DOTALL)
+    assert recipe, "contributing.md has no 'Add a metric' recipe"
+    assert "`local_instructions`" in recipe.group(1)
+    named = set(re.findall(r"`((?:\w+/)+\w+\.py)`", recipe.group(1)))
+    touched = {
+        path.relative_to(PACKAGE).as_posix()
+        for path in PACKAGE.rglob("*.py")
+        if "local_instructions" in path.read_text(encoding="utf-8")
+    }
+    assert len(touched) > 3
+    assert touched <= named, f"the 'Add a metric' recipe does not name {sorted(touched - named)}"
