@@ -5,8 +5,8 @@ Owns the search order (explicit home, pip wheels, CUDA_HOME/CUDA_PATH, PATH, or 
 `Nvcc`, an nvcc with its toolkit), and the error that lists everything searched. Versions come from file
 names and package metadata; the archs NVRTC builds come from NVRTC (`nvrtcGetSupportedArchs`), and those
 its ptxas assembles from `ptxas --help`, asked once when a toolkit is discovered afresh and remembered with
-it (`ToolMemo`), so that `pytest --help` loads no
-NVRTC and a warm run neither loads it nor starts a process. What a compiler builds is targets.py's; how a
+it (`ToolMemo`), so that `pytest --help` loads no NVRTC and a warm run neither loads it nor starts a
+process. What a compiler builds is targets.py's; how a
 tool is run, running.py's.
 """
 
