@@ -228,6 +228,35 @@ def test_no_module_is_over_600_lines_and_nothing_is_named_build() -> None:
     assert not named_build, named_build
 
 
+# Where a metric may be spelled out (issue 41): its row in the metrics table, the two parsers that read it
+# from the tools, the baseline file's format and the JSON report's record. Anywhere else reads the row.
+# The baseline format is two modules since the pre-commit hook (issue 46) checks a baseline with the standard
+# library alone: baseline_schema.py names the file's fields without msgspec, and baseline.py holds at import
+# that they are the metrics table's.
+METRIC_SPELLED_IN = {
+    "core/metrics.py",
+    "core/ptxas.py",
+    "core/cuobjdump.py",
+    "core/baseline.py",
+    "core/baseline_schema.py",
+    "report/record.py",
+}
+
+
+def test_a_metric_is_spelled_out_in_the_five_places_only() -> None:
+    # `grep -rl spill_loads pytest_regbudget`, over the package's modules.
+    spelled = {
+        path.relative_to(PACKAGE).as_posix()
+        for path in PACKAGE.rglob("*.py")
+        if "spill_loads" in path.read_text(encoding="utf-8")
+    }
+    assert len(METRIC_SPELLED_IN) == 6, sorted(spelled)
+    assert spelled <= METRIC_SPELLED_IN, (
+        f"spill_loads is spelled out in {sorted(spelled - METRIC_SPELLED_IN)}: read core/metrics.py's "
+        "row (BY_NAME, SPLIT_BY_CALLEE, Metric.callees) there instead"
+    )
+
+
 def test_the_checks_see_every_form_of_import_and_a_circle() -> None:
     source = (
         "from __future__ import annotations\n"
@@ -333,3 +362,20 @@ def test_contributing_quotes_the_floor_plan_as_it_stands() -> None:
     }
     for title, body in recipes:
         assert re.search(r"`(?:\w+/)+\w+\.py`", body), f"the recipe '{title}' names no file it touches"
+
+
+def test_the_add_a_metric_recipe_names_every_module_its_example_touches() -> None:
+    # The recipe shows local_instructions being added: every module that spells it out today is a file the
+    # next metric may touch too, so the recipe must name it (issue 41).
+    page = (PACKAGE.parent / "docs" / "contributing.md").read_text(encoding="utf-8")
+    recipe = re.search(r"^## Add a metric\n(.*?)(?=^## )", page, flags=re.MULTILINE | re.DOTALL)
+    assert recipe, "contributing.md has no 'Add a metric' recipe"
+    assert "`local_instructions`" in recipe.group(1)
+    named = set(re.findall(r"`((?:\w+/)+\w+\.py)`", recipe.group(1)))
+    touched = {
+        path.relative_to(PACKAGE).as_posix()
+        for path in PACKAGE.rglob("*.py")
+        if "local_instructions" in path.read_text(encoding="utf-8")
+    }
+    assert len(touched) > 3
+    assert touched <= named, f"the 'Add a metric' recipe does not name {sorted(touched - named)}"

@@ -85,6 +85,21 @@ class Row(Struct, frozen=True):
     peak: PeakLive | None = None
 
 
+def occupancy_cell(row: Row) -> str:
+    """`100% (8 blk)` at the bounds' block size. Where fewer blocks hold their tensor memory at once than the
+    occupancy calculator lets reside, those blocks and their occupancy, marked as the summary's column marks
+    them (report/terminal.py): `12% (1 blk TMEM)`; `TMEM?` where the kernel's column count is unknown."""
+    if row.occupancy is None:
+        return "-"
+    occ, blocks, mark = row.occupancy, row.blocks, ""
+    held = None if row.tmem is None else row.tmem.blocks
+    if held is not None and blocks and held < blocks:
+        occ, blocks, mark = occ * held / blocks, held, " TMEM"
+    elif row.tmem is not None and row.tmem.columns is None:
+        mark = " TMEM?"
+    return f"{occ:.0%} ({blocks} blk{mark})"
+
+
 def split_target(target: str) -> tuple[Path, str | None]:
     """`kernels/poly.cu::poly_eval` (the kernel name may hold `::` itself: `ns::k<256>`); a file alone
     (`kernels/poly.cu`) has no kernel: explain lists its kernels."""

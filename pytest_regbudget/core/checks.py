@@ -28,7 +28,7 @@ from .gpu_facts import GpuFacts
 from .kernel_report import KernelReport
 from .limits import Launch, Level, Limits
 from .liveness import PeakLive
-from .metrics import CAP_KEYS, CAPPED, SPILLS, KernelResources
+from .metrics import CAP_KEYS, CAPPED, KernelResources
 from .occupancy import (
     BARRIERS,
     BLOCKS,
@@ -326,7 +326,7 @@ def _caps(res: KernelResources, r: Limits) -> list[str]:
             if value is not None and value > cap:
                 # A callee's spills, which ptxas reports under the callee, are named: the kernel's own
                 # "Function properties" line does not show them.
-                part = callees_part(res, m.name) if m.group == SPILLS else ""
+                part = callees_part(res, m) if m.callees else ""
                 out.append(f"{m.label} {_bytes(value)} > {key} {cap}" + (f" ({part})" if part else ""))
     return out
 

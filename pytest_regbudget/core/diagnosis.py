@@ -14,7 +14,7 @@ from pathlib import Path
 
 from . import names
 from .estimate import DEFAULT_TRIPS
-from .metrics import KernelResources
+from .metrics import SPLIT_BY_CALLEE, KernelResources, Metric
 from .occupancy import occupancy
 from .sass import Call, LocalAccess, Loop, Role, SassReport
 
@@ -173,10 +173,10 @@ def function_name(name: str) -> str:
     return names.demangle(name.partition("$")[0]) if name.startswith("_Z") else name
 
 
-def callees_part(r: KernelResources, metric: str) -> str:
+def callees_part(r: KernelResources, metric: Metric) -> str:
     """`996 bytes of them in the __noinline__ callee heavy(float const*, int, int, int)`: the callees' part of
-    a spill figure (`metric`, spill_stores or spill_loads), by callee; "" where they have none of it."""
-    parts = [(c.name, n) for c in r.spilling_callees if (n := getattr(c, metric))]
+    a spill figure (`metric`, one of SPLIT_BY_CALLEE), by callee; "" where they have none of it."""
+    parts = [(c.name, n) for c in r.spilling_callees if (n := c.count(metric))]
     if not parts:
         return ""
     total = sum(n for _, n in parts)
@@ -187,12 +187,14 @@ def callees_part(r: KernelResources, metric: str) -> str:
 
 
 def _callee_sentence(r: KernelResources) -> str:
+    # The metrics table's spill rows, stores then loads, rather than each spelled out here.
+    stores, loads = SPLIT_BY_CALLEE
     listed = ", ".join(
-        f"{function_name(c.name)} {c.spill_stores:,}/{c.spill_loads:,}" for c in r.spilling_callees
+        f"{function_name(c.name)} {c.count(stores):,}/{c.count(loads):,}" for c in r.spilling_callees
     )
     return (
-        f"{r.spill_stores_callees:,} of the {r.spill_stores:,} bytes of spill stores and "
-        f"{r.spill_loads_callees:,} of the {r.spill_loads:,} bytes of loads are in the __noinline__ "
+        f"{r.callees_count(stores):,} of the {r.count(stores):,} bytes of spill stores and "
+        f"{r.callees_count(loads):,} of the {r.count(loads):,} bytes of loads are in the __noinline__ "
         f"functions the kernel calls (stores/loads: {listed}), which ptxas reports under each function; "
         "they run on every call. Fix: let the compiler inline the function (drop __noinline__) or lower its "
         "register need: ptxas holds a function to the register limit of the kernel it is compiled with "

@@ -39,6 +39,9 @@ class Metric(Struct, frozen=True):
     compared: bool = False  # `regbudget compare` and a run of several toolkits show its changes
     # Two builds of one kernel variant must agree on it: they share one baseline entry.
     agree: bool = False
+    # The name of its callees' part (the bytes ptxas reports under the __noinline__ functions a kernel
+    # calls), in KernelResources, the baseline entry and the JSON report; None: it has no such part.
+    callees: str | None = None
     note: str = ""  # where it shows, and why there
 
 
@@ -71,6 +74,7 @@ METRICS: tuple[Metric, ...] = (
         capped=True,
         compared=True,
         agree=True,
+        callees="spill_stores_callees",
         note="unknown (None, no line in the baseline) for a prebuilt binary that does not record spills",
     ),
     Metric(
@@ -86,6 +90,7 @@ METRICS: tuple[Metric, ...] = (
         capped=True,
         compared=True,
         agree=True,
+        callees="spill_loads_callees",
         note="as spill_stores",
     ),
     Metric(
@@ -163,6 +168,8 @@ RATCHETED = tuple(m for m in METRICS if m.tolerance is not None)
 CAPPED = tuple(m for m in METRICS if m.capped)
 COMPARED = tuple(m for m in METRICS if m.compared)
 AGREED = tuple(m for m in METRICS if m.agree)
+# The spill metrics, stores then loads, each with its callees' part (Metric.callees).
+SPLIT_BY_CALLEE = tuple(m for m in METRICS if m.callees is not None)
 
 
 def _keys(rows: tuple[Metric, ...], own: Callable[[Metric], str | None]) -> tuple[str, ...]:
@@ -205,6 +212,11 @@ class Callee(Struct, frozen=True):
     name: str  # as ptxas names it ("_Z5heavyPKfiii")
     spill_stores: int  # bytes
     spill_loads: int  # bytes
+
+    def count(self, metric: Metric) -> int:
+        """Its bytes of one of the spill metrics (SPLIT_BY_CALLEE)."""
+        value: int = getattr(self, metric.name)
+        return value
 
 
 class KernelResources(Struct, frozen=True):
@@ -266,6 +278,11 @@ class KernelResources(Struct, frozen=True):
     def count(self, metric: Metric) -> int | None:
         """The value of one of the table's whole-number metrics (COUNTS)."""
         value: int | None = getattr(self, metric.name)
+        return value
+
+    def callees_count(self, metric: Metric) -> int:
+        """The callees' part of a spill metric (SPLIT_BY_CALLEE), in bytes; 0 for any other metric."""
+        value: int = getattr(self, metric.callees) if metric.callees else 0
         return value
 
     def recorded(self, metric: Metric) -> int | None:

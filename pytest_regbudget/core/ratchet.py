@@ -14,13 +14,12 @@ from .baseline import NO_OPTIONS_HASH, BaselineEntry, Key, base_nodeid, numbers_
 from .diagnosis import callees_part
 from .facts import release_of
 from .kernel_report import KernelReport, compare
+from .metrics import BY_NAME
 from .ptxas import message_key
 
 UPDATE_HINT = "pytest --regbudget-update"
 # What follows a caught regression's change in its violation: the Markdown report finds the change by it.
 WORSE_THAN_BASELINE = " is worse than the baseline"
-# A spill metric -> the name of its callees' part, in the entry and in KernelResources.
-CALLEE_PARTS = {"spill_stores": "spill_stores_callees", "spill_loads": "spill_loads_callees"}
 
 
 class BaselineRule(Struct, frozen=True):
@@ -149,12 +148,13 @@ def _callees_change(old: BaselineEntry, report: KernelReport, metric: str) -> st
     heavy(float const*, int, int, int), where the entry records none: ...)`; "" otherwise. An entry without
     the callees' part is one whose callees did not spill, or one written before they were counted, which the
     entry cannot tell apart: both are compared as they are, since a callee that starts to spill must fail."""
-    if metric not in CALLEE_PARTS or report.resources is None:
+    row = BY_NAME.get(metric)
+    if row is None or row.callees is None or report.resources is None:
         return ""
-    was = getattr(old, CALLEE_PARTS[metric]) or 0
-    if getattr(report.resources, CALLEE_PARTS[metric]) <= was:
+    was = getattr(old, row.callees) or 0
+    if report.resources.callees_count(row) <= was:
         return ""
-    part = callees_part(report.resources, metric)
+    part = callees_part(report.resources, row)
     if was:
         return f" ({part}, where the entry records {was:,})"
     return f" ({part}, where the entry records none: pytest-regbudget 0.1 counted a kernel's own spills only)"

@@ -291,6 +291,8 @@ def _variants(value: object, rootdir: Path, error: Any) -> tuple[Variant, ...]:
                     f"{close_key_hint(unknown[0], VARIANT_KEYS)}; a variant table holds defines and the "
                     f"budgets {', '.join(BUDGET_KEYS)}"
                 )
+        else:
+            _refuse_flat_budget(i, given, error)
         try:
             parse_marker((), {"defines": defines}, rootdir)
             for key, v in keys.items():
@@ -305,3 +307,36 @@ def _variants(value: object, rootdir: Path, error: Any) -> tuple[Variant, ...]:
             f"{value!r}: two variants define the same (each variant is one item: give each its own defines)"
         )
     return tuple(out)
+
+
+def _refuse_flat_budget(index: int, given: object, error: Any) -> None:
+    """A flat variant is a define set, so `{BM = 128, dynamic_smem = 512}` would build with
+    -Ddynamic_smem=512 and leave the budget at the table's: refused, with the table form that holds both."""
+    if isinstance(given, dict):
+        named: dict[str, object] = {str(k): v for k, v in given.items()}
+    elif isinstance(given, list):
+        named = {str(d).partition("=")[0]: str(d).partition("=")[2] or None for d in given}
+    else:
+        return
+    budgets = [k for k in named if k in BUDGET_KEYS]
+    if not budgets:
+        return
+    defines = ", ".join(f"{k} = {_toml(v)}" for k, v in named.items() if k not in BUDGET_KEYS)
+    own = ", ".join(f"{k} = {_toml(named[k])}" for k in budgets)
+    table = f"{{ defines = {{ {defines} }}, {own} }}" if defines else f"{{ {own} }}"
+    raise error(
+        f"variant {index}: {budgets[0]!r} is a budget key, and a flat variant is a define set: it would "
+        f"build with -D{budgets[0]}={named[budgets[0]]} and leave the table's budget as it is. Write "
+        f"the variant as a table, {table} (a macro of that name goes under defines)"
+    )
+
+
+def _toml(value: object) -> str:
+    """A variant's value as the manifest spells it, for the table form the refusal shows."""
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, str):
+        return f'"{value}"'
+    if isinstance(value, list):
+        return f"[{', '.join(map(_toml, value))}]"
+    return str(value)

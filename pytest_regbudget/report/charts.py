@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from html import escape
 
 from ..core.arch import get_arch
-from ..core.metrics import BY_NAME, METRICS
+from ..core.metrics import BY_NAME, METRICS, SPILLS
 from ..core.occupancy import occupancy
 from ..core.trend import BANDS, Point, SuitePoint
 from .record import DeltaRecord, ReportRecord, spills
@@ -263,11 +263,12 @@ FAILURE_KINDS = {
     "occupancy": (OCCUPANCY_COLOUR, "occupancy or launch"),
     "other": (OTHER_COLOUR, "another check"),
 }
+# The spill metrics (stores, then loads), read from the metrics table.
+_SPILL_METRICS = tuple(m.name for m in METRICS if m.group == SPILLS)
 # Local memory, however it is counted, is the spills' kind; occupancy's is the launch's.
 _KIND_OF = {
     "registers": "registers",
-    "spill_stores": "spills",
-    "spill_loads": "spills",
+    **dict.fromkeys(_SPILL_METRICS, "spills"),
     "stack": "spills",
     "local_instructions": "spills",
     "occupancy": "occupancy",
@@ -316,9 +317,9 @@ def _moves(rec: ReportRecord) -> tuple[float, float]:
     """(change in registers, change in spill bytes) against the baseline entry. Where stores or loads grew,
     the spill change is their growth alone: a kernel whose spills grew never sits below the line of none."""
     delta = {d["metric"]: d["delta"] for d in rec["deltas"]}
-    stores, loads = delta.get("spill_stores", 0.0), delta.get("spill_loads", 0.0)
-    grew = max(stores, 0.0) + max(loads, 0.0)
-    return delta.get("registers", 0.0), grew if grew > 0 else stores + loads
+    moved = [delta.get(name, 0.0) for name in _SPILL_METRICS]
+    grew = sum(max(v, 0.0) for v in moved)
+    return delta.get("registers", 0.0), grew if grew > 0 else sum(moved)
 
 
 def _symlog(v: float) -> float:

@@ -87,8 +87,8 @@ def markdown_comment(
 # object per manifest build that failed or that the baseline records as broken (update/broken.py), which are
 # not kernels. 5 adds the local-traffic estimate to each record (local_share, instructions_executed,
 # local_executed, spill_executed, local_lines, loops: report/record.py). 6 counts a kernel's callees' spills
-# in its spill_stores and spill_loads, and adds their part (spill_stores_callees, spill_loads_callees) and the
-# callees that spill (spilling_callees): a report of 5 or before holds the kernel's own spills only; and
+# in its two spill figures, and adds their part (the fields core/metrics.py's rows name as Metric.callees) and
+# the callees that spill (spilling_callees): a report of 5 or before holds the kernel's own spills only; and
 # "peak_live", the most registers live at one instruction and its line. 7 adds a Triton kernel's
 # "triton_signature" (its parameters as compiled) and "triton_config" (its autotune config), null for others.
 JSON_FORMAT = "pytest-regbudget-report"

@@ -1,7 +1,8 @@
 """What one compiler of a run builds, and the one line that says it does not build an arch.
 
 `Targets` holds the archs a compiler's own list names (NVRTC's, `nvcc --list-gpu-code`'s) with the arch
-table's `a`/`f` variants of them (`with_variants`), and the refusal for an arch it lacks: why (renamed,
+table's `a`/`f` variants of them (`with_variants`), less those its ptxas does not take (`--gpu-name` in
+`ptxas --help`, read by `gpu_names`; `assembled_by`), and the refusal for an arch it lacks: why (renamed,
 dropped, newer than it) and advice that is true. `table_lacks` is the error for an arch the compilers build
 but the arch table has no limits for; `in_explain_words` puts the advice in `regbudget explain`'s words.
 Pure: no tool is run here.
@@ -9,9 +10,11 @@ Pure: no tool is run here.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 
 from msgspec import Struct
+from msgspec.structs import replace
 
 from ..core.arch import SUPPORTED_ARCHS, SUPPORTED_VARIANTS, arch_number, is_arch_name, lineage, renamed
 
@@ -29,6 +32,9 @@ class Targets(Struct, frozen=True):
     release: str  # "12.9"
     archs: tuple[str, ...]  # "sm_75", "sm_90", "sm_90a", ...: its real archs and the table's variants of them
     option: str  # TOOLKIT_OPTION or NVCC_OPTION: how the run would pick another
+    # Its ptxas, where that lacks archs the compiler lists (`assembled_by`), and those archs.
+    assembler: str = ""
+    assembler_lacks: tuple[str, ...] = ()
 
     @property
     def known(self) -> bool:
@@ -47,6 +53,9 @@ class Targets(Struct, frozen=True):
         if self.builds(arch):
             return None
         head = f"{self.who} does not build {arch}"
+        if arch in self.assembler_lacks:
+            lists = f"its --gpu-name list lacks it), though {self.who} lists it"
+            head = f"{self.assembler} does not build {arch} ({lists}"
         mine = _release_key(self.release)
         major = mine[0] if mine else 0
         line = lineage(arch)
@@ -74,6 +83,31 @@ class Targets(Struct, frozen=True):
             verb = "builds" if len(newer) == 1 else "build"
             return f"{head}: CUDA {listed} {verb} it. Fix: {_how(self.option, newer[-1])}"
         return f"{head}, and no CUDA release pytest-regbudget knows of lists it. Fix: drop {arch}"
+
+
+def assembled_by(targets: Targets, assembler: str, takes: Sequence[str]) -> Targets:
+    """`targets` less the archs its ptxas (`assembler`, as a message names it) does not take, by `takes`
+    (`gpu_names`); where the compiler's own list is unknown, ptxas's list stands for it. Unchanged where
+    ptxas could not say."""
+    if not takes:
+        return targets
+    if not targets.archs:
+        return replace(targets, archs=tuple(takes))
+    lacks = tuple(a for a in targets.archs if a not in takes)
+    kept = tuple(a for a in targets.archs if a in takes)
+    return replace(targets, archs=kept, assembler=assembler, assembler_lacks=lacks) if lacks else targets
+
+
+_GPU_NAME = re.compile(
+    r"^--gpu-name\b.*?Allowed values for this option:(.*?)(?:Default value|^--)", re.M | re.S
+)
+
+
+def gpu_names(help_text: str) -> tuple[str, ...]:
+    """The archs `ptxas --help` allows for --gpu-name ("sm_75", ..., "sm_90a", "sm_100f", ...), in its
+    order, without the virtual compute_ and lto_ names; () where the text has no such list."""
+    found = _GPU_NAME.search(help_text)
+    return tuple(re.findall(r"'(sm_\w+)'", found.group(1))) if found else ()
 
 
 def _how(option: str, release: str) -> str:

@@ -3,9 +3,10 @@
 Owns the search order (explicit home, pip wheels, CUDA_HOME/CUDA_PATH, PATH, or the toolkit
 --regbudget-toolkit names), the versions of what was found, the records of what was found (`Toolkit`, and
 `Nvcc`, an nvcc with its toolkit), and the error that lists everything searched. Versions come from file
-names and package metadata; the archs NVRTC builds come from NVRTC (`nvrtcGetSupportedArchs`), asked once
-when a toolkit is discovered afresh and remembered with it (`ToolMemo`), so that `pytest --help` loads no
-NVRTC and a warm run neither loads it nor starts a process. What a compiler builds is targets.py's; how a
+names and package metadata; the archs NVRTC builds come from NVRTC (`nvrtcGetSupportedArchs`), and those
+its ptxas assembles from `ptxas --help`, asked once when a toolkit is discovered afresh and remembered with
+it (`ToolMemo`), so that `pytest --help` loads no NVRTC and a warm run neither loads it nor starts a
+process. What a compiler builds is targets.py's; how a
 tool is run, running.py's.
 """
 
@@ -25,12 +26,13 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import msgspec
 from msgspec import Struct
 
 from ..core.errors import ToolchainError, Unbuildable
 from ..core.facts import Provenance, release_of
 from .running import ToolMemo, run_tool, start_failure
-from .targets import NVCC_OPTION, TOOLKIT_OPTION, Targets, with_variants
+from .targets import NVCC_OPTION, TOOLKIT_OPTION, Targets, assembled_by, gpu_names, with_variants
 
 PIP_FIX = (
     'pip install "nvidia-cuda-nvcc-cu12" "nvidia-cuda-nvrtc-cu12" "nvidia-cuda-runtime-cu12" '
@@ -52,6 +54,9 @@ class Toolkit(Struct, frozen=True):
     # The real archs its NVRTC builds ("sm_75", ..., "sm_121"), as nvrtcGetSupportedArchs lists them; () where
     # it was not asked (no NVRTC: its nvcc's list counts) or could not say (a library that does not load).
     archs: tuple[str, ...] = ()
+    # What its ptxas takes for --gpu-name (`ptxas --help`): real archs and their a/f variants; () where it
+    # could not say. NVRTC's PTX of an arch this ptxas lacks cannot be assembled.
+    ptxas_archs: tuple[str, ...] = ()
 
     @property
     def release(self) -> str:
@@ -67,7 +72,11 @@ class Toolkit(Struct, frozen=True):
             if name is None
             else f"toolkit {name} (CUDA {self.release}: {tool}, from {self.origin})"
         )
-        return Targets(who, self.release, with_variants(self.archs), TOOLKIT_OPTION)
+        return assembled_by(
+            Targets(who, self.release, with_variants(self.archs), TOOLKIT_OPTION),
+            f"ptxas {self.ptxas_version} ({self.ptxas})",
+            self.ptxas_archs,
+        )
 
     def describe(self) -> str:
         if self.nvrtc is None:
@@ -146,6 +155,14 @@ def ptxas_version(ptxas: Path, timeout: float | None = None) -> str:
     return match.group(1)
 
 
+@functools.lru_cache(maxsize=32)
+def ptxas_archs(ptxas: Path) -> tuple[str, ...]:
+    """What ptxas takes for --gpu-name, from `ptxas --help`; () where it cannot say (its build then does)."""
+    with contextlib.suppress(OSError, subprocess.TimeoutExpired):
+        return gpu_names(run_tool([str(ptxas), "--help"], VERSION_TIMEOUT)[1])
+    return ()
+
+
 def _nvrtc_libs(directory: Path) -> Iterator[Path]:
     # The unversioned libnvrtc.so is a dev symlink that runtime-only installs lack; prefer the SONAME file.
     if sys.platform == "win32":
@@ -210,6 +227,7 @@ def _toolkit_from_dirs(
         include_dirs=tuple(d for d in include_dirs if d.is_dir()),
         nvdisasm=nvdisasm,
         archs=() if nvrtc is None else nvrtc_archs(nvrtc),
+        ptxas_archs=ptxas_archs(ptxas),
     )
 
 
@@ -436,30 +454,16 @@ def discover(
 
 
 def _toolkit_to_json(tk: Toolkit) -> dict[str, object]:
-    return {
-        "origin": tk.origin,
-        "ptxas": str(tk.ptxas),
-        "nvrtc": None if tk.nvrtc is None else str(tk.nvrtc),
-        "nvrtc_version": tk.nvrtc_version,
-        "ptxas_version": tk.ptxas_version,
-        "include_dirs": [str(d) for d in tk.include_dirs],
-        "nvdisasm": None if tk.nvdisasm is None else str(tk.nvdisasm),
-        "archs": list(tk.archs),
-    }
+    doc: dict[str, object] = msgspec.to_builtins(tk, enc_hook=str)
+    return doc
 
 
 def _toolkit_from_json(doc: Mapping[str, Any]) -> Toolkit:
-    nvdisasm = doc["nvdisasm"]
-    return Toolkit(
-        origin=str(doc["origin"]),
-        ptxas=Path(doc["ptxas"]),
-        nvrtc=None if doc["nvrtc"] is None else Path(doc["nvrtc"]),
-        nvrtc_version=str(doc["nvrtc_version"]),
-        ptxas_version=str(doc["ptxas_version"]),
-        include_dirs=tuple(Path(d) for d in doc["include_dirs"]),
-        nvdisasm=None if nvdisasm is None else Path(nvdisasm),
-        archs=tuple(str(a) for a in doc["archs"]),
-    )
+    # Every field is required here, so that a record of an older version is discovered again.
+    missing = set(Toolkit.__struct_fields__) - set(doc)
+    if missing:
+        raise KeyError(sorted(missing))
+    return msgspec.convert(doc, Toolkit, dec_hook=lambda kind, obj: Path(obj) if kind is Path else obj)
 
 
 def _where_discovery_looks(

@@ -49,7 +49,9 @@ def assert_clean_failure(result: pytest.RunResult) -> None:
     result.stdout.fnmatch_lines(TABLE)
 
 
-VERSION_THEN = 'if [ "$1" = --version ]; then exec "$REAL" --version; fi\n'
+# A fault stands in for builds only: discovery's probes (--version, and --help for the --gpu-name list) are
+# answered by the real ptxas, as a wrapper that passes them on would.
+VERSION_THEN = 'case "$1" in --version|--help) exec "$REAL" "$1" ;; esac\n'
 
 
 # -- input that is not UTF-8 ----------------------------------------------------------------------

@@ -436,7 +436,7 @@ def test_the_progress_line_naming_a_source_of_the_corpus(tmp_path: Path) -> None
     """A build over the pipe's interval gets a progress line that names its source file: a file named by
     the whole corpus, and a ptxas of the test's own that takes 6 s before it runs the real one."""
     home = fake_home(
-        tmp_path / "toolkit", 'case "$1" in --version) ;; *) sleep 6 ;; esac\nexec "$REAL" "$@"\n'
+        tmp_path / "toolkit", 'case "$1" in --version|--help) ;; *) sleep 6 ;; esac\nexec "$REAL" "$@"\n'
     )
     project = tmp_path / "project"
     write(project, f"kernels/{JOINED}.cu", SMALL)

@@ -110,9 +110,10 @@ class Project:
         return self.pytester.runpytest(*plugins, f"--regbudget-cuda-home={self.home}", *args)
 
     def compiles(self) -> list[str]:
-        """The compiler runs of the last run: every call but a `--version` probe (the header's)."""
+        """The compiler runs of the last run: every call but discovery's probes (`--version`, and `--help`
+        for ptxas's --gpu-name list)."""
         calls = self.log.read_text().splitlines() if self.log.exists() else []
-        return [c for c in calls if c.split()[1:] != ["--version"]]
+        return [c for c in calls if c.split()[1:] not in (["--version"], ["--help"])]
 
     def calls(self) -> list[str]:
         return self.log.read_text().splitlines() if self.log.exists() else []
@@ -129,8 +130,9 @@ def test_not_regbudget_deselects_the_manifest_and_compiles_nothing(project: Proj
     assert verbose_outcomes(result) == {"tests/test_k.py::test_plain": "PASSED"}
     result.assert_outcomes(passed=1, deselected=2)  # the marked test's two archs
     assert project.compiles() == []
-    # The header's toolkit, on a cold cache (a wheel toolkit's comes from its metadata); nvcc is not asked.
-    assert project.calls() == ["ptxas --version"]
+    # The header's toolkit, on a cold cache (a wheel toolkit's comes from its metadata): its version and the
+    # archs its ptxas takes, asked once; nvcc is not asked.
+    assert project.calls() == ["ptxas --version", "ptxas --help"]
 
 
 def test_regbudget_runs_the_manifest_and_the_marked_tests(project: Project) -> None:

@@ -238,6 +238,10 @@ def test_explain_shows_tmem_and_cluster_dims(tmp_path: Path) -> None:
     header, _, row = done.stdout.splitlines()[1:4]
     assert header.split()[-1] == "tmem"
     assert row.endswith("512 cols, 1 blk")
+    # The occupancy column is bounded as the summary's is: 8 blocks of 256 threads fit the SM, 1 holds its
+    # 512 TMEM columns at a time, so 1/8 of the full occupancy, marked.
+    assert "100% (8 blk)" not in row
+    assert "12% (1 blk TMEM)" in row
     done = regbudget(
         "explain", f"{source}::clustered", "--arch", "sm_90", "--bounds", "256", "--toolkit", "cu12"
     )

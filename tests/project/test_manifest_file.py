@@ -453,6 +453,34 @@ def test_a_variant_table_has_its_own_budgets_and_a_bad_key_is_named(root: Path) 
     assert "key 'variants': variant 1: key 'source' cannot differ per variant" in message
 
 
+def test_a_flat_variant_with_a_budget_key_is_refused_with_the_table_form(root: Path) -> None:
+    # Written flat, the budget key would be a define (-Ddynamic_smem=512) and the budget the table's.
+    message = error(
+        root, '[[kernels]]\nsource = "kernels/a.cu"\nvariants = [{BM = 128, dynamic_smem = 512}]\n'
+    )
+    assert message.startswith(
+        "regbudget.toml, [[kernels]] table 1, key 'variants': variant 1: 'dynamic_smem'"
+    )
+    assert "-Ddynamic_smem=512" in message
+    assert "{ defines = { BM = 128 }, dynamic_smem = 512 }" in message
+    message = error(
+        root, '[[kernels]]\nsource = "kernels/a.cu"\nvariants = [{BM = 64}, ["BM=32", "max_regs=64"]]\n'
+    )
+    assert "variant 2: 'max_regs' is a budget key" in message
+    # The table form holds both; a define named like a budget key goes under defines.
+    m = write(
+        root,
+        '[[kernels]]\nsource = "kernels/a.cu"\nlaunch = [256]\n'
+        "variants = [{ defines = { BM = 128 }, dynamic_smem = 512 }, { defines = { stack = 1 } }]\n",
+    )
+    a = root / "kernels" / "a.cu"
+    (kernel,) = m.kernels(a, ["k"])[0]
+    table, macro = kernel.variants()
+    assert kernel.budget(a, root, table).default.dynamic_smem == 512
+    assert m.build_budget(a, table).options.variant() == "BM=128"
+    assert m.build_budget(a, macro).options.variant() == "stack=1"
+
+
 def test_compile_commands_gives_files_and_flags_and_its_errors_name_it(root: Path) -> None:
     entry = {
         "directory": str(root / "build"),

@@ -9,6 +9,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from msgspec.structs import replace
 
 from pytest_regbudget.core.arch import SUPPORTED_ARCHS
 from pytest_regbudget.core.errors import CompileError, Rejected
@@ -22,12 +23,15 @@ from pytest_regbudget.tools.targets import (
     NVCC_OPTION,
     TOOLKIT_OPTION,
     Targets,
+    assembled_by,
+    gpu_names,
     in_explain_words,
     with_variants,
 )
-from pytest_regbudget.tools.toolkit import Toolkit, discover, nvrtc_archs
+from pytest_regbudget.tools.toolkit import Toolkit, discover, nvrtc_archs, ptxas_archs
 
 KERNELS = Path(__file__).parent.parent / "kernels"
+PTXAS_HELP = Path(__file__).parent.parent / "data" / "ptxas_help"
 
 
 @pytest.fixture(scope="module")
@@ -69,6 +73,57 @@ def test_the_archs_are_remembered_with_the_toolkit(
     assert first.archs == cu13.archs
     toolchain._discover_cached.cache_clear()
     assert discover(named="cu13", memo=ToolMemo(memo)).archs == cu13.archs
+
+
+def test_the_ptxas_gpu_name_list_is_read_from_its_help() -> None:
+    # Recorded `ptxas --help` of the 12.9 and 13.5 wheels: the sm_ values of --gpu-name, not compute_/lto_.
+    old = gpu_names((PTXAS_HELP / "help_12.9.txt").read_text())
+    new = gpu_names((PTXAS_HELP / "help_13.5.txt").read_text())
+    assert old[:3] == ("sm_100", "sm_100a", "sm_100f")
+    assert old[-1] == "sm_90a"
+    assert len(old) == 30
+    assert len(new) == 26
+    assert {"sm_50", "sm_101f", "sm_90a"} <= set(old)
+    assert not {"sm_88", "sm_107", "sm_110"} & set(old)
+    assert {"sm_88", "sm_107f", "sm_110a"} <= set(new)
+    assert not {"sm_70", "sm_101"} & set(new)
+    assert not [a for a in (*old, *new) if not a.startswith("sm_")]
+    assert gpu_names("--gpu-name <gpu name>\n        Specify name of NVIDIA GPU\n--help\n") == ()
+
+
+def test_each_wheels_ptxas_says_what_it_assembles(cu12: Toolkit, cu13: Toolkit) -> None:
+    for toolkit, recorded in ((cu12, "help_12.9.txt"), (cu13, "help_13.5.txt")):
+        assert toolkit.ptxas_archs == ptxas_archs(toolkit.ptxas)
+        assert toolkit.ptxas_archs == gpu_names((PTXAS_HELP / recorded).read_text())
+        # The wheels' NVRTC and ptxas agree: nothing is taken out.
+        assert toolkit.targets().archs == with_variants(toolkit.archs)
+    assert ptxas_archs(KERNELS / "hungry.cu") == ()  # not a program: its first build says why
+
+
+def test_an_arch_nvrtc_lists_and_its_ptxas_lacks_is_refused_before_the_build(
+    cu12: Toolkit, cu13: Toolkit
+) -> None:
+    """NVRTC 13.5 with ptxas 12.9 (each list read from the real tool): sm_110 is refused before NVRTC runs,
+    in one line naming ptxas, its release and what builds it; what both take still builds."""
+    mixed = replace(cu13, ptxas=cu12.ptxas, ptxas_version=cu12.ptxas_version, ptxas_archs=cu12.ptxas_archs)
+    targets = mixed.targets()
+    assert targets.builds("sm_90a")
+    assert not targets.builds("sm_110")
+    assert not targets.builds("sm_88")
+    source = KERNELS / "hungry.cu"
+    with pytest.raises(CompileError) as caught:
+        compile_ptx(source.read_text(), str(source), "sm_110", CompileOptions(), mixed)
+    assert not isinstance(caught.value, Rejected)
+    assert str(caught.value) == (
+        f"ptxas {cu12.ptxas_version} ({cu12.ptxas}) does not build sm_110 (its --gpu-name list lacks it), "
+        f"though NVRTC {cu13.nvrtc_version} ({cu13.origin}) lists it: CUDA 13.0 and 13.5 build it. "
+        'Fix: run with --regbudget-toolkit=cu13 (pip install "pytest-regbudget[cu13]")'
+    )
+    assert "\n" not in str(caught.value)
+    assert compile_ptx(source.read_text(), str(source), "sm_90", CompileOptions(), mixed).ptx
+    # Where NVRTC cannot say, ptxas's list stands for it; where ptxas cannot, nothing changes.
+    assert assembled_by(cuda("13.5"), "ptxas", ("sm_90",)).archs == ("sm_90",)
+    assert assembled_by(cuda("13.5", 90), "ptxas", ()) == cuda("13.5", 90)
 
 
 def test_a_library_that_does_not_load_says_nothing(tmp_path: Path) -> None:

@@ -50,6 +50,7 @@ from ..explaining import (
     check_arch,
     explain_builds,
     list_kernels,
+    occupancy_cell,
     parse_bounds,
     split_target,
 )
@@ -250,7 +251,7 @@ def table(rows: Sequence[Row]) -> list[str]:
             f"{r.spills[0]}/{r.spills[1]}",
             str(r.stack),
             str(r.max_block),
-            "-" if r.occupancy is None else f"{r.occupancy:.0%} ({r.blocks} blk)",
+            occupancy_cell(r),
             r.cliff,
         )
         for r in rows
