@@ -16,6 +16,7 @@ from ..core.kernel_report import delta_text
 from ..core.metrics import BY_NAME
 from ..core.text import one_line, safe_block
 from . import cells
+from .counts import counts_line
 from .record import DeltaRecord, ReportRecord, sorted_records, spills
 
 
@@ -149,18 +150,6 @@ def _attention(rec: ReportRecord) -> int:
     return 1
 
 
-def _count_kind(rec: ReportRecord) -> str:
-    rank = _attention(rec)
-    if rank == 3:
-        return "failed"
-    if rank == 2:
-        return "warned"
-    if rank == 0:
-        return "unchanged"
-    status = rec["baseline_status"]
-    return {"new": "new", "new-release": "new", "none": "with no baseline file"}.get(status, "changed")
-
-
 def summary_table(
     records: Sequence[ReportRecord], *, mode: str = "changes", width: int | None = None
 ) -> list[str]:
@@ -171,15 +160,17 @@ def summary_table(
     floor = {"all": 0, "changes": 1, "failures": 3}[mode]
     shown = [rec for rec in records if _attention(rec) >= floor]
     lines = summary_lines(shown, width=width, names_from=records) if shown else []
-    counts = dict.fromkeys(("failed", "warned", "changed", "new", "with no baseline file", "unchanged"), 0)
-    for rec in records:
-        counts[_count_kind(rec)] += 1
-    line = ", ".join(f"{n:,} {what}" for what, n in counts.items() if n)
-    if len(shown) < len(records):
-        hidden = len(records) - len(shown)
+    return [*lines, count_line(records, hidden=len(records) - len(shown))]
+
+
+def count_line(records: Sequence[ReportRecord], *, hidden: int = 0) -> str:
+    """The run's counts in the words every face uses (report/counts.py), and how many rows the table left
+    out."""
+    line = counts_line(records)
+    if hidden:
         rows = f"{hidden:,} row{'s' if hidden > 1 else ''}"
         line += f" ({rows} not shown: pytest -v or --regbudget-summary=all shows all)"
-    return [*lines, line]
+    return line
 
 
 def _test_cells(records: Sequence[ReportRecord]) -> dict[str, str]:
