@@ -432,8 +432,8 @@ def markdown_report(
         if left:
             break  # the report is full: what would follow matters less than what was left out
         if fold_rows:
-            texts = [r.text(linked=False) if isinstance(r, _Row) else r for r in fold_rows]
-            fold, left = _fold(summary, header, texts, room)
+            plain = [r.text(linked=False) if isinstance(r, _Row) else r for r in fold_rows]
+            fold, left = _fold(summary, header, plain, room)
             if fold:
                 made.append((fold, [r for r in fold_rows if isinstance(r, _Row)]))
                 room -= _size(fold) + 1
