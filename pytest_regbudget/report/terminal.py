@@ -153,8 +153,8 @@ def _attention(rec: ReportRecord) -> int:
 def summary_table(
     records: Sequence[ReportRecord], *, mode: str = "changes", width: int | None = None
 ) -> list[str]:
-    """The terminal's table: the rows `mode` selects, failures last, capped to `width` columns, then one
-    line counting every row by what happened to it."""
+    """The terminal's table: the rows `mode` selects, failures last, capped to `width` columns, then the
+    run's counts (`count_line`)."""
     if not records:
         return []
     floor = {"all": 0, "changes": 1, "failures": 3}[mode]
