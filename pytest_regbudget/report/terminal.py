@@ -154,23 +154,22 @@ def summary_table(
     records: Sequence[ReportRecord], *, mode: str = "changes", width: int | None = None
 ) -> list[str]:
     """The terminal's table: the rows `mode` selects, failures last, capped to `width` columns, then the
-    run's counts (`count_line`)."""
+    run's counts (`count_lines`)."""
     if not records:
         return []
     floor = {"all": 0, "changes": 1, "failures": 3}[mode]
     shown = [rec for rec in records if _attention(rec) >= floor]
     lines = summary_lines(shown, width=width, names_from=records) if shown else []
-    return [*lines, count_line(records, hidden=len(records) - len(shown))]
+    return [*lines, *count_lines(records, hidden=len(records) - len(shown))]
 
 
-def count_line(records: Sequence[ReportRecord], *, hidden: int = 0) -> str:
-    """The run's counts in the words every face uses (report/counts.py), and how many rows the table left
-    out."""
-    line = counts_line(records)
-    if hidden:
-        rows = f"{hidden:,} row{'s' if hidden > 1 else ''}"
-        line += f" ({rows} not shown: pytest -v or --regbudget-summary=all shows all)"
-    return line
+def count_lines(records: Sequence[ReportRecord], *, hidden: int = 0) -> list[str]:
+    """The run's counts in the words every face uses (report/counts.py), then how many rows the table left
+    out, on a line of its own."""
+    if not hidden:
+        return [counts_line(records)]
+    rows = f"{hidden:,} row{'s' if hidden > 1 else ''}"
+    return [counts_line(records), f"{rows} not shown: pytest -v or --regbudget-summary=all shows all"]
 
 
 def _test_cells(records: Sequence[ReportRecord]) -> dict[str, str]:
