@@ -6,6 +6,7 @@ lines (stale entries, kept entries, how many were enforced), and GitHub annotati
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 
@@ -160,16 +161,30 @@ def summary_table(
     floor = {"all": 0, "changes": 1, "failures": 3}[mode]
     shown = [rec for rec in records if _attention(rec) >= floor]
     lines = summary_lines(shown, width=width, names_from=records) if shown else []
-    return [*lines, *count_lines(records, hidden=len(records) - len(shown))]
+    return [*lines, *count_lines(records, hidden=len(records) - len(shown), width=width)]
 
 
-def count_lines(records: Sequence[ReportRecord], *, hidden: int = 0) -> list[str]:
-    """The run's counts in the words every face uses (report/counts.py), then how many rows the table left
-    out, on a line of its own."""
-    if not hidden:
-        return [counts_line(records)]
-    rows = f"{hidden:,} row{'s' if hidden > 1 else ''}"
-    return [counts_line(records), f"{rows} not shown: pytest -v or --regbudget-summary=all shows all"]
+def count_lines(records: Sequence[ReportRecord], *, hidden: int = 0, width: int | None = None) -> list[str]:
+    """The run's counts in the words every face uses (report/counts.py), wrapped at `width` with a hanging
+    indent, then how many rows the table left out, on a line of its own."""
+    lines = [counts_line(records)]
+    if hidden:
+        rows = f"{hidden:,} row{'s' if hidden > 1 else ''}"
+        lines.append(f"{rows} not shown: pytest -v or --regbudget-summary=all shows all")
+    return lines if width is None else [part for line in lines for part in _wrap_clauses(line, width)]
+
+
+def _wrap_clauses(line: str, width: int) -> list[str]:
+    """`line` in lines of at most `width` characters where it can be, broken after a comma, semicolon or
+    colon, so that a number keeps its word (`12 changed`), the lines after the first indented by two."""
+    out = [""]
+    for clause in re.split(r"(?<=[,;:]) ", line):
+        joined = f"{out[-1]} {clause}" if out[-1].strip() else out[-1] + clause
+        if len(joined) <= width or not out[-1].strip():
+            out[-1] = joined
+        else:
+            out.append("  " + clause)
+    return out
 
 
 def _test_cells(records: Sequence[ReportRecord]) -> dict[str, str]:

@@ -340,15 +340,16 @@ def test_summary_table_fits_the_terminal_and_keeps_names_apart() -> None:
     lines = summary_table(suite, mode="all", width=120)
     # A name under _MIN_CELL is never cut, whatever the width.
     assert summary_table([record()], width=40)[2].startswith("test_poly_eval[sm_90]  poly_eval")
-    assert max(map(len, lines[:-1])) <= 120
+    assert max(map(len, lines)) <= 120  # the counts line too, wrapped
     # The kernel column is dropped (each test is named after its kernel); a cut name keeps its start and
     # its [arch], and no two rows read alike.
     assert columns(lines[0])[:2] == ["test", "arch"]
     cut = next(line for line in lines if line.startswith("cub::"))
     assert "..." in cut
     assert "[sm_80]" in cut
-    rows = [columns(line)[0] for line in lines[2:-1]]
+    rows = [columns(line)[0] for line in lines[2 : 2 + 30]]
     assert len(set(rows)) == len(rows) == 30
+    assert lines[2 + 30].startswith("30 kernel checks: ")
 
 
 def test_summary_table_names_the_file_where_a_test_name_repeats() -> None:
