@@ -209,7 +209,7 @@ def _md_changes(rec: ReportRecord) -> tuple[str, list[str]]:
     return ", ".join([*bold, *others]) + note, fixes
 
 
-def source_path(source: str, rootdir: str | Path | None) -> tuple[str, bool]:
+def _source_path(source: str, rootdir: str | Path | None) -> tuple[str, bool]:
     """`kernels/median.cu` and True for a file inside the rootdir, by the path relative to it; a file
     elsewhere as it is, and False."""
     if rootdir is None or not os.path.isabs(source):
@@ -229,7 +229,7 @@ def _md_file(
 ) -> tuple[str, str | None]:
     """`kernels/median.cu:22` in a code span; on GitHub Actions, and the URL of that line at the head
     commit."""
-    path, inside = source_path(rec["source"], rootdir)
+    path, inside = _source_path(rec["source"], rootdir)
     line = rec["line"] if isinstance(rec["line"], int) else None
     url = links.file(path, line) if links is not None and inside else None
     return md_code(path + (f":{line}" if line is not None else "")), url
