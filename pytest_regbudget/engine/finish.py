@@ -5,6 +5,7 @@ summary and an exit status, never a traceback.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -13,6 +14,7 @@ from ..core import baseline as bl
 from ..core.baseline_schema import unknown_arch_lines
 from ..core.baseline_write import confine
 from ..core.errors import BaselineError
+from ..report.links import github_links
 from ..report.terminal import baseline_lines
 from ..report.writers import FileWriter, file_writers
 from ..update import broken
@@ -106,6 +108,8 @@ def finish(
         scope=report_scope(session, prefixes, selection),
         provenance=run_provenance(session) if s.json_path else None,
         broken_builds=broken.json_objects(session.builds),
+        rootdir=s.rootdir,
+        links=github_links(os.environ),
     )
     for writer in writers:
         if not _write(session, writer) and writer.required:

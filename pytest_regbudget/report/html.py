@@ -24,6 +24,7 @@ from .charts import KERNEL_COLOUR as KERNEL_COLOUR
 from .charts import SPILL_COLOUR as SPILL_COLOUR
 from .charts import STEP_COLOUR as STEP_COLOUR
 from .charts import history_svg, staircase_svg, suite_history_svg, suite_svg
+from .counts import counts_line
 from .record import ReportRecord, spills
 from .terminal import baseline_cell, regs_cell
 
@@ -365,7 +366,6 @@ def render(
     # anchors, do not depend on the order the records came in.
     ordered = sorted(records, key=lambda r: (rank(r), r["nodeid"], r["kernel"], r["arch"], r["key"] or []))
     ids = anchors(ordered)
-    counts = [sum(1 for r in ordered if rank(r) == n) for n in (FAILED, WARNED, CHANGED, UNCHANGED)]
     detailed = [
         _kernel_section(rec, a, trails)
         for rec, a in zip(ordered, ids, strict=True)
@@ -379,10 +379,10 @@ def render(
     parts = [
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         f"<title>pytest-regbudget report</title><style>{_CSS}</style></head><body>",
-        f"<h1>pytest-regbudget: {len(ordered)} kernel checks, {counts[FAILED]} failed</h1>",
-        f"<p>{counts[FAILED]} failed or did not build, {counts[WARNED]} warned, {counts[CHANGED]} changed "
-        f"against the baseline or new, {counts[UNCHANGED]} passed unchanged. The index lists failures first; "
-        "click a column header to sort by it, a kernel to go to its section.</p>",
+        # The headline: the run's counts in the words every face uses (report/counts.py).
+        f"<h1>pytest-regbudget</h1>\n<p><strong>{escape(counts_line(ordered))}</strong></p>",
+        "<p>The index lists failures first; click a column header to sort by it, a kernel to go to its "
+        "section.</p>",
         "<h2>The suite</h2>",
         "<p>Left: each kernel's change against its baseline entry, in registers (across) and in spill "
         "bytes (up), on scales where one register and a thousand bytes both show; the green corner holds "

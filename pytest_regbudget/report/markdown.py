@@ -1,13 +1,18 @@
-"""The Markdown report: a pull-request comment and a GitHub job summary. The verdict and the failing and
-changed kernels first; unchanged kernels counted; the whole kept under GitHub's comment limit.
+"""The Markdown report: a pull-request comment and a GitHub job summary. The run's counts (report/counts.py),
+then one row per failing, warned, changed or new kernel check, with its file and line and its changes; the
+whole kept under GitHub's comment limit.
 
 Owns the one quoting of outside text in Markdown (`md_code`), which compare.py's tables use too.
 """
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+
+from msgspec import Struct, field
 
 from ..core.arch import is_arch_name
 from ..core.baseline import NO_VARIANT
@@ -16,6 +21,8 @@ from ..core.kernel_report import delta_text
 from ..core.metrics import BY_NAME
 from ..core.ratchet import WORSE_THAN_BASELINE
 from ..core.text import one_line
+from .counts import change_of, counts_line, verdict_of
+from .links import GithubLinks
 from .record import DeltaRecord, ReportRecord, sorted_records, spills
 from .terminal import cell, enforced_line, spills_cell
 
@@ -58,24 +65,28 @@ def md_arch(arch: str) -> str:
 
 
 # GitHub refuses a pull-request comment over 65,536 characters. The report stops short of that at a whole
-# kernel, leaving room for the toolkit comparison that writers.py appends after it.
+# row, leaving room for the toolkit comparison that writers.py appends after it.
 MARKDOWN_LIMIT = 60_000
-# A new arch or a first baseline makes every kernel new: past this many, they are folded like unchanged ones.
-NEW_ROWS = 10
+# Past this many rows, the improvements fold into <details>, and new kernels into a table of their numbers.
+FOLD_AFTER = 10
+NEW_ROWS = FOLD_AFTER
 
-# The verdict line's counts, in order; each kernel is in one (_md_kind).
-_MD_KINDS = ("failed", "error", "warned", "improved", "changed", "new", "unchanged", "no baseline")
-_MD_FLAGS = {"failed": "**FAILED**", "error": "**ERROR**", "warned": "warning"}
-# A change that is no violation: better, within its tolerance, or worse where the entry is not enforced.
-_MD_CHANGES = {"better": "improved", "tolerated": "tolerated", "worse": "not enforced"}
-_MD_TABLE = ("| verdict | kernel | arch | what |", "|---|---|---|---|")
-_MD_FOLD_TABLE = ("| kernel | arch | regs | spill st/ld | occupancy |", "|---|---|---|---|---|")
-# Folded tables of kernels with no entry to compare with: their numbers are the news. Unchanged kernels are
-# only counted, at the end: at 1,200 kernels their table was the comment's bulk and said nothing.
-_MD_FOLDS = {
-    "new": "new kernel{s}",
-    "no baseline": "kernel{s} with no baseline file",
+# A row's verdict cell, by the kind of check it holds, in the table's order: failures (and builds that
+# failed) first, in test order, then warnings, changes and new kernels.
+_VERDICTS = {
+    "failed": "**FAILED**",
+    "error": "**ERROR**",
+    "warned": "warning",
+    "worse": "worse",
+    "improved": "improved",
+    "new": "new",
 }
+_FAILING = ("failed", "error")
+_MD_TABLE = ("| verdict | kernel | arch | file | changes |", "|---|---|---|---|---|")
+_MD_FOLD_TABLE = ("| kernel | arch | regs | spill st/ld | occupancy |", "|---|---|---|---|---|")
+# A change that is no violation, where the words say more than its numbers: within its tolerance, or worse
+# where the entry is not enforced (another ptxas recorded it).
+_MD_CHANGES = {"better": "", "tolerated": " (tolerated)", "worse": " (not enforced)"}
 
 
 def broken_builds_markdown(builds: Sequence[Mapping[str, object]], limit: int = 20) -> str:
@@ -111,10 +122,17 @@ def _md_text(text: str) -> str:
 
 
 def _md_delta(d: DeltaRecord) -> str:
-    """`registers 72 -> 80 (+8)`: a change against the baseline, of a metric of the table as our own words;
-    a metric that a report file names and the table does not, quoted."""
-    text = delta_text(d["metric"], d["baseline"], d["now"])
-    return _md_text(text) if d["metric"] in BY_NAME else md_code(text)
+    """`spill st 112 -> 584 (+472)`, `occ 25% -> 50% (+25pt)`: a change against the baseline, by the metric's
+    column name, as our own words; a metric that a report file names and the table does not, quoted."""
+    metric = BY_NAME.get(d["metric"])
+    if metric is None:
+        return md_code(delta_text(d["metric"], d["baseline"], d["now"]))
+    was, now = d["baseline"], d["now"]
+    if metric.unit == "fraction":
+        # The points between the percentages shown, so that the three numbers agree.
+        before, after = round(was * 100), round(now * 100)
+        return _md_text(f"{metric.column} {before}% -> {after}% ({after - before:+d}pt)")
+    return _md_text(f"{metric.column} {was:g} -> {now:g} ({now - was:+g})")
 
 
 def _md_name(rec: ReportRecord) -> str:
@@ -123,24 +141,14 @@ def _md_name(rec: ReportRecord) -> str:
     return md_code(rec["kernel"] if variant == NO_VARIANT else f"{rec['kernel']} ({variant})")
 
 
-def _md_kind(rec: ReportRecord) -> str:
-    if rec["outcome"] != "passed":
-        return rec["outcome"]
-    if rec["baseline_status"] in ("new", "new-release"):
-        return "new"
-    if rec["deltas"]:
-        return "improved" if all(d["verdict"] == "better" for d in rec["deltas"]) else "changed"
-    return "no baseline" if rec["baseline_status"] == "none" else "unchanged"
-
-
-def _md_count(kind: str, n: int) -> str:
-    if kind == "failed":
-        return f"**{n} failed**"
-    if kind == "error":
-        return f"**{n} error{'s' if n > 1 else ''}**"
-    if kind == "warned":
-        return f"{n} warning{'s' if n > 1 else ''}"
-    return f"{n} with no baseline file" if kind == "no baseline" else f"{n} {kind}"
+def _row_kind(rec: ReportRecord) -> str | None:
+    """The row a check gets (a key of _VERDICTS), in the words of report/counts.py; None for a check that
+    passed and did not change (unchanged, or with no baseline to compare with)."""
+    verdict = verdict_of(rec)
+    if verdict != "passed":
+        return {"errors": "error"}.get(verdict, verdict)
+    change = change_of(rec)
+    return change if change in ("worse", "improved", "new") else None
 
 
 def _md_facts(rec: ReportRecord) -> str:
@@ -158,53 +166,39 @@ def _md_facts(rec: ReportRecord) -> str:
     return ", ".join(parts)
 
 
-# The tolerance a caught regression's sentence names (core/ratchet.py): our own number.
-_TOLERANCE = re.compile(r", tolerance [0-9.e+-]+")
-
-
-def _md_worse(d: DeltaRecord, rest: str) -> str:
-    """`registers 72 -> 80 (+8) is worse than the baseline, tolerance 4`, then what else the sentence says
-    (the callees that spill more, by name) quoted."""
-    own = _TOLERANCE.match(rest)
-    tolerance = own[0] if own else ""
-    rest = rest[len(tolerance) :].strip()
-    return _md_delta(d) + WORSE_THAN_BASELINE + tolerance + (f" {md_code(rest)}" if rest else "")
-
-
-def _md_rows(rec: ReportRecord, arch: str) -> tuple[list[str], list[str]]:
-    """A kernel's rows, one per failed or changed metric with the reason, its failures first; and the fixes
-    its failures name."""
-    kernel = _md_name(rec)
-    flag = _MD_FLAGS.get(rec["outcome"], "")
-
-    def row(verdict: str, what: str) -> str:
-        return f"| {verdict} | {kernel} | {arch} | {what} |"
-
+def _md_changes(rec: ReportRecord) -> tuple[str, list[str]]:
+    """A check's changes cell: what fails first, in bold (a regression the baseline caught as its change, a
+    budget's sentence quoted), then every other change against the baseline; and the fixes its failures
+    name, said once under the table."""
     if rec["registers"] is None:
         first = (rec["error"] or "").strip().splitlines()[:1]
-        return [row(flag or "**ERROR**", f"did not compile: {md_code(' '.join(first))}")], []
-    if not flag and rec["baseline_status"] in ("new", "new-release"):
-        what = _md_facts(rec)
-        if rec["baseline_status"] == "new-release":
-            others = md_code(", ".join(rec["other_releases"]))
-            what += f"; no entry for {release_label(md_release(rec['release']))} yet (entries: {others})"
-        return [row("new", what)], []
-    # A regression the baseline caught is a violation that starts with its delta's text: one row for both,
-    # and its fix said once, under the table.
+        return f"did not compile: {md_code(' '.join(first))}", []
     worse = {
         delta_text(d["metric"], d["baseline"], d["now"]): d for d in rec["deltas"] if d["verdict"] == "worse"
     }
-    caught = set(worse)
-    rows, fixes = [], []
+    caught: set[str] = set()
+    failing, fixes = [], []
     for v in rec["violations"]:
-        text = next((t for t in caught if v.startswith(t + WORSE_THAN_BASELINE)), None)
+        text = next((t for t in worse if v.startswith(t + WORSE_THAN_BASELINE)), None)
         if text is None:
-            rows.append(row(flag, md_code(v)))  # a budget's sentence, which may quote names
+            failing.append(md_code(v))  # a budget's sentence, which may quote names
             continue
-        caught.discard(text)
-        why, _, fix = v.partition("; ")
-        rows.append(row(flag, _md_worse(worse[text], why[len(text + WORSE_THAN_BASELINE) :])))
+        caught.add(text)
+        fix = v.partition("; ")[2]
+        failing.append(_md_delta(worse[text]))
         fixes += [fix] if fix else []
+    others = []
+    for d in rec["deltas"]:
+        if delta_text(d["metric"], d["baseline"], d["now"]) in caught:
+            continue
+        said = _MD_CHANGES.get(d["verdict"])
+        others.append(_md_delta(d) + (f" ({md_code(d['verdict'])})" if said is None else said))
+    if rec["baseline_status"] in ("new", "new-release"):
+        what = _md_facts(rec)
+        if rec["baseline_status"] == "new-release":
+            entries = md_code(", ".join(rec["other_releases"]))
+            what += f"; no entry for {release_label(md_release(rec['release']))} yet (entries: {entries})"
+        others.append(what)
     notes = []
     if rec["baseline_status"] == "toolkit-mismatch":
         old = rec["baseline"].get("ptxas", "?") if rec["baseline"] else "?"
@@ -212,11 +206,34 @@ def _md_rows(rec: ReportRecord, arch: str) -> tuple[list[str], list[str]]:
     if rec["options_changed"]:
         notes.append("built with other options")
     note = f" ({'; '.join(notes)})" if notes else ""
-    for d in rec["deltas"]:
-        text = delta_text(d["metric"], d["baseline"], d["now"])
-        if d["verdict"] != "worse" or text in caught:
-            rows.append(row(_MD_CHANGES.get(d["verdict"]) or md_code(d["verdict"]), _md_delta(d) + note))
-    return rows, fixes
+    bold = [f"**{', '.join(failing)}**"] if failing else []
+    return ", ".join([*bold, *others]) + note, fixes
+
+
+def _source_path(source: str, rootdir: str | Path | None) -> tuple[str, bool]:
+    """`kernels/median.cu` and True for a file inside the rootdir, by the path relative to it; a file
+    elsewhere as it is, and False."""
+    if rootdir is None or not os.path.isabs(source):
+        inside = not os.path.isabs(source) and ".." not in Path(source).parts
+        return source.replace(os.sep, "/"), inside
+    try:
+        rel = os.path.relpath(source, rootdir)
+    except ValueError:  # another drive
+        return source, False
+    if rel.split(os.sep)[0] == "..":
+        return source, False
+    return rel.replace(os.sep, "/"), True
+
+
+def _md_file(
+    rec: ReportRecord, rootdir: str | Path | None, links: GithubLinks | None
+) -> tuple[str, str | None]:
+    """`kernels/median.cu:22` in a code span; on GitHub Actions, and the URL of that line at the head
+    commit."""
+    path, inside = _source_path(rec["source"], rootdir)
+    line = rec["line"] if isinstance(rec["line"], int) else None
+    url = links.file(path, line) if links is not None and inside else None
+    return md_code(path + (f":{line}" if line is not None else "")), url
 
 
 def _md_fold_row(rec: ReportRecord, arch: str) -> str:
@@ -227,7 +244,7 @@ def _md_fold_row(rec: ReportRecord, arch: str) -> str:
 
 
 def _md_fit(groups: Sequence[Sequence[str]], room: int) -> int:
-    """How many of `groups` (a kernel's rows, kept together), taken in order, fit in `room` characters."""
+    """How many of `groups` (rows kept together), taken in order, fit in `room` characters."""
     n = 0
     for group in groups:
         room -= sum(len(row) + 1 for row in group)
@@ -254,78 +271,184 @@ def _md_table(
     return [more(len(groups))] if reserve - 1 <= room else [], len(groups)
 
 
-def markdown_report(records: Sequence[ReportRecord], *, limit: int = MARKDOWN_LIMIT) -> str:
-    """The run as a pull-request comment and job summary: the verdict in one line, then a row per failed or
-    changed metric (failures, warnings, changes, new kernels), then the unchanged kernels' count. At most
-    `limit` characters: past that, whole kernels are left out, and counted."""
+def _arch_order(arch: str) -> tuple[int, str]:
+    """sm_80 before sm_90 before sm_100."""
+    number = re.search(r"[0-9]+", arch)
+    return (int(number[0]) if number else 0, arch)
+
+
+class _Row(Struct):
+    """One row of the table: the checks of one kernel variant whose cells but the arch are the same (its
+    archs, and two tests that check it alike, share the row)."""
+
+    kind: str
+    cells: tuple[str, str, str]  # the kernel, its file, its changes
+    url: str | None  # where its file links to, on GitHub Actions
+    archs: list[str] = field(default_factory=list)
+    checks: int = 0
+
+    def text(self, linked: bool = True) -> str:
+        name, where, changes = self.cells
+        if linked and self.url:
+            where = f"[{where}]({self.url})"
+        archs = ", ".join(sorted(set(self.archs), key=_arch_order))
+        return f"| {_VERDICTS[self.kind]} | {name} | {archs} | {where} | {changes} |"
+
+
+def _rows(
+    checks: Sequence[tuple[ReportRecord, str, str]], rootdir: str | Path | None, links: GithubLinks | None
+) -> tuple[list[_Row], list[str]]:
+    """The table's rows in its order, and the fixes their failures name."""
+    rows: dict[tuple[str, str, str, str], _Row] = {}
+    fixes: list[str] = []
+    for rec, arch, kind in checks:
+        changes, fix = _md_changes(rec)
+        fixes += fix
+        where, url = _md_file(rec, rootdir, links)
+        cells = (_md_name(rec), where, changes)
+        row = rows.setdefault((kind, *cells), _Row(kind, cells, url))
+        row.archs.append(arch)
+        row.checks += 1
+    order = {kind: i for i, kind in enumerate(_VERDICTS)}
+    # Failures and builds that failed together, in test order: either blocks the merge.
+    ranked = sorted(rows.values(), key=lambda r: 0 if r.kind in _FAILING else order[r.kind])
+    return ranked, fixes
+
+
+def _linked(table: list[str], rows: Sequence[_Row], room: int) -> list[str]:
+    """`table` (its rows written without links, but maybe the first ones) with the links that fit in `room`
+    more characters, from the top: a link is worth less than a row, so the rows were fitted first."""
+    out = list(table)
+    for i, row in enumerate(rows):
+        at = i + 2  # below the header and its rule
+        linked = row.text()
+        if at < len(out) and out[at] == linked:
+            continue
+        if at >= len(out) or out[at] != row.text(linked=False):
+            break
+        room -= len(linked) - len(out[at])
+        if room < 0:
+            break
+        out[at] = linked
+    return out
+
+
+def _checks(n: int, what: str = "") -> str:
+    return f"{n:,} {what}kernel check{'' if n == 1 else 's'}"
+
+
+def _fold(summary: str, header: Sequence[str], rows: Sequence[str], room: int) -> tuple[list[str], int]:
+    """Rows folded into <details> in at most `room` characters ([] where none fits), and how many it left
+    out."""
+    top = f"<details><summary>{summary}</summary>"
+    # The blank lines around the table let GitHub read Markdown inside the HTML.
+    frame = len(top) + len("</details>") + 5
+    table, left = _md_table(
+        header, [[row] for row in rows], room - frame, lambda n: f"... and {n} more: see the job's artifacts"
+    )
+    if not table:
+        return [], left
+    return [top, "", *table, "", "</details>"], left
+
+
+def _size(lines: Sequence[str]) -> int:
+    return sum(len(line) + 1 for line in lines)
+
+
+def markdown_report(
+    records: Sequence[ReportRecord],
+    *,
+    limit: int = MARKDOWN_LIMIT,
+    rootdir: str | Path | None = None,
+    links: GithubLinks | None = None,
+) -> str:
+    """The run as a pull-request comment and job summary: its counts in one line, then a row per failing,
+    warned, changed or new kernel check (failures, warnings, changes, new kernels), then, on GitHub Actions,
+    a link to the run's reports. Files are shown relative to `rootdir`, and with `links` link to their line.
+    At most `limit` characters: past that, whole rows are left out, and counted."""
     several = len({r["release"] for r in records if r["release"]}) > 1
-    kinds: list[tuple[ReportRecord, str, str]] = []
+    checks: list[tuple[ReportRecord, str, str]] = []
+    folded: list[tuple[ReportRecord, str]] = []  # passed with no baseline file: their numbers, folded
     for rec in sorted_records(records):
         # A run that compares toolkits has a row per release: the arch cell says which.
         release = f" ({md_release(rec['release'])})" if several and rec["release"] else ""
         arch = md_arch(rec["arch"]) + release
-        kinds.append((rec, arch, _md_kind(rec)))
-    by_kind = {kind: [(rec, arch) for rec, arch, k in kinds if k == kind] for kind in _MD_KINDS}
+        kind = _row_kind(rec)
+        if kind is not None:
+            checks.append((rec, arch, kind))
+        elif change_of(rec) == "no_baseline":
+            folded.append((rec, arch))
     archs = ", ".join(sorted({md_arch(r["arch"]) for r in records}))
-    verdict = ", ".join(_md_count(kind, len(recs)) for kind, recs in by_kind.items() if recs)
     enforced = enforced_line(records, label=md_release)
     blocks = [
         "### pytest-regbudget" + (f" ({archs})" if archs else ""),
-        (verdict or "no kernels checked") + (f"; {enforced}" if enforced else ""),
+        counts_line(records) if records else "no kernels checked",
+        *([enforced] if enforced else []),
     ]
+    run = links.run() if links is not None else None
+    closing = f"The HTML and JSON reports: [the run's artifacts]({run})" if run else ""
     # Each block ends with a blank line (so does the text, before what writers.py appends): 2 newlines each.
-    room = limit - sum(len(b) + 2 for b in blocks)
+    room = limit - sum(len(b) + 2 for b in [*blocks, *([closing] if closing else [])])
 
-    folds = [k for k in _MD_FOLDS if by_kind[k] and (k != "new" or len(by_kind[k]) > NEW_ROWS)]
-    # Failures and compile errors first, in test order: either blocks the merge.
-    main = [(rec, arch) for rec, arch, k in kinds if k in ("failed", "error")]
-    main += [ra for k in ("warned", "improved", "changed", "new") if k not in folds for ra in by_kind[k]]
-    groups: list[list[str]] = []
-    failing: list[bool] = []
-    fixes: list[str] = []
-    seen: set[str] = set()
-    for rec, arch in main:
-        rows, fix = _md_rows(rec, arch)
-        # Two tests of one kernel variant fail the same way: one row says it.
-        rows = [row for row in rows if row not in seen]
-        seen.update(rows)
-        if rows:
-            groups.append(rows)
-            failing.append(rec["outcome"] in ("failed", "error"))
-        fixes += fix
+    new = [c for c in checks if c[2] == "new"]
+    fold_new = len(new) > NEW_ROWS
+    rows, fixes = _rows([c for c in checks if not (fold_new and c[2] == "new")], rootdir, links)
+    if len(rows) > FOLD_AFTER:
+        improved = [r for r in rows if r.kind == "improved"]
+        rows = [r for r in rows if r.kind != "improved"]
+    else:
+        improved = []
     fix_block = "\n".join(f"Fix: {md_code(fix)}" for fix in dict.fromkeys(fixes))
     room -= len(fix_block) + 2 if fix_block else 0
 
-    def more_changed(n: int) -> str:
-        failed = sum(failing[len(failing) - n :])
-        of_them = f" ({failed} of them failed)" if failed else ""
-        return f"... and {n} more changed kernels{of_them}: see the job's artifacts"
+    def more_rows(n: int) -> str:
+        left = rows[len(rows) - n :]
+        failing = sum(r.checks for r in left if r.kind in _FAILING)
+        of_them = f" ({failing:,} of them failing)" if failing else ""
+        return f"... and {_checks(sum(r.checks for r in left), 'more ')}{of_them}: see the job's artifacts"
 
-    table, left = _md_table(_MD_TABLE, groups, room - 1, more_changed) if groups else ([], 0)
-    if table:
-        blocks.append("\n".join(table))
-        room -= sum(len(line) + 1 for line in table) + 1
+    # The first rows keep their links even in a full report; the others get theirs where room is left.
+    texts = [[r.text(linked=i < FOLD_AFTER)] for i, r in enumerate(rows)]
+    table, left = _md_table(_MD_TABLE, texts, room - 1, more_rows)
+    table = table if rows else []
+    room -= _size(table) + 1 if table else 0
     if fix_block:
         blocks.append(fix_block)
-    for kind in folds:
+    n_new, n_none = len(new), len(folded)
+    folds: list[tuple[str, Sequence[str], Sequence[_Row | str]]] = [
+        (_checks(sum(r.checks for r in improved), "improved "), _MD_TABLE, improved),
+        (
+            f"{n_new} new kernel{'s' if n_new != 1 else ''}",
+            _MD_FOLD_TABLE,
+            [_md_fold_row(rec, arch) for rec, arch, _ in new] if fold_new else [],
+        ),
+        (
+            f"{n_none} kernel{'s' if n_none != 1 else ''} with no baseline file",
+            _MD_FOLD_TABLE,
+            [_md_fold_row(rec, arch) for rec, arch in folded],
+        ),
+    ]
+    made: list[tuple[list[str], Sequence[_Row]]] = []
+    for summary, header, fold_rows in folds:
         if left:
             break  # the report is full: what would follow matters less than what was left out
-        count = len(by_kind[kind])
-        top = f"<details><summary>{count} {_MD_FOLDS[kind].format(s='' if count == 1 else 's')}</summary>"
-        # The blank lines around the table let GitHub read Markdown inside the HTML.
-        frame = len(top) + len("</details>") + 5
-        lines = [[_md_fold_row(rec, arch)] for rec, arch in by_kind[kind]]
-        fold, left = _md_table(
-            _MD_FOLD_TABLE, lines, room - frame, lambda n: f"... and {n} more: see the job's artifacts"
-        )
-        if fold:
-            blocks.append("\n".join([top, "", *fold, "", "</details>"]))
-            room -= sum(len(line) + 1 for line in fold) + frame
-    unchanged = len(by_kind["unchanged"])
-    if unchanged and not left:
-        line = (
-            f"{unchanged:,} unchanged kernel{'s' if unchanged > 1 else ''}: every number as in the baseline."
-        )
-        if len(line) + 2 <= room:
-            blocks.append(line)
+        if fold_rows:
+            plain = [r.text(linked=False) if isinstance(r, _Row) else r for r in fold_rows]
+            fold, left = _fold(summary, header, plain, room)
+            if fold:
+                made.append((fold, [r for r in fold_rows if isinstance(r, _Row)]))
+                room -= _size(fold) + 1
+    # What room is left links the files: the table's rows first, then the folded improvements'.
+    if table:
+        linked = _linked(table, rows, room)
+        room -= _size(linked) - _size(table)
+        blocks.insert(len(blocks) - (1 if fix_block else 0), "\n".join(linked))
+    for fold, fold_rows in made:
+        if fold_rows:
+            body = _linked(fold[2:-2], fold_rows, room)
+            room -= _size(body) - _size(fold[2:-2])
+            fold = [*fold[:2], *body, *fold[-2:]]
+        blocks.append("\n".join(fold))
+    if closing:
+        blocks.append(closing)
     return "".join(b + "\n\n" for b in blocks)

@@ -6,6 +6,7 @@ lines (stale entries, kept entries, how many were enforced), and GitHub annotati
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 
@@ -15,6 +16,7 @@ from ..core.kernel_report import delta_text
 from ..core.metrics import BY_NAME
 from ..core.text import one_line, safe_block
 from . import cells
+from .counts import counts_line
 from .record import DeltaRecord, ReportRecord, sorted_records, spills
 
 
@@ -143,37 +145,40 @@ def _attention(rec: ReportRecord) -> int:
     return 1
 
 
-def _count_kind(rec: ReportRecord) -> str:
-    rank = _attention(rec)
-    if rank == 3:
-        return "failed"
-    if rank == 2:
-        return "warned"
-    if rank == 0:
-        return "unchanged"
-    status = rec["baseline_status"]
-    return {"new": "new", "new-release": "new", "none": "with no baseline file"}.get(status, "changed")
-
-
 def summary_table(
     records: Sequence[ReportRecord], *, mode: str = "changes", width: int | None = None
 ) -> list[str]:
-    """The terminal's table: the rows `mode` selects, failures last, capped to `width` columns, then one
-    line counting every row by what happened to it."""
+    """The terminal's table: the rows `mode` selects, failures last, capped to `width` columns, then the
+    run's counts (`count_lines`)."""
     if not records:
         return []
     floor = {"all": 0, "changes": 1, "failures": 3}[mode]
     shown = [rec for rec in records if _attention(rec) >= floor]
     lines = summary_lines(shown, width=width, names_from=records) if shown else []
-    counts = dict.fromkeys(("failed", "warned", "changed", "new", "with no baseline file", "unchanged"), 0)
-    for rec in records:
-        counts[_count_kind(rec)] += 1
-    line = ", ".join(f"{n:,} {what}" for what, n in counts.items() if n)
-    if len(shown) < len(records):
-        hidden = len(records) - len(shown)
+    return [*lines, *count_lines(records, hidden=len(records) - len(shown), width=width)]
+
+
+def count_lines(records: Sequence[ReportRecord], *, hidden: int = 0, width: int | None = None) -> list[str]:
+    """The run's counts in the words every face uses (report/counts.py), wrapped at `width` with a hanging
+    indent, then how many rows the table left out, on a line of its own."""
+    lines = [counts_line(records)]
+    if hidden:
         rows = f"{hidden:,} row{'s' if hidden > 1 else ''}"
-        line += f" ({rows} not shown: pytest -v or --regbudget-summary=all shows all)"
-    return [*lines, line]
+        lines.append(f"{rows} not shown: pytest -v or --regbudget-summary=all shows all")
+    return lines if width is None else [part for line in lines for part in _wrap_clauses(line, width)]
+
+
+def _wrap_clauses(line: str, width: int) -> list[str]:
+    """`line` in lines of at most `width` characters where it can be, broken after a comma, semicolon or
+    colon, so that a number keeps its word (`12 changed`), the lines after the first indented by two."""
+    out = [""]
+    for clause in re.split(r"(?<=[,;:]) ", line):
+        joined = f"{out[-1]} {clause}" if out[-1].strip() else out[-1] + clause
+        if len(joined) <= width or not out[-1].strip():
+            out[-1] = joined
+        else:
+            out.append("  " + clause)
+    return out
 
 
 def _test_cells(records: Sequence[ReportRecord]) -> dict[str, str]:

@@ -22,6 +22,7 @@ from .record import ReportRecord, json_text
 
 if TYPE_CHECKING:
     from ..core.trend import Trails
+    from .links import GithubLinks
 
 Render = Callable[[Sequence[ReportRecord]], str]
 
@@ -66,17 +67,22 @@ _NO_WAIT = getattr(os, "O_NONBLOCK", 0)
 
 
 def markdown_comment(
-    records: Sequence[ReportRecord], broken_builds: Sequence[Mapping[str, object]] = ()
+    records: Sequence[ReportRecord],
+    broken_builds: Sequence[Mapping[str, object]] = (),
+    *,
+    rootdir: str | Path | None = None,
+    links: GithubLinks | None = None,
 ) -> str:
     """The run's report and its failing builds, then the toolkits' differences in what room the comment has
-    left: --regbudget-markdown, the step summary, and `regbudget merge --markdown` from the JSON reports."""
+    left: --regbudget-markdown, the step summary, and `regbudget merge --markdown` from the JSON reports.
+    Files are named relative to `rootdir`; `links` (report/links.py, on GitHub Actions) link them."""
     from . import compare
     from .markdown import broken_builds_markdown, markdown_report
 
     builds = broken_builds_markdown(broken_builds)
     if not records:
         return builds
-    report = markdown_report(records) + builds
+    report = markdown_report(records, rootdir=rootdir, links=links) + builds
     return report + compare.markdown(compare.across_releases(records), compare.COMMENT_LIMIT - len(report))
 
 
@@ -90,7 +96,9 @@ def markdown_comment(
 # in its two spill figures, and adds their part (the fields core/metrics.py's rows name as Metric.callees) and
 # the callees that spill (spilling_callees): a report of 5 or before holds the kernel's own spills only; and
 # "peak_live", the most registers live at one instruction and its line. 7 adds a Triton kernel's
-# "triton_signature" (its parameters as compiled) and "triton_config" (its autotune config), null for others.
+# "triton_signature" (its parameters as compiled) and "triton_config" (its autotune config), null for others,
+# and "summary": the checks counted by verdict and against the baseline (report/counts.py), made from the
+# records, which still say it all: a reader that needs the counts of an older report counts its records.
 JSON_FORMAT = "pytest-regbudget-report"
 JSON_VERSION = 7
 READABLE_VERSIONS = (2, 3, 4, 5, 6, 7)
@@ -102,20 +110,22 @@ def report_json(
     provenance: Mapping[str, object],
     broken_builds: Sequence[Mapping[str, object]] = (),
 ) -> str:
-    """The --regbudget-json document (also what `regbudget merge -o` writes): format, version and
-    provenance first, then the kernels, the scope and the toolkit comparison."""
+    """The --regbudget-json document (also what `regbudget merge -o` writes): format, version, the summary
+    and provenance first, then the kernels, the scope and the toolkit comparison."""
     from . import compare
+    from .counts import count_checks
 
     # Which toolkit release differs from the next on which kernel, when the run built with several.
     comparisons = [c.to_json() for c in compare.across_releases(records)]
     head = {
         "format": JSON_FORMAT,
         "version": JSON_VERSION,
+        "summary": count_checks(records).to_json(),
         "provenance": dict(provenance),
         "scope": dict(scope),
     }
     extra = {**head, "broken_builds": [dict(b) for b in broken_builds], "toolkit_comparison": comparisons}
-    return json_text(records, extra, first=("format", "version", "provenance"))
+    return json_text(records, extra, first=("format", "version", "summary", "provenance"))
 
 
 def file_writers(
@@ -129,9 +139,12 @@ def file_writers(
     scope: Mapping[str, object] | None = None,
     provenance: Mapping[str, object] | None = None,
     broken_builds: Sequence[Mapping[str, object]] = (),
+    rootdir: Path | None = None,
+    links: GithubLinks | None = None,
 ) -> list[FileWriter]:
     """`scope`: what the run collected and built (engine/finish.py `report_scope`), for the JSON report;
-    `provenance` where it ran (engine/provenance.py)."""
+    `provenance` where it ran (engine/provenance.py); `rootdir` and `links`, how the Markdown names and links
+    a kernel's file."""
     writers = []
     if json_path is not None:
         writers.append(
@@ -146,8 +159,8 @@ def file_writers(
 
         render = partial(html.render, all_kernels=html_all, trails=trails)
         writers.append(FileWriter("--regbudget-html", html_path, render))
+    markdown = partial(markdown_comment, broken_builds=broken_builds, rootdir=rootdir, links=links)
     if markdown_path is not None:
-        markdown = partial(markdown_comment, broken_builds=broken_builds)
         writers.append(FileWriter("--regbudget-markdown", markdown_path, markdown, skip_empty=True))
     if step_summary is not None:
         # The runner's file, not one the user asked for: a failure is a note, not an exit code.
@@ -155,7 +168,7 @@ def file_writers(
             FileWriter(
                 "$GITHUB_STEP_SUMMARY",
                 step_summary,
-                partial(markdown_comment, broken_builds=broken_builds),
+                markdown,
                 append=True,
                 skip_empty=True,
                 required=False,

@@ -438,23 +438,35 @@ def test_github_step_summary_markdown_and_annotations(
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
     monkeypatch.setenv("GITHUB_ACTIONS", "true")
     monkeypatch.setenv("GITHUB_WORKSPACE", str(pytester.path))
+    # A push's job: the file links to its line at GITHUB_SHA, and the comment ends with the run's link.
+    sha = "c0ffee" * 6 + "abcd"
+    monkeypatch.setenv("GITHUB_SERVER_URL", "https://github.com")
+    monkeypatch.setenv("GITHUB_REPOSITORY", "octo/kernels")
+    monkeypatch.setenv("GITHUB_SHA", sha)
+    monkeypatch.setenv("GITHUB_RUN_ID", "4242")
+    monkeypatch.delenv("GITHUB_EVENT_PATH", raising=False)
     md = pytester.path / "out.md"
     result, (a, _) = run_json(pytester, f"--regbudget-markdown={md}")
     result.assert_outcomes(passed=1, failed=1)
     text = summary.read_text()
     assert text.startswith(
         "earlier step output\n### pytest-regbudget (sm_90)\n\n"
-        f"**1 failed**, 1 unchanged; 2 of 2 baseline entries enforced (CUDA {RELEASE})\n\n"
-        "| verdict | kernel | arch | what |\n"
+        "2 kernel checks: 1 failed, 0 warned, 1 passed; against the baseline: 1 changed (1 worse, "
+        f"0 improved), 0 new, 1 unchanged\n\n2 of 2 baseline entries enforced (CUDA {RELEASE})\n\n"
+        "| verdict | kernel | arch | file | changes |\n"
     )
     old = a["baseline"]["registers"]
-    # The failure is on the row of the metric that failed; the unchanged kernel is folded away.
+    # One row for the failing check, its file linked at its line; the unchanged kernel is only counted.
     now = a["registers"]
-    assert (
-        f"| **FAILED** | `poly_eval` | sm_90 | registers {old} -> {now} (+{now - old}) is worse than the "
-        "baseline |\n" in text
+    (row,) = [line for line in text.splitlines() if line.startswith("| **")]
+    url = f"https://github.com/octo/kernels/blob/{sha}/k_a.cu#L{a['line']}"
+    assert row.startswith(
+        f"| **FAILED** | `poly_eval` | sm_90 | [`k_a.cu:{a['line']}`]({url}) | **regs {old} -> {now} "
+        f"(+{now - old})"
     )
-    assert "1 unchanged kernel: every number as in the baseline." in text
+    assert text.endswith(
+        "The HTML and JSON reports: [the run's artifacts](https://github.com/octo/kernels/actions/runs/4242)\n\n"
+    )
     assert md.read_text() == text[len("earlier step output\n") :]
     result.stdout.fnmatch_lines(
         [

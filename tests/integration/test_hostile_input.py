@@ -62,10 +62,11 @@ def test_no_forged_command_and_an_intact_markdown_table(
     assert {r["kernel"] for r in records} == {"k\n::error file=x.cu::forged", "bad", "k"}
     text = md.read_text()
     rows = [line for line in text.splitlines() if line.startswith("|")]
-    # A row per failing kernel, each of four cells: verdict, kernel, arch, what failed.
+    # A row per failing kernel, each of five cells: verdict, kernel, arch, file, what failed.
     assert len(rows) == 2 + 3, text
-    assert all(len(re.split(r"(?<!\\)\|", row)) == 6 for row in rows), rows
-    assert "| **ERROR** | `k\\n::error file=x.cu::forged` | sm_90 | did not compile: `" in text
+    assert all(len(re.split(r"(?<!\\)\|", row)) == 7 for row in rows), rows
+    error = re.escape("| **ERROR** | `k\\n::error file=x.cu::forged` | sm_90 | ")
+    assert re.search(error + r"`[^`]*` \| did not compile: `", text)
     assert commands(text) == []
 
 

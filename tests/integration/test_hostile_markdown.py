@@ -226,7 +226,7 @@ def test_the_runs_comment_and_step_summary_read_no_markup_from_the_corpus(hostil
     # The baseline's hostile release and ptxas, the test ids' kernel, the file name in the compiler's line.
     assert f"(entries: {md_code(HOSTILE_RELEASE)})" in comment
     assert f"entry recorded with ptxas {md_code(HOSTILE_PTXAS)}" in comment
-    assert re.search(r"\| registers \d+ -> \d+ \(\+10\) is worse than the baseline \|", comment), comment
+    assert re.search(r"\| \*\*regs \d+ -> \d+ \(\+10\)\*\*", comment), comment
     assert "Fix: `if intended, accept it with pytest --regbudget-update" in comment
     assert any(BAD_SOURCE in code for code in shown)
     assert any(code.startswith("jac`obi5 ") for code in shown)
@@ -308,8 +308,11 @@ def test_merge_markdown_of_a_forks_report_reads_no_markup(hostile_run: Path, tmp
     page = assert_safe(comment)
     assert "#### Builds" in comment
     assert "#### Toolkits compared" in comment
-    # A caught regression: the change and the tolerance in our words, the rest of its sentence quoted.
-    assert f"| registers 8 -> 16 (+8){WORSE_THAN_BASELINE}, tolerance 4 ````(x`y " in comment
+    # Caught regressions: the change in our words where the metric is ours, quoted where a report names it.
+    assert (
+        f"| **{md_code(f'{ALL} 1 -> 2 (+1)')}, regs 8 -> 16 (+8), {md_code(ALL)}**, regs 8 -> 9 (+1) ("
+        in comment
+    )
     assert one_line(f"{ALL} 1 -> 2 (+1)") in codes(page)
 
 

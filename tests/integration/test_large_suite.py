@@ -94,14 +94,26 @@ def test_a_600_item_run_reads_as_a_reviewer_needs(suite: Path, tmp_path: Path) -
     table = [line for line in lines if line.startswith(f"{REGRESSED}[")]
     assert len(table) == 2
     assert all(line.endswith("FAILED") for line in table)
-    assert any(line.startswith("2 failed, 598 unchanged (598 rows not shown") for line in lines)
+    # The counts, wrapped at the width with a hanging indent, then the rows left out.
+    start = next(i for i, line in enumerate(lines) if line.startswith("600 kernel checks: "))
+    end = lines.index("598 rows not shown: pytest -v or --regbudget-summary=all shows all")
+    assert all(line.startswith("  ") for line in lines[start + 1 : end])
+    assert " ".join(line.strip() for line in lines[start:end]) == (
+        "600 kernel checks: 2 failed, 0 warned, 598 passed; against the baseline: 2 changed (2 worse, "
+        "0 improved), 0 new, 598 unchanged"
+    )
 
     markdown = (suite / "report.md").read_text()
     assert len(markdown) < 65_536
     assert len(markdown) <= MARKDOWN_LIMIT
     rows = [line for line in markdown.splitlines() if line.startswith("| ")]
-    assert rows[1].startswith(f"| **FAILED** | `{REGRESSED}` | sm_80 | registers ")  # under the header
-    assert markdown.rstrip().endswith("598 unchanged kernels: every number as in the baseline.")
+    assert rows[1].startswith(f"| **FAILED** | `{REGRESSED}` | sm_80 | ")  # under the header
+    assert "**regs " in rows[1]
+    # Each failing check on one row (its two archs share one where their changes agree); the unchanged
+    # ones only counted.
+    archs = [arch for row in rows[1:] for arch in row.split(" | ")[2].split(", ")]
+    assert sorted(archs) == ["sm_80", "sm_90"]
+    assert "598 unchanged" in markdown.splitlines()[2]
 
     page = suite / "report.html"
     assert page.stat().st_size < 1_500_000, page.stat().st_size

@@ -80,7 +80,14 @@ def test_json_report_says_where_its_numbers_came_from(
     result = one_test.runpytest("--regbudget-json=r.json")
     result.assert_outcomes(passed=1)
     doc = json.loads((one_test.path / "r.json").read_text())
-    assert (doc["version"], doc["provenance"]["commit"]) == (6, None)
+    assert (doc["version"], doc["provenance"]["commit"]) == (7, None)
+    # Version 7: the counts, before the provenance and the records they count.
+    assert list(doc)[:4] == ["format", "version", "summary", "provenance"]
+    assert doc["summary"] == {
+        **dict.fromkeys(("checks", "passed", "new"), 1),
+        **dict.fromkeys(("failed", "errors", "warned", "changed", "worse", "improved", "unchanged"), 0),
+        "no_baseline": 0,
+    }
     # In a checkout with a change to a tracked file: its commit, dirty.
     _git(one_test.path, "init", "-q")
     _git(one_test.path, "add", "test_k.py")
@@ -88,7 +95,7 @@ def test_json_report_says_where_its_numbers_came_from(
     head = _git(one_test.path, "rev-parse", "HEAD").strip()
     result = one_test.runpytest("--regbudget-json=r.json")
     doc = json.loads((one_test.path / "r.json").read_text())
-    assert list(doc)[:3] == ["format", "version", "provenance"]
+    assert list(doc)[:4] == ["format", "version", "summary", "provenance"]
     prov = doc["provenance"]
     assert prov["commit"] == {"sha": head, "dirty": False, "from": "git"}
     assert prov["plugin_version"] == pytest_regbudget.__version__

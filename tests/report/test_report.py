@@ -25,7 +25,8 @@ from pytest_regbudget.core.metrics import Callee
 from pytest_regbudget.core.ptxas import parse_ptxas_output
 from pytest_regbudget.core.ratchet import BaselineRule, entry_of_report, ratchet
 from pytest_regbudget.report import charts, compare, html
-from pytest_regbudget.report.markdown import MARKDOWN_LIMIT, NEW_ROWS, markdown_report
+from pytest_regbudget.report.links import GithubLinks
+from pytest_regbudget.report.markdown import FOLD_AFTER, MARKDOWN_LIMIT, NEW_ROWS, markdown_report
 from pytest_regbudget.report.record import DeltaRecord, ReportRecord, json_text, to_record
 from pytest_regbudget.report.terminal import (
     STALE_SHOWN,
@@ -304,7 +305,7 @@ def replace_record(rec: ReportRecord, **changes: Any) -> ReportRecord:
 
 def test_summary_table_shows_failing_changed_and_new_rows_then_counts_the_rest_failures_last() -> None:
     lines = summary_table(_suite(1200))
-    assert len(lines) == 2 + 3 + 1
+    assert len(lines) == 2 + 3 + 2
     body = [columns(line)[0] for line in lines[2:5]]
     # Changed and new first, in test order; the failure last, next to pytest's own summary.
     assert body == [
@@ -313,18 +314,22 @@ def test_summary_table_shows_failing_changed_and_new_rows_then_counts_the_rest_f
         "flash_attn_combine_results<128,1>[sm_80]",
     ]
     assert lines[4].endswith("FAILED")
-    assert lines[-1] == (
-        "1 failed, 1 changed, 1 new, 1,197 unchanged "
-        "(1,197 rows not shown: pytest -v or --regbudget-summary=all shows all)"
-    )
+    # The failing kernel's numbers moved: it is changed as well as failed (report/counts.py).
+    assert lines[-2:] == [
+        "1,200 kernel checks: 1 failed, 0 warned, 1,199 passed; against the baseline: 2 changed (2 worse, "
+        "0 improved), 1 new, 1,197 unchanged",
+        "1,197 rows not shown: pytest -v or --regbudget-summary=all shows all",
+    ]
 
 
 def test_summary_table_modes() -> None:
     suite = _suite(20)
     assert len(summary_table(suite, mode="all")) == 2 + 20 + 1
     failures = summary_table(suite, mode="failures")
-    assert [columns(line)[-1] for line in failures[2:-1]] == ["FAILED"]
-    assert failures[-1].startswith("1 failed, 1 changed, 1 new, 17 unchanged (19 rows not shown")
+    assert [columns(line)[-1] for line in failures[2:-2]] == ["FAILED"]
+    assert failures[-2].startswith("20 kernel checks: 1 failed, 0 warned, 19 passed; against the baseline: ")
+    assert failures[-2].endswith(" 1 new, 17 unchanged")
+    assert failures[-1] == "19 rows not shown: pytest -v or --regbudget-summary=all shows all"
 
 
 def test_summary_table_fits_the_terminal_and_keeps_names_apart() -> None:
@@ -336,15 +341,16 @@ def test_summary_table_fits_the_terminal_and_keeps_names_apart() -> None:
     lines = summary_table(suite, mode="all", width=120)
     # A name under _MIN_CELL is never cut, whatever the width.
     assert summary_table([record()], width=40)[2].startswith("test_poly_eval[sm_90]  poly_eval")
-    assert max(map(len, lines[:-1])) <= 120
+    assert max(map(len, lines)) <= 120  # the counts line too, wrapped
     # The kernel column is dropped (each test is named after its kernel); a cut name keeps its start and
     # its [arch], and no two rows read alike.
     assert columns(lines[0])[:2] == ["test", "arch"]
     cut = next(line for line in lines if line.startswith("cub::"))
     assert "..." in cut
     assert "[sm_80]" in cut
-    rows = [columns(line)[0] for line in lines[2:-1]]
+    rows = [columns(line)[0] for line in lines[2 : 2 + 30]]
     assert len(set(rows)) == len(rows) == 30
+    assert lines[2 + 30].startswith("30 kernel checks: ")
 
 
 def test_summary_table_names_the_file_where_a_test_name_repeats() -> None:
@@ -352,7 +358,7 @@ def test_summary_table_names_the_file_where_a_test_name_repeats() -> None:
     b = record(nodeid="kernels/b.cu::k[sm_80]", kernel="k", baseline_status="compared")
     c = record(nodeid="kernels/b.cu::other[sm_80]", kernel="other", baseline_status="new")
     # b is unchanged and not shown, but its name still makes a's row name its file.
-    rows = [columns(line)[0] for line in summary_table([a, b, c])[2:-1]]
+    rows = [columns(line)[0] for line in summary_table([a, b, c])[2:-2]]  # the counts, the rows not shown
     assert rows == ["kernels/a.cu::k[sm_80]", "other[sm_80]"]
 
 
@@ -838,73 +844,75 @@ def judged(
     return to_record(ratchet(build(regs, spills), rule))
 
 
-TABLE = "| verdict | kernel | arch | what |\n|---|---|---|---|\n"
+TABLE = "| verdict | kernel | arch | file | changes |\n|---|---|---|---|---|\n"
 FOLD = "| kernel | arch | regs | spill st/ld | occupancy |\n|---|---|---|---|---|\n"
 FIX = "Fix: `if intended, accept it with pytest --regbudget-update and commit regbudget-baseline.toml`\n"
 
 
-def test_markdown_puts_each_failure_on_the_row_of_its_metric_failures_first() -> None:
+def md_rows(text: str) -> list[str]:
+    """The rows of the report's tables, without their headers."""
+    return [line for line in text.splitlines() if line.startswith("| ") and not line.startswith("| verdict")]
+
+
+def test_markdown_gives_each_check_one_row_failures_first_failing_changes_first_in_bold() -> None:
     records = [
         judged("fresh", 20),
         judged("faster", 32, was=(40, 0)),
         judged("same", 40, was=(40, 0)),
         judged("warm", 48, was=(40, 0), level="warn"),
-        # Fewer registers, but it spills now: the spill rows fail, the register row is an improvement.
+        # Fewer registers, but it spills now: the spills fail, the registers are an improvement.
         judged("mixed", 32, 96, was=(40, 0)),
         judged("poly_eval", 126, was=(102, 0), limits=Limits(max_regs=112, launch=Launch(256))),
         errored(),
     ]
-    assert markdown_report(records) == (
+    assert markdown_report(records, rootdir="/repo") == (
         "### pytest-regbudget (sm_90)\n"
         "\n"
-        "**2 failed**, **1 error**, 1 warning, 1 improved, 1 new, 1 unchanged; 5 of 6 baseline entries "
-        "enforced (CUDA 12.9); not enforced: 1 new (--regbudget-strict fails them)\n"
+        "7 kernel checks: 2 failed, 1 did not build, 1 warned, 3 passed; against the baseline: 4 changed "
+        "(3 worse, 1 improved), 1 new, 1 unchanged, 1 with no baseline\n"
+        "\n"
+        "5 of 6 baseline entries enforced (CUDA 12.9); not enforced: 1 new (--regbudget-strict fails them)\n"
         "\n"
         f"{TABLE}"
-        "| **FAILED** | `mixed` | sm_90 | spill_stores 0 -> 96 (+96) is worse than the baseline |\n"
-        "| **FAILED** | `mixed` | sm_90 | spill_loads 0 -> 96 (+96) is worse than the baseline |\n"
-        "| **FAILED** | `mixed` | sm_90 | stack 0 -> 96 (+96) is worse than the baseline |\n"
-        "| improved | `mixed` | sm_90 | registers 40 -> 32 (-8) |\n"
-        "| improved | `mixed` | sm_90 | occupancy 75.0% -> 100.0% (+25.0 pts) |\n"
-        "| **FAILED** | `poly_eval` | sm_90 | `registers 126 > max_regs 112` |\n"
-        "| **FAILED** | `poly_eval` | sm_90 | registers 102 -> 126 (+24) is worse than the baseline |\n"
-        '| **ERROR** | `bad` | sm_90 | did not compile: `bad.cu(2): error: identifier "x" is undefined` |\n'
-        "| warning | `warm` | sm_90 | registers 40 -> 48 (+8) is worse than the baseline |\n"
-        "| warning | `warm` | sm_90 | occupancy 75.0% -> 62.5% (-12.5 pts) is worse than the baseline |\n"
-        "| improved | `faster` | sm_90 | registers 40 -> 32 (-8) |\n"
-        "| improved | `faster` | sm_90 | occupancy 75.0% -> 100.0% (+25.0 pts) |\n"
-        "| new | `fresh` | sm_90 | 20 registers, no spills, occupancy 100% at 256 threads |\n"
+        "| **FAILED** | `mixed` | sm_90 | `k.cu` | **spill st 0 -> 96 (+96), spill ld 0 -> 96 (+96), "
+        "stack 0 -> 96 (+96)**, regs 40 -> 32 (-8), occ 75% -> 100% (+25pt) |\n"
+        "| **FAILED** | `poly_eval` | sm_90 | `k.cu` | **`registers 126 > max_regs 112`, regs 102 -> 126 "
+        "(+24)** |\n"
+        "| **ERROR** | `bad` | sm_90 | `kernels/bad.cu:2` | did not compile: `bad.cu(2): error: identifier "
+        '"x" is undefined` |\n'
+        "| warning | `warm` | sm_90 | `k.cu` | **regs 40 -> 48 (+8), occ 75% -> 62% (-13pt)** |\n"
+        "| improved | `faster` | sm_90 | `k.cu` | regs 40 -> 32 (-8), occ 75% -> 100% (+25pt) |\n"
+        "| new | `fresh` | sm_90 | `k.cu` | 20 registers, no spills, occupancy 100% at 256 threads |\n"
         "\n"
         f"{FIX}"
-        "\n"
-        "1 unchanged kernel: every number as in the baseline.\n"
         "\n"
     )
 
 
-def test_markdown_counts_the_unchanged_kernels_after_the_failure() -> None:
+def test_markdown_lists_no_unchanged_kernel() -> None:
     records = [keyed(f"k{i:02d}", baseline_status="compared", baseline=entry()) for i in range(1199)]
     records.append(judged("gemm", 40, 96, was=(40, 0)))
     text = markdown_report(records)
-    verdict = "**1 failed**, 1199 unchanged; 1200 of 1200 baseline entries enforced (CUDA 12.9)"
-    assert text.splitlines()[2] == verdict
+    assert text.splitlines()[2] == (
+        "1,200 kernel checks: 1 failed, 0 warned, 1,199 passed; against the baseline: 1 changed (1 worse, "
+        "0 improved), 0 new, 1,199 unchanged"
+    )
     assert "`k0" not in text  # the unchanged kernels are counted, not listed
-    assert [line for line in text.splitlines() if line.startswith("| ")] == [
-        "| verdict | kernel | arch | what |",
-        "| **FAILED** | `gemm` | sm_90 | spill_stores 0 -> 96 (+96) is worse than the baseline |",
-        "| **FAILED** | `gemm` | sm_90 | spill_loads 0 -> 96 (+96) is worse than the baseline |",
-        "| **FAILED** | `gemm` | sm_90 | stack 0 -> 96 (+96) is worse than the baseline |",
+    assert md_rows(text) == [
+        "| **FAILED** | `gemm` | sm_90 | `/repo/k.cu` | **spill st 0 -> 96 (+96), spill ld 0 -> 96 (+96), "
+        "stack 0 -> 96 (+96)** |"
     ]
-    assert text.endswith("\n\n1,199 unchanged kernels: every number as in the baseline.\n\n")
-    assert len(text) < 2_000
+    assert len(text) < 1_000
 
 
 def test_markdown_without_a_baseline_file_folds_the_passing_kernels_apart() -> None:
     records = [judged("a", 40, recorded=False), judged("b", 100, recorded=False)]
     assert markdown_report(records) == (
         "### pytest-regbudget (sm_90)\n\n"
-        "2 with no baseline file; 0 of 2 baseline entries enforced (CUDA 12.9); not enforced: 2 no baseline "
-        "file (--regbudget-strict fails them)\n\n"
+        "2 kernel checks: 0 failed, 0 warned, 2 passed; against the baseline: 0 changed, 0 new, 0 unchanged, "
+        "2 with no baseline\n\n"
+        "0 of 2 baseline entries enforced (CUDA 12.9); not enforced: 2 no baseline file (--regbudget-strict "
+        "fails them)\n\n"
         "<details><summary>2 kernels with no baseline file</summary>\n\n"
         f"{FOLD}"
         "| `a` | sm_90 | 40 | 0/0 | 75% at 256 |\n"
@@ -916,12 +924,11 @@ def test_markdown_without_a_baseline_file_folds_the_passing_kernels_apart() -> N
 def test_markdown_new_kernels_get_a_row_each_then_a_fold() -> None:
     upgrade = keyed("up", baseline_status="new-release", other_releases=["12.8", "13.5"])
     spilling = judged("spilly", 64, 24)
-    text = markdown_report([upgrade, spilling])
-    assert text.splitlines()[-3:-1] == [
-        "| new | `spilly` | sm_90 | 64 registers, 24 B spill stores, 24 B spill loads, occupancy 50% at 256 "
-        "threads |",
-        "| new | `up` | sm_90 | 102 registers, no spills, occupancy 25% at 256 threads; no entry for CUDA "
-        "12.9 yet (entries: `12.8, 13.5`) |",
+    assert md_rows(markdown_report([upgrade, spilling])) == [
+        "| new | `spilly` | sm_90 | `/repo/k.cu` | 64 registers, 24 B spill stores, 24 B spill loads, "
+        "occupancy 50% at 256 threads |",
+        "| new | `up` | sm_90 | `/repo/kernels/poly.cu:12` | 102 registers, no spills, occupancy 25% at 256 "
+        "threads; no entry for CUDA 12.9 yet (entries: `12.8, 13.5`) |",
     ]
     many = [judged(f"n{i:02d}", 40) for i in range(NEW_ROWS + 1)]
     text = markdown_report(many)
@@ -931,16 +938,47 @@ def test_markdown_new_kernels_get_a_row_each_then_a_fold() -> None:
     assert markdown_report(many[:NEW_ROWS]).count("| new | `n") == NEW_ROWS
 
 
+def test_markdown_folds_the_improvements_past_ten_rows() -> None:
+    worse = [judged(f"w{i}", 48, was=(40, 0), level="warn") for i in range(FOLD_AFTER)]
+    better = [judged(f"b{i}", 32, was=(40, 0)) for i in range(2)]
+    text = markdown_report([*worse, *better])
+    assert [row.split(" | ")[1] for row in md_rows(text)] == [
+        *(f"`w{i}`" for i in range(FOLD_AFTER)),
+        "`b0`",
+        "`b1`",
+    ]
+    assert f"\n\n<details><summary>2 improved kernel checks</summary>\n\n{TABLE}| improved | `b0` |" in text
+    # Ten rows in all: no fold.
+    assert "<details>" not in markdown_report([*worse[:-1], better[0]])
+
+
+def test_markdown_gives_one_kernels_archs_one_row_where_their_changes_agree() -> None:
+    def on(arch: str, regs: int, nodeid: str = "") -> ReportRecord:
+        rec = judged("k", regs, was=(40, 0), nodeid=nodeid or f"t.py::test_k[{arch}]")
+        return replace_record(rec, arch=arch)
+
+    rows = md_rows(markdown_report([on("sm_80", 48), on("sm_90", 48), on("sm_90", 48, "t.py::again[sm_90]")]))
+    assert rows == [
+        "| **FAILED** | `k` | sm_80, sm_90 | `/repo/k.cu` | **regs 40 -> 48 (+8), occ 75% -> 62% (-13pt)** |"
+    ]
+    rows = md_rows(markdown_report([on("sm_80", 56), on("sm_90", 48)]))
+    assert [row.split(" | ")[2] for row in rows] == ["sm_80", "sm_90"]
+
+
 @pytest.mark.parametrize(
     ("records", "line"),
     [
         ([], "no kernels checked"),
-        # A compile error measured nothing: no entry to count.
-        ([errored()], "**1 error**"),
-        ([errored(), errored("")], "**2 errors**"),
+        # A compile error measured nothing: nothing to compare.
+        (
+            [errored()],
+            "1 kernel check: 0 failed, 1 did not build, 0 warned, 0 passed; against the baseline: 0 "
+            "changed, 0 new, 0 unchanged, 1 with no baseline",
+        ),
         (
             [keyed("a", outcome="warned", baseline_status="compared", baseline=entry())] * 2,
-            "2 warnings; 1 of 1 baseline entries enforced (CUDA 12.9)",
+            "2 kernel checks: 0 failed, 2 warned, 0 passed; against the baseline: 0 changed, 0 new, "
+            "2 unchanged",
         ),
         (
             [
@@ -948,15 +986,18 @@ def test_markdown_new_kernels_get_a_row_each_then_a_fold() -> None:
                 keyed("i", baseline_status="compared", deltas=[delta("registers", 110, 102, "better")]),
                 *(keyed(f"u{i:02d}", baseline_status="compared", baseline=entry()) for i in range(49)),
             ],
-            "**2 failed**, 1 improved, 49 unchanged; 52 of 52 baseline entries enforced (CUDA 12.9)",
+            "52 kernel checks: 2 failed, 0 warned, 50 passed; against the baseline: 1 changed (0 worse, "
+            "1 improved), 0 new, 51 unchanged",
         ),
         (
+            # Worse within its tolerance: worse all the same.
             [keyed("t", baseline_status="compared", deltas=[delta("registers", 96, 102, "tolerated")])],
-            "1 changed; 1 of 1 baseline entries enforced (CUDA 12.9)",
+            "1 kernel check: 0 failed, 0 warned, 1 passed; against the baseline: 1 changed (1 worse, "
+            "0 improved), 0 new, 0 unchanged",
         ),
     ],
 )
-def test_markdown_verdict_line_counts_each_kernel_once(records: list[ReportRecord], line: str) -> None:
+def test_markdown_verdict_line_is_the_runs_counts(records: list[ReportRecord], line: str) -> None:
     text = markdown_report(records)
     assert text.splitlines()[:3] == ["### pytest-regbudget" + (" (sm_90)" if records else ""), "", line]
 
@@ -968,8 +1009,9 @@ def test_markdown_of_no_records_is_the_heading_and_the_verdict() -> None:
 def test_markdown_compile_error_shows_the_first_non_blank_line_or_a_dash() -> None:
     text = markdown_report([errored("\n\n  x.cu(3): error: expected a ;\nmore\n"), errored("")])
     assert [line for line in text.splitlines() if line.startswith("| **ERROR**")] == [
-        "| **ERROR** | `bad` | sm_90 | did not compile: `x.cu(3): error: expected a ;` |",
-        "| **ERROR** | `bad` | sm_90 | did not compile: - |",
+        "| **ERROR** | `bad` | sm_90 | `/repo/kernels/bad.cu:2` | did not compile: `x.cu(3): error: "
+        "expected a ;` |",
+        "| **ERROR** | `bad` | sm_90 | `/repo/kernels/bad.cu:2` | did not compile: - |",
     ]
 
 
@@ -986,11 +1028,10 @@ def test_markdown_says_which_changes_are_not_enforced_and_why() -> None:
         ),
         keyed("tol", baseline_status="compared", deltas=[delta("occupancy", 0.5, 0.375, "tolerated")]),
     ]
-    rows = [line for line in markdown_report(records).splitlines() if line.startswith("| ")][1:]
-    assert rows == [
-        "| improved | `opts` | sm_90 | stack 9 -> 8 (-1) (built with other options) |",
-        "| tolerated | `tol` | sm_90 | occupancy 50.0% -> 37.5% (-12.5 pts) |",
-        "| not enforced | `v1` | sm_90 | registers 98 -> 102 (+4) (entry recorded with ptxas `11.8.89`) |",
+    assert [row.split(" | ", 4)[::4] for row in md_rows(markdown_report(records))] == [
+        ["| worse", "occ 50% -> 38% (-12pt) (tolerated) |"],
+        ["| worse", "regs 98 -> 102 (+4) (not enforced) (entry recorded with ptxas `11.8.89`) |"],
+        ["| improved", "stack 9 -> 8 (-1) (built with other options) |"],
     ]
 
 
@@ -1007,16 +1048,31 @@ def test_markdown_names_the_variant_and_with_several_toolkits_the_release() -> N
 def test_markdown_says_a_failure_two_tests_share_once() -> None:
     records = [judged("k", 48, was=(40, 0), nodeid=f"t.py::test_{i}[sm_90]") for i in "ab"]
     text = markdown_report(records)
-    assert text.splitlines()[2] == "**2 failed**; 1 of 1 baseline entries enforced (CUDA 12.9)"
-    assert [line for line in text.splitlines() if line.startswith("| **")] == [
-        "| **FAILED** | `k` | sm_90 | registers 40 -> 48 (+8) is worse than the baseline |",
-        "| **FAILED** | `k` | sm_90 | occupancy 75.0% -> 62.5% (-12.5 pts) is worse than the baseline |",
+    assert md_rows(text) == [
+        "| **FAILED** | `k` | sm_90 | `/repo/k.cu` | **regs 40 -> 48 (+8), occ 75% -> 62% (-13pt)** |"
     ]
     assert text.count(FIX) == 1
 
 
+def test_markdown_names_a_file_relative_to_the_rootdir_and_links_it_on_github() -> None:
+    rec = judged("k", 48, was=(40, 0))
+    rec = replace_record(rec, source="/repo/kernels/a b(1).cu", line=22)
+    links = GithubLinks("https://github.com", "o/r", "a" * 40, "77")
+    text = markdown_report([rec], rootdir="/repo", links=links)
+    (row,) = md_rows(text)
+    url = "https://github.com/o/r/blob/" + "a" * 40 + "/kernels/a%20b%281%29.cu#L22"
+    assert row.split(" | ")[3] == f"[`kernels/a b(1).cu:22`]({url})"
+    assert text.endswith(
+        "\n\nThe HTML and JSON reports: [the run's artifacts](https://github.com/o/r/actions/runs/77)\n\n"
+    )
+    # Off GitHub Actions, a code span; outside the rootdir, the path as it is, never a link.
+    assert md_rows(markdown_report([rec], rootdir="/repo"))[0].split(" | ")[3] == "`kernels/a b(1).cu:22`"
+    outside = markdown_report([rec], rootdir="/elsewhere", links=links)
+    assert md_rows(outside)[0].split(" | ")[3] == "`/repo/kernels/a b(1).cu:22`"
+
+
 def failing_suite(n: int) -> list[ReportRecord]:
-    """`n` kernels that each fail three budgets (three rows), and three unchanged ones."""
+    """`n` kernels that each fail three budgets, and three unchanged ones."""
     limits = Limits(max_regs=32, caps={"spills": 0}, launch=Launch(256))
     failed = judged("kernel", 40, 8, limits=limits, recorded=False)
     names = [f"kernel_{i:04d}" for i in range(n)]
@@ -1029,43 +1085,49 @@ def md_cells(row: str) -> list[str]:
     return re.split(r"(?<!\\)\|", row.strip())[1:-1]
 
 
-def test_markdown_past_its_limit_leaves_out_whole_kernels_and_counts_them() -> None:
+def test_markdown_past_its_limit_leaves_out_whole_rows_and_counts_them() -> None:
+    row = (
+        "| **FAILED** | `kernel_0000` | sm_90 | `/repo/k.cu` | **`registers 40 > max_regs 32`, "
+        "`spill stores 8 bytes > spills 0`, `spill loads 8 bytes > spills 0`** |\n"
+    )
     cut = (
         "### pytest-regbudget (sm_90)\n\n"
-        "**3 failed**, 3 unchanged; 3 of 6 baseline entries enforced (CUDA 12.9); not enforced: 3 no "
-        "baseline file (--regbudget-strict fails them)\n\n"
-        f"{TABLE}"
-        "| **FAILED** | `kernel_0000` | sm_90 | `registers 40 > max_regs 32` |\n"
-        "| **FAILED** | `kernel_0000` | sm_90 | `spill stores 8 bytes > spills 0` |\n"
-        "| **FAILED** | `kernel_0000` | sm_90 | `spill loads 8 bytes > spills 0` |\n"
+        "6 kernel checks: 3 failed, 0 warned, 3 passed; against the baseline: 0 changed, 0 new, 3 unchanged, "
+        "3 with no baseline\n\n"
+        "3 of 6 baseline entries enforced (CUDA 12.9); not enforced: 3 no baseline file (--regbudget-strict "
+        "fails them)\n\n"
+        f"{TABLE}{row}"
         "\n"
-        "... and 2 more changed kernels (2 of them failed): see the job's artifacts\n"
+        "... and 2 more kernel checks (2 of them failing): see the job's artifacts\n"
         "\n"
     )
     assert markdown_report(failing_suite(3), limit=len(cut)) == cut
-    # One character less, and the first kernel does not fit either: the count line alone says it.
+    # One character less, and the first row does not fit either: the count line alone says it.
     assert markdown_report(failing_suite(3), limit=len(cut) - 1) == (
-        cut.split(TABLE)[0] + "... and 3 more changed kernels (3 of them failed): see the job's artifacts\n\n"
+        cut.split(TABLE)[0] + "... and 3 more kernel checks (3 of them failing): see the job's artifacts\n\n"
     )
     # With room for it all, nothing is left out.
     whole = markdown_report(failing_suite(3))
-    assert "more changed kernels" not in whole
+    assert "more kernel checks" not in whole
     assert markdown_report(failing_suite(3), limit=len(whole)) == whole
 
 
-@pytest.mark.parametrize("limit", range(300, 4000, 97))
-def test_markdown_never_passes_its_limit_nor_cuts_a_kernel(limit: int) -> None:
-    suite = failing_suite(12)
-    text = markdown_report(suite, limit=limit)
+@pytest.mark.parametrize("limit", range(500, 4000, 97))
+def test_markdown_never_passes_its_limit_nor_cuts_a_row(limit: int) -> None:
+    links = GithubLinks("https://github.com", "o/r", "a" * 40, "77")
+    text = markdown_report(failing_suite(12), limit=limit, links=links, rootdir="/")
     assert len(text) <= limit
     rows = [line for line in text.splitlines() if line.startswith("| **FAILED**")]
-    assert len(rows) % 3 == 0  # every shown kernel with its three rows
-    assert all(len(md_cells(row)) == 4 and row.endswith(" |") for row in rows)
-    shown = len(rows) // 3
-    if shown < 12:
-        left = 12 - shown
-        assert f"... and {left} more changed kernels ({left} of them failed): see the job's" in text
+    assert all(len(md_cells(row)) == 5 and row.endswith(" |") for row in rows)
+    if len(rows) < 12:
+        left = 12 - len(rows)
+        checks = "check" if left == 1 else "checks"
+        assert f"... and {left} more kernel {checks} ({left} of them failing): see the job's" in text
         assert "<details>" not in text  # a cut report ends with what it left out
+    # The links come after the rows: a row without one is never above a row with one.
+    linked = ["](https://github.com/o/r/blob/" in row for row in rows]
+    assert linked == sorted(linked, reverse=True)
+    assert linked[:10] == [True] * min(10, len(rows))
     # A cut table is closed by a blank line before the count line: Markdown would read the line as a row.
     assert "|\n..." not in text
 
@@ -1074,8 +1136,10 @@ def test_markdown_of_a_huge_suite_fits_a_pull_request_comment() -> None:
     suite = failing_suite(2000)
     text = markdown_report(suite)
     assert MARKDOWN_LIMIT < 65_536
-    assert MARKDOWN_LIMIT - 200 < len(text) <= MARKDOWN_LIMIT
-    assert re.search(r"\n\n\.\.\. and \d+ more changed kernels \(\d+ of them failed\): see the job's", text)
+    assert MARKDOWN_LIMIT - 300 < len(text) <= MARKDOWN_LIMIT
+    assert re.search(
+        r"\n\n\.\.\. and [\d,]+ more kernel checks \([\d,]+ of them failing\): see the job's", text
+    )
     fresh = markdown_report([replace_record(r, baseline_status="new") for r in failing_suite(0) * 700])
     assert len(fresh) <= MARKDOWN_LIMIT  # 2,100 new kernels: the fold is cut too
     assert "<details><summary>2100 new kernels</summary>" in fresh
@@ -1341,7 +1405,12 @@ def test_html_page_has_failures_first_with_a_staircase_where_it_can() -> None:
     page = html.render([failed_poly(), errored(), record(kernel="no_launch", launch=None), hostile])
     assert page.startswith('<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">')
     assert page.endswith("</script>\n</body></html>\n")
-    assert "<h1>pytest-regbudget: 4 kernel checks, 3 failed</h1>" in page
+    # The headline: the run's counts, as every face says them.
+    assert (
+        "<h1>pytest-regbudget</h1>\n<p><strong>4 kernel checks: 2 failed, 1 did not build, 0 warned, "
+        "1 passed; against the baseline: 1 changed (1 worse, 0 improved), 0 new, 0 unchanged, 3 with no "
+        "baseline</strong></p>"
+    ) in page
     assert page.count("<script") == 1  # the index's sort, inline
     assert "<k&>" not in page
     headings = re.findall(r"<h3>(.*?) <span class=\"(\w+)\">", page)

@@ -9,6 +9,7 @@ request gets its comment from its run's reports, by this trusted code, in a job 
 from __future__ import annotations
 
 import argparse
+import os
 import platform
 from collections.abc import Sequence
 from datetime import datetime, timezone
@@ -19,6 +20,7 @@ from ...core import baseline as bl
 from ...core.baseline_write import confine
 from ...core.errors import BaselineError
 from ...engine.sharding import parse_shard
+from ...report.links import github_links
 from ...report.record import spills
 from ...report.writers import markdown_comment, report_json
 from ...update import broken
@@ -134,7 +136,10 @@ def run(args: argparse.Namespace) -> int:
         _write(args.output, "-o", report_json(records, scope_doc, provenance, broken.json_objects(builds)))
     if args.markdown:
         # Written even when it says nothing (a run writes no file then): a workflow tests for an empty file.
-        _write(args.markdown, "--markdown", markdown_comment(records, broken.json_objects(builds)))
+        comment = markdown_comment(
+            records, broken.json_objects(builds), rootdir=rootdir, links=github_links(os.environ)
+        )
+        _write(args.markdown, "--markdown", comment)
     entries = len(fresh.entries)
     print(f"merged {len(shards)} report(s): {len(records)} kernel records, {entries} baseline entries")
     if args.update:
