@@ -5,9 +5,10 @@ plugin, the session, the NVRTC source and the GPU probe) in a fresh interpreter,
 as a run has it, and counts the dataclasses defined meanwhile and their time. With --against, another
 checkout is timed too, the two taking turns, so that the machine's wander hits both alike.
 
-With --runs, whole pytest runs are timed too (best of --repeat, bytecode caches on), each against plain
-pytest: an empty project with the plugin installed against `-p no:regbudget`, and two marked items on a warm
-compile cache against two plain tests. Every pytest run in a venv that has the plugin pays the first figure.
+With --runs, whole pytest runs are timed too (best and median of --repeat, bytecode caches on), each against
+plain pytest: an empty project with the plugin installed against `-p no:regbudget`, and two marked items on a
+warm compile cache against two plain tests. Every pytest run in a venv that has the plugin pays the first
+figure.
 
     python benchmarks/import_speed.py
     python benchmarks/import_speed.py --runs --repeat 15
@@ -93,8 +94,9 @@ def pytest_seconds(project: Path, checkout: Path, *args: str) -> float:
     return timed_pytest(project, checkout, project.parent / "cache", *args, ok=(0, 5))[0]
 
 
-def whole_runs(checkout: Path, repeat: int) -> None:
-    """Whole runs against plain pytest, best of `repeat`, the two of each pair taking turns."""
+def whole_runs(checkouts: list[Path], repeat: int) -> None:
+    """Whole runs against plain pytest, best and median of `repeat`, each turn's runs one after another: with
+    two checkouts (--against), each one's runs with the plugin are timed in the same turns."""
     with tempfile.TemporaryDirectory(prefix="regbudget-import-speed-") as tmp:
         projects = {name: Path(tmp) / name for name in ("empty", "marked", "plain")}
         for project in projects.values():
@@ -103,19 +105,29 @@ def whole_runs(checkout: Path, repeat: int) -> None:
         (projects["marked"] / "k.cu").write_text(KERNEL)
         (projects["marked"] / "test_marked.py").write_text(MARKED)
         (projects["plain"] / "test_plain.py").write_text(PLAIN)
-        pytest_seconds(projects["marked"], checkout)  # fills the compile cache, writes the bytecode
+        for checkout in checkouts:
+            pytest_seconds(projects["marked"], checkout)  # fills the compile cache, writes the bytecode
         plain = ("-p", "no:regbudget")
         pairs = {
             "empty project": ((projects["empty"],), (projects["empty"], *plain)),
             "two marked items, warm cache": ((projects["marked"],), (projects["plain"], *plain)),
         }
         for label, (mine, theirs) in pairs.items():
-            with_plugin, without = [], []
+            with_plugin: dict[Path, list[float]] = {c: [] for c in checkouts}
+            without = []
             for _ in range(repeat):
-                with_plugin.append(pytest_seconds(mine[0], checkout, *mine[1:]))
-                without.append(pytest_seconds(theirs[0], checkout, *theirs[1:]))
-            a, b = min(with_plugin) * 1000, min(without) * 1000
-            print(f"{label}: {a:.0f} ms against {b:.0f} ms plain (+{a - b:.0f} ms), best of {repeat}")
+                for checkout in checkouts:
+                    with_plugin[checkout].append(pytest_seconds(mine[0], checkout, *mine[1:]))
+                without.append(pytest_seconds(theirs[0], checkouts[0], *theirs[1:]))
+            b, mb = min(without) * 1000, statistics.median(without) * 1000
+            for checkout, times in with_plugin.items():
+                # The median too: on a loaded machine the best of a few turns is luck, the median is steadier.
+                a, ma = min(times) * 1000, statistics.median(times) * 1000
+                named = f" ({checkout})" if len(checkouts) > 1 else ""
+                print(
+                    f"{label}{named}: {a:.0f} ms against {b:.0f} ms plain (+{a - b:.0f} ms), best of "
+                    f"{repeat}; median {ma:.0f} against {mb:.0f} ms (+{ma - mb:.0f} ms)"
+                )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -145,7 +157,7 @@ def main(argv: list[str] | None = None) -> int:
         this, other = (min(r[0] for r in runs[c]) for c in checkouts)
         print(f"this / other (best) = {this / other:.2f}")
     if args.runs:
-        whole_runs(HERE, args.repeat)
+        whole_runs(checkouts, args.repeat)
     return 0
 
 

@@ -23,7 +23,6 @@ from .blackwell import (
     tmem_use,
 )
 from .diagnosis import callees_part, diagnose
-from .estimate import unmatched_trips
 from .gpu_facts import GpuFacts
 from .kernel_report import KernelReport
 from .limits import Launch, Level, Limits
@@ -41,7 +40,7 @@ from .occupancy import (
     register_cliff,
 )
 from .ptx import TmemAlloc
-from .sass import SassReport
+from .sass_report import SassReport, unmatched_trips
 
 
 def _bytes(n: int) -> str:

@@ -19,6 +19,7 @@ from .fatbin import Block, elf_blocks
 from .fatbin import elf_block_archs as elf_block_archs
 from .fatbin import parse_elf_list as parse_elf_list
 from .metrics import KernelResources
+from .ptx import TmemAlloc
 from .ptxas import three_dims
 from .sass import instruction, local_opcode, setmaxnreg_of
 
@@ -444,6 +445,10 @@ class BinaryKernel(Struct, frozen=True):
     setmaxnreg: tuple[tuple[str, int], ...] = ()
     cluster_dims: tuple[int, ...] | None = None  # EIATTR_CTA_PER_CLUSTER (__cluster_dims__)
     tcgen05: bool = False  # EIATTR_TCGEN05_*: it uses tensor memory (how many columns, the ELF does not say)
+    # For a tcgen05 kernel whose PTX the binary also holds: that PTX's arch, and the TMEM its tcgen05.alloc
+    # instructions take (None: none in its PTX). ptx None: no PTX of the kernel to read the count from.
+    ptx: str | None = None
+    tmem: TmemAlloc | None = None
     relocatable: bool = False  # from an unlinked -rdc object: REG/STACK do not include callees yet
     toolkit: str | None = None  # CUDA version of the ptxas that built it, "12.9"; None if not recorded
     elf: int = 0  # which ELF of the file (cuobjdump's order), to tell same-arch copies apart

@@ -13,10 +13,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from . import names
-from .estimate import DEFAULT_TRIPS
 from .metrics import SPLIT_BY_CALLEE, KernelResources, Metric
 from .occupancy import occupancy
-from .sass import Call, LocalAccess, Loop, Role, SassReport
+from .sass_report import DEFAULT_TRIPS, Call, LocalAccess, Loop, Role, SassReport
 
 # The bands of the estimated local share (the part of a thread's executed instructions that are LDL/STL).
 # Nsight Compute measured 55 % and 63 % on poly_eval squeezed to 64 and 32 registers (19x and 37x slower), and

@@ -21,9 +21,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from pathlib import PurePath
 
-DEFAULT_TRIPS = 16  # loops whose count the code does not fix run tens of times in practice
+from .sass_report import DEFAULT_TRIPS
+
 UNLIKELY = 1 / 1024  # the share of an outcome that looks untaken
 _SHORT_EXIT = 8  # a way that reaches EXIT within this many instructions only leaves
 
@@ -50,9 +50,6 @@ _INFINITY = re.compile(r"\+?INF\b|0x7f800000|0xff800000")
 _FIRST_OPERAND = re.compile(r"^(?:@!?U?P\w+\s+)?[A-Z][\w.]*\s+([^\s,]+)\s*,")
 REACH = 64  # how far back the instruction that wrote a register is looked for, in instructions
 Condition = tuple[bool, str]  # what a conditional branch goes by: (negated, predicate register)
-# A `loop_trips` value (core/limits.py): one count for every loop the code does not count, or counts by
-# (file name, line, count).
-StatedTrips = int | tuple[tuple[str, int, int], ...] | None
 
 
 def written(text: str) -> str | None:
@@ -76,28 +73,6 @@ def trips_of(
     if shown is not None:
         return shown, True
     return (stated, True) if stated is not None else (DEFAULT_TRIPS, False)
-
-
-def stated_trips(file: str | None, lines: tuple[int, ...], trips: StatedTrips) -> int | None:
-    """The count `trips` states for the loop written at `file`'s `lines`: the one by a FILE:LINE in the
-    loop's span (`poly.cu:17` for a loop at poly.cu:17-18), else the count for every loop."""
-    if trips is None or isinstance(trips, int):
-        return trips
-    name = PurePath(file).name if file else None
-    found = (c for f, line, c in trips if f == name and lines and lines[0] <= line <= lines[-1])
-    return next(found, None)
-
-
-def unmatched_trips(loops: Sequence[tuple[str | None, tuple[int, ...]]], trips: StatedTrips) -> list[str]:
-    """The FILE:LINEs of `trips` that name none of `loops` ((file, lines) each): a typo, or a loop that the
-    compiler unrolled away on this arch."""
-    if trips is None or isinstance(trips, int):
-        return []
-    return [
-        f"{f}:{line}"
-        for f, line, c in trips
-        if not any(stated_trips(file, lines, ((f, line, c),)) for file, lines in loops)
-    ]
 
 
 def _counted(texts: Sequence[str], head: int, latch: int, body: frozenset[int]) -> int | None:

@@ -71,3 +71,41 @@ def parse_elf_list(text: str) -> list[str]:
             f"--list-elf numbers its files {[n for n, _ in found][:5]}..., not 1, 2, 3, ...", "", 0
         )
     return [name for _, name in found]
+
+
+_LISTED_PTX = re.compile(r"^PTX file\s+\d+:\s*(\S.*?)\s*$")
+_PTX_ARCH = re.compile(r"\.(sm_\d+[af]?)\.ptx$")
+_ARCH = re.compile(r"sm_(\d+)([af]?)")
+
+
+def parse_ptx_list(text: str) -> dict[str, list[str]]:
+    """The PTX file names of `cuobjdump --list-ptx` (`PTX file    1: bw.1.sm_100a.ptx`) by the arch their
+    name ends with: the names `--extract-ptx` takes. {} for a file without PTX (cuobjdump then only says so
+    on stderr)."""
+    found: dict[str, list[str]] = {}
+    for line in text.splitlines():
+        if (m := _LISTED_PTX.match(line)) and (arch := _PTX_ARCH.search(m.group(1))):
+            found.setdefault(arch.group(1), []).append(m.group(1))
+    return found
+
+
+def ptx_arch_for(arch: str, held: Iterable[str]) -> str | None:
+    """Of the PTX archs a binary holds, the one a kernel's SASS for `arch` was most likely built from: the
+    same arch, else the same arch number with another suffix (compute_100f for sm_100a), else the newest
+    family PTX of its major below it (compute_100f for sm_103a). None where no PTX fits: tcgen05.alloc, the
+    reason to read it, exists only in `a` and `f` PTX, which no other arch's SASS comes from."""
+    mine = _ARCH.fullmatch(arch)
+    if mine is None:
+        return None
+    number = int(mine.group(1))
+    fits: list[tuple[int, int, str]] = []  # (how close, arch number, name): the largest wins
+    for name in held:
+        m = _ARCH.fullmatch(name)
+        other = -1 if m is None else int(m.group(1))
+        if name == arch:
+            fits.append((2, other, name))
+        elif other == number:
+            fits.append((1, other, name))
+        elif m is not None and m.group(2) == "f" and other // 10 == number // 10 and other < number:
+            fits.append((0, other, name))
+    return max(fits)[2] if fits else None

@@ -20,7 +20,7 @@ from .occupancy import (
     Cliff,
     Occupancy,
 )
-from .sass import SassReport
+from .sass_report import SassReport
 from .text import one_line, safe_block
 from .timing import Verdict as TimeStatus
 

@@ -10,7 +10,6 @@ of one SASS instruction line, which tools/cuobjdump.py shares for cuobjdump's li
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 from msgspec import Struct
 from msgspec.structs import replace
@@ -19,140 +18,7 @@ from . import branches, estimate, liveness
 from .branches import condition, control
 from .errors import SassError
 from .liveness import PeakLive
-
-Frame = tuple[str, int]  # (file, line) of one level of an inline stack
-
-
-class Role(Struct, frozen=True):
-    """The warpgroup role code runs in: after `setmaxnreg.dec N` the producer's, after `inc N` a consumer."""
-
-    direction: str  # "dec" or "inc"
-    count: int
-
-    @property
-    def name(self) -> str:
-        return "producer" if self.direction == "dec" else "consumer"
-
-    def describe(self) -> str:
-        return f"{self.name} (after setmaxnreg.{self.direction} {self.count})"
-
-
-class Loop(Struct, frozen=True):
-    start: int  # address of the branch target (the loop head)
-    end: int  # address of the backward branch
-    # Where the loop is written: the file of the function its backward branch belongs to, once inlining is
-    # undone (`nvdisasm -gi`), so a loop of a library header inlined into the kernel is named in that header.
-    file: str | None
-    # The lines it is named by: its backward branch's, the loop statement (`for`, `while`). Without line info
-    # on the branch, those of its instructions in `file` (they may reach far from the loop: a value computed
-    # before it and rematerialized in it brings its line along).
-    lines: tuple[int, ...]
-    depth: int = 1  # 1 for an outermost loop, 2 for a loop in it, and so on
-    # Its instructions, as (first, last) address runs: a loop's code need not be one stretch of the listing.
-    ranges: tuple[tuple[int, int], ...] = ()
-    trips: int = 0  # per entry, as the estimate weighs it (core/estimate.py); 0 where none was made
-    known: bool = False  # whether the code fixes that count (else it is assumed)
-
-    def where(self) -> str:
-        return _where(self.file, self.lines)
-
-    def contains(self, address: int) -> bool:
-        return any(first <= address <= last for first, last in self.ranges or ((self.start, self.end),))
-
-    @property
-    def size(self) -> int:
-        """How much code it holds (bytes of instructions), to order loops innermost first."""
-        return sum(last - first for first, last in self.ranges or ((self.start, self.end),))
-
-
-class LocalAccess(Struct, frozen=True):
-    address: int
-    opcode: str  # "STL" or "LDL"
-    spill: bool  # a spill or refill, not an access to a local array
-    file: str | None
-    line: int | None
-    loop: Loop | None  # the innermost loop holding it
-    role: Role | None = None  # the warpgroup role it runs in, where every path to it agrees
-    runs: float = 0.0  # how often a thread runs it, estimated (core/estimate.py)
-
-    def where(self) -> str:
-        return _where(self.file, (self.line,) if self.line else ())
-
-
-class Call(Struct, frozen=True):
-    """A call that leaves the kernel: `CALL.ABS` to an extern function (`__assertfail`, `vprintf`)."""
-
-    address: int
-    file: str | None
-    line: int | None
-    loop: Loop | None
-    role: Role | None
-
-    def where(self) -> str:
-        return _where(self.file, (self.line,) if self.line else ())
-
-
-class SassReport(Struct, frozen=True):
-    function: str
-    instructions: int
-    local: tuple[LocalAccess, ...]
-    loops: tuple[Loop, ...]
-    # The setmaxnreg instructions the machine code kept, in order ("inc", 232): none where ptxas dropped them.
-    setmaxnreg: tuple[tuple[str, int], ...] = ()
-    calls: tuple[Call, ...] = ()
-    # Extern functions the module declares (nvdisasm's SYMBOLS), the candidates for what `calls` call.
-    externs: tuple[str, ...] = ()
-    # Control instructions of a form the parser does not know (taken to go everywhere they name, and on):
-    # the test suite holds that every recorded listing has none.
-    unread: tuple[str, ...] = ()
-    # Instructions a thread runs, estimated (core/estimate.py): all of them, and the local loads and stores.
-    executed: float = 0.0
-    local_executed: float = 0.0
-    spill_executed: float = 0.0
-    # The most general registers live at one instruction, where nvdisasm's life ranges were read.
-    peak_live: PeakLive | None = None
-
-    @property
-    def local_share(self) -> float:
-        """The estimated share of a thread's executed instructions that are local loads and stores."""
-        return self.local_executed / self.executed if self.executed else 0.0
-
-    def source_loops(self) -> dict[str, list[Loop]]:
-        """Each source loop once, by where it is written, with the SASS loops it became (an unrolled body
-        and its remainder, an inlined helper's loop in each branch that calls it), innermost first."""
-        copies: dict[str, list[Loop]] = {}
-        for loop in self.loops:
-            copies.setdefault(loop.where(), []).append(loop)
-        return copies
-
-    def local_lines(self) -> list[tuple[str, float]]:
-        """Source lines by estimated executed local instructions, hottest first: (where, executed)."""
-        by_line: dict[str, float] = {}
-        for a in self.local:
-            by_line[a.where()] = by_line.get(a.where(), 0.0) + a.runs
-        return sorted(by_line.items(), key=lambda item: (-item[1], item[0]))
-
-    @property
-    def local_instructions(self) -> int:
-        return len(self.local)
-
-    @property
-    def spill_instructions(self) -> int:
-        return sum(1 for a in self.local if a.spill)
-
-    @property
-    def spill_instructions_in_loops(self) -> int:
-        return sum(1 for a in self.local if a.spill and a.loop is not None)
-
-
-def _where(file: str | None, lines: tuple[int, ...]) -> str:
-    name = Path(file).name if file else "?"
-    if not lines:
-        return name
-    if len(lines) == 1 or lines[0] == lines[-1]:
-        return f"{name}:{lines[0]}"
-    return f"{name}:{lines[0]}-{lines[-1]}"
-
+from .sass_report import Call, Frame, LocalAccess, Loop, Role, SassReport, StatedTrips, place, stated_trips
 
 _SECTION = re.compile(r"^\s*\.section\s+\.text\.(\S+?),")
 # A label: a branch target (`.L_x_3:`), or a `__noinline__` callee's entry in its caller's section
@@ -195,9 +61,7 @@ class _Instruction(Struct, frozen=True):
 _UNSEEN, _NONE, _MIXED = "unseen", "none", "mixed"
 
 
-def parse_sass(
-    text: str, function: str, *, spills: bool = True, trips: estimate.StatedTrips = None
-) -> SassReport:
+def parse_sass(text: str, function: str, *, spills: bool = True, trips: StatedTrips = None) -> SassReport:
     """The facts of `function` in `nvdisasm -c -g` or `-gi` output. Raises SassError if it is not there.
 
     `spills=False` (ptxas reported no spill bytes): no local access is a spill, whatever its address.
@@ -209,7 +73,7 @@ def parse_sass(
 
 
 def parse_sass_functions(
-    text: str, life_ranges: str | None = None, trips: estimate.StatedTrips = None
+    text: str, life_ranges: str | None = None, trips: StatedTrips = None
 ) -> dict[str, SassReport]:
     """parse_sass of every function in the listing, read once (a unit's kernels share one listing), with
     spills counted as ptxas reported some; `without_spills` gives a kernel's report where it reported none.
@@ -259,7 +123,7 @@ def _parse_function(
     *,
     spills: bool,
     live: dict[int, int],
-    trips: estimate.StatedTrips,
+    trips: StatedTrips,
 ) -> SassReport:
     instrs, labels = _instructions(lines)
     index = {ins.address: n for n, ins in enumerate(instrs)}
@@ -272,7 +136,7 @@ def _parse_function(
             head,
             latch,
             body,
-            estimate.trips_of(texts, head, latch, body, estimate.stated_trips(loop.file, loop.lines, trips)),
+            estimate.trips_of(texts, head, latch, body, stated_trips(loop.file, loop.lines, trips)),
         )
         for loop, head, latch, body in found_loops
     ]
@@ -347,7 +211,7 @@ def _peak(instrs: list[_Instruction], live: dict[int, int], loops: list[Loop]) -
         return None
     file, line = instrs[at].stack[0] if instrs[at].stack else (None, 0)
     loop = next((lp.where() for lp in loops if lp.contains(instrs[at].address)), None)
-    return PeakLive(counts[at] or 0, _where(file, (line,)) if line else None, loop)
+    return PeakLive(counts[at] or 0, place(file, (line,)) if line else None, loop)
 
 
 def setmaxnreg_of(instruction: str) -> tuple[str, int] | None:

@@ -24,7 +24,7 @@ from .limits import Level, Limits
 from .liveness import PeakLive
 from .ptxas import message_key
 from .ratchet import UPDATE_HINT, BaselineRule, ratchet
-from .sass import SassReport
+from .sass_report import SassReport
 from .timing import Interval, decided, ratio_interval
 from .timing import Verdict as TimeStatus
 from .timing import verdict as timing_verdict

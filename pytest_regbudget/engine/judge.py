@@ -19,7 +19,7 @@ from ..core.kernel_report import KernelReport
 from ..core.limits import Launch, Limits
 from ..core.liveness import PeakLive
 from ..core.ratchet import BaselineRule
-from ..core.sass import SassReport
+from ..core.sass_report import SassReport
 from ..core.verdict import strict, verdict
 from ..project.markers import Budget
 from .state import Settings

@@ -17,7 +17,7 @@ from msgspec import to_builtins
 from ..core.kernel_report import Delta, KernelReport
 from ..core.metrics import Metric
 from ..core.ratchet import entry_of_report
-from ..core.sass import SassReport
+from ..core.sass_report import SassReport
 
 
 class DeltaRecord(TypedDict):

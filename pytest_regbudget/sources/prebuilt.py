@@ -17,12 +17,13 @@ from ..tools.units import Spec
 from .protocol import BuildEnv
 
 # A binary records that a kernel runs tcgen05 (EIATTR_TCGEN05_1CTA_USED, _2CTA_USED) but not how many tensor
-# memory columns it allocates: that count is in the PTX alone, so it is unknown here, never guessed.
+# memory columns it allocates: that count is in the PTX alone, so without PTX it is unknown, never guessed.
 _BINARY_TMEM = TmemAlloc(
     allocs=1,
     columns=None,
     unread="a prebuilt binary records that the kernel uses tcgen05 (EIATTR_TCGEN05_*), not the columns it "
-    "allocates",
+    "allocates, and this one holds no PTX of the kernel for its arch to read them from (keep it with "
+    "-gencode arch=compute_XXa,code=[sm_XXa,compute_XXa])",
 )
 
 
@@ -90,5 +91,5 @@ class Binary(Struct, frozen=True):
             provenance=made,
             options_hash=digest,
             setmaxnreg=k.setmaxnreg,
-            tmem=_BINARY_TMEM if k.tcgen05 else None,
+            tmem=k.tmem if k.ptx is not None else _BINARY_TMEM if k.tcgen05 else None,
         )

@@ -81,6 +81,8 @@ from ..core.cuobjdump import (
 from ..core.cuobjdump import combine_listings as combine_listings
 from ..core.defaults import DEFAULT_CUOBJDUMP_TIMEOUT
 from ..core.errors import BinaryError, BinaryTimeout, CompileError, ParseError, ToolchainError
+from ..core.fatbin import parse_ptx_list, ptx_arch_for
+from ..core.ptx import ENTRY, TmemAlloc, ptx_tmem
 from ..util.files import (
     file_sha256,
     not_a_file,
@@ -363,8 +365,9 @@ class _ArchFacts(Struct, frozen=True):
 # 4: cluster dims and tcgen05 use from the kernel's attributes; 5: local_instructions; 6: a name with a
 # space or a line break read whole, escaped (names.escaped_symbol).
 _CACHE_FORMAT = 6
-# A file's facts: 6, kept with their copy tags and names (a cubin's facts are as they were); 7: as 6.
-_FILE_FORMAT = 7
+# A file's facts: 6, kept with their copy tags and names (a cubin's facts are as they were); 7: as 6; 8: with
+# a tcgen05 kernel's TMEM columns from the file's PTX.
+_FILE_FORMAT = 8
 
 
 def _kept(doc: str | None, kind: type[T], make: Callable[[], T], form: int = _CACHE_FORMAT) -> T:
@@ -424,8 +427,41 @@ def _read_arch(file: _File, arch: str, folder: Path | None, jobs: int) -> _ArchF
     except ParseError as exc:
         raise BinaryError(f"cannot read cuobjdump's listings of {file.path}: {exc}") from exc
     kernels = [replace(k, setmaxnreg=facts[k.elf].roles.get(k.name, ())) for k in kernels]
+    if any(k.tcgen05 for k in kernels):
+        kernels = _with_tmem(file, arch, kernels)
     held = {k.elf for k in kernels}
     return _ArchFacts(tuple(kernels), sum(1 for i in mine if i not in held))
+
+
+def _with_tmem(file: _File, arch: str, kernels: Sequence[BinaryKernel]) -> list[BinaryKernel]:
+    """`kernels`, each tcgen05 kernel with the TMEM columns its PTX allocates, where the file holds PTX for
+    `arch` (ptx_arch_for): the ELF records only that a kernel uses tensor memory. Only a file with such a
+    kernel pays the PTX's extraction, and it is kept with the file's facts: a warm run reads none."""
+    listed = parse_ptx_list("\n".join(file.run(["--list-ptx"], file.path, file.whole_file_timeout())))
+    source = ptx_arch_for(arch, listed)
+    if source is None:
+        return list(kernels)
+    with tempfile.TemporaryDirectory(prefix="regbudget-cuobjdump-") as tmp:
+        # An options file, as for ELFs: a library's list of names outgrows a command line.
+        options = Path(tmp) / "extract.txt"
+        options.write_text(f"--extract-ptx {','.join(listed[source])}\n", encoding="utf-8")
+        _run(
+            file.cuobjdump,
+            ["--options-file", str(options)],
+            file.path,
+            file.whole_file_timeout(),
+            cwd=Path(tmp),
+        )
+        texts = [(Path(tmp) / name).read_text(encoding="utf-8", errors="replace") for name in listed[source]]
+    entries: set[str] = set()
+    tmem: dict[str, TmemAlloc] = {}
+    for text in texts:
+        entries.update(m.group(1) for m in ENTRY.finditer(text))
+        tmem.update(ptx_tmem(text))
+    return [
+        replace(k, ptx=source, tmem=tmem.get(k.name)) if k.tcgen05 and k.name in entries else k
+        for k in kernels
+    ]
 
 
 def copy_tags(kernels: Sequence[BinaryKernel]) -> list[BinaryKernel]:

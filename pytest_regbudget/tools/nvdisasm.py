@@ -26,9 +26,9 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from ..core.errors import SassError
-from ..core.estimate import StatedTrips
 from ..core.liveness import PeakLive
-from ..core.sass import SassReport, parse_sass_functions, without_spills
+from ..core.sass import parse_sass_functions, without_spills
+from ..core.sass_report import SassReport, StatedTrips
 from ..util.files import file_sha256, read_document, settled, sha256_hex, write_document
 from .running import run_tool, start_failure
 from .toolkit import Toolkit, find_tool

@@ -20,7 +20,7 @@ from pytest_regbudget.core.limits import Limits
 from pytest_regbudget.core.metrics import BY_NAME, METRICS, KernelResources
 from pytest_regbudget.core.ptxas import parse_ptxas_output
 from pytest_regbudget.core.ratchet import BaselineRule, entry_of_report, ratchet
-from pytest_regbudget.core.sass import LocalAccess, SassReport
+from pytest_regbudget.core.sass_report import LocalAccess, SassReport
 from pytest_regbudget.project.markers import BUDGET_KEYS, parse_tolerance
 from pytest_regbudget.report.record import ReportRecord, to_record
 

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from pytest_regbudget.core import branches, sass
+from pytest_regbudget.core import branches, sass, sass_report
 from pytest_regbudget.core.branches import Control, control
-from pytest_regbudget.core.estimate import stated_trips, unmatched_trips
 from pytest_regbudget.core.sass import parse_sass
+from pytest_regbudget.core.sass_report import stated_trips, unmatched_trips
 
 DATA = Path(__file__).parent.parent / "data" / "sass"
 # nvdisasm 13.5 -c -gi over NVRTC + ptxas 12.9 -lineinfo builds (tests/data/sass/README.md).
@@ -98,7 +98,7 @@ def test_blackwell_roles_are_reachable_and_the_consumers_loop_is_found() -> None
     for loop in report.loops:
         inside = [r for ins, r in zip(instrs, roles, strict=True) if loop.contains(ins.address)]
         assert inside
-        assert all(r == sass.Role("inc", 232) for r in inside)
+        assert all(r == sass_report.Role("inc", 232) for r in inside)
 
 
 def test_a_noinline_callee_runs_at_its_call_sites_count() -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -16,8 +17,10 @@ from helpers.runs import regbudget
 from helpers.toolchain import nvcc_usable
 
 from pytest_regbudget.cache.store import compile_kernel
+from pytest_regbudget.tools import cuobjdump as binary
 from pytest_regbudget.tools import toolkit as toolchain
-from pytest_regbudget.tools.cuobjdump import find_cuobjdump
+from pytest_regbudget.tools.cuobjdump import find_cuobjdump, read_binary
+from pytest_regbudget.tools.nvcc import find_nvcc
 from pytest_regbudget.tools.options import CompileOptions
 
 TOOLKIT = "--regbudget-toolkit=cu12"  # NVRTC and ptxas 12.9: the first release that builds tcgen05
@@ -281,3 +284,88 @@ def test_tmem_stated():
     stated = recs["test_tmem_stated[sm_100a]"]
     assert (stated["tmem_cols"], stated["tmem_blocks"], stated["outcome"]) == (512, 1, "failed")
     result.stdout.fnmatch_lines(["test_tmem[[]sm_100a[]] *100% @256 TMEM? *ok"])
+
+
+@pytest.fixture(scope="module")
+def fatbins(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """blackwell.cu by the real nvcc into fatbins: with compute_100a PTX kept (512 and 256 columns), and
+    without PTX."""
+    if find_cuobjdump(None) is None or not nvcc_usable():
+        pytest.skip("needs nvcc and cuobjdump (the nvcc and binary extras)")
+    nvcc = find_nvcc(toolchain.discover(None), None).path
+    out = tmp_path_factory.mktemp("fatbins")
+    with_ptx = "arch=compute_100a,code=[sm_100a,compute_100a]"
+    for name, code, defines in (
+        ("ptx512", with_ptx, []),
+        ("ptx256", with_ptx, ["-DTMEM_COLS=256"]),
+        ("noptx", "arch=compute_100a,code=sm_100a", []),
+    ):
+        cmd = [str(nvcc), "-fatbin", "-gencode", code, *defines, str(KERNELS / "blackwell.cu")]
+        subprocess.run([*cmd, "-o", str(out / f"{name}.fatbin")], check=True, capture_output=True)
+    return out
+
+
+def test_a_binary_with_ptx_has_the_tmem_columns_an_nvrtc_build_has(
+    pytester: pytest.Pytester, fatbins: Path
+) -> None:
+    copy_kernels(pytester.path, "blackwell.cu")
+    for name in ("ptx512", "ptx256", "noptx"):
+        shutil.copy(fatbins / f"{name}.fatbin", pytester.path)
+    pytester.makepyfile(
+        test_b="""
+import pytest
+
+@pytest.mark.regbudget(binary="ptx512.fatbin", kernel="tmem_imm", launch=(256, 2))
+def test_ptx512():
+    pass
+
+@pytest.mark.regbudget(binary="ptx256.fatbin", kernel="tmem_imm", launch=(256, 2))
+def test_ptx256():
+    pass
+
+@pytest.mark.regbudget(binary="noptx.fatbin", kernel="tmem_imm", launch=(256, 2))
+def test_noptx():
+    pass
+
+@pytest.mark.regbudget(source="blackwell.cu", kernel="tmem_imm", launch=(256, 2))
+def test_nvrtc512():
+    pass
+
+@pytest.mark.regbudget(source="blackwell.cu", kernel="tmem_imm", launch=(256, 2), defines={"TMEM_COLS": 256})
+def test_nvrtc256():
+    pass
+"""
+    )
+    result, recs = run(pytester, "--regbudget-arch=sm_100a")
+
+    def tmem(test: str) -> tuple[object, ...]:
+        rec = recs[f"{test}[sm_100a]"]
+        return rec["tmem_cols"], rec["tmem_blocks"], rec["tmem_source"], rec["outcome"]
+
+    assert tmem("test_nvrtc512") == (512, 1, "ptx", "failed")
+    assert tmem("test_nvrtc256") == (256, 2, "ptx", "passed")
+    assert tmem("test_ptx512") == tmem("test_nvrtc512")
+    assert tmem("test_ptx256") == tmem("test_nvrtc256")
+    assert tmem("test_noptx")[:3] == (None, None, "unknown")
+    result.stdout.fnmatch_lines([f"*tmem_imm [[]sm_100a[]]: launch=(256, 2): {ONE_BLOCK}*"])
+    assert "holds no PTX of the kernel for its arch" in recs["test_noptx[sm_100a]"]["diagnosis"][0]
+
+
+def test_a_warm_read_of_a_binary_keeps_its_ptx_columns_without_cuobjdump(
+    fatbins: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cache = tmp_path / "cache"
+    cold = {
+        k.name: k.tmem for k in read_binary(fatbins / "ptx512.fatbin", archs=["sm_100a"], cache_dir=cache)
+    }
+    assert cold["tmem_imm"] is not None
+    assert cold["tmem_imm"].columns == 512
+    for memo in (binary._listing, binary._arch_kernels, binary._held):
+        memo.cache_clear()
+
+    def no_tool(*args: object, **kwargs: object) -> list[str]:
+        raise AssertionError("cuobjdump ran on a warm read")
+
+    monkeypatch.setattr(binary, "_run", no_tool)
+    warm = read_binary(fatbins / "ptx512.fatbin", archs=["sm_100a"], cache_dir=cache)
+    assert {k.name: k.tmem for k in warm} == cold
