@@ -16,6 +16,7 @@ from msgspec.structs import fields, replace
 from ..core.arch import compute_arch
 from ..core.defaults import DEFAULT_CUOBJDUMP_TIMEOUT, DEFAULT_NVCC_TIMEOUT, DEFAULT_PTXAS_TIMEOUT
 from ..core.facts import Deferred
+from ..util.paths import portable_path
 
 # The two compilers a CUDA source is built with: NVRTC (the kernel alone) or nvcc (the translation unit).
 Backend = Literal["nvrtc", "nvcc"]
@@ -95,6 +96,8 @@ class CompileOptions(Struct, frozen=True):
             value = getattr(merged, f.name)
             if f.name in self._PATHS:
                 value = [os.path.relpath(v, relative_to) if relative_to else v for v in value]
+            elif f.name == "options" and relative_to is not None:
+                value = portable_words(value, relative_to)
             values.append(value)
         # Fields added after the first four (those of 0.1) count only when they are set, so that a new
         # field leaves the options_hash of existing baseline entries alone. Each value keeps its
@@ -133,7 +136,7 @@ class CompileOptions(Struct, frozen=True):
         return (
             *(define_flag(k, v) for k, v in self.build_defines if k not in variant),
             *(f"-I{d}" for d in dirs),
-            *self.options,
+            *(portable_words(self.options, relative_to) if relative_to else self.options),
             *(f"-Xptxas={o}" for o in self.ptxas_options),
         )
 
@@ -163,6 +166,29 @@ class CompileOptions(Struct, frozen=True):
             return [f"--gpu-architecture={compute_arch(arch)}", *defines, *includes, *self.options]
         ptxas = [f"-Xptxas={o}" for o in self.ptxas_options]
         return [f"-arch={arch}", *defines, *(f"-I{d}" for d in dirs), *self.options, *ptxas]
+
+
+# Flags that may hold a path glued to them ("-I/x"); in "-isystem /x", the second word is a path itself.
+_PATH_FLAGS = ("-isystem", "-idirafter", "-iquote", "-include", "-I", "-L")
+
+
+def portable_words(words: Sequence[str], rootdir: Path) -> tuple[str, ...]:
+    """Compiler words as a baseline records them and hashes them: each absolute path in them (a word, a
+    flag's glued value, or the value after "=") as `portable_path` writes it (relative under the rootdir,
+    `{torch}/include` inside an installed package), so that the flags a build wrote on one checkout and venv
+    (a torch build.ninja's) read alike on every other. Relative paths and other words are left as they are."""
+    out = []
+    for word in words:
+        name, eq, value = word.partition("=")
+        glued = next((f for f in _PATH_FLAGS if word.startswith(f) and os.path.isabs(word[len(f) :])), None)
+        if os.path.isabs(word):
+            word = portable_path(word, rootdir)
+        elif glued is not None:
+            word = glued + portable_path(word[len(glued) :], rootdir)
+        elif eq and os.path.isabs(value):
+            word = f"{name}={portable_path(value, rootdir)}"
+        out.append(word)
+    return tuple(out)
 
 
 def define_flag(name: str, value: str | None) -> str:
