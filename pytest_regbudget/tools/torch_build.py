@@ -95,7 +95,9 @@ def torch_version() -> str | None:
         return None
 
 
-def _key(setup_py: Path, extensions: Sequence[str], env: Mapping[str, str], torch: str) -> str:
+def _key(
+    setup_py: Path, extensions: Sequence[str], env: Mapping[str, str], torch: str, cuda_home: Path | None
+) -> str:
     return json_digest(
         [
             FORMAT,
@@ -106,6 +108,7 @@ def _key(setup_py: Path, extensions: Sequence[str], env: Mapping[str, str], torc
             list(extensions),
             sorted(env.items()),
             os.environ.get("CUDA_HOME", ""),
+            str(cuda_home),  # torch's CUDA_HOME where the environment sets none: in the flags it writes
             os.environ.get("TORCH_CUDA_ARCH_LIST", ""),
         ]
     )
@@ -129,7 +132,7 @@ def capture(
             f"for {sys.executable}: pip install torch (a CPU build is enough: nothing is compiled), or point "
             'build_ninja at a build.ninja written elsewhere (build_ninja = "build/temp.*/build.ninja")'
         )
-    key = _key(setup_py, extensions, env, torch)
+    key = _key(setup_py, extensions, env, torch, cuda_home)
     path = None if cache_dir is None else cache_dir / CACHE_FOLDER / f"{key}.json"
     if path is not None:
         try:
