@@ -89,15 +89,15 @@ class CompileOptions(Struct, frozen=True):
         """
         # The build's defines in one list, as the compilers see them (and as 0.1 keyed them): moving a define
         # between the variant and the build settings changes neither the cache key nor the options_hash.
-        merged = replace(self, defines=self.all_defines(), build_defines=())
+        # Absolute paths in options (a torch build.ninja's words) as a baseline records them (portable_words).
+        words = portable_words(self.options, relative_to) if relative_to is not None else self.options
+        merged = replace(self, defines=self.all_defines(), build_defines=(), options=words)
         every = fields(self)
         values: list[object] = []
         for f in every:
             value = getattr(merged, f.name)
             if f.name in self._PATHS:
                 value = [os.path.relpath(v, relative_to) if relative_to else v for v in value]
-            elif f.name == "options" and relative_to is not None:
-                value = portable_words(value, relative_to)
             values.append(value)
         # Fields added after the first four (those of 0.1) count only when they are set, so that a new
         # field leaves the options_hash of existing baseline entries alone. Each value keeps its
@@ -180,15 +180,19 @@ def portable_words(words: Sequence[str], rootdir: Path) -> tuple[str, ...]:
     out = []
     for word in words:
         name, eq, value = word.partition("=")
-        glued = next((f for f in _PATH_FLAGS if word.startswith(f) and os.path.isabs(word[len(f) :])), None)
-        if os.path.isabs(word):
+        glued = next((f for f in _PATH_FLAGS if word.startswith(f) and _absolute(word[len(f) :])), None)
+        if _absolute(word):
             word = portable_path(word, rootdir)
         elif glued is not None:
             word = glued + portable_path(word[len(glued) :], rootdir)
-        elif eq and os.path.isabs(value):
+        elif eq and _absolute(value):
             word = f"{name}={portable_path(value, rootdir)}"
         out.append(word)
     return tuple(out)
+
+
+def _absolute(text: str) -> bool:
+    return Path(text).is_absolute()
 
 
 def define_flag(name: str, value: str | None) -> str:
