@@ -76,3 +76,13 @@ def test_torch_extension_without_torch_says_to_install_it_or_use_build_ninja(pro
         load(project, 'torch_extension = "setup.py"')
     assert "pip install torch" in str(raised.value)
     assert "build_ninja" in str(raised.value)
+
+
+def test_later_tables_refine_a_build_ninja_tables_files(project: Path) -> None:
+    tables = 'build_ninja = "build/*.ninja"\nspills = 0\n\n[[kernels]]\nsource = "k.cu"\nmax_regs = 32'
+    found = load(project, tables)
+    (path,) = found.files()
+    assert found.compiler_of(path, "nvrtc") == "nvcc"
+    (kernel,), _ = found.kernels(path, ["_Z1kv"], "nvcc")
+    keys = kernel.keys()
+    assert (keys["spills"], keys["max_regs"], keys["options"]) == (0, 32, ["-O3"])
