@@ -223,3 +223,18 @@ def test_torch_extension_runs_setup_py_and_measures_what_its_build_ninja_gives(
     result = pytester.runpytest("-p", "no:cacheprovider", f"--regbudget-json={report}")
     assert result.ret == pytest.ExitCode.OK, result.stdout.str()
     assert measured(report) == captured
+
+
+@pytest.mark.skipif(
+    torch_version() is None, reason="torch is not installed: pip install torch (CPU is enough)"
+)
+def test_an_extension_setup_py_does_not_build_is_named_with_those_it_does(pytester: pytest.Pytester) -> None:
+    for item in FIXTURE.iterdir():
+        if item.name != "ninja":
+            (shutil.copytree if item.is_dir() else shutil.copy)(item, pytester.path / item.name)
+    (pytester.path / "pyproject.toml").write_text(TORCH_PYPROJECT + 'extensions = ["regbudget_demo._D"]\n')
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        ["*key 'extensions': 'regbudget_demo._D' is not an extension of setup.py (its ext_modules: *_C)"]
+    )
