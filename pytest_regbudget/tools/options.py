@@ -5,7 +5,10 @@ baseline entry records, and the identity that keys the cache and the baseline's 
 
 from __future__ import annotations
 
+import functools
 import os
+import sys
+import sysconfig
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import ClassVar, Literal
@@ -182,17 +185,41 @@ def portable_words(words: Sequence[str], rootdir: Path) -> tuple[str, ...]:
         name, eq, value = word.partition("=")
         glued = next((f for f in _PATH_FLAGS if word.startswith(f) and _absolute(word[len(f) :])), None)
         if _absolute(word):
-            word = portable_path(word, rootdir)
+            word = _portable(word, rootdir)
         elif glued is not None:
-            word = glued + portable_path(word[len(glued) :], rootdir)
+            word = glued + _portable(word[len(glued) :], rootdir)
         elif eq and _absolute(value):
-            word = f"{name}={portable_path(value, rootdir)}"
+            word = f"{name}={_portable(value, rootdir)}"
         out.append(word)
     return tuple(out)
 
 
 def _absolute(text: str) -> bool:
     return Path(text).is_absolute()
+
+
+def _portable(path: str, rootdir: Path) -> str:
+    """`portable_path`, and the interpreter's own header dirs, which torch adds to every extension's flags
+    (`sysconfig`'s include; `sys.prefix/include`, a venv's), named as such: they differ by venv and by Python
+    install, and are only recorded, never read back."""
+    found = portable_path(path, rootdir)
+    if not _absolute(found):
+        return found
+    for name, directory in _python_include_dirs():
+        if found == directory or found.startswith(directory + "/"):
+            return name + found[len(directory) :]
+    return found
+
+
+@functools.lru_cache(maxsize=1)
+def _python_include_dirs() -> tuple[tuple[str, str], ...]:
+    """How each of the interpreter's header dirs is recorded, and where it is here (most specific first)."""
+    paths = sysconfig.get_paths()
+    return (
+        ("{python-include}", Path(paths["include"]).as_posix()),
+        ("{python-platinclude}", Path(paths["platinclude"]).as_posix()),
+        ("{sys.prefix}/include", (Path(sys.prefix) / "include").as_posix()),
+    )
 
 
 def define_flag(name: str, value: str | None) -> str:

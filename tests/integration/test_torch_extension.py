@@ -144,12 +144,14 @@ def test_a_torch_build_ninja_is_read_as_torch_wrote_it(
         expected.update(by_hand(ninja_file, root / "csrc" / f"{source}.cu", nvcc, pytester.path))
     assert found == expected
     assert len(found) == 3
-    # The baseline names no path of the checkout or of the venv: torch's headers are `{torch}/...`, the
-    # project's relative; the one absolute path left is the interpreter's own (the same on every checkout).
+    # The baseline holds no absolute path: torch's headers are `{torch}/...`, CUDA's `{nvidia}/...` (the nvcc
+    # wheel stands for CUDA_HOME), the project's relative, the interpreter's own `{python-include}`.
     baseline = (root / "regbudget-baseline.toml").read_text()
     for path in (str(root), str(venv_a), "site-packages", ".."):
         assert path not in baseline, path
+    assert not re.search(r'"(-I|-L|--?[\w-]+=)?/', baseline), baseline
     assert '"{torch}/include"' in baseline or '"-I{torch}/include"' in baseline
+    assert "{python-include}" in baseline
     assert '"-Iinclude"' in baseline
 
     # A second checkout at another path, with its own venv and build.ninja, agrees with the first one's

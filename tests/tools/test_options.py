@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+import sysconfig
 from pathlib import Path
 
 from pytest_regbudget.tools.options import Backend, CompileOptions
@@ -67,6 +69,11 @@ def test_absolute_paths_in_options_are_recorded_and_hashed_portably(tmp_path: Pa
     )
     assert first.identity(relative_to=a) == second.identity(relative_to=b)
     assert first.identity() != second.identity()  # the cache's key: the paths nvcc is given
+    # The interpreter's own header dirs, which torch adds to every extension, are named as such.
+    here = CompileOptions.make(
+        options=[f"-I{sysconfig.get_paths()['include']}", "-isystem", f"{sys.prefix}/include"]
+    )
+    assert here.settings(relative_to=a) == ("-I{python-include}", "-isystem", "{sys.prefix}/include")
     # Options without an absolute path hash as they always did.
     plain = CompileOptions.make(options=["-O3", "--use_fast_math"])
     assert plain.identity(relative_to=a) == plain.identity()
