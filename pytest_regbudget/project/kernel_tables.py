@@ -4,9 +4,10 @@ Owns the records of a table (`Table`) and of a variant (`Variant`, `variant_id`)
 every key is checked by the marker's own code (`markers.parse_marker`), so it means what the marker key
 means; its `source`/`binary` globs are expanded relative to the rootdir and never leave it (`contained`),
 less what its `exclude` names; its `variants` and its compilation database (`compile_commands`, read by
-compile_commands.py) give one variant per define set. A bad table is one `ManifestError` naming the file,
-the table and the key. How tables combine, and where the manifest is, is manifest.py's. No pytest, no tool
-runs.
+compile_commands.py) give one variant per define set; a PyTorch extension's build (`build_ninja`,
+`torch_extension`: torch_tables.py) gives each file its nvcc flags. A bad table is one `ManifestError` naming
+the file, the table and the key. How tables combine, and where the manifest is, is manifest.py's. No pytest;
+no tool runs but a `torch_extension`'s setup.py (tools/torch_build.py), and that once per setup.py and torch.
 """
 
 from __future__ import annotations
@@ -125,8 +126,8 @@ def read_table(index: int, raw: Mapping[str, Any], label: str, rootdir: Path) ->
     elif databases:
         if binary:
             raise error(databases[0], "a binary is read as it is built: an extension's build is for source")
+        raw = {**raw, "compiler": torch_tables.compiler(raw, error)}  # checked before setup.py runs
         database = torch_tables.database(raw, rootdir, label, error, contained)
-        raw = {**raw, "compiler": torch_tables.compiler(raw, error)}
     files = _files(raw[kind], rootdir, lambda m: error(kind, m)) if kind in raw else tuple(database)
     if databases and kind in raw:
         missing = [f for f in files if f not in database]
