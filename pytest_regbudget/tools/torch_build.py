@@ -17,6 +17,7 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Mapping, Sequence
+from importlib import metadata
 from pathlib import Path
 
 from msgspec import Struct
@@ -87,8 +88,6 @@ class Capture(Struct, frozen=True):
 def torch_version() -> str | None:
     """torch's version as installed for this interpreter (read from its metadata, without importing it:
     that takes seconds), None without torch."""
-    from importlib import metadata
-
     try:
         return metadata.version("torch")
     except metadata.PackageNotFoundError:
