@@ -4,9 +4,10 @@ Owns the records of a table (`Table`) and of a variant (`Variant`, `variant_id`)
 every key is checked by the marker's own code (`markers.parse_marker`), so it means what the marker key
 means; its `source`/`binary` globs are expanded relative to the rootdir and never leave it (`contained`),
 less what its `exclude` names; its `variants` and its compilation database (`compile_commands`, read by
-compile_commands.py) give one variant per define set. A bad table is one `ManifestError` naming the file,
-the table and the key. How tables combine, and where the manifest is, is manifest.py's. No pytest, no tool
-runs.
+compile_commands.py) give one variant per define set; a PyTorch extension's build (`build_ninja`,
+`torch_extension`: torch_tables.py) gives each file its nvcc flags. A bad table is one `ManifestError` naming
+the file, the table and the key. How tables combine, and where the manifest is, is manifest.py's. No pytest;
+no tool runs but a `torch_extension`'s setup.py (tools/torch_build.py), and that once per setup.py and torch.
 """
 
 from __future__ import annotations
@@ -25,10 +26,19 @@ from ..core.text import close_key_hint
 from ..tools.options import CompileOptions
 from ..util.files import one_globstar
 from . import compile_commands as cdb
+from . import torch_tables
 from .markers import BUDGET_KEYS, VALID_KEYS, parse_marker
 
 # Where a table's kernels are, which of them, and their variants; the rest are the marker's keys.
-SELECT_KEYS = ("source", "binary", "exclude", "compile_commands", "kernels", "variants")
+SELECT_KEYS = (
+    "source",
+    "binary",
+    "exclude",
+    "compile_commands",
+    *torch_tables.KEYS,
+    "kernels",
+    "variants",
+)
 # What a variant table may hold besides its defines: its own launch, shared memory, roles and budgets.
 VARIANT_KEYS = ("defines", *BUDGET_KEYS)
 TABLE_KEYS = (*SELECT_KEYS, *(k for k in VALID_KEYS if k not in ("source", "binary", "kernel")))
@@ -94,12 +104,16 @@ def read_table(index: int, raw: Mapping[str, Any], label: str, rootdir: Path) ->
         if key not in TABLE_KEYS:
             hint = close_key_hint(key, TABLE_KEYS)
             raise error(key, f"unknown key{hint}; valid keys: {', '.join(TABLE_KEYS)}")
-    if ("source" in raw) == ("binary" in raw) and not ("compile_commands" in raw and "binary" not in raw):
+    databases = [k for k in ("compile_commands", *torch_tables.SOURCES) if k in raw]
+    if ("source" in raw) == ("binary" in raw) and not (databases and "binary" not in raw):
         both = "give one of them, not both" if "source" in raw else "a table needs one of them"
         raise ManifestError(
-            f"{label}: source (globs of CUDA files to compile), binary (globs of built binaries) or "
-            f"compile_commands (a compilation database): {both}"
+            f"{label}: source (globs of CUDA files to compile), binary (globs of built binaries), "
+            f"compile_commands (a compilation database), build_ninja or torch_extension (a PyTorch "
+            f"extension's build): {both}"
         )
+    if len(databases) > 1:
+        raise error(databases[1], f"give one of {', '.join(databases)}: each names all of a file's flags")
     binary = "binary" in raw
     kind = "binary" if binary else "source"
     if binary and "compiler" in raw:
@@ -109,15 +123,20 @@ def read_table(index: int, raw: Mapping[str, Any], label: str, rootdir: Path) ->
         if binary:
             raise error("compile_commands", "a binary is read as it is built: compile_commands is for source")
         database = _database(raw["compile_commands"], rootdir, lambda m: error("compile_commands", m))
+    elif databases:
+        if binary:
+            raise error(databases[0], "a binary is read as it is built: an extension's build is for source")
+        raw = {**raw, "compiler": torch_tables.compiler(raw, error)}  # checked before setup.py runs
+        database = torch_tables.database(raw, rootdir, label, error, contained)
     files = _files(raw[kind], rootdir, lambda m: error(kind, m)) if kind in raw else tuple(database)
-    if "compile_commands" in raw and kind in raw:
+    if databases and kind in raw:
         missing = [f for f in files if f not in database]
         if missing:
             raise error(
-                "compile_commands",
-                f"{raw['compile_commands']!r} has no entry for {missing[0].relative_to(rootdir).as_posix()}"
+                databases[0],
+                f"{raw[databases[0]]!r} has no entry for {missing[0].relative_to(rootdir).as_posix()}"
                 f"{f' (and {len(missing) - 1} more)' if len(missing) > 1 else ''}: every file of source "
-                "must be in the database (drop source to take the database's files)",
+                "must be in it (drop source to take all of its CUDA files)",
             )
         database = {f: database[f] for f in files}
     excluded = _excluded(raw.get("exclude"), files, rootdir, lambda m: error("exclude", m))

@@ -11,6 +11,8 @@ same tables without the prefix:
     variants = [{NACC = 8}, {NACC = 16}] # optional: one item per define set, or per table
                                          # {defines = {BM = 128}, dynamic_smem = 98304, max_regs = 128}
     compile_commands = "build/compile_commands.json"  # optional: each file's flags, from CMake or Bear
+    # or build_ninja = "build/temp.*/build.ninja", or torch_extension = "setup.py": a PyTorch extension's
+    # own nvcc commands (torch_tables.py)
     spills = 0                           # any marker key
 
 Owns where the file is (`find`, `load`), its top level (`arch`, the list of tables), and which tables apply

@@ -5,6 +5,9 @@ baseline entry records, and the identity that keys the cache and the baseline's 
 
 from __future__ import annotations
 
+import functools
+import sys
+import sysconfig
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import ClassVar, Literal
@@ -88,7 +91,9 @@ class CompileOptions(Struct, frozen=True):
         """
         # The build's defines in one list, as the compilers see them (and as 0.1 keyed them): moving a define
         # between the variant and the build settings changes neither the cache key nor the options_hash.
-        merged = replace(self, defines=self.all_defines(), build_defines=())
+        # Absolute paths in options (a torch build.ninja's words) as a baseline records them (portable_words).
+        words = portable_words(self.options, relative_to) if relative_to is not None else self.options
+        merged = replace(self, defines=self.all_defines(), build_defines=(), options=words)
         every = fields(self)
         values: list[object] = []
         for f in every:
@@ -134,7 +139,7 @@ class CompileOptions(Struct, frozen=True):
         return (
             *(define_flag(k, v) for k, v in self.build_defines if k not in variant),
             *(f"-I{d}" for d in dirs),
-            *self.options,
+            *(portable_words(self.options, relative_to) if relative_to else self.options),
             *(f"-Xptxas={o}" for o in self.ptxas_options),
         )
 
@@ -164,6 +169,57 @@ class CompileOptions(Struct, frozen=True):
             return [f"--gpu-architecture={compute_arch(arch)}", *defines, *includes, *self.options]
         ptxas = [f"-Xptxas={o}" for o in self.ptxas_options]
         return [f"-arch={arch}", *defines, *(f"-I{d}" for d in dirs), *self.options, *ptxas]
+
+
+# Flags that may hold a path glued to them ("-I/x"); in "-isystem /x", the second word is a path itself.
+_PATH_FLAGS = ("-isystem", "-idirafter", "-iquote", "-include", "-I", "-L")
+
+
+def portable_words(words: Sequence[str], rootdir: Path) -> tuple[str, ...]:
+    """Compiler words as a baseline records them and hashes them: each absolute path in them (a word, a
+    flag's glued value, or the value after "=") as `portable_path` writes it (relative under the rootdir,
+    `{torch}/include` inside an installed package), so that the flags a build wrote on one checkout and venv
+    (a torch build.ninja's) read alike on every other. Relative paths and other words are left as they are."""
+    out = []
+    for word in words:
+        name, eq, value = word.partition("=")
+        glued = next((f for f in _PATH_FLAGS if word.startswith(f) and _absolute(word[len(f) :])), None)
+        if _absolute(word):
+            word = _portable(word, rootdir)
+        elif glued is not None:
+            word = glued + _portable(word[len(glued) :], rootdir)
+        elif eq and _absolute(value):
+            word = f"{name}={_portable(value, rootdir)}"
+        out.append(word)
+    return tuple(out)
+
+
+def _absolute(text: str) -> bool:
+    return Path(text).is_absolute()
+
+
+def _portable(path: str, rootdir: Path) -> str:
+    """`portable_path`, and the interpreter's own header dirs, which torch adds to every extension's flags
+    (`sysconfig`'s include; `sys.prefix/include`, a venv's), named as such: they differ by venv and by Python
+    install, and are only recorded, never read back."""
+    found = portable_path(path, rootdir)
+    if not _absolute(found):
+        return found
+    for name, directory in _python_include_dirs():
+        if found == directory or found.startswith(directory + "/"):
+            return name + found[len(directory) :]
+    return found
+
+
+@functools.lru_cache(maxsize=1)
+def _python_include_dirs() -> tuple[tuple[str, str], ...]:
+    """How each of the interpreter's header dirs is recorded, and where it is here (most specific first)."""
+    paths = sysconfig.get_paths()
+    return (
+        ("{python-include}", Path(paths["include"]).as_posix()),
+        ("{python-platinclude}", Path(paths["platinclude"]).as_posix()),
+        ("{sys.prefix}/include", (Path(sys.prefix) / "include").as_posix()),
+    )
 
 
 def define_flag(name: str, value: str | None) -> str:

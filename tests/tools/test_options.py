@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+import sysconfig
 from pathlib import Path
 
 from pytest_regbudget.tools.options import Backend, CompileOptions
@@ -37,3 +39,41 @@ def test_depends_reach_no_compiler() -> None:
     backends: tuple[Backend, ...] = ("nvrtc", "nvcc")
     for backend in backends:
         assert not any("cfg.h" in f for f in OPTIONS.flags(backend, "sm_90", Path("/p")))
+
+
+def test_absolute_paths_in_options_are_recorded_and_hashed_portably(tmp_path: Path) -> None:
+    """A torch build.ninja's words name the checkout and the venv: two of each record and hash alike."""
+
+    def words(root: Path, venv: Path) -> CompileOptions:
+        torch = venv / "lib" / "python3.11" / "site-packages" / "torch" / "include"
+        given = [
+            f"-I{root}/csrc",
+            "-isystem",
+            str(torch),
+            f"--pre-include={root}/pre.h",
+            "-I/opt/cuda/include",
+        ]
+        return CompileOptions.make(options=[*given, "-O3", "-Irelative"])
+
+    a, b = tmp_path / "a", tmp_path / "elsewhere" / "b"
+    first, second = words(a, tmp_path / "venv-a"), words(b, tmp_path / "venv-b")
+    assert first.settings(relative_to=a) == second.settings(relative_to=b)
+    assert first.settings(relative_to=a) == (
+        "-Icsrc",
+        "-isystem",
+        "{torch}/include",
+        "--pre-include=pre.h",
+        "-I/opt/cuda/include",
+        "-O3",
+        "-Irelative",
+    )
+    assert first.identity(relative_to=a) == second.identity(relative_to=b)
+    assert first.identity() != second.identity()  # the cache's key: the paths nvcc is given
+    # The interpreter's own header dirs, which torch adds to every extension, are named as such.
+    here = CompileOptions.make(
+        options=[f"-I{sysconfig.get_paths()['include']}", "-isystem", f"{sys.prefix}/include"]
+    )
+    assert here.settings(relative_to=a) == ("-I{python-include}", "-isystem", "{sys.prefix}/include")
+    # Options without an absolute path hash as they always did.
+    plain = CompileOptions.make(options=["-O3", "--use_fast_math"])
+    assert plain.identity(relative_to=a) == plain.identity()
