@@ -14,21 +14,24 @@ from dataclasses import dataclass
 from functools import cached_property
 from itertools import pairwise
 
-# The table drops its columns in this order while its narrowest form is wider than the terminal
-# (docs/reference/options.md, --regbudget-summary). `test` goes first where a kernel column names each row:
-# pytest's own summary names every failing test. The name, arch, baseline and verdict columns never drop.
+# The table drops its columns in this order while its narrowest form is wider than the terminal; the columns
+# that a run adds (the cluster, the SASS's, the timings) after the usual ones: a run shows them because it
+# asked (docs/reference/options.md, --regbudget-summary). Of `test` and `kernel`, the one that does not tell the rows
+# apart goes first (terminal.summary_lines): pytest's own summary names every failing test. The other name,
+# the arch, the baseline and the verdict never drop.
 DROP_ORDER = (
     "test",
+    "kernel",
     "noise",
     "base ms",
     "drv regs",
     "drv occ",
-    "cluster",
-    "local %",
-    "spill instr loop/all",
     "smem",
     "cliff",
     "stack",
+    "cluster",
+    "local %",
+    "spill instr loop/all",
     "time ms",
     "ratio",
     "occupancy",
@@ -79,10 +82,11 @@ class Shape:
 _ALONE = Shape()
 
 
-def cut_name(text: str, width: int, shape: Shape = _ALONE) -> str:
+def cut_name(text: str, width: int, shape: Shape = _ALONE, *, whole_words: bool = False) -> str:
     """`text` in `width` characters. The parts it shares with its family go first, down to a short lead, so
     that what differs (template arguments, a test's parameters) stays; with none shared, the middle goes
-    (the start and the [arch] or closing arguments stay)."""
+    (the start and the [arch] or closing arguments stay). `whole_words`: "" rather than a family's name cut
+    through its arguments' middle, where shortening its words is not enough."""
     n = len(text)
     if n <= width:
         return text
@@ -97,7 +101,12 @@ def cut_name(text: str, width: int, shape: Shape = _ALONE) -> str:
         if not head and not tail:
             return middle_cut(text, width)
         pieces = pieces or [(p, len(p) if i % 2 else _WORD_KEPT) for i, p in enumerate(_PARTS.split(core))]
-        return _lead(head, least_head) + _squeeze(pieces, max(room, 5)) + _trail(tail, least_tail)
+        squeezed = _squeeze(pieces, max(room, 5))
+        if squeezed is None:
+            if whole_words and shape.core:
+                return ""
+            squeezed = middle_cut("".join(text for text, _ in pieces), max(room, 5))
+        return _lead(head, least_head) + squeezed + _trail(tail, least_tail)
     extra = room - len(core)
     # A short shared end (`>[sm_80]`) whole before more of the start: it closes what the core opens.
     t = least_tail + (len(tail) - least_tail if len(tail) - least_tail <= extra else 0)
@@ -107,15 +116,15 @@ def cut_name(text: str, width: int, shape: Shape = _ALONE) -> str:
     return _lead(head, h) + core + _trail(tail, t)
 
 
-def _squeeze(pieces: list[tuple[str, int]], width: int) -> str:
+def _squeeze(pieces: list[tuple[str, int]], width: int) -> str | None:
     """The pieces in `width` characters: the longest words shortened first (`__nv_bfloat16` to `__nv..`),
-    none below its least, so that every argument keeps its place; the middle cut where that is not enough."""
+    none below its least, so that every argument keeps its place; None where that is not enough."""
     texts = [text for text, _ in pieces]
     over = sum(map(len, texts)) - width
     while over > 0:
         can = [i for i, (text, least) in enumerate(pieces) if len(texts[i]) == len(text) > least + 2]
         if not can:
-            return middle_cut("".join(texts), width)
+            return None
         i = max(can, key=lambda j: len(texts[j]))
         text, least = pieces[i]
         texts[i] = text[: max(least, len(text) - 2 - over)] + ".."
@@ -203,15 +212,16 @@ def _pieces(split: list[str], least: list[int], start: int, stop: int) -> tuple[
 
 @dataclass
 class Column:
-    """One column of the table: its header and each row's cell, in the forms it can take, fullest first.
-    A name column cuts its names instead (cut_name), never one of NAME_KEPT characters or fewer, and never
-    so short that two of its names read alike."""
+    """One column of the table: its header (and a shorter one, `short`) and each row's cell, in the forms it
+    can take, fullest first. A name column cuts its names instead (cut_name), never one of NAME_KEPT
+    characters or fewer, and never so short that two of its names read alike."""
 
     header: str
     forms: list[Sequence[str]]
     right: bool = False
     name: bool = False
     droppable: bool = True
+    short: str = ""
 
     def __post_init__(self) -> None:
         self.natural = max(len(self.header), *(len(f[0]) for f in self.forms))
@@ -225,7 +235,7 @@ class Column:
         """The narrowest this column gets: its shortest forms; for names, the narrowest width at which no two
         read alike (found by halving: the full width always tells them apart)."""
         if not self.name:
-            return max(len(self.header), *(len(f[-1]) for f in self.forms))
+            return max(len(self.short or self.header), *(len(f[-1]) for f in self.forms))
         low = max(len(self.header), min(self.natural, NAME_KEPT))
         if self._apart(low):
             return low
@@ -236,7 +246,12 @@ class Column:
         return high
 
     def _apart(self, width: int) -> bool:
-        return len({cut_name(n, width, shape) for n, shape in self.shapes.items()}) == len(self.shapes)
+        cuts = {cut_name(n, width, shape, whole_words=True) for n, shape in self.shapes.items()}
+        return len(cuts) == len(self.shapes) and "" not in cuts
+
+    def widths(self, header: bool) -> set[int]:
+        """The widths at which a form of a cell (or the header) is whole."""
+        return {len(self.header)} if header else {len(f) for forms in self.forms for f in forms}
 
     def cell(self, row: int, width: int) -> str:
         forms = self.forms[row]
@@ -266,11 +281,22 @@ def fit(columns: Sequence[Column], width: int | None) -> list[tuple[Column, int]
             break
         kept = [c for c in kept if c.header != header or not c.droppable]
     widths = {id(c): c.least for c in kept}
-    room = width - line_width(widths.values())
-    for column in sorted(kept, key=lambda c: not c.name):  # names first: they say which row is which
-        grow = max(0, min(room, column.natural - widths[id(column)]))
-        widths[id(column)] += grow
-        room -= grow
+    room = max(0, width - line_width(widths.values()))
+    # The room left goes to the names first (they say which row is which), then to the columns that never
+    # drop (more baseline changes), then to the others, the last to drop first; a column other than a name
+    # grows only to a width where a form of its cells, and after every cell its header, is whole.
+    rank = {h: i for i, h in enumerate(reversed(DROP_ORDER))}
+    order = sorted(kept, key=lambda c: (not c.name, c.droppable, rank.get(c.header, 0)))
+    for headers in (False, True):
+        for column in order:
+            now = widths[id(column)]
+            if column.name:
+                fits = [min(now + room, column.natural)]
+            else:
+                fits = [n for n in column.widths(headers) if now < n <= now + room]
+            grow = max(fits, default=now) - now
+            widths[id(column)] += grow
+            room -= grow
     return [(c, widths[id(c)]) for c in kept]
 
 
@@ -288,7 +314,7 @@ def render(columns: Sequence[Column], width: int | None, guard: Callable[[str], 
 
     rows = len(fitted[0][0].forms)
     return [
-        fmt(column.header for column, _ in fitted),
+        fmt(c.header if len(c.header) <= w else c.short for c, w in fitted),
         fmt("-" * w for _, w in fitted),
         *(guard(fmt(column.cell(row, w) for column, w in fitted)) for row in range(rows)),
     ]

@@ -45,6 +45,19 @@ def regs_cell(rec: ReportRecord) -> str:
     return f"{rec['registers']} ({shown}: ignored by ptxas)" if ignored else f"{rec['registers']} ({shown})"
 
 
+def _occupancy_forms(rec: ReportRecord) -> tuple[str, ...]:
+    """The occupancy cell, and without its block size (`25% TMEM`): the launch is the marker's."""
+    full = occupancy_cell(rec)
+    short = full.replace(f" @{rec['launch'][0]}", "", 1) if rec["launch"] else full
+    return (full, short) if short != full else (full,)
+
+
+def _regs_forms(rec: ReportRecord) -> tuple[str, ...]:
+    """The regs cell, and where ptxas dropped the warpgroup roles, that said in fewer words."""
+    full = regs_cell(rec)
+    return (full, f"{rec['registers']} (roles ignored)") if full.endswith(": ignored by ptxas)") else (full,)
+
+
 def _messages_note(rec: ReportRecord) -> str:
     count = len(rec.get("ptxas_messages") or [])
     return f", {count} ptxas msg" if count else ""
@@ -201,11 +214,11 @@ def summary_lines(
         layout.Column("test", [(n,) for n in names], name=True),
         layout.Column("kernel", [(k,) for k in kernels], name=True, droppable=False),
         column("arch", lambda r: one_line(r["arch"])),
-        column("regs", regs_cell, right=True),
-        column("spill st/ld", spills_cell),
+        layout.Column("regs", [_regs_forms(rec) for rec in records], right=True),
+        layout.Column("spill st/ld", [(spills_cell(rec),) for rec in records], short="spills"),
         column("stack", lambda r: cell(r["stack_frame"]), right=True),
         column("smem", lambda r: cell(r["shared_mem"]), right=True),
-        column("occupancy", occupancy_cell),
+        layout.Column("occupancy", [_occupancy_forms(rec) for rec in records], short="occ"),
         column("cliff", cells.cliff_cell),
         layout.Column("baseline", [cells.baseline_forms(rec) for rec in records]),
         layout.Column("verdict", [_verdict_forms(rec) for rec in records]),
@@ -218,7 +231,12 @@ def summary_lines(
         del columns[1]
         columns[0].droppable = False
     elif len({(k, r["arch"]) for k, r in zip(kernels, records, strict=True)}) < len(records):
-        columns[0].droppable = False  # two tests measure one kernel: only the test tells their rows apart
+        # Two tests measure one kernel on one arch (two variants): the test tells the rows apart, and where it
+        # does alone, the kernel column goes first instead.
+        columns[0].droppable = False
+        columns[1].droppable = len({(n, r["arch"]) for n, r in zip(names, records, strict=True)}) == len(
+            records
+        )
     at = 1 + [c.header for c in columns].index("spill st/ld")
     if any(rec["spill_instructions"] is not None for rec in records):
         columns[at:at] = [

@@ -259,11 +259,12 @@ def test_summary_matches_the_getting_started_table_for_a_regression() -> None:
         "test_poly_eval  poly_eval  sm_90   126  0/0              0     0  25% @256   +2/-46  regs +24  "
         "FAILED",
     ]
-    # At pytest's width in CI (COLUMNS=80) the test column goes first: the kernel names the row.
+    # At pytest's width in CI (COLUMNS=80) the test column goes first (the kernel names the row), and two
+    # headers take their short forms.
     assert summary_lines([failed_poly()], width=80) == [
-        "kernel     arch   regs  spill st/ld  stack  occupancy  cliff   baseline  verdict",
-        "---------  -----  ----  -----------  -----  ---------  ------  --------  -------",
-        "poly_eval  sm_90   126  0/0              0  25% @256   +2/-46  regs +24  FAILED",
+        "kernel     arch   regs  spills  stack  smem  occ       cliff   baseline  verdict",
+        "---------  -----  ----  ------  -----  ----  --------  ------  --------  -------",
+        "poly_eval  sm_90   126  0/0         0     0  25% @256  +2/-46  regs +24  FAILED",
     ]
 
 
@@ -363,11 +364,24 @@ def test_summary_table_drops_the_test_column_first_where_a_kernel_column_names_e
         failed_poly(), nodeid="tests/test_kernels.py::test_other[sm_90]", kernel="other_kernel"
     )
     lines = summary_lines([a, b], width=80)
-    assert columns(lines[0]) == [h for h in BASE_HEADER if h not in ("test", "smem", "cliff")]
+    assert columns(lines[0]) == [
+        "kernel",
+        "arch",
+        "regs",
+        "spills",
+        "stack",
+        "smem",
+        "occ",
+        "cliff",
+        "baseline",
+        "verdict",
+    ]
     assert max(map(len, lines)) <= 80
-    # Two tests of one kernel and arch: only the test tells their rows apart, so it stays.
+    # Two tests of one kernel and arch: only the test tells their rows apart, so it stays, and the kernel
+    # column goes first instead.
     twice = summary_lines([a, replace_record(a, nodeid="tests/test_kernels.py::test_b[sm_90]")], width=80)
-    assert columns(twice[0])[:2] == ["test", "kernel"]
+    assert columns(twice[0])[:2] == ["test", "arch"]
+    assert [columns(row)[0] for row in twice[2:]] == ["test_b", "test_poly_eval"]
     assert max(map(len, twice)) <= 80
 
 
