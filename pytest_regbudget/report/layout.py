@@ -16,9 +16,9 @@ from itertools import pairwise
 
 # The table drops its columns in this order while its narrowest form is wider than the terminal; the columns
 # that a run adds (the cluster, the SASS's, the timings) after the usual ones: a run shows them because it
-# asked (docs/reference/options.md, --regbudget-summary). Of `test` and `kernel`, the one that does not tell the rows
-# apart goes first (terminal.summary_lines): pytest's own summary names every failing test. The other name,
-# the arch, the baseline and the verdict never drop.
+# asked (docs/reference/options.md, --regbudget-summary). Of `test` and `kernel`, the one that does not tell
+# the rows apart goes first (terminal.summary_lines): pytest's own summary names every failing test. The
+# other name, the arch, the baseline and the verdict never drop.
 DROP_ORDER = (
     "test",
     "kernel",
