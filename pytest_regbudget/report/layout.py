@@ -222,6 +222,7 @@ class Column:
     name: bool = False
     droppable: bool = True
     short: str = ""
+    uniform: bool = False  # every row in the same form (an occupancy column either has block sizes or not)
 
     def __post_init__(self) -> None:
         self.natural = max(len(self.header), *(len(f[0]) for f in self.forms))
@@ -251,10 +252,21 @@ class Column:
 
     def widths(self, header: bool) -> set[int]:
         """The widths at which a form of a cell (or the header) is whole."""
-        return {len(self.header)} if header else {len(f) for forms in self.forms for f in forms}
+        if header:
+            return {len(self.header)}
+        if self.uniform:
+            return {self._level_width(level) for level in range(max(map(len, self.forms)))}
+        return {len(f) for forms in self.forms for f in forms}
+
+    def _level_width(self, level: int) -> int:
+        return max(len(forms[min(level, len(forms) - 1)]) for forms in self.forms)
 
     def cell(self, row: int, width: int) -> str:
         forms = self.forms[row]
+        if self.uniform:
+            levels = range(max(map(len, self.forms)))
+            level = next((k for k in levels if self._level_width(k) <= width), levels[-1])
+            return forms[min(level, len(forms) - 1)]
         if len(forms[0]) <= width:
             return forms[0]
         if self.name:

@@ -218,7 +218,7 @@ def summary_lines(
         layout.Column("spill st/ld", [(spills_cell(rec),) for rec in records], short="spills"),
         column("stack", lambda r: cell(r["stack_frame"]), right=True),
         column("smem", lambda r: cell(r["shared_mem"]), right=True),
-        layout.Column("occupancy", [_occupancy_forms(rec) for rec in records], short="occ"),
+        layout.Column("occupancy", [_occupancy_forms(rec) for rec in records], short="occ", uniform=True),
         column("cliff", cells.cliff_cell),
         layout.Column("baseline", [cells.baseline_forms(rec) for rec in records]),
         layout.Column("verdict", [_verdict_forms(rec) for rec in records]),
