@@ -77,3 +77,29 @@ def test_a_failing_kernel_is_one_row_per_arch_within_80_columns(
     # The passing kernel's rows, one per arch; the test column, the first to go, is gone.
     assert len([r for r in rows if r.startswith("saxpy ") and r.endswith(" ok")]) == 2
     assert "test_saxpy" not in "\n".join(rows)
+
+    # -vv, as pytest's own: every column and every change in full, whatever the width.
+    full = section(pytester.runpytest("-vv", *archs).stdout.str())
+    header = next(line for line in full if line.startswith("test "))
+    assert header.split() == [
+        "test",
+        "kernel",
+        "arch",
+        "regs",
+        "spill",
+        "st/ld",
+        "stack",
+        "smem",
+        "occupancy",
+        "cliff",
+        "baseline",
+        "verdict",
+    ]
+    for rec in failed:
+        (row,) = [r for r in full if r.startswith("test_poly ") and f" {rec['arch']} " in r]
+        worse = [
+            f"{BY_NAME[d['metric']].column} {d['delta']:+g}" for d in rec["deltas"] if d["verdict"] == "worse"
+        ]
+        assert ", ".join(worse) in row
+        assert "more" not in row
+    assert max(map(len, full)) > WIDTH
