@@ -255,17 +255,21 @@ class Column:
         if header:
             return {len(self.header)}
         if self.uniform:
-            return {self._level_width(level) for level in range(max(map(len, self.forms)))}
+            return set(self._level_widths)
         return {len(f) for forms in self.forms for f in forms}
 
     def _level_width(self, level: int) -> int:
         return max(len(forms[min(level, len(forms) - 1)]) for forms in self.forms)
 
+    @cached_property
+    def _level_widths(self) -> list[int]:
+        return [self._level_width(level) for level in range(max(map(len, self.forms)))]
+
     def cell(self, row: int, width: int) -> str:
         forms = self.forms[row]
         if self.uniform:
-            levels = range(max(map(len, self.forms)))
-            level = next((k for k in levels if self._level_width(k) <= width), levels[-1])
+            widths = self._level_widths
+            level = next((k for k, w in enumerate(widths) if w <= width), len(widths) - 1)
             return forms[min(level, len(forms) - 1)]
         if len(forms[0]) <= width:
             return forms[0]
