@@ -80,8 +80,8 @@ def test_a_failing_kernel_is_one_row_per_arch_within_80_columns(
 
     # -vv, as pytest's own: every column and every change in full, whatever the width.
     full = section(pytester.runpytest("-vv", *archs).stdout.str())
-    header = next(line for line in full if line.startswith("test "))
-    assert header.split() == [
+    full_header = next(line for line in full if line.startswith("test "))
+    assert full_header.split() == [
         "test",
         "kernel",
         "arch",
