@@ -43,6 +43,21 @@ def _private_compile_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator
         os.environ["REGBUDGET_CACHE_DIR"] = old
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _wide_terminal() -> Iterator[None]:
+    """pytest's width for the runs the tests start (pytester's and subprocesses'): 400 columns, so that a
+    test that reads a line of the `regbudget` section reads it whole. The section wraps its prose and fits
+    its table to the width (report/layout.py); tests/report/test_layout.py and
+    integration/test_terminal_width.py (at COLUMNS=80, as in CI) check that, and the docs' runs use 80."""
+    old = os.environ.get("COLUMNS")
+    os.environ["COLUMNS"] = "400"
+    yield
+    if old is None:
+        os.environ.pop("COLUMNS", None)
+    else:
+        os.environ["COLUMNS"] = old
+
+
 @pytest.fixture(scope="session")
 def nvcc_found() -> None:
     """Skips a test that builds with nvcc where there is none (no nvcc wheel, no toolkit)."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from ..core.errors import CompileError, ToolchainError, Unbuildable
 from ..core.text import safe_block
+from ..report.layout import wrap
 from ..report.terminal import (
     compilers_line,
     empty_binaries_line,
@@ -89,7 +90,11 @@ def lines(session: RegbudgetSession, mode: str = "changes", width: int | None = 
     # Every line but the annotations quotes outside text (paths, OS errors, names, ids): each is guarded
     # here, where the section leaves (core/text.py), so that none reads as a workflow command. The
     # annotations are the run's own commands, their text escaped as a command's data and properties.
+    # Prose wraps at spaces within the width (the table fits it by itself); the annotations never do.
     return [
         *annotations,
-        *(safe_block(line) for line in [*finish, *summary_table(records, mode=mode, width=width)]),
+        *(
+            safe_block(line)
+            for line in [*wrap(finish, width), *summary_table(records, mode=mode, width=width)]
+        ),
     ]

@@ -366,9 +366,8 @@ def _compile_marker_kernel(session: RegbudgetSession, state: ItemState, nodeid: 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
     verbosity = config.get_verbosity()
     mode = config.getoption("regbudget_summary") or ("all" if verbosity > 0 else "changes")
-    # Capped to the terminal as pytest's own lines are (COLUMNS sets it where there is none); -vv as pytest's
-    # diffs: whole.
-    # diffs: whole. pytest's TerminalReporter has no public width; its writer's is what write_sep uses.
+    # Fitted to the terminal as pytest's own lines are (COLUMNS sets it where there is none: 80 in CI); -vv
+    # as pytest's diffs: whole. pytest's TerminalReporter has no public width; write_sep uses its writer's.
     width = None if verbosity > 1 else int(terminalreporter._tw.fullwidth)
     lines = summary.lines(session_of(config), mode, width)
     if lines:

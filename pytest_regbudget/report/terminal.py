@@ -13,35 +13,15 @@ from pathlib import Path
 from ..core.baseline import Key
 from ..core.baseline_schema import key_text, release_label
 from ..core.kernel_report import delta_text
-from ..core.metrics import BY_NAME
 from ..core.text import one_line, safe_block
-from . import cells
+from . import cells, layout
 from .counts import counts_line
-from .record import DeltaRecord, ReportRecord, sorted_records, spills
-
-
-def _delta_cell(d: DeltaRecord) -> str:
-    """`regs +8`, `occ -6pt`: a change, by the metric's column name."""
-    metric = BY_NAME.get(d["metric"])
-    name = d["metric"] if metric is None else metric.column
-    if metric is not None and metric.unit == "fraction":
-        return f"{name} {d['delta'] * 100:+.0f}pt"
-    return f"{name} {d['delta']:+g}"
+from .record import ReportRecord, sorted_records, spills
 
 
 def baseline_cell(rec: ReportRecord) -> str:
-    status = rec["baseline_status"]
-    if status == "none" or rec["registers"] is None:
-        return "-"
-    if status == "new":
-        return "new"
-    if status == "new-release":
-        return f"new for {one_line(rec['release'])} (entries: {one_line(', '.join(rec['other_releases']))})"
-    cells = ", ".join(_delta_cell(d) for d in rec["deltas"]) or "="
-    if status == "toolkit-mismatch":
-        old = rec["baseline"]["ptxas"] if rec["baseline"] else "?"
-        return f"{cells} (ptxas {one_line(str(old))}, not enforced)"
-    return f"{cells} (options changed)" if rec["options_changed"] else cells
+    """The baseline cell in full (the HTML report's and pytest -vv's): every change, failing ones first."""
+    return cells.baseline_forms(rec)[0]
 
 
 def cell(value: object) -> str:
@@ -64,6 +44,19 @@ def regs_cell(rec: ReportRecord) -> str:
     shown = ", ".join(f"{d} {n}" for d, n in roles)
     # The PTX asks for the roles; once dropped the kernel runs at its entry count throughout.
     return f"{rec['registers']} ({shown}: ignored by ptxas)" if ignored else f"{rec['registers']} ({shown})"
+
+
+def _occupancy_forms(rec: ReportRecord) -> tuple[str, ...]:
+    """The occupancy cell, and without its block size (`25% TMEM`): the launch is the marker's."""
+    full = occupancy_cell(rec)
+    short = full.replace(f" @{rec['launch'][0]}", "", 1) if rec["launch"] else full
+    return (full, short) if short != full else (full,)
+
+
+def _regs_forms(rec: ReportRecord) -> tuple[str, ...]:
+    """The regs cell, and where ptxas dropped the warpgroup roles, that said in fewer words."""
+    full = regs_cell(rec)
+    return (full, f"{rec['registers']} (roles ignored)") if full.endswith(": ignored by ptxas)") else (full,)
 
 
 def _messages_note(rec: ReportRecord) -> str:
@@ -129,8 +122,6 @@ def enforced_line(
 # rows, then a count of the rest; "all" (or pytest -v): every row; "failures": failing rows only.
 SUMMARY_MODES = ("changes", "all", "failures")
 _FAILING = ("failed", "error")
-# The narrowest a shrunk column gets: a name cut shorter than this no longer says which kernel it is.
-_MIN_CELL = 32
 
 
 def _attention(rec: ReportRecord) -> int:
@@ -140,7 +131,8 @@ def _attention(rec: ReportRecord) -> int:
         return 3
     if rec["outcome"] != "passed":
         return 2
-    if rec["baseline_status"] == "compared" and not rec["deltas"] and not rec["options_changed"]:
+    # Build settings alone change no number: the run names them once (settings_lines), not per row.
+    if rec["baseline_status"] == "compared" and not rec["deltas"]:
         return 0
     return 1
 
@@ -192,108 +184,85 @@ def _test_cells(records: Sequence[ReportRecord]) -> dict[str, str]:
     }
 
 
-def _cut(text: str, width: int) -> str:
-    """`text` in `width` characters, its middle replaced by "...": a name's start and its template
-    arguments and [arch] are what tell it from its neighbours."""
-    if len(text) <= width:
-        return text
-    tail = (width - 3) // 2
-    return text[: width - 3 - tail] + "..." + text[len(text) - tail :]
-
-
-def _fit(widths: list[int], header: Sequence[str], width: int | None) -> list[int]:
-    """Column widths that fit in `width` characters, narrowing the wider name column first (never below
-    _MIN_CELL); as they are when they fit or cannot. Numbers and baseline changes are never cut: they are
-    what the row says."""
-    if width is None:
-        return widths
-    widths = list(widths)
-    flexible = [i for i, h in enumerate(header) if h in ("test", "kernel")]
-    while (over := sum(widths) + 2 * (len(widths) - 1) - width) > 0:
-        i = max(flexible, key=lambda j: widths[j])
-        if widths[i] <= _MIN_CELL:
-            break
-        others = max((widths[j] for j in flexible if j != i), default=_MIN_CELL)
-        widths[i] = max(_MIN_CELL, widths[i] - over, min(widths[i] - 1, others))
-    return widths
-
-
 def summary_lines(
     records: Sequence[ReportRecord],
     *,
     width: int | None = None,
     names_from: Sequence[ReportRecord] | None = None,
 ) -> list[str]:
-    """A fixed-width table, one row per (test, kernel, arch) in test order, failures last, at most `width`
-    characters wide. `names_from`: the records whose test names decide which need their file to tell them
-    apart (default: `records`)."""
+    """A fixed-width table, one line per (test, kernel, arch) in test order, failures last, at most `width`
+    characters wide (report/layout.py: columns drop, names are cut, the baseline cell counts what it leaves
+    out); every column in full where `width` is None. `names_from`: the records whose test names decide
+    which need their file to tell them apart (default: `records`)."""
     if not records:
         return []
     records = sorted(sorted_records(records), key=_attention)
     tests = _test_cells(names_from if names_from is not None else records)
-    header: tuple[str, ...] = (
-        "test",
-        "kernel",
-        "arch",
-        "regs",
-        "spill st/ld",
-        "stack",
-        "smem",
-        "occupancy",
-        "cliff",
-        "baseline",
-        "verdict",
-    )
-    rows: list[tuple[str, ...]] = []
-    for rec in records:
-        occ = occupancy_cell(rec)
-        rows.append(
-            (
-                one_line(tests.get(rec["nodeid"], rec["nodeid"].split("::", 1)[-1])),
-                one_line(rec["kernel"]),
-                one_line(rec["arch"]),
-                regs_cell(rec),
-                spills_cell(rec),
-                cell(rec["stack_frame"]),
-                cell(rec["shared_mem"]),
-                occ,
-                cells.cliff_cell(rec),
-                baseline_cell(rec),
-                (rec["outcome"].upper() if rec["outcome"] != "passed" else "ok") + _messages_note(rec),
-            )
+    names = [
+        _without_arch(
+            one_line(tests.get(rec["nodeid"], rec["nodeid"].split("::", 1)[-1])), one_line(rec["arch"])
         )
-    if all(row[0].startswith(row[1]) for row in rows):
-        # Each test is named after its kernel (a manifest's items, a fixture's default): say it once.
-        header, rows = header[:1] + header[2:], [row[:1] + row[2:] for row in rows]
-    numeric = {"regs", "stack", "smem", "local %"}
+        for rec in records
+    ]
+    kernels = [one_line(rec["kernel"]) for rec in records]
+
+    def column(header: str, cell_of: Callable[[ReportRecord], str], right: bool = False) -> layout.Column:
+        return layout.Column(header, [(cell_of(rec),) for rec in records], right=right)
+
+    columns = [
+        layout.Column("test", [(n,) for n in names], name=True),
+        layout.Column("kernel", [(k,) for k in kernels], name=True, droppable=False),
+        column("arch", lambda r: one_line(r["arch"])),
+        layout.Column("regs", [_regs_forms(rec) for rec in records], right=True),
+        layout.Column("spill st/ld", [(spills_cell(rec),) for rec in records], short="spills"),
+        column("stack", lambda r: cell(r["stack_frame"]), right=True),
+        column("smem", lambda r: cell(r["shared_mem"]), right=True),
+        layout.Column("occupancy", [_occupancy_forms(rec) for rec in records], short="occ", uniform=True),
+        column("cliff", cells.cliff_cell),
+        layout.Column("baseline", [cells.baseline_forms(rec) for rec in records]),
+        layout.Column("verdict", [_verdict_forms(rec) for rec in records]),
+    ]
+    columns[-2].droppable = columns[-1].droppable = columns[2].droppable = False
+    if names == kernels:
+        del columns[0]  # each test is its kernel (a manifest's items): the kernel column says it
+    elif all(n.startswith(k) for n, k in zip(names, kernels, strict=True)):
+        # Each test is named after its kernel (a fixture's default, a variant's): say it once.
+        del columns[1]
+        columns[0].droppable = False
+    elif len({(k, r["arch"]) for k, r in zip(kernels, records, strict=True)}) < len(records):
+        # Two tests measure one kernel on one arch (two variants): the test tells the rows apart, and where it
+        # does alone, the kernel column goes first instead.
+        columns[0].droppable = False
+        columns[1].droppable = len({(n, r["arch"]) for n, r in zip(names, records, strict=True)}) == len(
+            records
+        )
+    at = 1 + [c.header for c in columns].index("spill st/ld")
     if any(rec["spill_instructions"] is not None for rec in records):
-        at = header.index("spill st/ld") + 1
-        header = (*header[:at], "spill instr loop/all", "local %", *header[at:])
-        rows = [
-            (*row[:at], cells.sass_cell(rec), cells.share_cell(rec), *row[at:])
-            for row, rec in zip(rows, records, strict=True)
+        columns[at:at] = [
+            column("spill instr loop/all", cells.sass_cell),
+            column("local %", cells.share_cell, right=True),
         ]
     if any(rec.get("cluster") for rec in records):
-        at = header.index("occupancy") + 1
-        header = (*header[:at], "cluster", *header[at:])
-        rows = [
-            (*row[:at], cells.cluster_cell(rec), *row[at:]) for row, rec in zip(rows, records, strict=True)
-        ]
+        at = 1 + [c.header for c in columns].index("occupancy")
+        columns.insert(at, column("cluster", cells.cluster_cell))
     if any(rec["gpu_device"] for rec in records):
-        header, rows = _with_gpu_columns(header, rows, records)
-    widths = _fit([max(len(h), *(len(row[i]) for row in rows)) for i, h in enumerate(header)], header, width)
-    # Right-justified by name: optional columns (SASS, GPU) shift the positions.
-    right = [h in numeric for h in header]
-
-    def fmt(row: Iterable[str]) -> str:
-        cells = [
-            _cut(c, w).rjust(w) if r else _cut(c, w).ljust(w)
-            for c, w, r in zip(row, widths, right, strict=True)
-        ]
-        return "  ".join(cells).rstrip()
-
+        columns[-1:-1] = _gpu_columns(records)
     # The test column leads each row: a non-Python item's id could start with "::".
-    return [fmt(header), fmt("-" * w for w in widths), *(safe_block(fmt(row)) for row in rows)]
+    return layout.render(columns, width, safe_block)
+
+
+def _without_arch(test: str, arch: str) -> str:
+    """A test's id without the arch the plugin added to it (`k[sm_90]` is `k`, `t[4-sm_90]` is `t[4]`): the
+    arch column says it."""
+    if test.endswith(f"[{arch}]"):
+        return test[: -len(arch) - 2]
+    return test[: -len(arch) - 2] + "]" if test.endswith(f"-{arch}]") else test
+
+
+def _verdict_forms(rec: ReportRecord) -> tuple[str, ...]:
+    verdict = rec["outcome"].upper() if rec["outcome"] != "passed" else "ok"
+    note = _messages_note(rec)
+    return (verdict + note, verdict) if note else (verdict,)
 
 
 def occupancy_cell(rec: ReportRecord) -> str:
@@ -311,25 +280,20 @@ def occupancy_cell(rec: ReportRecord) -> str:
     return f"{occ:.0%} @{rec['launch'][0]}{mark}"
 
 
-def _with_gpu_columns(
-    header: tuple[str, ...], rows: list[tuple[str, ...]], records: list[ReportRecord]
-) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
+def _gpu_columns(records: Sequence[ReportRecord]) -> list[layout.Column]:
     """Occupancy and time side by side: either alone can be made to look like an improvement."""
-    extra = ("drv regs", "drv occ", "time ms", "noise", "base ms", "ratio")
-    out = []
-    for row, rec in zip(rows, records, strict=True):
-        occ = rec["driver_occupancy"]
-        t, base, ratio = rec["time_ms"], rec["baseline_time_ms"], rec["time_ratio"]
-        cells = (
-            cell(rec["driver_registers"]),
-            "-" if occ is None else f"{occ:.0%}",
-            "-" if t is None else f"{t:.4g}",
-            "-" if rec["noise"] is None else f"{rec['noise']:.1%}",
-            "-" if base is None else f"{base:.4g}",
-            "-" if ratio is None else f"x{ratio:.3f}",
-        )
-        out.append((*row[:-1], *cells, row[-1]))
-    return (*header[:-1], *extra, header[-1]), out
+
+    def column(header: str, cell_of: Callable[[ReportRecord], str]) -> layout.Column:
+        return layout.Column(header, [(cell_of(rec),) for rec in records])
+
+    return [
+        column("drv regs", lambda r: cell(r["driver_registers"])),
+        column("drv occ", lambda r: "-" if r["driver_occupancy"] is None else f"{r['driver_occupancy']:.0%}"),
+        column("time ms", lambda r: "-" if r["time_ms"] is None else f"{r['time_ms']:.4g}"),
+        column("noise", lambda r: "-" if r["noise"] is None else f"{r['noise']:.1%}"),
+        column("base ms", lambda r: "-" if r["baseline_time_ms"] is None else f"{r['baseline_time_ms']:.4g}"),
+        column("ratio", lambda r: "-" if r["time_ratio"] is None else f"x{r['time_ratio']:.3f}"),
+    ]
 
 
 def _label(rec: ReportRecord) -> str:

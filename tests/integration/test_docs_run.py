@@ -9,7 +9,10 @@ How a page is read (docs/contributing.md, "Pages that run"):
   lines, and `...` inside a line standing for any text;
 - a `bash` block's lines run and must succeed; a `python` block without a title runs with the suite's Python;
 - `pip install` lines are skipped: the plugin is installed already; every other block only illustrates.
-Absolute paths, durations and the number of compile threads are not compared: they differ by machine.
+Absolute paths, durations and the number of compile threads are not compared: they differ by machine. The
+`regbudget` section wraps its prose at the width (COLUMNS=80, as in CI), where a path's length moves the
+breaks: a line that starts with spaces is compared as part of the line above it, on the page and in the
+output.
 """
 
 from __future__ import annotations
@@ -79,15 +82,27 @@ def _line_pattern(expected: str) -> re.Pattern[str]:
     return re.compile(".*".join(re.escape(part) for part in normalize(expected).split("...")))
 
 
+def unwrapped(lines: list[str]) -> list[str]:
+    """`lines` with each that starts with spaces (a wrapped line's continuation) joined to the one above."""
+    out: list[str] = []
+    for line in lines:
+        if line.startswith(" ") and out and line.strip() != "...":
+            out[-1] = out[-1].rstrip() + " " + line.strip()
+        else:
+            out.append(line)
+    return out
+
+
 def missing_output(expected: str, actual: str) -> str | None:
     """None when `actual` shows every expected line as the page's rules say, else what was not found."""
-    got = [normalize(line) for line in actual.splitlines() if line.strip()]
+    got = [normalize(line) for line in unwrapped([line for line in actual.splitlines() if line.strip()])]
     stretches: list[list[str]] = [[]]
     for line in expected.splitlines():
         if line.strip() == "...":
             stretches.append([])
         elif line.strip():
             stretches[-1].append(line)
+    stretches = [unwrapped(stretch) for stretch in stretches]
     at = 0
     for stretch in filter(None, stretches):
         patterns = [_line_pattern(line) for line in stretch]
@@ -214,6 +229,15 @@ compile cache /home/ci/.cache/pytest-regbudget: 3 hits, 0 misses (4 compile thre
     assert missing_output("compile cache /x: 2 hits, 0 misses (2 compile thread(s))", actual) is not None
     assert missing_output("=== 1 failed in 0.21s ===\n...\nheader", actual) is not None
     assert missing_output("header\n=== 1 failed in 0.21s ===", actual) is not None
+    # Prose wrapped elsewhere than the page wraps it (a longer path) reads as the same line; other words not.
+    wrapped = "compile cache /tmp/a/much/longer/path: 3 hits,\n    0 misses (4 compile thread(s))\n"
+    assert (
+        missing_output("compile cache /home/you/x: 3 hits, 0 misses\n    (2 compile thread(s))", wrapped)
+        is None
+    )
+    assert (
+        missing_output("compile cache /x: 3 hits,\n    1 misses (2 compile thread(s))", wrapped) is not None
+    )
 
 
 def test_a_drifted_page_fails(tmp_path: Path) -> None:

@@ -185,7 +185,6 @@ def test_every_face_says_the_same_counts_and_the_comment_gives_each_check_one_ro
     assert re.fullmatch(r"\*\*spill st \d+ -> \d+ \(\+\d+\), .*\*\*, regs 40 -> 32 \(-8\), .*", median[4])
 
 
-@pytest.mark.skip(reason="enabled when h46-terminal merges")
 def test_the_terminal_table_fits_80_columns_with_one_row_per_failing_check(run: Run) -> None:
     lines = section(run.stdout)
     for line in lines:

@@ -52,7 +52,7 @@ def test_cold():
     assert cold["local_share"] < 0.05
     assert hot["local_share"] > 0.3
     assert not any("cheap" in d for d in cold["diagnosis"] + hot["diagnosis"])
-    result.stdout.fnmatch_lines(["*test_hot?sm_90?*hot*sm_90*32*/*?/160*FAILED*"])
+    result.stdout.fnmatch_lines(["test_hot *hot *sm_90*32*/*?/160*FAILED*"])
 
 
 def test_local_array_is_diagnosed_at_its_line_without_spills(pytester: pytest.Pytester) -> None:
@@ -115,7 +115,7 @@ def test_x():
     assert rec["cliff_blocks"] == blocks(rec["registers"]) == rec["active_blocks"]
     assert blocks(rec["registers"] + rec["cliff_grow"] + 1) < rec["cliff_blocks"]
     assert blocks(rec["registers"] - rec["cliff_shed"]) == rec["cliff_blocks_if_shed"] > rec["cliff_blocks"]
-    result.stdout.fnmatch_lines([f"*test_x?sm_90?*+{rec['cliff_grow']}/-{rec['cliff_shed']}*ok"])
+    result.stdout.fnmatch_lines([f"test_x *sm_90*+{rec['cliff_grow']}/-{rec['cliff_shed']}*ok"])
 
 
 def test_launch_bounds_and_maxrregcount_diagnoses(pytester: pytest.Pytester) -> None:

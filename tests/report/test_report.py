@@ -242,24 +242,31 @@ def test_summary_of_no_records_is_empty() -> None:
 
 
 def test_summary_matches_the_getting_started_table_for_a_new_kernel() -> None:
+    # The arch the plugin adds to a test's id is the arch column's: the test cell leaves it out.
     assert summary_lines([record(baseline_status="new")]) == [
-        "test                   kernel     arch   regs  spill st/ld  stack  smem  "
-        "occupancy  cliff    baseline  verdict",
-        "---------------------  ---------  -----  ----  -----------  -----  ----  "
-        "---------  -------  --------  -------",
-        "test_poly_eval[sm_90]  poly_eval  sm_90   102  0/0              0     0  "
-        "25% @256   +26/-22  new       ok",
+        "test            kernel     arch   regs  spill st/ld  stack  smem  occupancy  cliff    baseline  "
+        "verdict",
+        "--------------  ---------  -----  ----  -----------  -----  ----  ---------  -------  --------  "
+        "-------",
+        "test_poly_eval  poly_eval  sm_90   102  0/0              0     0  25% @256   +26/-22  new       ok",
     ]
 
 
 def test_summary_matches_the_getting_started_table_for_a_regression() -> None:
     assert summary_lines([failed_poly()]) == [
-        "test                   kernel     arch   regs  spill st/ld  stack  smem  "
-        "occupancy  cliff   baseline  verdict",
-        "---------------------  ---------  -----  ----  -----------  -----  ----  "
-        "---------  ------  --------  -------",
-        "test_poly_eval[sm_90]  poly_eval  sm_90   126  0/0              0     0  "
-        "25% @256   +2/-46  regs +24  FAILED",
+        "test            kernel     arch   regs  spill st/ld  stack  smem  occupancy  cliff   baseline  "
+        "verdict",
+        "--------------  ---------  -----  ----  -----------  -----  ----  ---------  ------  --------  "
+        "-------",
+        "test_poly_eval  poly_eval  sm_90   126  0/0              0     0  25% @256   +2/-46  regs +24  "
+        "FAILED",
+    ]
+    # At pytest's width in CI (COLUMNS=80) the test column goes first (the kernel names the row), and two
+    # headers take their short forms.
+    assert summary_lines([failed_poly()], width=80) == [
+        "kernel     arch   regs  spills  stack  smem  occ       cliff   baseline  verdict",
+        "---------  -----  ----  ------  -----  ----  --------  ------  --------  -------",
+        "poly_eval  sm_90   126  0/0         0     0  25% @256  +2/-46  regs +24  FAILED",
     ]
 
 
@@ -273,10 +280,10 @@ def test_summary_rows_are_sorted_by_test_kernel_and_arch_whatever_the_input_orde
     rows = [columns(line)[:3] for line in summary_lines(records)[2:]]
     # Plain string order: sm_100 sorts before sm_90. test_x[sm_90] is in two files: each row names its file.
     assert rows == [
-        ["tests/test_a.py::test_x[sm_90]", "m", "sm_90"],
+        ["tests/test_a.py::test_x", "m", "sm_90"],
         ["tests/test_a.py::test_x[sm_90]", "z", "sm_100"],
-        ["tests/test_a.py::test_x[sm_90]", "z", "sm_90"],
-        ["tests/test_b.py::test_x[sm_90]", "a", "sm_90"],
+        ["tests/test_a.py::test_x", "z", "sm_90"],
+        ["tests/test_b.py::test_x", "a", "sm_90"],
     ]
 
 
@@ -309,9 +316,9 @@ def test_summary_table_shows_failing_changed_and_new_rows_then_counts_the_rest_f
     body = [columns(line)[0] for line in lines[2:5]]
     # Changed and new first, in test order; the failure last, next to pytest's own summary.
     assert body == [
-        "flash_attn_combine_results<128,3>[sm_80]",
-        "flash_attn_combine_results<128,5>[sm_80]",
-        "flash_attn_combine_results<128,1>[sm_80]",
+        "flash_attn_combine_results<128,3>",
+        "flash_attn_combine_results<128,5>",
+        "flash_attn_combine_results<128,1>",
     ]
     assert lines[4].endswith("FAILED")
     # The failing kernel's numbers moved: it is changed as well as failed (report/counts.py).
@@ -339,18 +346,50 @@ def test_summary_table_fits_the_terminal_and_keeps_names_apart() -> None:
     wide = summary_table(suite, mode="all")
     assert max(map(len, wide)) > 400
     lines = summary_table(suite, mode="all", width=120)
-    # A name under _MIN_CELL is never cut, whatever the width.
-    assert summary_table([record()], width=40)[2].startswith("test_poly_eval[sm_90]  poly_eval")
-    assert max(map(len, lines)) <= 120  # the counts line too, wrapped
-    # The kernel column is dropped (each test is named after its kernel); a cut name keeps its start and
-    # its [arch], and no two rows read alike.
-    assert columns(lines[0])[:2] == ["test", "arch"]
+    assert max(map(len, lines)) <= 120
+    # One column names each row (each test is its kernel); the one long name is cut in its middle, keeping
+    # its start and its closing arguments; the family's names keep the argument that differs.
+    assert columns(lines[0])[:2] == ["kernel", "arch"]
     cut = next(line for line in lines if line.startswith("cub::"))
     assert "..." in cut
-    assert "[sm_80]" in cut
+    assert columns(cut)[0].endswith("_hub<float,int>,>")
     rows = [columns(line)[0] for line in lines[2 : 2 + 30]]
     assert len(set(rows)) == len(rows) == 30
-    assert lines[2 + 30].startswith("30 kernel checks: ")
+    assert sorted(row.rsplit(",", 1)[-1] for row in rows if row.startswith("flash_")) == sorted(
+        f"{i}>" for i in range(30) if i != 1
+    )
+    assert lines[2 + 30].startswith("30 kernel checks: ")  # the counts, wrapped to the width too
+    # Where the names fit, every column stays.
+    assert columns(summary_table(_suite(8), mode="all", width=120)[0]) == [
+        h for h in BASE_HEADER if h != "test"
+    ]
+
+
+def test_summary_table_drops_the_test_column_first_where_a_kernel_column_names_each_row() -> None:
+    a = record(baseline_status="new")
+    b = replace_record(
+        failed_poly(), nodeid="tests/test_kernels.py::test_other[sm_90]", kernel="other_kernel"
+    )
+    lines = summary_lines([a, b], width=80)
+    assert columns(lines[0]) == [
+        "kernel",
+        "arch",
+        "regs",
+        "spills",
+        "stack",
+        "smem",
+        "occ",
+        "cliff",
+        "baseline",
+        "verdict",
+    ]
+    assert max(map(len, lines)) <= 80
+    # Two tests of one kernel and arch: only the test tells their rows apart, so it stays, and the kernel
+    # column goes first instead.
+    twice = summary_lines([a, replace_record(a, nodeid="tests/test_kernels.py::test_b[sm_90]")], width=80)
+    assert columns(twice[0])[:2] == ["test", "arch"]
+    assert [columns(row)[0] for row in twice[2:]] == ["test_b", "test_poly_eval"]
+    assert max(map(len, twice)) <= 80
 
 
 def test_summary_table_names_the_file_where_a_test_name_repeats() -> None:
@@ -371,8 +410,8 @@ def test_compilers_line_names_what_built_the_kernels() -> None:
 
 
 def test_summary_test_column_drops_only_the_file_part_of_the_node_id() -> None:
-    lines = summary_lines([record(nodeid="tests/test_k.py::TestK::test_k[sm_90]")])
-    assert lines[2].startswith("TestK::test_k[sm_90]  poly_eval")
+    lines = summary_lines([record(nodeid="tests/test_k.py::TestK::test_k[4-sm_90]")])
+    assert lines[2].startswith("TestK::test_k[4]  poly_eval  sm_90")
 
 
 @pytest.mark.parametrize(
@@ -385,14 +424,14 @@ def test_summary_verdict_column(outcome: str, verdict: str) -> None:
 
 def test_summary_of_a_compile_error_is_dashes_and_error() -> None:
     (row,) = summary_lines([errored()])[2:]
-    assert columns(row) == ["test_bad[sm_90]", "bad", "sm_90", "-", "-", "-", "-", "-", "-", "-", "ERROR"]
+    assert columns(row) == ["test_bad", "bad", "sm_90", "-", "-", "-", "-", "-", "-", "-", "ERROR"]
 
 
 def test_summary_cells_for_what_is_not_known() -> None:
     # A binary records no spills; no launch means no occupancy; a cliff with nothing to shed.
     rec = record(spill_stores=None, spill_loads=None, launch=None, cliff_grow=153, cliff_shed=None)
     assert columns(summary_lines([rec])[2]) == [
-        "test_poly_eval[sm_90]",
+        "test_poly_eval",
         "poly_eval",
         "sm_90",
         "102",
@@ -440,7 +479,8 @@ def baseline_cell(rec: ReportRecord) -> str:
                 delta("smem", 1024, 2048, "worse"),
                 delta("occupancy", 0.25, 0.5, "better"),
             ],
-            "spill st +16, spill ld -8, smem +1024, occ +25pt",
+            # The failing changes first, then those within a tolerance, then the gains.
+            "spill st +16, smem +1024, spill ld -8, occ +25pt",
         ),
         # A metric of the table shows by its column name, with nothing more here (core/metrics.py).
         ("compared", [delta("local_instructions", 12, 16, "worse")], "local instr +4"),
@@ -472,19 +512,30 @@ def test_summary_baseline_cell_of_a_new_release_names_the_releases_that_have_ent
     )
 
 
-def test_summary_baseline_cell_says_when_the_options_changed() -> None:
-    # docs/baseline.md: the entry is still enforced, and the cell says `(options changed)`.
+def test_summary_baseline_cell_of_changed_build_settings_is_its_numbers_alone() -> None:
+    # docs/baseline.md: the entry is still enforced; the settings are named once, by settings_lines, and a
+    # row whose numbers did not move is unchanged: it is neither shown nor counted as changed.
     old = entry(options_hash="0123456789ab")
     worse = record(
         baseline_status="compared",
         baseline=old,
         options_changed=True,
+        settings_change="added -DUNUSED",
         deltas=[delta("registers", 94, 102, "worse")],
     )
-    same = record(baseline_status="compared", baseline=old, options_changed=True)
-    assert baseline_cell(worse) == "regs +8 (options changed)"
-    assert baseline_cell(same) == "= (options changed)"
+    same = record(baseline_status="compared", baseline=old, options_changed=True, settings_change="added -DX")
+    assert baseline_cell(worse) == "regs +8"
+    assert baseline_cell(same) == "="
     assert baseline_cell(record(baseline_status="compared", baseline=entry())) == "="
+    table = summary_table([same, replace_record(same, nodeid="tests/test_kernels.py::test_b[sm_90]")])
+    assert table == [
+        "2 kernel checks: 0 failed, 0 warned, 2 passed; against the baseline: 0 changed, 0 new, 2 unchanged",
+        "2 rows not shown: pytest -v or --regbudget-summary=all shows all",
+    ]
+    assert [line for line in baseline_lines([same], [], updating=False) if "build settings" in line] == [
+        "build settings changed for 1 entry: added -DX (each entry is still held to its numbers; "
+        "pytest --regbudget-update records the new settings)"
+    ]
 
 
 def test_summary_baseline_cell_of_a_compile_error_is_a_dash() -> None:
