@@ -17,12 +17,14 @@ from pytest_regbudget.tools.toolkit import Nvcc, Toolkit, discover
 from pytest_regbudget.tools.units import Unit
 
 REPO = Path(__file__).resolve().parents[2]
-# Every CUDA file of the repository but the one that does not compile on purpose.
+# Every CUDA file of the repository but the one that does not compile on purpose, and the PyTorch
+# extension's, which build only with their build.ninja's flags (an include dir, nvcc for host code):
+# test_torch_extension.py builds them so.
 SOURCES = sorted(
     p.relative_to(REPO)
     for folder in ("tests", "example_project")
     for p in (REPO / folder).rglob("*.cu")
-    if p.name != "broken.cu"
+    if p.name != "broken.cu" and "torch_ext" not in p.parts
 )
 OPTIONS = CompileOptions.make(defines={"NACC": 8})  # hungry.cu's and poly.cu's unroll; others ignore it
 # What some files need: host code (nvcc only), template instances named for NVRTC (nvcc builds only what host
