@@ -19,7 +19,9 @@ and a four-config autotuned kernel with a heuristic, each config launched on its
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import sys
+from pathlib import Path
 from typing import Any
 
 import pytest_regbudget
@@ -28,72 +30,23 @@ from pytest_regbudget.tools.triton import TritonJob
 # Untyped packages, imported by name so that mypy takes them as they are.
 torch: Any = importlib.import_module("torch")
 triton: Any = importlib.import_module("triton")
-tl: Any = importlib.import_module("triton.language")
 
 
-def _layer_norm(X, Y, W, B, Mean, Rstd, stride, N, eps, BLOCK_SIZE: tl.constexpr):  # type: ignore[no-untyped-def]
-    row = tl.program_id(0)
-    Y += row * stride
-    X += row * stride
-    _mean = tl.zeros([BLOCK_SIZE], dtype=tl.float32)
-    for off in range(0, N, BLOCK_SIZE):
-        cols = off + tl.arange(0, BLOCK_SIZE)
-        a = tl.load(X + cols, mask=cols < N, other=0.0).to(tl.float32)
-        _mean += a
-    mean = tl.sum(_mean, axis=0) / N
-    _var = tl.zeros([BLOCK_SIZE], dtype=tl.float32)
-    for off in range(0, N, BLOCK_SIZE):
-        cols = off + tl.arange(0, BLOCK_SIZE)
-        x = tl.load(X + cols, mask=cols < N, other=0.0).to(tl.float32)
-        x = tl.where(cols < N, x - mean, 0.0)
-        _var += x * x
-    var = tl.sum(_var, axis=0) / N
-    rstd = 1 / tl.sqrt(var + eps)
-    tl.store(Mean + row, mean)
-    tl.store(Rstd + row, rstd)
-    for off in range(0, N, BLOCK_SIZE):
-        cols = off + tl.arange(0, BLOCK_SIZE)
-        mask = cols < N
-        w = tl.load(W + cols, mask=mask)
-        b = tl.load(B + cols, mask=mask)
-        x = tl.load(X + cols, mask=mask, other=0.0).to(tl.float32)
-        y = (x - mean) * rstd * w + b
-        tl.store(Y + cols, y, mask=mask)
+def _kernels() -> Any:
+    """The kernels of tests/integration/test_triton_as_launched.py, from the file that test writes into its
+    scratch projects (Triton reads a kernel's source from its file, so they are loaded from there)."""
+    path = Path(__file__).resolve().parent.parent / "tests" / "data" / "triton" / "launch_kernels.py"
+    spec = importlib.util.spec_from_file_location("launch_kernels", path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
 
 
-def _rms_norm(Y, X, W, R, stride, stride_w, N, eps, BLOCK: tl.constexpr):  # type: ignore[no-untyped-def]
-    row = tl.program_id(0)
-    cols = tl.arange(0, BLOCK)
-    mask = cols < N
-    x = tl.load(X + row * stride + cols, mask=mask, other=0.0).to(tl.float32)
-    if R is not None:
-        x += tl.load(R + row * stride + cols, mask=mask, other=0.0).to(tl.float32)
-    var = tl.sum(x * x, axis=0) / N
-    w = tl.load(W + cols * stride_w, mask=mask).to(tl.float32)
-    tl.store(Y + row * stride + cols, (x * tl.rsqrt(var + eps) * w).to(tl.float16), mask=mask)
-
-
-def _scale_rows(X, Y, N, scale, BLOCK: tl.constexpr, EVEN: tl.constexpr):  # type: ignore[no-untyped-def]
-    cols = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    if EVEN:
-        x = tl.load(X + cols).to(tl.float32)
-        tl.store(Y + cols, tl.exp(x * scale).to(tl.float16))
-    else:
-        x = tl.load(X + cols, mask=cols < N, other=0.0).to(tl.float32)
-        tl.store(Y + cols, tl.exp(x * scale).to(tl.float16), mask=cols < N)
-
-
-layer_norm = triton.jit(_layer_norm)
-rms_norm = triton.jit(_rms_norm)
-scale_rows = triton.autotune(
-    configs=[
-        triton.Config({"BLOCK": 256}, num_warps=2),
-        triton.Config({"BLOCK": 512}, num_warps=4),
-        triton.Config({"BLOCK": 1024}, num_warps=4, num_stages=2),
-        triton.Config({"BLOCK": 2048}, num_warps=8),
-    ],
-    key=["N"],
-)(triton.heuristics({"EVEN": lambda a: a["N"] % a["BLOCK"] == 0})(triton.jit(_scale_rows)))
+_k = _kernels()
+layer_norm, rms_norm, scale_rows = _k.layer_norm, _k.rms_norm, _k.scale_rows
 
 
 def driver_regs(kernel: Any) -> int:

@@ -28,30 +28,13 @@ from msgspec import Struct
 
 from ..core.errors import ManifestError
 from ..util.files import read_regular
+from . import compile_commands
 from .compile_commands import KEPT_WITH_VALUE, CompileEntry
 
-# Words that select the outputs, archs, dependency files and host compiler: the plugin gives its own.
-DROPPED_WITH_VALUE = frozenset(
-    {
-        "-o",
-        "--output-file",
-        "-MF",
-        "-MT",
-        "-MQ",
-        "--dependency-output",
-        "--dependency-target-name",
-        "-arch",
-        "--gpu-architecture",
-        "-gencode",
-        "--generate-code",
-        "-code",
-        "--gpu-code",
-        "--threads",
-        "-t",
-        "-ccbin",
-        "--compiler-bindir",
-    }
-)
+# Words that select the outputs, archs, dependency files and host compiler: the plugin gives its own. A
+# compilation database's (outputs, dependency files, archs), and nvcc's threads and host compiler, which torch
+# sets where a database of CMake's would not.
+DROPPED_WITH_VALUE = compile_commands.DROPPED_WITH_VALUE | {"--threads", "-t", "-ccbin", "--compiler-bindir"}
 DROPPED = frozenset(
     {
         "-c",
