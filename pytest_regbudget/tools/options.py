@@ -6,6 +6,7 @@ baseline entry records, and the identity that keys the cache and the baseline's 
 from __future__ import annotations
 
 import functools
+import os
 import sys
 import sysconfig
 from collections.abc import Mapping, Sequence
@@ -205,7 +206,7 @@ def _portable(path: str, rootdir: Path) -> str:
     found = portable_path(path, rootdir)
     if not _absolute(found):
         return found
-    for name, directory in _python_include_dirs():
+    for name, directory in (*_python_include_dirs(), *_cuda_homes()):
         if found == directory or found.startswith(directory + "/"):
             return name + found[len(directory) :]
     return found
@@ -220,6 +221,21 @@ def _python_include_dirs() -> tuple[tuple[str, str], ...]:
         ("{python-platinclude}", Path(paths["platinclude"]).as_posix()),
         ("{sys.prefix}/include", (Path(sys.prefix) / "include").as_posix()),
     )
+
+
+@functools.lru_cache(maxsize=1)
+def _cuda_homes() -> tuple[tuple[str, str], ...]:
+    """Where torch looks for CUDA, whose headers it puts in every extension's flags: $CUDA_HOME, $CUDA_PATH,
+    else /usr/local/cuda (torch.utils.cpp_extension._find_cuda_home). Recorded as `{cuda-home}`, so that two
+    machines with CUDA in different places record the same settings. A toolkit from the wheels is found
+    inside its installed package first (`{nvidia}/...`)."""
+    homes = (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda")
+    found: list[tuple[str, str]] = []
+    for home in homes:
+        for form in (home, os.path.realpath(home) if home else None):
+            if form and ("{cuda-home}", Path(form).as_posix()) not in found:
+                found.append(("{cuda-home}", Path(form).as_posix()))
+    return tuple(found)
 
 
 def define_flag(name: str, value: str | None) -> str:

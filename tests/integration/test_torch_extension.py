@@ -113,8 +113,12 @@ def by_hand(ninja_file: Path, source: Path, nvcc: Path, tmp: Path) -> dict[str, 
 
 
 def measured(report: Path) -> dict[str, tuple[int, int]]:
+    """The sm_80 records: on a GPU runner the report also holds the builds for the GPU's own arch, which
+    the GPU checks load."""
     return {
-        r["entry"]: (r["registers"], r["spill_stores"]) for r in json.loads(report.read_text())["kernels"]
+        r["entry"]: (r["registers"], r["spill_stores"])
+        for r in json.loads(report.read_text())["kernels"]
+        if r["arch"] == "sm_80"
     }
 
 
@@ -165,7 +169,10 @@ def test_a_torch_build_ninja_is_read_as_torch_wrote_it(
     )
     assert again.ret == pytest.ExitCode.OK, again.stdout.str()
     assert "build settings changed" not in again.stdout.str()
-    again.stdout.fnmatch_lines(["*3 of 3 baseline entries enforced*"])
+    # Every entry enforced: 3 here, 6 on a GPU runner, whose GPU checks also build for the GPU's own arch.
+    enforced = re.search(r"(\d+) of (\d+) baseline entries enforced", again.stdout.str())
+    assert enforced is not None, again.stdout.str()
+    assert enforced[1] == enforced[2] in ("3", "6"), enforced[0]
 
 
 def test_a_missing_build_ninja_names_the_file_and_how_to_write_it(pytester: pytest.Pytester) -> None:

@@ -6,7 +6,9 @@ import sys
 import sysconfig
 from pathlib import Path
 
-from pytest_regbudget.tools.options import Backend, CompileOptions
+import pytest
+
+from pytest_regbudget.tools.options import Backend, CompileOptions, _cuda_homes
 
 OPTIONS = CompileOptions.make(
     defines={"N": 4, "DEBUG": None},
@@ -41,7 +43,9 @@ def test_depends_reach_no_compiler() -> None:
         assert not any("cfg.h" in f for f in OPTIONS.flags(backend, "sm_90", Path("/p")))
 
 
-def test_absolute_paths_in_options_are_recorded_and_hashed_portably(tmp_path: Path) -> None:
+def test_absolute_paths_in_options_are_recorded_and_hashed_portably(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A torch build.ninja's words name the checkout and the venv: two of each record and hash alike."""
 
     def words(root: Path, venv: Path) -> CompileOptions:
@@ -74,6 +78,16 @@ def test_absolute_paths_in_options_are_recorded_and_hashed_portably(tmp_path: Pa
         options=[f"-I{sysconfig.get_paths()['include']}", "-isystem", f"{sys.prefix}/include"]
     )
     assert here.settings(relative_to=a) == ("-I{python-include}", "-isystem", "{sys.prefix}/include")
+    # Where torch finds CUDA ($CUDA_HOME, else /usr/local/cuda) is named as such: a workstation's CUDA and a
+    # runner's record alike.
+    cuda = tmp_path / "cuda-12.9"
+    monkeypatch.setenv("CUDA_HOME", str(cuda))
+    _cuda_homes.cache_clear()
+    try:
+        homes = CompileOptions.make(options=[f"-I{cuda}/include", "-isystem", "/usr/local/cuda/include"])
+        assert homes.settings(relative_to=a) == ("-I{cuda-home}/include", "-isystem", "{cuda-home}/include")
+    finally:
+        _cuda_homes.cache_clear()
     # Options without an absolute path hash as they always did.
     plain = CompileOptions.make(options=["-O3", "--use_fast_math"])
     assert plain.identity(relative_to=a) == plain.identity()
