@@ -175,6 +175,23 @@ def test_a_torch_build_ninja_is_read_as_torch_wrote_it(
     assert enforced[1] == enforced[2] in ("3", "6"), enforced[0]
 
 
+def test_a_build_ninja_kernel_over_its_budget_fails_the_run(
+    pytester: pytest.Pytester, tmp_path_factory: pytest.TempPathFactory, nvcc: Path
+) -> None:
+    """A kernel that reaches the check through build_ninja is held to its table's budgets: row_softmax's
+    registers (32 on sm_80, above) over max_regs = 8 fail the run and name the kernel, the arch and both
+    numbers."""
+    root = pytester.path / "checkout"
+    root.mkdir()
+    checkout(root, "setup", venv(tmp_path_factory.mktemp("venv")), nvcc)
+    pyproject = root / "pyproject.toml"
+    pyproject.write_text(pyproject.read_text() + "max_regs = 8\n")
+    pytester.chdir()
+    result = pytester.runpytest(str(root), "--rootdir", str(root), "-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED, result.stdout.str()
+    result.stdout.fnmatch_lines(["*row_softmax<256>*[[]sm_80[]]: registers 32 > max_regs 8*"])
+
+
 def test_a_missing_build_ninja_names_the_file_and_how_to_write_it(pytester: pytest.Pytester) -> None:
     pytester.makepyprojecttoml(PYPROJECT.format(glob="build/temp.*/build.ninja"))
     result = pytester.runpytest("-p", "no:cacheprovider")
