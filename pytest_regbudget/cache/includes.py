@@ -13,15 +13,16 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ..tools.options import CompileOptions
+from ..util.patterns import lazy
 
 # -- include directives ---------------------------------------------------------------------------------
 # Read as the preprocessor does, not by a pattern over lines: line splices first, then comments become one
 # space (so `#include /* c */ "x.h"` and a directive split with `\` read as written), skipping string and
 # character literals, whose contents are not comments, and numbers, whose digit separators are not quotes.
-_SPLICE = re.compile(r"\\\r?\n")
+_SPLICE = lazy(r"\\\r?\n")
 # The lookahead first: every alternative starts with one of these characters, and the engine then skips
 # the other positions at once instead of trying each alternative (and the look-behind) at every character.
-_LEXEME = re.compile(
+_LEXEME = lazy(
     r"(?=[uULR\"'/\d.])"
     # A pp-number, kept whole: its digit separators (1'000'000, C++14) are not character literals.
     r"(?:(?<![\w.])\.?\d(?:[eEpP][+-]|'(?=\w)|[\w.])*"
@@ -31,12 +32,12 @@ _LEXEME = re.compile(
     r"|//[^\n]*"
     r"|/\*(?s:.*?)\*/)"
 )
-_DIRECTIVE = re.compile(
+_DIRECTIVE = lazy(
     r"^[ \t\f\v]*(?:#|%:)[ \t\f\v]*(?:include_next|include|import|embed)\b[ \t\f\v]*(.*)$", re.MULTILINE
 )
-_HAS_INCLUDE = re.compile(r"\b__has_(?:include_next|include|embed)\b\s*(\(\s*(?:\"[^\"\n]*\"|<[^>\n]*>))?")
+_HAS_INCLUDE = lazy(r"\b__has_(?:include_next|include|embed)\b\s*(\(\s*(?:\"[^\"\n]*\"|<[^>\n]*>))?")
 _DIRECTIVE_WORDS = ("include", "import", "embed")  # in every directive _DIRECTIVE and _HAS_INCLUDE find
-_OPERAND = re.compile(r'"([^"\n]*)"|<([^>\n]*)>')
+_OPERAND = lazy(r'"([^"\n]*)"|<([^>\n]*)>')
 
 # (name, as written): name None where the operand is not a literal the cache can follow.
 Directive = tuple[str | None, str]

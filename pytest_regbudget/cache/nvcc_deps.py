@@ -20,6 +20,7 @@ from msgspec import Struct
 
 from ..tools.options import CompileOptions
 from ..util.files import json_digest, read_regular, sha256_hex
+from ..util.patterns import lazy
 from .fingerprint import StatCache, file_state, inside, listing_digest, outermost
 from .includes import (
     DIR_OPTIONS,
@@ -31,7 +32,7 @@ from .includes import (
     search_path,
 )
 
-_DEP_TOKEN = re.compile(r"(?:\\.|[^\s\\])+")
+_DEP_TOKEN = lazy(r"(?:\\.|[^\s\\])+")
 
 
 def parse_depfile(text: str, cwd: str) -> list[str]:

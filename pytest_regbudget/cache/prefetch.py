@@ -10,9 +10,9 @@ import os
 import threading
 from collections import Counter, OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from msgspec.structs import replace
 
@@ -22,6 +22,9 @@ from ..tools.outputs import CompiledKernel, UnitOutputs
 from ..tools.toolkit import Toolkit
 from ..tools.units import Spec, Unit
 from .store import CompileCache
+
+if TYPE_CHECKING:
+    from concurrent.futures import ThreadPoolExecutor
 
 _RECENT_UNITS = 16  # units kept after their last planned kernel, for kernels no plan named
 
@@ -107,6 +110,9 @@ class Prefetcher:
                 if unbuilt:
                     self.watch.planned([unit])
             if self._pool is None:
+                # The pool's module only where something is built (a warm run builds nothing).
+                from concurrent.futures import ThreadPoolExecutor
+
                 self._pool = ThreadPoolExecutor(max_workers=self._jobs, thread_name_prefix="regbudget")
             self._pool.submit(self._prefetch, unit)
 

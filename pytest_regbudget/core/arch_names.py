@@ -6,9 +6,10 @@ arch.py's `get_arch` does. arch.py checks at import that its table holds exactly
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from types import MappingProxyType
+
+from ..util.patterns import lazy
 
 # The arch table's names, in compute-capability order (arch.py's SUPPORTED_ARCHS).
 ARCH_NAMES: tuple[str, ...] = (
@@ -36,10 +37,10 @@ VARIANT_NAMES: tuple[str, ...] = tuple(
     base + suffix for base in ARCH_NAMES for suffix in SUFFIXES.get(base, "")
 )
 
-NAME = re.compile(r"sm_(\d+)([af]?)")
+NAME = lazy(r"sm_(\d+)([af]?)")
 # Spellings people reach for instead of sm_XX: compute_90, lto_90a, SM90, 90, 9.0.
-_ALMOST = re.compile(r"(?:sm|compute|lto)?_?(\d+)([af]?)")
-_DOTTED = re.compile(r"(\d+)\.(\d)")
+_ALMOST = lazy(r"(?:sm|compute|lto)?_?(\d+)([af]?)")
+_DOTTED = lazy(r"(\d+)\.(\d)")
 _KNOWN = frozenset(ARCH_NAMES)
 
 

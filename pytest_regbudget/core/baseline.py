@@ -12,17 +12,15 @@ not read: such a file is one clear error that says how to record it anew.
 from __future__ import annotations
 
 import hashlib
-import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TypedDict, cast
 
-import tomli
-import tomli_w
 from msgspec import Struct, field
 from msgspec.structs import replace
 
 from ..util.files import atomic_write
+from ..util.patterns import lazy
 
 # The file's format is baseline_schema.py's (the standard library alone, for the pre-commit hook); its names
 # are this module's too, as every reader of the baseline has imported them from here.
@@ -48,7 +46,7 @@ from .timing import Interval
 # An item id of a run with several toolkits ends in the release ("test_x[sm_90-13.5]"); a baseline entry,
 # which is the release's already, lists the test without it ("test_x[sm_90]"), so that switching between one
 # toolkit and several does not rewrite every entry's tests.
-_RELEASE_SUFFIX = re.compile(r"(\bsm_\d+[af]?)-\d+\.\d+\]$")
+_RELEASE_SUFFIX = lazy(r"(\bsm_\d+[af]?)-\d+\.\d+\]$")
 
 
 def base_nodeid(nodeid: str) -> str:
@@ -318,7 +316,10 @@ class Baseline(Struct, frozen=True):
 def parse(text: str, path: Path) -> Baseline:
     """Validate a whole file; the first problem raises BaselineError naming the file and place."""
     # tomli rather than the standard library's tomllib: the same parser, compiled (mypyc) in its wheels, reads
-    # a baseline of 2,000 entries in 80 ms instead of 330 (docs/speed.md, "Issue 25").
+    # a baseline of 2,000 entries in 80 ms instead of 330 (docs/speed.md, "Issue 25"). Imported here: a warm
+    # run reads the parsed entries back from the cache (cache/baselines.py), one without a baseline none.
+    import tomli
+
     tables, broken = checked(load_document(text, path, tomli.loads), path)
     return Baseline(
         {key: _built(table) for key, table in tables.items()},
@@ -349,6 +350,9 @@ def dumps(baseline: Baseline) -> str:
                 node = node.setdefault(part, {})
             node[build[-1]] = failed.to_toml()
         doc["broken"] = broken
+
+    # The TOML writer (about 1 ms with its teardown) only for a run that writes the baseline.
+    import tomli_w
 
     return HEADER + "\n" + tomli_w.dumps(doc)
 

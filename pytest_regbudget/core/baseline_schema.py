@@ -11,12 +11,12 @@ it names (tomli only where Python 3.10 has no tomllib). tests/test_purity.py hol
 from __future__ import annotations
 
 import codecs
-import re
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
+from ..util.patterns import lazy
 from ..util.regular import NotRegular, parse_nested, read_regular
 from . import names
 from .arch_names import known_base, unknown_message
@@ -46,7 +46,7 @@ KNOWN_FIELDS = frozenset(
         *("occupancy", "gpu", "tests", "ptxas_messages", "setmaxnreg", "build_settings", "package"),
     }
 )
-_TARGET = re.compile(r"(inc|dec) \d+")
+_TARGET = lazy(r"(inc|dec) \d+")
 
 
 def toml_loads() -> Callable[[str], dict[str, Any]]:

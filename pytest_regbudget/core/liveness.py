@@ -9,19 +9,20 @@ docs/diagnostics.md, "Where the registers go".
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 
 from msgspec import Struct
+
+from ..util.patterns import lazy
 
 # Within this many registers of the peak an instruction counts as at it, when the lines that reach the peak
 # are weighed: the peak itself is often one instruction wide (an extra address or a load landing).
 NEAR = 2
 
 # An instruction's line of the listing: its address, and the table's cells after the `//` (`|  158  |  1  |`).
-_ROW = re.compile(r"^\s*/\*([0-9a-fA-F]+)\*/[^\n]*?//\s*(\|.*)$")
-_HEADER = re.compile(r"//\s*\|.*\bGPR\b")
+_ROW = lazy(r"^\s*/\*([0-9a-fA-F]+)\*/[^\n]*?//\s*(\|.*)$")
+_HEADER = lazy(r"//\s*\|.*\bGPR\b")
 
 
 class PeakLive(Struct, frozen=True):

@@ -61,6 +61,7 @@ import functools
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
+from ..util.patterns import lazy
 from .errors import CompileError
 
 CANDIDATES = 10
@@ -188,14 +189,14 @@ def _signature(entry: str) -> str:
 # libcu++. The exact name stays in the record (`entry`, `demangled`).
 _BUILD_MARKS = (
     # A `static` function's namespace: _INTERNAL_<path hash>_<length>_<file>_<hash>; the file is in the key.
-    (re.compile(r"\b_INTERNAL_[0-9a-f]{8}_\d+_\w+?_[0-9a-f]{8}::"), ""),
+    (lazy(r"\b_INTERNAL_[0-9a-f]{8}_\d+_\w+?_[0-9a-f]{8}::"), ""),
     # An anonymous namespace the demangler left as nvcc named it.
-    (re.compile(r"\b_GLOBAL__N__[0-9a-f]{8}_\d+_\w+?_[0-9a-f]{8}\b"), "(anonymous namespace)"),
+    (lazy(r"\b_GLOBAL__N__[0-9a-f]{8}_\d+_\w+?_[0-9a-f]{8}\b"), "(anonymous namespace)"),
     # CUB's and Thrust's ABI namespaces: _V_300500_SM_800 (CCCL 2.5+), CUB_200200_SM_800_NS (older).
-    (re.compile(r"\b_V_\d+(?:_SM_\d+)*(?:_NVHPC)?::"), ""),
-    (re.compile(r"\b(?:CUB|THRUST)_\d+(?:_SM_\d+)*_NS::"), ""),
+    (lazy(r"\b_V_\d+(?:_SM_\d+)*(?:_NVHPC)?::"), ""),
+    (lazy(r"\b(?:CUB|THRUST)_\d+(?:_SM_\d+)*_NS::"), ""),
     # libcu++'s, in any of its namespaces: cuda::std::__4::, cuda::execution::__4::
-    (re.compile(r"\b(cuda::(?:\w+::)*?)__\d+::"), r"\1"),
+    (lazy(r"\b(cuda::(?:\w+::)*?)__\d+::"), r"\1"),
 )
 
 
@@ -271,13 +272,13 @@ def base_name(name: str) -> str:
     return _unqualified(head).strip()
 
 
-_SPACE = re.compile(r"\s+")
-_WORD = re.compile(r"\w")
-_SUFFIX = re.compile(r"(?<![\w.])(\d+)(?:[uU](?:ll|LL|l|L)?|(?:ll|LL|l|L)[uU]?)(?![\w.])")
+_SPACE = lazy(r"\s+")
+_WORD = lazy(r"\w")
+_SUFFIX = lazy(r"(?<![\w.])(\d+)(?:[uU](?:ll|LL|l|L)?|(?:ll|LL|l|L)[uU]?)(?![\w.])")
 # A cast in front of a literal template argument: `(ggml_type)10`, `(unsigned char)3`.
 _CAST_OF_LITERAL = r"\([A-Za-z_][\w:]*(?: [A-Za-z_][\w:]*)*\)(?=-?\d)"
-_CAST = re.compile(r"(?<=[<,])" + _CAST_OF_LITERAL)  # in a name without spaces (normalize)
-_SPACED_CAST = re.compile(r"(?:(?<=<)|(?<=, ))" + _CAST_OF_LITERAL)  # in c++filt's spacing (stable)
+_CAST = lazy(r"(?<=[<,])" + _CAST_OF_LITERAL)  # in a name without spaces (normalize)
+_SPACED_CAST = lazy(r"(?:(?<=<)|(?<=, ))" + _CAST_OF_LITERAL)  # in c++filt's spacing (stable)
 
 
 def _squeeze(match: re.Match[str]) -> str:
@@ -361,7 +362,7 @@ def candidates(requested: str, entries: Sequence[str], limit: int = CANDIDATES) 
 
 
 # What splitlines() ends a line at, besides \n: cuobjdump prints a symbol's name as it is.
-_LINE_BREAKS = re.compile(r"\r\n|[\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]")
+_LINE_BREAKS = lazy(r"\r\n|[\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]")
 
 
 def escaped_symbol(name: str) -> str:

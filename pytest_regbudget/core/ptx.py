@@ -12,13 +12,15 @@ from collections.abc import Mapping
 
 from msgspec import Struct
 
+from ..util.patterns import lazy
+
 # The tokens ptxas.py reads the entries' directives with too.
 # PTX identifiers: a letter followed by [A-Za-z0-9_$], or _ $ % followed by at least one of those.
 _IDENT = r"(?:[A-Za-z][\w$]*|[_$%][\w$]+)"
 # The literal first, so that a search jumps from one ".entry" to the next (a leading look-behind made it try
 # every position of a large PTX); the look-behind then checks the character before it.
-ENTRY = re.compile(r"\.entry(?<![\w$.]\.entry)\s+(" + _IDENT + r")")
-COMMENTS = re.compile(r"//[^\n]*|/\*.*?\*/", re.DOTALL)
+ENTRY = lazy(r"\.entry(?<![\w$.]\.entry)\s+(" + _IDENT + r")")
+COMMENTS = lazy(r"//[^\n]*|/\*.*?\*/", re.DOTALL)
 INT = r"(0[xX][0-9a-fA-F]+|0[0-7]*|[1-9]\d*)"
 
 
@@ -56,18 +58,16 @@ def ptx_outline(ptx: str) -> str:
 # to be a power of 2 from 32 to 512; ::2 allocates ncols in each CTA of the pair, so per block it is ncols
 # too.
 _ALLOC_WORD = "tcgen05.alloc"
-_TCGEN05_ALLOC = re.compile(r"tcgen05\.alloc((?:\.[\w:]+)*)\s+(\[[^\]]*\])\s*,\s*([^;\s]+)\s*;")
-_IMMEDIATE = re.compile(INT + r"[uU]?")
-_REGISTER = re.compile(r"%[\w$]+")
+_TCGEN05_ALLOC = lazy(r"tcgen05\.alloc((?:\.[\w:]+)*)\s+(\[[^\]]*\])\s*,\s*([^;\s]+)\s*;")
+_IMMEDIATE = lazy(INT + r"[uU]?")
+_REGISTER = lazy(r"%[\w$]+")
 # A call's target: `call.uni (retval0), _Z5allocv, (param0);`, `call _Z5allocv, ();`; a register target is
 # an indirect call.
-_CALL = re.compile(r"\bcall(?:\.uni)?\s+(?:\([^)]*\)\s*,\s*)?(%?[A-Za-z_$][\w$]*)")
-_FUNC = re.compile(r"\.func(?<![\w$.]\.func)\s+(?:\([^)]*\)\s*)?(" + _IDENT + r")")
+_CALL = lazy(r"\bcall(?:\.uni)?\s+(?:\([^)]*\)\s*,\s*)?(%?[A-Za-z_$][\w$]*)")
+_FUNC = lazy(r"\.func(?<![\w$.]\.func)\s+(?:\([^)]*\)\s*)?(" + _IDENT + r")")
 # A statement's destination: the first operand after the opcode (and its predicate guard), or a { } list.
-_STATEMENT = re.compile(
-    r"^(?:@!?%[\w$]+\s+)?([a-z][\w.:]*)\s+(\{[^}]*\}|[^,\s]+)\s*(?:,\s*(.*))?$", re.DOTALL
-)
-_MOVE = re.compile(r"mov\.[bsu](?:16|32|64)")
+_STATEMENT = lazy(r"^(?:@!?%[\w$]+\s+)?([a-z][\w.:]*)\s+(\{[^}]*\}|[^,\s]+)\s*(?:,\s*(.*))?$", re.DOTALL)
+_MOVE = lazy(r"mov\.[bsu](?:16|32|64)")
 
 
 class TmemAlloc(Struct, frozen=True):
@@ -90,7 +90,7 @@ def _statements(body: str) -> list[str]:
 
 
 # What may stand before a statement: whitespace, the braces of a block, labels ("$L__BB0_2:").
-_LEAD = re.compile(r"^(?:\s|[{}]|[\w$]+:)*")
+_LEAD = lazy(r"^(?:\s|[{}]|[\w$]+:)*")
 
 
 def _constant(register: str, statements: list[str], depth: int = 0) -> int | None:
@@ -206,7 +206,7 @@ def ptx_tmem(ptx: str) -> Mapping[str, TmemAlloc]:
 
 
 # `setmaxnreg.inc.sync.aligned.u32 232`: a warpgroup's register count raised (inc) or lowered (dec).
-_SETMAXNREG = re.compile(r"setmaxnreg\.(inc|dec)\.sync\.aligned\.u32\s+(\d+)")
+_SETMAXNREG = lazy(r"setmaxnreg\.(inc|dec)\.sync\.aligned\.u32\s+(\d+)")
 
 
 def _entries(code: str) -> list[tuple[str, str, str]]:
@@ -235,7 +235,7 @@ def _body(code: str, brace: int) -> str:
     return code[brace + 1 : end]
 
 
-_BRACE = re.compile(r"[{}]")
+_BRACE = lazy(r"[{}]")
 
 
 @functools.lru_cache(maxsize=64)

@@ -38,6 +38,7 @@ from typing import Any
 from msgspec import Struct
 from msgspec.structs import replace
 
+from ..util.patterns import lazy
 from .elf import Called
 from .errors import ParseError
 from .metrics import Callee, KernelResources
@@ -89,22 +90,22 @@ def three_dims(dims: tuple[int, ...]) -> tuple[int, int, int]:
 # stripped, e.g. by a tool that re-prints ptxas's messages, reads the same. Triton's bundled ptxas names
 # itself "ptxas-blackwell".
 _PREFIX = r"^\s*(?:ptxas(?:-[\w.]+)?\s+info\s*:\s*)?"
-_COMPILING_ENTRY = re.compile(_PREFIX + r"Compiling entry function\s+'([^']+)'\s+for\s+'([^']+)'")
-_PROPERTIES = re.compile(_PREFIX + r"Function properties for\s+(\S+)\s*$")
-_FRAME = re.compile(r"^\s*(\d+) bytes stack frame,\s*(\d+) bytes spill stores,\s*(\d+) bytes spill loads\s*$")
-_USED = re.compile(_PREFIX + r"(Used\s+(\d+)\s+registers?\b(.*))$")
+_COMPILING_ENTRY = lazy(_PREFIX + r"Compiling entry function\s+'([^']+)'\s+for\s+'([^']+)'")
+_PROPERTIES = lazy(_PREFIX + r"Function properties for\s+(\S+)\s*$")
+_FRAME = lazy(r"^\s*(\d+) bytes stack frame,\s*(\d+) bytes spill stores,\s*(\d+) bytes spill loads\s*$")
+_USED = lazy(_PREFIX + r"(Used\s+(\d+)\s+registers?\b(.*))$")
 # ptxas's errors come as "ptxas error   : ..." / "ptxas fatal   : ..." or, for a PTX syntax error,
 # "ptxas kernels.ptx, line 12; error   : ...".
-_ERROR = re.compile(r"^\s*ptxas\b[^:]*?\b(?:error|fatal)\s*:", re.IGNORECASE)
+_ERROR = lazy(r"^\s*ptxas\b[^:]*?\b(?:error|fatal)\s*:", re.IGNORECASE)
 
-_FIELD_BARRIERS = re.compile(r"^used\s+(\d+)\s+barriers?$")
-_FIELD_SMEM = re.compile(r"^(\d+)\s+bytes\s+smem$")
-_FIELD_CMEM = re.compile(r"^(\d+)\s+bytes\s+cmem\[(\d+)\]$")
-_FIELD_CUMULATIVE_STACK = re.compile(r"^(\d+)\s+bytes\s+cumulative\s+stack\s+size$")
+_FIELD_BARRIERS = lazy(r"^used\s+(\d+)\s+barriers?$")
+_FIELD_SMEM = lazy(r"^(\d+)\s+bytes\s+smem$")
+_FIELD_CMEM = lazy(r"^(\d+)\s+bytes\s+cmem\[(\d+)\]$")
+_FIELD_CUMULATIVE_STACK = lazy(r"^(\d+)\s+bytes\s+cumulative\s+stack\s+size$")
 # A field naming one of these but matching none of the patterns above is an error rather than
 # skipped: reading it as 0 would pass a budget the kernel breaks. Wholly unknown fields are skipped
 # so a newer ptxas that adds one still parses.
-_KNOWN_WORDS = re.compile(r"\b(?:barriers?|smem|cmem|stack|registers?|lmem|spill)\b")
+_KNOWN_WORDS = lazy(r"\b(?:barriers?|smem|cmem|stack|registers?|lmem|spill)\b")
 
 
 class _Entry(Struct):
@@ -332,10 +333,10 @@ def _parse(text: str, directives: Mapping[str, PtxDirectives] | None) -> dict[st
     return result
 
 
-_DIMS_DIRECTIVE = re.compile(
+_DIMS_DIRECTIVE = lazy(
     r"\.(maxntid|reqntid|reqnctapercluster)\s+" + INT + r"(?:\s*,\s*" + INT + r")?(?:\s*,\s*" + INT + r")?"
 )
-_SCALAR_DIRECTIVE = re.compile(r"\.(minnctapersm|maxnreg)\s+" + INT)
+_SCALAR_DIRECTIVE = lazy(r"\.(minnctapersm|maxnreg)\s+" + INT)
 
 
 def _entry_headers(ptx: str) -> list[tuple[str, str]]:
@@ -353,9 +354,9 @@ def _entry_headers(ptx: str) -> list[tuple[str, str]]:
 
 
 # "ptxas warning : ..." and the info lines that are warnings in all but name ("Potential Performance Loss").
-_MESSAGE = re.compile(r"^\s*ptxas(?:-[\w.]+)?\s+(warning|info)\s*:\s*(.*?)\s*$")
-_FOR_ENTRY = re.compile(r"\bfor entry '?([\w$.]+)'?")
-MESSAGE_CODE = re.compile(r"\((C\d{4})\)")
+_MESSAGE = lazy(r"^\s*ptxas(?:-[\w.]+)?\s+(warning|info)\s*:\s*(.*?)\s*$")
+_FOR_ENTRY = lazy(r"\bfor entry '?([\w$.]+)'?")
+MESSAGE_CODE = lazy(r"\((C\d{4})\)")
 
 
 def message_key(text: str) -> str:
@@ -441,8 +442,8 @@ def _same_module(resources: Mapping[str, object], directives: Mapping[str, PtxDi
         )
 
 
-_VERSION = re.compile(r"\bV(\d+\.\d+\.\d+)\b")
-_RELEASE = re.compile(r"\brelease\s+(\d+\.\d+)\b")
+_VERSION = lazy(r"\bV(\d+\.\d+\.\d+)\b")
+_RELEASE = lazy(r"\brelease\s+(\d+\.\d+)\b")
 
 
 def parse_ptxas_version(text: str) -> str:

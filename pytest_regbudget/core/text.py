@@ -34,6 +34,8 @@ import difflib
 import re
 from collections.abc import Callable, Sequence
 
+from ..util.patterns import lazy
+
 # What a line that would start a workflow command is shown with, in place of its last two spaces of
 # indentation (NVRTC indents the source line it quotes by two, so its caret line stays aligned).
 COMMAND_GUARD = "> "
@@ -44,11 +46,11 @@ LEGACY_GUARD = " ["
 # of that set is not printable, so escaped anyway): ICU's collation, under .NET's culture-sensitive search,
 # skips them, so that `#\ufe0f#[` is found as `##[`. Kept as they are elsewhere (an emoji's U+FE0F).
 _IGNORED = "\u034f\u115f\u1160\u17b4\u17b5\u180b-\u180f\u3164\ufe00-\ufe0f\uffa0\U000e0100-\U000e01ef"
-_LEGACY = re.compile(f"#[{_IGNORED}]*#[{_IGNORED}]*\\[")
-_COMMAND = re.compile(f"[ \\t]*[{_IGNORED}]*:[{_IGNORED}]*:")
+_LEGACY = lazy(f"#[{_IGNORED}]*#[{_IGNORED}]*\\[")
+_COMMAND = lazy(f"[ \\t]*[{_IGNORED}]*:[{_IGNORED}]*:")
 # What makes a text need a guard: a character other than printable ASCII, tabs and newlines, a `##[`, or a
 # line whose text starts with "::" (\r, \v, \f and other line breaks are outside printable ASCII).
-_PLAIN = re.compile(r"[^\t\x20-\x7e\n]|##\[|^[ \t]*::", re.MULTILINE)
+_PLAIN = lazy(r"[^\t\x20-\x7e\n]|##\[|^[ \t]*::", re.MULTILINE)
 
 
 def _escaped(char: str) -> str:

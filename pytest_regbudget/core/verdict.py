@@ -6,12 +6,12 @@ Owns the wording of every budget verdict: which number, which limit, which arch,
 from __future__ import annotations
 
 import fnmatch
-import re
 from collections.abc import Callable
 from typing import Literal
 
 from msgspec.structs import replace
 
+from ..util.patterns import lazy
 from .arch import get_arch
 from .baseline import Key
 from .checks import check
@@ -161,7 +161,7 @@ def _roles_dropped(facts: KernelFacts, sass: SassReport | None) -> bool:
 
 
 # ptxas's notes that a call serialized the wgmma pipeline; they do not name the call.
-_CALL_NOTE = re.compile(r"\bC75(?:10|17)\b|[Ee]xtern calls|function calls?\b")
+_CALL_NOTE = lazy(r"\bC75(?:10|17)\b|[Ee]xtern calls|function calls?\b")
 
 
 def _call_messages(facts: KernelFacts, sass: SassReport | None) -> list[str]:

@@ -14,18 +14,16 @@ from ..core import baseline as bl
 from ..core.baseline_schema import unknown_arch_lines
 from ..core.baseline_write import confine
 from ..core.errors import BaselineError
-from ..report.links import github_links
 from ..report.terminal import baseline_lines
-from ..report.writers import FileWriter, file_writers
 from ..update import broken
 from ..update import plan as update
 from ..update.scope import Rule
 from ..util.files import NotRegular
-from .provenance import provenance
 from .session import RegbudgetSession
 
 if TYPE_CHECKING:
     from ..core.trend import Trails
+    from ..report.writers import FileWriter
 
 USAGE_ERROR = 4  # pytest.ExitCode.USAGE_ERROR, named here without importing pytest
 TESTS_FAILED = 1  # pytest.ExitCode.TESTS_FAILED
@@ -98,6 +96,11 @@ def finish(
     if not any((s.json_path, s.html_path, s.markdown_path, s.step_summary)):
         return exit_code
 
+    # The writers, the run's provenance and GitHub's links only for a run that writes a report file: each
+    # module costs every other run with kernels its import and its share of the interpreter's exit.
+    from ..report.links import github_links
+    from ..report.writers import file_writers
+
     writers = file_writers(
         json_path=s.json_path,
         html_path=s.html_path,
@@ -162,6 +165,8 @@ def _update(
 
 def run_provenance(session: RegbudgetSession) -> dict[str, object]:
     """Where the run was, for the JSON report (engine/provenance.py)."""
+    from .provenance import provenance
+
     found = [b.toolkit_or_none() for b in session.builders.values()]
     return provenance(
         session.records,

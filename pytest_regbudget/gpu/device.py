@@ -7,11 +7,9 @@ Nothing else in the package imports CuPy.
 
 from __future__ import annotations
 
-import ctypes
 import json
 import math
 import os
-import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
@@ -35,46 +33,8 @@ GRAPH_WARMUP_S = 0.05
 # Below this even a graph's per-launch time is mostly the GPU's own launch latency: reported as too short to
 # time, never judged.
 TOO_SHORT_MS = 0.002
-# cuda.h: CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED.
-_CLUSTER_DIMENSION = 4
-_NON_PORTABLE_CLUSTER_SIZE_ALLOWED = 14
-
-
-class _ClusterDim(ctypes.Structure):
-    _fields_ = [("x", ctypes.c_uint), ("y", ctypes.c_uint), ("z", ctypes.c_uint)]
-
-
-class _LaunchAttributeValue(ctypes.Union):
-    # CUlaunchAttributeValue: a 64-byte union (its access policy window holds a pointer, hence the 8-byte
-    # alignment the c_uint64 member gives it).
-    _fields_ = [("pad", ctypes.c_char * 64), ("align", ctypes.c_uint64), ("clusterDim", _ClusterDim)]
-
-
-class _LaunchAttribute(ctypes.Structure):
-    # CUlaunchAttribute: the id, padded to 8 bytes, then the value.
-    _fields_ = [("id", ctypes.c_int), ("pad", ctypes.c_char * 4), ("value", _LaunchAttributeValue)]
-
-
-class _LaunchConfig(ctypes.Structure):
-    # CUlaunchConfig (cuda.h, CUDA 11.8 and later).
-    _fields_ = [
-        ("gridDimX", ctypes.c_uint),
-        ("gridDimY", ctypes.c_uint),
-        ("gridDimZ", ctypes.c_uint),
-        ("blockDimX", ctypes.c_uint),
-        ("blockDimY", ctypes.c_uint),
-        ("blockDimZ", ctypes.c_uint),
-        ("sharedMemBytes", ctypes.c_uint),
-        ("hStream", ctypes.c_void_p),
-        ("attrs", ctypes.POINTER(_LaunchAttribute)),
-        ("numAttrs", ctypes.c_uint),
-    ]
-
-
-def _driver_library() -> Any:
-    """The CUDA driver library, which CuPy has loaded already (opening it again returns the same one)."""
-    # x64 Windows has one calling convention, so CDLL serves for nvcuda.dll too.
-    return ctypes.CDLL("nvcuda.dll" if sys.platform == "win32" else "libcuda.so.1")
+# cuda.h: CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED.
+NON_PORTABLE_CLUSTER_SIZE_ALLOWED = 14
 
 
 class Device:
@@ -156,30 +116,11 @@ class Device:
         self._opt_in(kernel, dynamic_smem)
         if math.prod(cluster) > PORTABLE_CLUSTER_BLOCKS:
             # As a launch of such a cluster must: without it the driver counts no cluster over 8 blocks.
-            self.cupy.cuda.driver.funcSetAttribute(kernel.kernel.ptr, _NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1)
-        attr = _LaunchAttribute(id=_CLUSTER_DIMENSION)
-        attr.value.clusterDim = _ClusterDim(*cluster)
-        config = _LaunchConfig(
-            *cluster,
-            block,
-            1,
-            1,
-            dynamic_smem,
-            None,
-            None if compiled else ctypes.pointer(attr),
-            0 if compiled else 1,
-        )
-        lib = _driver_library()
-        found = ctypes.c_int(-1)
-        status = lib.cuOccupancyMaxActiveClusters(
-            ctypes.byref(found), ctypes.c_void_p(kernel.kernel.ptr), ctypes.byref(config)
-        )
-        if status != 0:
-            name = ctypes.c_char_p()
-            lib.cuGetErrorName(status, ctypes.byref(name))
-            shown = name.value.decode() if name.value else f"CUresult {status}"
-            raise LaunchError(f"cuOccupancyMaxActiveClusters failed: {shown}")
-        return found.value
+            self.cupy.cuda.driver.funcSetAttribute(kernel.kernel.ptr, NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1)
+        # ctypes (about 2 ms to import) only for this call, which only a GPU run with a cluster kernel makes.
+        from .clusters import max_active_clusters
+
+        return max_active_clusters(kernel.kernel.ptr, block, dynamic_smem, cluster, compiled)
 
     @staticmethod
     def _opt_in(kernel: Any, dynamic_smem: int) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -29,12 +29,16 @@ from ..project.markers import Budget, check_text, compile_options
 from ..sources import KernelSource, SourceSpec
 from ..sources import make as make_source
 from ..sources.nvrtc import CodeString
-from ..sources.prebuilt import Binary
-from ..sources.python import TritonKernel, numba_kernel
 from ..tools.options import CompileOptions
-from ..tools.triton import TritonJob
-from ..tools.triton_launch import TritonArgumentError, kernel_name
 from .hooks import ITEM_KEY, session_of
+
+if TYPE_CHECKING:
+    from ..sources.python import TritonKernel
+    from ..tools.triton import TritonJob
+
+# Each kind of kernel but CUDA C++ is imported by the method that builds it: the binary reader, the Triton and
+# Numba adapters together cost a test that takes the fixture about 9 ms (benchmarks/import_speed.py), and
+# most such tests compile CUDA C++ only.
 
 
 class RegbudgetFixture:
@@ -118,6 +122,8 @@ class RegbudgetFixture:
         __tracebackhide__ = True
 
         self._options(None, (), (), (), path=path, kernel=kernel)
+        from ..sources.prebuilt import Binary
+
         return self.measure(Binary(self._test_dir / path, kernel))
 
     def compile_triton(
@@ -145,6 +151,8 @@ class RegbudgetFixture:
         @triton.autotune function. `variant`: a name of its own for this build's baseline entry.
         Its block is num_warps * 32 threads, the launch the verdict assumes."""
         __tracebackhide__ = True
+        from ..tools.triton import TritonJob
+
         job = TritonJob(
             fn, signature, constexprs, num_warps, num_stages, args, num_ctas, maxnreg, config, variant
         )
@@ -163,6 +171,9 @@ class RegbudgetFixture:
         built with the config's kwargs, num_warps, num_stages, num_ctas and maxnreg, as compile_triton builds
         one, and judged by the marker's budgets. Each has a baseline entry of its own."""
         __tracebackhide__ = True
+        from ..tools.triton import TritonJob
+        from ..tools.triton_launch import kernel_name
+
         chosen = list(configs) if configs is not None else list(getattr(fn, "configs", None) or [])
         if not chosen:
             raise ValueError(
@@ -179,6 +190,9 @@ class RegbudgetFixture:
         """The source of one Triton build, its call checked first: arguments that name no launch are the
         test's error, said plainly (a ValueError), as a bad argument of compile() is."""
         __tracebackhide__ = True
+        from ..sources.python import TritonKernel
+        from ..tools.triton_launch import TritonArgumentError
+
         try:
             job.launch(self.arch)
         except TritonArgumentError as exc:
@@ -191,6 +205,7 @@ class RegbudgetFixture:
         """Compile a Python function with Numba for `self.arch`, no GPU needed: numba-cuda lowers it to NVVM
         IR, which the libNVVM of this run's toolkit turns into PTX for this run's ptxas to measure."""
         __tracebackhide__ = True
+        from ..sources.python import numba_kernel
 
         return self._measure_one(numba_kernel(fn, signature, self._test_dir))
 

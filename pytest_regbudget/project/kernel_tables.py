@@ -13,7 +13,6 @@ no tool runs but a `torch_extension`'s setup.py (tools/torch_build.py), and that
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, cast
@@ -25,6 +24,7 @@ from ..core.errors import ManifestError, MarkerError
 from ..core.text import close_key_hint
 from ..tools.options import CompileOptions
 from ..util.files import one_globstar
+from ..util.patterns import lazy
 from . import compile_commands as cdb
 from . import torch_tables
 from .markers import BUDGET_KEYS, VALID_KEYS, parse_marker
@@ -87,7 +87,7 @@ class Variant(Struct, frozen=True):
 NO_VARIANT = Variant()
 
 
-_NOT_IN_ID = re.compile(r"[^\w.+-]+")
+_NOT_IN_ID = lazy(r"[^\w.+-]+")
 
 
 def variant_id(defines: Sequence[tuple[str, str | None]]) -> str:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import glob
 import os
-import re
 import shlex
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -25,6 +24,7 @@ from ..core.text import close_key_hint
 from ..tools.options import CompileOptions
 from ..util.files import one_globstar
 from ..util.paths import expand_path
+from ..util.patterns import lazy
 
 COMPILE_KEYS = (
     "source",
@@ -82,8 +82,8 @@ class Budget(Struct, frozen=True):
         return self.default if found is None else found
 
 
-_BASE_ARCH = re.compile(r"(?<=\d)[af]$")  # sm_90a -> sm_90
-_NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
+_BASE_ARCH = lazy(r"(?<=\d)[af]$")  # sm_90a -> sm_90
+_NUMBER = lazy(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
 
 
 def _string_number(value: object) -> str:
@@ -145,7 +145,7 @@ def _share(value: object, label: str) -> float:
     return float(value)
 
 
-_LOOP_LINE = re.compile(r"(?P<file>[^:]+):(?P<line>[1-9]\d*)")
+_LOOP_LINE = lazy(r"(?P<file>[^:]+):(?P<line>[1-9]\d*)")
 
 
 def _trips(value: object, label: str) -> int | tuple[tuple[str, int, int], ...]:
@@ -355,7 +355,7 @@ def check_text(key: str, value: object) -> None:
 
 
 # A macro name, function-like ones included ("F(x)"), as -D takes it.
-_MACRO = re.compile(r"[A-Za-z_]\w*(\([\w\s,.]*\))?")
+_MACRO = lazy(r"[A-Za-z_]\w*(\([\w\s,.]*\))?")
 _DEFINES_HOW = "write defines={'N': 4, 'DEBUG': None} or defines=['N=4', 'DEBUG']"
 
 
@@ -402,7 +402,7 @@ _ARCH_OPTIONS = (
     "-gencode",
 )
 _PASS_THROUGH = ("-Xptxas", "--ptxas-options")
-_ARCH_IN = re.compile(r"(?:sm|compute|lto)_(\d+[af]?)")
+_ARCH_IN = lazy(r"(?:sm|compute|lto)_(\d+[af]?)")
 
 
 def _arch_option(option: str) -> bool:

@@ -28,6 +28,7 @@ from msgspec import Struct
 
 from ..core.errors import ManifestError
 from ..util.files import read_regular
+from ..util.patterns import lazy
 from . import compile_commands
 from .compile_commands import KEPT_WITH_VALUE, CompileEntry
 
@@ -58,8 +59,8 @@ _HOW = (
     "torch.utils.cpp_extension.load(..., build_directory=...), or let the plugin run setup.py: "
     'torch_extension = "setup.py"'
 )
-_VAR = re.compile(r"[A-Za-z0-9_.-]+")
-_SIMPLE_VAR = re.compile(r"[A-Za-z0-9_-]+")
+_VAR = lazy(r"[A-Za-z0-9_.-]+")
+_SIMPLE_VAR = lazy(r"[A-Za-z0-9_-]+")
 
 
 class NinjaError(ValueError):

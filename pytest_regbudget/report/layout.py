@@ -7,12 +7,13 @@ A width of None (pytest -vv) shows every column and every cell in full, as pytes
 
 from __future__ import annotations
 
-import re
 import textwrap
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from itertools import pairwise
+
+from ..util.patterns import lazy
 
 # The table drops its columns in this order while its narrowest form is wider than the terminal; the columns
 # that a run adds (the cluster, the SASS's, the timings) after the usual ones: a run shows them because it
@@ -45,8 +46,8 @@ _WORD_KEPT = 4  # the least of a word (a template argument) that a squeezed name
 _LEAD = 6  # the least of a shared start a cut name keeps, so that it still reads as its kernel
 # Where a name's parts start and end: template arguments, parameters, a test id's [params].
 _SEPARATORS = frozenset("<>,()[] :")
-_OPENING = re.compile(r"[<\[(]")
-_PARTS = re.compile(r"([<>,()\[\] :]+)")  # a name's words and, between them, its separators
+_OPENING = lazy(r"[<\[(]")
+_PARTS = lazy(r"([<>,()\[\] :]+)")  # a name's words and, between them, its separators
 
 
 def middle_cut(text: str, width: int) -> str:

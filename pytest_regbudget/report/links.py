@@ -10,7 +10,6 @@ merge` of a fork's report) can hold any path; none of it can make a link lead of
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping
 from pathlib import PurePosixPath
 from urllib.parse import quote
@@ -18,11 +17,12 @@ from urllib.parse import quote
 from msgspec import Struct
 
 from ..util.files import parse_nested, read_regular
+from ..util.patterns import lazy
 
-_SERVER = re.compile(r"https?://[A-Za-z0-9.-]+(:[0-9]{1,5})?")
-_REPOSITORY = re.compile(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+")
-_SHA = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
-_RUN = re.compile(r"[0-9]{1,20}")
+_SERVER = lazy(r"https?://[A-Za-z0-9.-]+(:[0-9]{1,5})?")
+_REPOSITORY = lazy(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+")
+_SHA = lazy(r"[0-9a-f]{40}|[0-9a-f]{64}")
+_RUN = lazy(r"[0-9]{1,20}")
 # A runner's event file is a few kilobytes; past this it is not one.
 _EVENT_BYTES = 4 << 20
 

@@ -24,6 +24,7 @@ from ..core.metrics import KernelResources
 from ..core.ptx import ptx_setmaxnreg, ptx_tmem
 from ..util.files import open_regular, settled
 from ..util.paths import under_root
+from ..util.patterns import lazy
 from .options import CompileOptions
 from .outputs import BuildOutputs, CompiledKernel, UnitOutputs, not_found
 from .ptxas import run_ptxas
@@ -274,8 +275,8 @@ def place_launch_bounds(source_text: str, kernel: str, threads: int, blocks: int
 
 
 # A __global__ declaration: its return type and attributes (no ; { or }), its name and its parameter list.
-_GLOBAL = re.compile(r"__global__[^;{}]*")
-_CALLED = re.compile(r"\b((?!\d)\w+)\s*\(")
+_GLOBAL = lazy(r"__global__[^;{}]*")
+_CALLED = lazy(r"\b((?!\d)\w+)\s*\(")
 
 
 @functools.lru_cache(maxsize=64)
@@ -290,7 +291,7 @@ def _global_lines(source_text: str) -> dict[str, int]:
     return lines
 
 
-_ERROR_AT = re.compile(r"^(.*)\((\d+)\): (?:catastrophic )?error", re.MULTILINE)
+_ERROR_AT = lazy(r"^(.*)\((\d+)\): (?:catastrophic )?error", re.MULTILINE)
 
 
 def error_location(log: str) -> tuple[str, int] | None:

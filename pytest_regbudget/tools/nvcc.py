@@ -15,6 +15,7 @@ from pathlib import Path
 
 from ..core.defaults import DEFAULT_NVCC_TIMEOUT
 from ..core.errors import CompileError, Rejected, ToolchainError, Unbuildable
+from ..util.patterns import lazy
 from .compiler import given_names
 from .options import CompileOptions, Timeouts
 from .outputs import UnitOutputs
@@ -127,7 +128,7 @@ _LIBRARY_HEADERS = {
     "cudnn": "the nvidia-cudnn-cu13 wheel (pip install nvidia-cudnn-cu13)",
     "mpi": "an MPI install (apt-get install libopenmpi-dev)",
 }
-_MISSING_HEADER = re.compile(r'fatal error: ([\w./+-]+): No such file|cannot open source file "([^"]+)"')
+_MISSING_HEADER = lazy(r'fatal error: ([\w./+-]+): No such file|cannot open source file "([^"]+)"')
 
 
 def missing_header_hint(log: str) -> str:

@@ -8,7 +8,6 @@ from __future__ import annotations
 import functools
 import os
 import sys
-import sysconfig
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import ClassVar, Literal
@@ -215,6 +214,9 @@ def _portable(path: str, rootdir: Path) -> str:
 @functools.lru_cache(maxsize=1)
 def _python_include_dirs() -> tuple[tuple[str, str], ...]:
     """How each of the interpreter's header dirs is recorded, and where it is here (most specific first)."""
+    # sysconfig (1 ms to import) only for a torch extension's flags, which a warm run does not record.
+    import sysconfig
+
     paths = sysconfig.get_paths()
     return (
         ("{python-include}", Path(paths["include"]).as_posix()),

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from ..core.defaults import DEFAULT_PTXAS_TIMEOUT
 from ..core.errors import CompileError, Rejected, ToolTimeout
+from ..util.patterns import lazy
 from .options import Timeouts
 from .running import run_tool, start_failure
 from .targets import TOOLKIT_OPTION, Targets, with_variants
@@ -67,7 +68,7 @@ def run_ptxas(
 
 # A .file directive of the PTX's line information: NVRTC writes a `"` in a file name as `\\"`, which ptxas
 # does not read as an escape (ptxas 12.9, 13.x: "Parsing error near ...").
-_FILE_DIRECTIVE = re.compile(r'^\s*\.file\s+\d+\s+"(.*)"', re.MULTILINE)
+_FILE_DIRECTIVE = lazy(r'^\s*\.file\s+\d+\s+"(.*)"', re.MULTILINE)
 
 
 def _quoted_file_names(ptx: str) -> list[str]:

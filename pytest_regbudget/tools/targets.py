@@ -17,6 +17,7 @@ from msgspec import Struct
 from msgspec.structs import replace
 
 from ..core.arch import SUPPORTED_ARCHS, SUPPORTED_VARIANTS, arch_number, is_arch_name, lineage, renamed
+from ..util.patterns import lazy
 
 # How a run picks another compiler of a kind: the advice of a refusal names the option.
 TOOLKIT_OPTION = "--regbudget-toolkit"
@@ -98,9 +99,7 @@ def assembled_by(targets: Targets, assembler: str, takes: Sequence[str]) -> Targ
     return replace(targets, archs=kept, assembler=assembler, assembler_lacks=lacks) if lacks else targets
 
 
-_GPU_NAME = re.compile(
-    r"^--gpu-name\b.*?Allowed values for this option:(.*?)(?:Default value|^--)", re.M | re.S
-)
+_GPU_NAME = lazy(r"^--gpu-name\b.*?Allowed values for this option:(.*?)(?:Default value|^--)", re.M | re.S)
 
 
 def gpu_names(help_text: str) -> tuple[str, ...]:

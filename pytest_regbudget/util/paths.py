@@ -18,11 +18,13 @@ import sys
 from collections.abc import Iterable
 from pathlib import Path, PurePosixPath
 
+from .patterns import lazy
+
 # The directory names that installers put packages in, on every platform and distribution: recognised in a
 # path written on another machine, where that directory is not on this interpreter's sys.path.
 _INSTALL_DIR_NAMES = frozenset({"site-packages", "dist-packages"})
 # `{torch}/include`, `{nvidia.cuda_runtime}/include`: a package's directory, then a path inside it.
-_PACKAGE_REF = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*)\}(?:/(.*))?\Z", re.S)
+_PACKAGE_REF = lazy(r"\{([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*)\}(?:/(.*))?\Z", re.S)
 
 
 class PackageNotFound(LookupError):
@@ -34,7 +36,7 @@ class UnsetVariable(LookupError):
 
 
 # `$VAR` and `${VAR}`, as a POSIX shell reads them.
-_VARIABLE = re.compile(r"\$(?:([A-Za-z_][A-Za-z0-9_]*)|\{([A-Za-z_][A-Za-z0-9_]*)\})")
+_VARIABLE = lazy(r"\$(?:([A-Za-z_][A-Za-z0-9_]*)|\{([A-Za-z_][A-Za-z0-9_]*)\})")
 
 
 def install_dir(path: str | os.PathLike[str], search: Iterable[str] | None = None) -> Path | None:

@@ -1,6 +1,6 @@
-"""How gpu/device.py asks the driver for clusters, without a GPU: the CUlaunchConfig it packs for
-cuOccupancyMaxActiveClusters, read back from a stand-in for the driver library. The driver's own answer is
-compared with the runtime's in tests/gpu/test_clusters.py, on a GPU.
+"""How gpu/device.py asks the driver for clusters (through gpu/clusters.py), without a GPU: the CUlaunchConfig
+it packs for cuOccupancyMaxActiveClusters, read back from a stand-in for the driver library. The driver's own
+answer is compared with the runtime's in tests/gpu/test_clusters.py, on a GPU.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from pytest_regbudget.core.errors import LaunchError
-from pytest_regbudget.gpu import device
+from pytest_regbudget.gpu import clusters
 from pytest_regbudget.gpu.device import Device
 
 FUNCTION = 0xF00D
@@ -69,7 +69,7 @@ def test_a_compiled_cluster_is_asked_without_an_attribute(
     dev: tuple[Device, Driver, list[Any]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     made, driver, _ = dev
-    monkeypatch.setattr(device, "_driver_library", lambda: driver)
+    monkeypatch.setattr(clusters, "_driver_library", lambda: driver)
     assert made.active_clusters(kernel(), 256, 1024, (2, 1, 1), compiled=True) == 66
     ((func, config),) = driver.calls
     assert func == FUNCTION
@@ -80,7 +80,7 @@ def test_a_stated_cluster_is_the_cluster_dimension_attribute(
     dev: tuple[Device, Driver, list[Any]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     made, driver, set_attribute = dev
-    monkeypatch.setattr(device, "_driver_library", lambda: driver)
+    monkeypatch.setattr(clusters, "_driver_library", lambda: driver)
     made.active_clusters(kernel(), 128, 0, (4, 2, 1), compiled=False)
     ((_, config),) = driver.calls
     assert (config["grid"], config["attrs"]) == (
@@ -97,7 +97,7 @@ def test_a_refusal_names_the_drivers_error(
     dev: tuple[Device, Driver, list[Any]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     made, _, _ = dev
-    monkeypatch.setattr(device, "_driver_library", lambda: Driver(status=912))
+    monkeypatch.setattr(clusters, "_driver_library", lambda: Driver(status=912))
     with pytest.raises(
         LaunchError, match="cuOccupancyMaxActiveClusters failed: CUDA_ERROR_INVALID_CLUSTER_SIZE"
     ):
@@ -107,9 +107,9 @@ def test_a_refusal_names_the_drivers_error(
 def test_the_struct_layouts_are_cuda_hs() -> None:
     # cuda.h (12.9 and 13.x): sizeof(CUlaunchAttribute) 72, its value at 8; sizeof(CUlaunchConfig) 56, hStream
     # at 32, attrs at 40, numAttrs at 48 (checked with gcc against the wheel's cuda.h).
-    assert (ctypes.sizeof(device._LaunchAttribute), device._LaunchAttribute.value.offset) == (72, 8)
-    assert ctypes.alignment(device._LaunchAttribute) == 8
-    layout = device._LaunchConfig
+    assert (ctypes.sizeof(clusters._LaunchAttribute), clusters._LaunchAttribute.value.offset) == (72, 8)
+    assert ctypes.alignment(clusters._LaunchAttribute) == 8
+    layout = clusters._LaunchConfig
     assert (ctypes.sizeof(layout), layout.hStream.offset, layout.attrs.offset, layout.numAttrs.offset) == (
         56,
         32,
