@@ -25,7 +25,7 @@ from ..core.text import safe_block
 from ..engine.session import RegbudgetSession
 from ..engine.state import ItemState
 from ..gpu.device import Device, device
-from ..project.markers import Budget, check_text, compile_options
+from ..project.markers import Budget, check_text, compile_options, source_path
 from ..sources import KernelSource, SourceSpec
 from ..sources import make as make_source
 from ..sources.nvrtc import CodeString
@@ -83,7 +83,8 @@ class RegbudgetFixture:
         compiler: str | None = None,
         depends: Sequence[str | os.PathLike[str]] = (),
     ) -> KernelReport:
-        """Compile `kernel` of `source` (relative paths: from the test file's dir) for `self.arch`.
+        """Compile `kernel` of `source` for `self.arch`. As in the marker, `$VAR` and `{package}/...` (a file
+        of an installed package) expand, and a relative path is from the test file's dir.
 
         `compiler="nvcc"` builds a translation unit with host code (`options` are then nvcc flags); the
         default is the marker's `compiler`, else ini `regbudget_compiler`, else NVRTC. `depends` names files
@@ -94,7 +95,7 @@ class RegbudgetFixture:
             defines, include_dirs, options, ptxas_options, depends, source=source, kernel=kernel
         )
         chosen = compiler or (self._state.budget or Budget()).compiler or self._session.settings.compiler
-        return self._measure_one(make_source(chosen, SourceSpec(self._test_dir / source, kernel, opts)))
+        return self._measure_one(make_source(chosen, SourceSpec(self._source(source), kernel, opts)))
 
     def compile_source(
         self,
@@ -124,7 +125,7 @@ class RegbudgetFixture:
         self._options(None, (), (), (), path=path, kernel=kernel)
         from ..sources.prebuilt import Binary
 
-        return self.measure(Binary(self._test_dir / path, kernel))
+        return self.measure(Binary(self._source(path), kernel))
 
     def compile_triton(
         self,
@@ -227,6 +228,14 @@ class RegbudgetFixture:
         __tracebackhide__ = True
         (report,) = self.measure(source)
         return report
+
+    def _source(self, given: str | os.PathLike[str]) -> Path:
+        """A source or binary named by a call, expanded as the marker's `source`; a bad one is the test's
+        error (a ValueError)."""
+        try:
+            return source_path(os.fspath(given), self._test_dir)
+        except MarkerError as exc:
+            raise ValueError(safe_block(str(exc))) from None
 
     def _options(
         self,

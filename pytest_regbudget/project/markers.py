@@ -514,6 +514,12 @@ def _path(key: str, given: str | Path, base_dir: Path) -> Path:
         raise MarkerError(f"{key}: {exc}") from None
 
 
+def source_path(given: str | Path, base_dir: Path) -> Path:
+    """A kernel's source as the marker's `source` and the fixture's calls name it (`_path`): MarkerError for
+    an unset variable or a package that is not installed."""
+    return _path("source", given, base_dir)
+
+
 def compile_options(kwargs: Mapping[str, object], base_dir: Path) -> CompileOptions:
     """The compile keys (defines, include_dirs, options, ptxas_options, depends) of a marker or of a
     fixture call, checked alike; relative paths are from `base_dir`, the test file's directory."""

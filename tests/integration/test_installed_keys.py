@@ -238,3 +238,47 @@ def test_an_unset_variable_in_include_dirs_is_named(installs: Installs) -> None:
     )
     assert "export KPKG_INC=" in done.stdout
     assert (project / "regbudget-baseline.toml").read_bytes() == before
+
+
+def test_an_installed_kernel_over_its_budget_fails_the_run_naming_it(
+    installs: Installs, tmp_path: Path
+) -> None:
+    """A budget on a package's kernel is checked as any other: the run fails, naming the kernel, the arch,
+    its registers and the budget, and the JSON record keys it by the package's import path."""
+    _, env = installs["a"]
+    project = tmp_path / "tight"
+    tight = PROJECT["tests/test_pkg.py"].replace("max_regs=64", "max_regs=4")
+    write_tree(project, {"pytest.ini": "[pytest]\n", "tests/test_pkg.py": tight})
+    done, records = run(project, env)
+    assert done.returncode == 1, done.stdout + done.stderr
+    (record,) = records
+    assert record["kernel"] == "kpkg_scale"
+    assert record["key"][:4] == ["kpkg/kernels/scale.cu", "kpkg_scale", "-", "sm_90"]
+    assert record["measured"]["package"] == "kpkg 0.3.1"
+    assert record["registers"] > 4
+    assert f"kpkg_scale [sm_90]: registers {record['registers']} > max_regs 4" in done.stdout
+    assert "1 failed" in done.stdout
+
+
+FIXTURE_TEST = """import pytest
+
+
+@pytest.mark.regbudget(max_regs=64)
+def test_fixture(regbudget):
+    with pytest.raises(ValueError, match="source: .*no_such_pkg"):
+        regbudget.compile("{no_such_pkg}/k.cu", "k")
+    report = regbudget.compile("{kpkg}/kernels/scale.cu", "kpkg_scale", include_dirs=["{kpkg}/include"])
+    assert report.registers > 0
+"""
+
+
+def test_the_fixture_names_an_installed_kernel_as_the_marker_does(installs: Installs, tmp_path: Path) -> None:
+    """regbudget.compile("{package}/...") finds the installed file, and its entry is keyed as the marker's."""
+    _, env = installs["a"]
+    project = tmp_path / "fixture"
+    write_tree(project, {"pytest.ini": "[pytest]\n", "tests/test_fix.py": FIXTURE_TEST})
+    done, records = run(project, env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    (record,) = records
+    assert record["key"][:2] == ["kpkg/kernels/scale.cu", "kpkg_scale"]
+    assert record["measured"]["package"] == "kpkg 0.3.1"
