@@ -53,7 +53,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def _configure(config: pytest.Config) -> None:
     try:
-        kernels = manifest.load(config.rootpath)
+        kernels = manifest.load(config.rootpath, cache=not config.getoption("regbudget_no_cache"))
     except ManifestError as exc:
         raise pytest.UsageError(f"regbudget manifest: {exc}") from None
     try:

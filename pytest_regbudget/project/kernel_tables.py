@@ -96,7 +96,7 @@ def variant_id(defines: Sequence[tuple[str, str | None]]) -> str:
     return "-".join(_NOT_IN_ID.sub("_", p) for p in parts)
 
 
-def read_table(index: int, raw: Mapping[str, Any], label: str, rootdir: Path) -> Table:
+def read_table(index: int, raw: Mapping[str, Any], label: str, rootdir: Path, *, cache: bool = True) -> Table:
     def error(key: str, message: str) -> ManifestError:
         return ManifestError(f"{label}, key {key!r}: {message}")
 
@@ -127,7 +127,7 @@ def read_table(index: int, raw: Mapping[str, Any], label: str, rootdir: Path) ->
         if binary:
             raise error(databases[0], "a binary is read as it is built: an extension's build is for source")
         raw = {**raw, "compiler": torch_tables.compiler(raw, error)}  # checked before setup.py runs
-        database = torch_tables.database(raw, rootdir, label, error, contained)
+        database = torch_tables.database(raw, rootdir, label, error, contained, cache=cache)
     files = _files(raw[kind], rootdir, lambda m: error(kind, m)) if kind in raw else tuple(database)
     if databases and kind in raw:
         missing = [f for f in files if f not in database]

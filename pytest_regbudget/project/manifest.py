@@ -355,8 +355,10 @@ def find(rootdir: Path) -> Found | None:
     return None if found.standalone is None and found.pyproject is None else found
 
 
-def load(rootdir: Path) -> Manifest | None:
-    """The rootdir's manifest, checked; None when it has none. Raises ManifestError."""
+def load(rootdir: Path, *, cache: bool = True) -> Manifest | None:
+    """The rootdir's manifest, checked; None when it has none. Raises ManifestError. `cache`: whether a
+    `torch_extension` table's capture may be read from and kept in the compile cache (not under
+    --regbudget-no-cache)."""
     found = find(rootdir)
     if found is None:
         return None
@@ -368,8 +370,10 @@ def load(rootdir: Path) -> Manifest | None:
                 f"{pyproject} has [tool.regbudget] and {found.standalone} exists too: keep the manifest in "
                 "one of them"
             )
-        return parse(_toml(found.standalone), found.standalone, rootdir)
-    return None if tool is None or pyproject is None else parse(tool, pyproject, rootdir, "tool.regbudget")
+        return parse(_toml(found.standalone), found.standalone, rootdir, cache=cache)
+    if tool is None or pyproject is None:
+        return None
+    return parse(tool, pyproject, rootdir, "tool.regbudget", cache=cache)
 
 
 def _tool_table(pyproject: Path, text: str | None) -> dict[str, Any] | None:
@@ -400,7 +404,9 @@ def _toml(path: Path, text: str | None = None) -> dict[str, Any]:
     return doc
 
 
-def parse(doc: Mapping[str, Any], path: Path, rootdir: Path, prefix: str = "") -> Manifest:
+def parse(
+    doc: Mapping[str, Any], path: Path, rootdir: Path, prefix: str = "", *, cache: bool = True
+) -> Manifest:
     """Check a manifest's tables (`doc` is the TOML, without the tool.regbudget prefix)."""
     dotted = f"{prefix}." if prefix else ""
     where = f"{path.name} [{prefix}]" if prefix else path.name
@@ -417,7 +423,8 @@ def parse(doc: Mapping[str, Any], path: Path, rootdir: Path, prefix: str = "") -
             "source = [...]"
         )
     tables = tuple(
-        read_table(i, t, f"{path.name}, [[{dotted}kernels]] table {i}", rootdir) for i, t in enumerate(raw, 1)
+        read_table(i, t, f"{path.name}, [[{dotted}kernels]] table {i}", rootdir, cache=cache)
+        for i, t in enumerate(raw, 1)
     )
     manifest = Manifest(path, rootdir, archs, tables, where)
     _check_compilers(manifest)

@@ -43,9 +43,12 @@ def database(
     label: str,
     error: Callable[[str, str], ManifestError],
     contained: Contained,
+    *,
+    cache: bool = True,
 ) -> dict[Path, tuple[CompileEntry, ...]]:
     """The table's CUDA files and each one's nvcc words, from `build_ninja` or `torch_extension`.
-    `contained` is the manifest's rule for its paths (kernel_tables.contained)."""
+    `contained` is the manifest's rule for its paths (kernel_tables.contained); `cache`: whether setup.py's
+    capture may be read from and kept in the compile cache (not under --regbudget-no-cache)."""
     key = "build_ninja" if "build_ninja" in raw else "torch_extension"
     for other in ("extensions", "setup_env"):
         if other in raw and key != "torch_extension":
@@ -59,7 +62,7 @@ def database(
         extensions = _names(raw.get("extensions"), lambda m: error("extensions", m))
         env = _env(raw.get("setup_env"), lambda m: error("setup_env", m))
         nvcc = find_tool("nvcc", None, "cuda_nvcc")
-        cache_dir, _ = usable_cache_dir()
+        cache_dir = usable_cache_dir()[0] if cache else None
         captured = torch_build.capture(
             setup_py, extensions, env, cache_dir, None if nvcc is None else nvcc.parent.parent, label
         )

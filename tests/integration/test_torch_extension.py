@@ -264,3 +264,22 @@ def test_an_extension_setup_py_does_not_build_is_named_with_those_it_does(pytest
     result.stderr.fnmatch_lines(
         ["*key 'extensions': 'regbudget_demo._D' is not an extension of setup.py (its ext_modules: *_C)"]
     )
+
+
+@pytest.mark.skipif(
+    torch_version() is None, reason="torch is not installed: pip install torch (CPU is enough)"
+)
+def test_no_cache_keeps_no_capture_of_setup_py(pytester: pytest.Pytester, nvcc: Path) -> None:
+    """--regbudget-no-cache covers setup.py's capture too: it runs setup.py and keeps nothing of it."""
+    for item in FIXTURE.iterdir():
+        if item.name != "ninja":
+            (shutil.copytree if item.is_dir() else shutil.copy)(item, pytester.path / item.name)
+    (pytester.path / "pyproject.toml").write_text(TORCH_PYPROJECT)
+    kept = Path(os.environ["REGBUDGET_CACHE_DIR"]) / "torch-extensions"
+    shutil.rmtree(kept, ignore_errors=True)
+    result = pytester.runpytest("-p", "no:cacheprovider", "--regbudget-no-cache")
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str() + result.stderr.str()
+    assert not kept.exists()
+    result = pytester.runpytest("-p", "no:cacheprovider")  # and with the cache, the capture is kept
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str() + result.stderr.str()
+    assert [p.suffix for p in kept.iterdir()] == [".json"]
