@@ -11,11 +11,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from helpers.toolchain import nvcc_or_skip
 
-from pytest_regbudget.core.errors import CompileError, ToolchainError
 from pytest_regbudget.core.ptxas import parse_ptxas_output
-from pytest_regbudget.tools import toolkit as toolchain
-from pytest_regbudget.tools.nvcc import find_nvcc
 
 FIXTURE = Path(__file__).parents[1] / "data" / "cmake_project"
 PYPROJECT = """
@@ -30,13 +28,7 @@ compiler = "nvcc"
 
 @pytest.fixture(scope="module")
 def nvcc() -> Path:
-    try:
-        found = find_nvcc(toolchain.discover(None), None)
-    except (CompileError, ToolchainError) as exc:  # the nvcc extra is not installed
-        pytest.skip(f"needs nvcc: {exc}")
-    if shutil.which("g++") is None and shutil.which("c++") is None:
-        pytest.skip("nvcc needs a host C++ compiler")
-    return found.path
+    return nvcc_or_skip()
 
 
 def database(root: Path, nvcc: Path, origin: str) -> None:

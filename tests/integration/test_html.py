@@ -12,7 +12,7 @@ from html import unescape
 from pathlib import Path
 
 import pytest
-from helpers.browser import CHROMIUM_FLAGS, chromium, near
+from helpers.browser import CHROMIUM_FLAGS, chromium, dom_answer, near
 from helpers.data import KERNELS
 from helpers.projects import copy_example
 from helpers.runs import run_json, run_pytest
@@ -278,18 +278,7 @@ def test_a_regressed_example_fits_1400_px_and_its_spill_failure_is_no_improvemen
     if browser is None:
         pytest.skip("no Chromium: apt-get install chromium (.ci/run installs it)")
     flags = [*CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / 'profile'}", "--window-size=1400,1000"]
-    harnessed = tmp_path / "layout.html"
-    harnessed.write_text(text.replace("</body>", f"<script>{LAYOUT}</script></body>", 1))
-    run = subprocess.run(
-        [browser, *flags, "--dump-dom", harnessed.as_uri()],
-        check=True,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    found = re.search(r'<pre id="layout" hidden="">(.*?)</pre>', run.stdout, re.DOTALL)
-    assert found is not None, run.stdout[-2000:]
-    seen = json.loads(unescape(found[1]))
+    seen = dom_answer(browser, flags, text, LAYOUT, "layout", tmp_path / "layout.html")
     assert seen["scrollWidth"] <= 1400, seen["scrollWidth"]
     # The long test id and variant wrap inside the window, whole.
     for whole in (

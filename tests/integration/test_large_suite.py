@@ -5,16 +5,14 @@ Chromium, with no two chart labels on top of each other. Real NVRTC and ptxas fr
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shutil
 import subprocess
-from html import unescape
 from pathlib import Path
 
 import pytest
-from helpers.browser import CHROMIUM_FLAGS, chromium, near
+from helpers.browser import CHROMIUM_FLAGS, chromium, dom_answer, near
 from helpers.runs import run_pytest
 from PIL import Image
 
@@ -140,18 +138,7 @@ def test_a_600_item_run_reads_as_a_reviewer_needs(suite: Path, tmp_path: Path) -
     assert sum(1 for p in pixels if near(p, CALM_COLOUR)) > 2000
     assert sum(1 for p in pixels if near(p, KERNEL_COLOUR)) > 50
     # The labels of every chart as the browser lays them out: no two of one chart overlap.
-    harnessed = tmp_path / "boxes.html"
-    harnessed.write_text(text.replace("</body>", f"<script>{BOXES}</script></body>", 1))
-    run = subprocess.run(
-        [browser, *flags, "--dump-dom", harnessed.as_uri()],
-        check=True,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    found = re.search(r'<pre id="boxes">(.*?)</pre>', run.stdout, re.DOTALL)
-    assert found is not None, run.stdout[-2000:]
-    charts = json.loads(unescape(found[1]))
+    charts = dom_answer(browser, flags, text, BOXES, "boxes", tmp_path / "boxes.html")
     assert len(charts) == 2
     for labels in charts:
         assert len(labels) == 2  # the baseline's and the kernel's

@@ -23,11 +23,9 @@ import sysconfig
 from pathlib import Path
 
 import pytest
+from helpers.toolchain import nvcc_or_skip
 
-from pytest_regbudget.core.errors import CompileError, ToolchainError
 from pytest_regbudget.core.ptxas import parse_ptxas_output
-from pytest_regbudget.tools import toolkit as toolchain
-from pytest_regbudget.tools.nvcc import find_nvcc
 from pytest_regbudget.tools.torch_build import torch_version
 
 FIXTURE = Path(__file__).parents[1] / "data" / "torch_ext"
@@ -48,13 +46,7 @@ spills = 0
 
 @pytest.fixture(scope="module")
 def nvcc() -> Path:
-    try:
-        found = find_nvcc(toolchain.discover(None), None)
-    except (CompileError, ToolchainError) as exc:  # the nvcc extra is not installed
-        pytest.skip(f"needs nvcc: {exc}")
-    if shutil.which("g++") is None and shutil.which("c++") is None:
-        pytest.skip("nvcc needs a host C++ compiler")
-    return found.path
+    return nvcc_or_skip()
 
 
 def venv(parent: Path) -> Path:
