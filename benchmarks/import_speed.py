@@ -12,6 +12,7 @@ figure.
 
     python benchmarks/import_speed.py
     python benchmarks/import_speed.py --runs --repeat 15
+    python benchmarks/import_speed.py --runs --repeat 15 --gpu-off   # on a GPU machine
     git worktree add ../old HEAD~2 && python benchmarks/import_speed.py --against ../old --repeat 21
 """
 
@@ -94,7 +95,7 @@ def pytest_seconds(project: Path, checkout: Path, *args: str) -> float:
     return timed_pytest(project, checkout, project.parent / "cache", *args, ok=(0, 5))[0]
 
 
-def whole_runs(checkouts: list[Path], repeat: int) -> None:
+def whole_runs(checkouts: list[Path], repeat: int, gpu_off: bool = False) -> None:
     """Whole runs against plain pytest, best and median of `repeat`, each turn's runs one after another: with
     two checkouts (--against), each one's runs with the plugin are timed in the same turns."""
     with tempfile.TemporaryDirectory(prefix="regbudget-import-speed-") as tmp:
@@ -103,6 +104,8 @@ def whole_runs(checkouts: list[Path], repeat: int) -> None:
             project.mkdir()
             (project / "pytest.ini").write_text("[pytest]\n")
         (projects["marked"] / "k.cu").write_text(KERNEL)
+        if gpu_off:  # on a GPU machine a warm run would otherwise time the kernels on the GPU
+            (projects["marked"] / "pytest.ini").write_text("[pytest]\nregbudget_gpu = off\n")
         (projects["marked"] / "test_marked.py").write_text(MARKED)
         (projects["plain"] / "test_plain.py").write_text(PLAIN)
         for checkout in checkouts:
@@ -137,6 +140,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--against", type=Path, help="another checkout, timed in turns with this one")
     parser.add_argument("--repeat", type=int, default=15, help="turns (the best and the median are shown)")
     parser.add_argument("--runs", action="store_true", help="time whole pytest runs against plain pytest too")
+    parser.add_argument(
+        "--gpu-off",
+        action="store_true",
+        help="with --runs, on a GPU machine: the marked items' GPU checks off",
+    )
     args = parser.parse_args(argv)
     checkouts = [HERE] + ([args.against.resolve()] if args.against else [])
     for checkout in checkouts:
@@ -157,7 +165,7 @@ def main(argv: list[str] | None = None) -> int:
         this, other = (min(r[0] for r in runs[c]) for c in checkouts)
         print(f"this / other (best) = {this / other:.2f}")
     if args.runs:
-        whole_runs(checkouts, args.repeat)
+        whole_runs(checkouts, args.repeat, args.gpu_off)
     return 0
 
 

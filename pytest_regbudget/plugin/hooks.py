@@ -27,6 +27,7 @@ from ..engine.session import RegbudgetSession
 from ..engine.state import ItemState
 from ..project import manifest
 from ..project.markers import duplicate_markers
+from ..report.layout import wrap
 from ..update import scope
 from . import shard
 from .marked import case_markers
@@ -95,7 +96,19 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
         from . import collect
 
         lines += collect.excluded_lines(found.manifest)
-    return [safe_block(line) for line in lines]  # paths, a compiler's error, excluded files' names
+    # Fitted to the width as the section is, then guarded as printed (paths, a compiler's error, excluded
+    # files' names): a break can start a line with what the runner would read as a command.
+    return [safe_block(line) for line in wrap(lines, _width(config))]
+
+
+def _width(config: pytest.Config) -> int | None:
+    """The columns our lines are fitted to: the terminal's, as pytest's own lines are (COLUMNS sets it where
+    there is none: 80 in CI); None (whole) under -vv, as pytest's diffs. pytest's TerminalReporter has no
+    public width; write_sep uses its writer's."""
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is None or config.get_verbosity() > 1:
+        return None
+    return int(reporter._tw.fullwidth)
 
 
 @pytest.hookimpl(trylast=True)
@@ -366,10 +379,7 @@ def _compile_marker_kernel(session: RegbudgetSession, state: ItemState, nodeid: 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
     verbosity = config.get_verbosity()
     mode = config.getoption("regbudget_summary") or ("all" if verbosity > 0 else "changes")
-    # Fitted to the terminal as pytest's own lines are (COLUMNS sets it where there is none: 80 in CI); -vv
-    # as pytest's diffs: whole. pytest's TerminalReporter has no public width; write_sep uses its writer's.
-    width = None if verbosity > 1 else int(terminalreporter._tw.fullwidth)
-    lines = summary.lines(session_of(config), mode, width)
+    lines = summary.lines(session_of(config), mode, _width(config))
     if lines:
         terminalreporter.write_sep("-", "regbudget")
         for line in lines:

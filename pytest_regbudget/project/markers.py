@@ -515,8 +515,7 @@ def _path(key: str, given: str | Path, base_dir: Path) -> Path:
 
 
 def source_path(given: str | Path, base_dir: Path) -> Path:
-    """A kernel's source as the marker's `source` and the fixture's calls name it (`_path`): MarkerError for
-    an unset variable or a package that is not installed."""
+    """A source named as the marker's `source` or a fixture call's (`_path`: MarkerError where unfound)."""
     return _path("source", given, base_dir)
 
 

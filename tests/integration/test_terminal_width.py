@@ -59,6 +59,16 @@ def test_a_failing_kernel_is_one_row_per_arch_within_80_columns(
     lines = section(result.stdout.str())
     # Every line fits, but a single word longer than the width (a path), which no break can shorten.
     assert all(len(line) <= WIDTH or len(line.split()) == 1 for line in lines), lines
+    # The header too: wrapped at spaces, continued four columns in, the same words in the same order.
+    out = result.stdout.lines
+    first = next(i for i, line in enumerate(out) if line.startswith("regbudget: "))
+    rest = out[first + 1 :]
+    top = [out[first], *rest[: next(i for i, line in enumerate(rest) if not line.startswith("    "))]]
+    assert len(top) > 1, top
+    assert all(len(line) <= WIDTH for line in top), top
+    assert " ".join(line.strip() for line in top).endswith(
+        "; archs sm_80,sm_90; baseline regbudget-baseline.toml (4 entries); gpu auto"
+    )
     header = next(i for i, line in enumerate(lines) if line.startswith("kernel "))
     assert re.fullmatch(r"[- ]+", lines[header + 1])
     rows = lines[header + 2 :]
@@ -79,7 +89,10 @@ def test_a_failing_kernel_is_one_row_per_arch_within_80_columns(
     assert "test_saxpy" not in "\n".join(rows)
 
     # -vv, as pytest's own: every column and every change in full, whatever the width.
-    full = section(pytester.runpytest("-vv", *archs).stdout.str())
+    whole = pytester.runpytest("-vv", *archs)
+    full = section(whole.stdout.str())
+    (line,) = [line for line in whole.stdout.lines if line.startswith("regbudget: ")]
+    assert line.endswith("; archs sm_80,sm_90; baseline regbudget-baseline.toml (4 entries); gpu auto")
     full_header = next(line for line in full if line.startswith("test "))
     assert full_header.split() == [
         "test",
