@@ -5,11 +5,13 @@ summary and an exit status, never a traceback.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..cache import baselines
 from ..core import baseline as bl
 from ..core.baseline_schema import unknown_arch_lines
 from ..core.baseline_write import confine
@@ -158,6 +160,11 @@ def _update(
         session.finish_lines.append(f"baseline NOT updated: {exc}")
         return USAGE_ERROR
     session.finish_lines.append(f"baseline {s.display(path)} updated: {counts}")
+    if s.cache_dir is not None:
+        # Parsed once here, where the TOML reader is loaded already, and kept (cache/baselines.py): the next
+        # run reads the entries back instead of parsing the file (0.5 s for 8,436 entries) and loading tomli.
+        with contextlib.suppress(BaselineError, OSError):
+            baselines.load(path, s.cache_dir)
     # The reports say what the baseline now holds: each failed build is recorded.
     session.builds = broken.recorded(session.builds)
     return None

@@ -164,11 +164,12 @@ def pytest_unconfigure(config):
 # is imported at module level (docs/contributing.md).
 NOT_IMPORTED = ("filelock", "cxxfilt", "pycxxfilt", "cupy", "triton", "elftools")
 # Smaller, and none of them imported by pytest itself: each costs every run with kernels its import and its
-# teardown at exit (benchmarks/import_speed.py): the TOML writer (an update's; this first run after it parses
-# the baseline it wrote, so it reads TOML), ctypes (a GPU cluster kernel's,
+# teardown at exit (benchmarks/import_speed.py): the TOML reader and writer (an update's: it also keeps the
+# parsed baseline it wrote, which this first run after it reads back), ctypes (a GPU cluster kernel's,
 # gpu/clusters.py), sysconfig (a torch extension's recorded flags), the thread pool (a build's), the report
 # files' writers (a run that writes one), the fixture's other kinds of kernel (a test that builds one).
 NOT_IMPORTED_EITHER = (
+    "tomli",
     "tomli_w",
     "ctypes",
     "sysconfig",
