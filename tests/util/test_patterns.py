@@ -71,3 +71,10 @@ print(len(compiled), compiled)
 def test_the_modules_a_warm_run_imports_compile_no_pattern_at_import() -> None:
     out = subprocess.run([sys.executable, "-c", WARM_IMPORTS], capture_output=True, text=True, check=True)
     assert out.stdout.startswith("0 "), out.stdout
+
+
+def test_once_compiled_each_method_is_the_compiled_patterns_own() -> None:
+    pattern = lazy(r"\d+")
+    assert pattern.sub("#", "a1b22") == "a#b#"
+    assert pattern.sub == pattern.compiled.sub  # bound to the compiled pattern: no call through the class
+    assert pattern.findall("1 2 3") == ["1", "2", "3"]
