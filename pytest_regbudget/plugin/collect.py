@@ -232,7 +232,7 @@ class ManifestCollection:
     def _binary_items(self, node: KernelFile, path: Path, compiler: str) -> Iterator[pytest.Item]:
         manifest = self.manifest
         try:
-            by_arch = self._binary_listing(path)
+            by_arch, signatures = self._binary_listing(path)
         except ToolTimeout as exc:
             # No verdict on the file, as a source's listing that times out: one failed item per arch, naming
             # the key to raise, and the run goes on.
@@ -241,7 +241,7 @@ class ManifestCollection:
                 key = (rel, NO_VARIANT, arch, "")
                 yield _item(BuildItem, node, f"{BUILD_ITEM}[{arch}]", key=key, problem=(str(exc), False))
             return
-        entries = _one_per_kernel(e for held in by_arch.values() for e in held)
+        entries = _one_per_kernel((e for held in by_arch.values() for e in held), signatures)
         kernels, unmatched = manifest.kernels(path, entries, compiler)
         if not entries:
             # A binary of host code or device functions only: one line for all of them, not a warning each.
@@ -392,15 +392,18 @@ class ManifestCollection:
                 )
                 yield item
 
-    def _binary_listing(self, path: Path) -> dict[str, list[str]]:
-        """The entries of every kernel a binary holds, per arch of the run."""
+    def _binary_listing(self, path: Path) -> tuple[dict[str, list[str]], dict[str, str]]:
+        """The entries of every kernel a binary holds, per arch of the run, and each entry's stable signature
+        (kept with the binary's facts)."""
         table = self.manifest.listing_table(path)
         archs = self.session.settings.archs
         found: dict[str, list[str]] = {arch: [] for arch in archs}
+        signatures: dict[str, str] = {}
         try:
             for arch in archs:
                 held = self.session.builder.binary_arch(path, arch)
                 found[arch] = [k.entry for k in held.kernels]
+                signatures.update(held.signatures)
                 if held.empty:  # 0 in the summary's count means the whole file: counted only where some are
                     empty = self.session.empty_binaries
                     rel = self.manifest.relative(path)
@@ -412,7 +415,7 @@ class ManifestCollection:
                 f"cannot list the kernels of {self.manifest.relative(path)} for {self.manifest.label} "
                 f"({table.label}):\n{exc}"
             ) from None
-        return found
+        return found, signatures
 
 
 _ItemT = TypeVar("_ItemT", bound=pytest.Item)
@@ -469,12 +472,14 @@ def _pattern_of(warning: str) -> str:
     return warning.split(" (it holds", 1)[0]
 
 
-def _one_per_kernel(entries: Iterable[str]) -> list[str]:
+def _one_per_kernel(entries: Iterable[str], known: Mapping[str, str] | None = None) -> list[str]:
     """One entry per kernel, in order: a CUB kernel's mangled name differs per arch (its namespace names the
-    arch), and its stable signature does not (names.stable). Each arch's build finds its own entry by name."""
+    arch), and its stable signature does not (names.stable). Each arch's build finds its own entry by name.
+    `known`: signatures made before (a binary's, kept with its facts)."""
     kernels: dict[str, str] = {}
     for entry in entries:
-        kernels.setdefault(names.signature(entry), entry)
+        signature = known.get(entry) if known else None
+        kernels.setdefault(signature if signature is not None else names.signature(entry), entry)
     return list(kernels.values())
 
 

@@ -233,6 +233,7 @@ class Held(Struct, frozen=True):
     shown: dict[str, str]  # entry -> the name reports show (names.display_names)
     empty: int  # ELFs of this arch that hold no kernel (host-only or device-function-only units)
     by_shown: dict[str, str] = {}  # the name reports show -> entry: a manifest's items are named so
+    signatures: dict[str, str] = {}  # entry -> names.signature: one item per kernel across archs
 
 
 def read_arch(
@@ -254,7 +255,7 @@ def _held(file: _File, arch: str, cache_dir: Path | None, jobs: int) -> Held:
     facts = _arch_kernels(file, arch, cache_dir, jobs)
     by_entry = {k.entry: k for k in facts.kernels}
     by_shown = {name: entry for entry, name in facts.shown.items()}
-    return Held(facts.kernels, by_entry, facts.by_name, facts.shown, facts.empty, by_shown)
+    return Held(facts.kernels, by_entry, facts.by_name, facts.shown, facts.empty, by_shown, facts.signatures)
 
 
 def _named(file: _File, arch: str, facts: _ArchFacts) -> _ArchFacts:
@@ -270,7 +271,8 @@ def _named(file: _File, arch: str, facts: _ArchFacts) -> _ArchFacts:
     except CompileError as exc:
         raise BinaryError(f"{file.path} [{arch}]: {exc}") from None
     unique = {name: found[0] for name, found in by_name.items() if len(found) == 1}
-    return replace(facts, kernels=kernels, by_name=unique, shown=shown)
+    signatures = {e: names.signature(e) for e in dict.fromkeys(entries)}
+    return replace(facts, kernels=kernels, by_name=unique, shown=shown, signatures=signatures)
 
 
 class _Listing(Struct, frozen=True):
@@ -358,6 +360,7 @@ class _ArchFacts(Struct, frozen=True):
     empty: int  # ELFs of this arch without a kernel
     by_name: dict[str, str] = {}  # as Held's
     shown: dict[str, str] = {}  # as Held's
+    signatures: dict[str, str] = {}  # as Held's
 
 
 # The cache documents' own version: a change of BinaryKernel or of what is read changes it.
@@ -366,8 +369,9 @@ class _ArchFacts(Struct, frozen=True):
 # space or a line break read whole, escaped (names.escaped_symbol).
 _CACHE_FORMAT = 6
 # A file's facts: 6, kept with their copy tags and names (a cubin's facts are as they were); 7: as 6; 8: with
-# a tcgen05 kernel's TMEM columns from the file's PTX.
-_FILE_FORMAT = 8
+# a tcgen05 kernel's TMEM columns from the file's PTX; 9: with each entry's stable signature (a warm run of
+# libcublas's 8,436 kernels spent 0.1 s making them).
+_FILE_FORMAT = 9
 
 
 def _kept(doc: str | None, kind: type[T], make: Callable[[], T], form: int = _CACHE_FORMAT) -> T:

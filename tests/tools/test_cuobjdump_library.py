@@ -99,6 +99,20 @@ def test_one_name_in_two_cubins_is_two_kernels_tagged_by_their_cubins(library: P
     assert {k.copy for k in read_binary(library, archs=["sm_80"]) if k.copy} == {narrow, wide}
 
 
+def test_each_entrys_signature_is_kept_with_the_facts(library: Path, tmp_path: Path) -> None:
+    """The stable signature of every entry, made when the file is read and kept: the manifest's one item
+    per kernel (plugin/collect.py) makes none on a warm run. Read back, they are what names.signature says."""
+    tool = find_cuobjdump(None)
+    assert tool is not None
+    cache = tmp_path / "cache"
+    made = binary.read_arch(library, tool, "sm_90", cache_dir=cache)
+    _clear_memos()
+    kept = binary.read_arch(library, tool, "sm_90", cache_dir=cache)
+    expected = {k.entry: names.signature(k.entry) for k in made.kernels}
+    assert kept.signatures == made.signatures == expected
+    assert expected["_Z11narrow_onlyPf"] == "narrow_only(float*)"
+
+
 def test_only_the_archs_asked_for_are_read(library: Path) -> None:
     assert {k.arch for k in read_binary(library, archs=["sm_80"])} == {"sm_80"}
     assert {k.arch for k in read_binary(library)} == {"sm_80", "sm_90"}
