@@ -127,8 +127,7 @@ class ManifestCollection:
         return sharding is None or sharding.owns(path)
 
     def in_full(self) -> list[Path]:
-        """The manifest's files this run collects in full (see the module's docstring): under
-        --regbudget-shard, those of this shard only."""
+        """The manifest's files this run collects in full (the module's docstring); this shard's only."""
         return [f for f in self._named() if self._owns(f)]
 
     def _named(self) -> list[Path]:
@@ -393,8 +392,7 @@ class ManifestCollection:
                 yield item
 
     def _binary_listing(self, path: Path) -> tuple[dict[str, list[str]], dict[str, str]]:
-        """The entries of every kernel a binary holds, per arch of the run, and each entry's stable signature
-        (kept with the binary's facts)."""
+        """The entries of every kernel a binary holds, per arch of the run, and their kept signatures."""
         table = self.manifest.listing_table(path)
         archs = self.session.settings.archs
         found: dict[str, list[str]] = {arch: [] for arch in archs}
@@ -422,10 +420,9 @@ _ItemT = TypeVar("_ItemT", bound=pytest.Item)
 
 
 def _item(cls: type[_ItemT], node: KernelFile, name: str, **kwargs: Any) -> _ItemT:
-    """A manifest item whose node id, `FILE::KERNEL[VARIANT-ARCH]`, is given as a string: pytest parses it
-    into the name `KERNEL` with the parameters `VARIANT-ARCH`, as it parses the ids its cache keeps (--lf,
-    --ff, --sw). Built from the parent, the id would be one name `KERNEL[VARIANT-ARCH]` that no cached id
-    equals."""
+    """A manifest item with the node id `FILE::KERNEL[VARIANT-ARCH]` given as a string: pytest reads it as the
+    name `KERNEL` with the parameters `VARIANT-ARCH`, as it reads the ids its cache keeps (--lf, --ff, --sw).
+    Built from the parent, the id would be one name `KERNEL[VARIANT-ARCH]` that no cached id equals."""
     return cls.from_parent(node, name=name, nodeid=f"{node.nodeid}::{name}", **kwargs)
 
 
@@ -474,12 +471,10 @@ def _pattern_of(warning: str) -> str:
 
 def _one_per_kernel(entries: Iterable[str], known: Mapping[str, str] | None = None) -> list[str]:
     """One entry per kernel, in order: a CUB kernel's mangled name differs per arch (its namespace names the
-    arch), and its stable signature does not (names.stable). Each arch's build finds its own entry by name.
-    `known`: signatures made before (a binary's, kept with its facts)."""
+    arch), and its stable signature does not (names.stable; `known`: signatures made before)."""
     kernels: dict[str, str] = {}
     for entry in entries:
-        signature = known.get(entry) if known else None
-        kernels.setdefault(signature if signature is not None else names.signature(entry), entry)
+        kernels.setdefault((known or {}).get(entry) or names.signature(entry), entry)
     return list(kernels.values())
 
 
