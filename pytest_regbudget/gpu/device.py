@@ -34,7 +34,7 @@ GRAPH_WARMUP_S = 0.05
 # time, never judged.
 TOO_SHORT_MS = 0.002
 # cuda.h: CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED.
-NON_PORTABLE_CLUSTER_SIZE_ALLOWED = 14
+_NON_PORTABLE_CLUSTER_SIZE_ALLOWED = 14
 
 
 class Device:
@@ -116,7 +116,7 @@ class Device:
         self._opt_in(kernel, dynamic_smem)
         if math.prod(cluster) > PORTABLE_CLUSTER_BLOCKS:
             # As a launch of such a cluster must: without it the driver counts no cluster over 8 blocks.
-            self.cupy.cuda.driver.funcSetAttribute(kernel.kernel.ptr, NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1)
+            self.cupy.cuda.driver.funcSetAttribute(kernel.kernel.ptr, _NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1)
         # ctypes (about 2 ms to import) only for this call, which only a GPU run with a cluster kernel makes.
         from .clusters import max_active_clusters
 
