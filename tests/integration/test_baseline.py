@@ -550,3 +550,19 @@ def test_two():
         ]
     )
     assert baseline_text(pytester) == text
+
+
+def test_a_hand_edit_after_an_update_is_read_not_the_parse_the_update_kept(pytester: pytest.Pytester) -> None:
+    """An update keeps the parse of the file it wrote (cache/baselines.py); an edit made after it is the
+    file's now, and the next run judges by it, never by the kept parse."""
+    write_tests(pytester, {"a": 8})
+    result, records = run_json(pytester, "--regbudget-update")
+    result.assert_outcomes(passed=1)
+    registers = records[0]["registers"]
+    text = baseline_text(pytester)
+    assert f"\nregisters = {registers}\n" in text
+    (pytester.path / BASELINE).write_text(text.replace(f"\nregisters = {registers}\n", "\nregisters = 4\n"))
+    result, records = run_json(pytester, "--regbudget-strict")
+    result.assert_outcomes(failed=1)
+    (delta,) = [d for d in records[0]["deltas"] if d["metric"] == "registers"]
+    assert (delta["baseline"], delta["now"], delta["verdict"]) == (4, registers, "worse")
