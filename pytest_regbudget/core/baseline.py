@@ -133,7 +133,9 @@ def numbers_of(res: KernelResources) -> EntryNumbers:
     )
 
 
-class BaselineEntry(Struct, frozen=True):
+# gc=False: a built library's run holds one entry per kernel (thousands), and the collector would walk each on
+# every full pass and at exit; an entry holds only numbers, strings and tables of them, so it is in no cycle.
+class BaselineEntry(Struct, frozen=True, gc=False):
     registers: int
     spill_stores: int | None  # None: a prebuilt binary, which does not record spills
     spill_loads: int | None
@@ -174,18 +176,20 @@ class BaselineEntry(Struct, frozen=True):
         return self.spill_stores, self.spill_loads
 
     def to_toml(self) -> dict[str, object]:
+        """The entry's TOML table. Its arrays are tuples: tomli_w writes them as lists, and a run's records
+        hold thousands of these tables, which tuples of strings keep out of the collector's walks."""
         out: dict[str, object] = {n: v for n in FILE_INT_FIELDS if (v := getattr(self, n)) is not None}
         out.update({name: getattr(self, name) for name in TEXT_FIELDS})
         if self.package:
             out["package"] = self.package
         if self.build_settings:
-            out["build_settings"] = list(self.build_settings)  # in build order: a define's place matters
+            out["build_settings"] = self.build_settings  # in build order: a define's place matters
         if self.messages:
-            out["ptxas_messages"] = sorted(self.messages)
+            out["ptxas_messages"] = tuple(sorted(self.messages))
         if self.setmaxnreg:
-            out["setmaxnreg"] = sorted(self.setmaxnreg)
+            out["setmaxnreg"] = tuple(sorted(self.setmaxnreg))
         if self.tests:
-            out["tests"] = sorted(self.tests)
+            out["tests"] = tuple(sorted(self.tests))
         out.update(sorted(self.extra.items()))
         if self.occupancy:
             out["occupancy"] = dict(sorted(self.occupancy.items(), key=lambda item: _launch_order(item[0])))

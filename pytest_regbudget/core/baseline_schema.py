@@ -228,15 +228,19 @@ def check_entry(where: str, table: object) -> dict[str, Any]:
         raise BaselineError(
             f'{where}: occupancy = {occ!r}, expected fractions in [0, 1] per launch, e.g. "256 threads" = 0.5'
         )
+    # A file's arrays are lists; BaselineEntry.to_toml's are tuples (a run's records, kept out of the
+    # collector's walks, hold them).
     tests = table.get("tests", [])
-    if not isinstance(tests, list) or not all(isinstance(t, str) for t in tests):
+    if not isinstance(tests, (list, tuple)) or not all(isinstance(t, str) for t in tests):
         raise BaselineError(f"{where}: tests = {tests!r}, expected a list of test ids")
     for name in ("ptxas_messages", "build_settings"):
         value = table.get(name, [])
-        if not isinstance(value, list) or not all(isinstance(m, str) for m in value):
+        if not isinstance(value, (list, tuple)) or not all(isinstance(m, str) for m in value):
             raise BaselineError(f"{where}: {name} = {value!r}, expected a list of strings")
     targets = table.get("setmaxnreg", [])
-    if not isinstance(targets, list) or not all(isinstance(v, str) and _TARGET.fullmatch(v) for v in targets):
+    if not isinstance(targets, (list, tuple)) or not all(
+        isinstance(v, str) and _TARGET.fullmatch(v) for v in targets
+    ):
         raise BaselineError(
             f'{where}: setmaxnreg = {targets!r}, expected a list such as ["dec 40", "inc 232"]'
         )

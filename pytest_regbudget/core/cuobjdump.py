@@ -420,7 +420,7 @@ def spill_bytes(offsets: Sequence[int], accesses: Mapping[int, str]) -> tuple[in
 _ANNOTATING_PTXAS = (12, 9)
 
 
-class BinaryKernel(Struct, frozen=True):
+class BinaryKernel(Struct, frozen=True, gc=False):  # gc=False: as BaselineEntry (numbers only, thousands)
     """One kernel (entry function) for one arch, as one ELF of a binary records it."""
 
     name: str  # mangled name, as in the binary

@@ -63,7 +63,7 @@ def change_of(rec: Mapping[str, object]) -> str:
 
 def _deltas(rec: Mapping[str, object]) -> list[Mapping[str, object]]:
     deltas = rec.get("deltas")
-    return [d for d in deltas if isinstance(d, Mapping)] if isinstance(deltas, list) else []
+    return [d for d in deltas if isinstance(d, Mapping)] if isinstance(deltas, (list, tuple)) else []
 
 
 def count_checks(records: Sequence[Mapping[str, object]]) -> CheckCounts:

@@ -125,7 +125,7 @@ def _kernel_section(rec: ReportRecord, anchor: str, trails: Trails | None = None
         rows.append(
             _row(f"time on {rec['gpu_device']} (ms)", f"{rec['time_ms']:.4g}", rec["baseline_time_ms"])
         )
-    problems = rec["violations"] + ([rec["error"]] if rec["error"] else [])
+    problems = [*rec["violations"], *([rec["error"]] if rec["error"] else [])]
     parts = [f'<section id="{anchor}">{_heading(rec)}', f"<p>{_where(rec)}</p>"]
     if problems:
         parts.append('<ul class="problems">' + "".join(f"<li>{escape(p)}</li>" for p in problems) + "</ul>")
@@ -364,7 +364,9 @@ def render(
     (--regbudget-html-all) every kernel does, and the others get a one-paragraph section."""
     # The baseline key tells apart two variants of a kernel in one test, so their order, and so their
     # anchors, do not depend on the order the records came in.
-    ordered = sorted(records, key=lambda r: (rank(r), r["nodeid"], r["kernel"], r["arch"], r["key"] or []))
+    ordered = sorted(
+        records, key=lambda r: (rank(r), r["nodeid"], r["kernel"], r["arch"], tuple(r["key"] or ()))
+    )
     ids = anchors(ordered)
     detailed = [
         _kernel_section(rec, a, trails)

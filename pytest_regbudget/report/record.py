@@ -29,6 +29,10 @@ class DeltaRecord(TypedDict):
 
 
 class ReportRecord(TypedDict):
+    """One kernel's verdict. Its arrays are Sequences: tuples in the run that made it (a record of a
+    library's thousands then holds nothing the garbage collector walks), lists once read back from a JSON
+    report. Readers accept both (test_records_render_the_same_before_and_after_the_json_report)."""
+
     nodeid: str
     kernel: str
     entry: str | None
@@ -41,21 +45,21 @@ class ReportRecord(TypedDict):
     # callees that spill, each {"name" (as ptxas names it), "spill_stores", "spill_loads"}.
     spill_stores_callees: int | None
     spill_loads_callees: int | None
-    spilling_callees: list[dict[str, object]]
+    spilling_callees: Sequence[dict[str, object]]
     stack_frame: int | None
     shared_mem: int | None
     const_mem: int | None
     barriers: int | None
     max_threads: int | None
     min_blocks_per_sm: int | None
-    launch: list[int] | None
+    launch: Sequence[int] | None
     dynamic_smem: int
     occupancy: float | None
     active_blocks: int | None
     limiter: str | None
     outcome: str
     level: str
-    violations: list[str]
+    violations: Sequence[str]
     error: str | None
     ptxas_line: str | None
     ptxas_version: str
@@ -67,28 +71,29 @@ class ReportRecord(TypedDict):
     settings_change: (
         str | None
     )  # what changed in its build settings since the entry (ratchet.settings_change)
-    ptxas_messages: list[str]  # ptxas's warnings and performance-loss notes for this kernel
-    setmaxnreg: list[list[object]]  # its warpgroups' register targets: [["inc", 232], ["dec", 40]]
+    ptxas_messages: Sequence[str]  # ptxas's warnings and performance-loss notes for this kernel
+    setmaxnreg: Sequence[Sequence[object]]  # its warpgroups' register targets: [["inc", 232], ["dec", 40]]
     # The PTX asks for the roles, but the machine code does not keep them (no USETMAXREG in its SASS, or
     # ptxas's C7508): the kernel runs at its entry count.
     setmaxnreg_dropped: bool
-    key: list[str] | None  # the baseline's [source, kernel, variant, arch, release]; None for a compile error
-    found_under: list[str] | None  # the older key its entry was read under, which an update moves it from
+    # The baseline's [source, kernel, variant, arch, release]; None for a compile error.
+    key: Sequence[str] | None
+    found_under: Sequence[str] | None  # the older key its entry was read under, which an update moves it from
     line: int | None
     baseline_status: str  # none (no baseline file), new, new-release, compared, toolkit-mismatch
-    other_releases: list[str]  # with new-release: the releases that have an entry for this kernel
+    other_releases: Sequence[str]  # with new-release: the releases that have an entry for this kernel
     baseline: dict[str, object] | None
     # The baseline entry these numbers make (ratchet.entry_of_report), as TOML: what an update writes, from a
     # pytest run or a merge of shards (update/plan.py). None for a kernel without numbers.
     measured: dict[str, object] | None
-    deltas: list[DeltaRecord]
+    deltas: Sequence[DeltaRecord]
     gpu_device: str | None
     driver_registers: int | None
     driver_local_bytes: int | None
     driver_max_threads: int | None
     driver_blocks: int | None
     driver_occupancy: float | None
-    model_defects: list[str]
+    model_defects: Sequence[str]
     time_ms: float | None
     ci_low_ms: float | None  # the median's ~95 % interval (timing.py)
     ci_high_ms: float | None
@@ -114,13 +119,13 @@ class ReportRecord(TypedDict):
     instructions_executed: float | None
     local_executed: float | None
     spill_executed: float | None
-    local_lines: list[dict[str, object]]
-    loops: list[dict[str, object]]
+    local_lines: Sequence[dict[str, object]]
+    loops: Sequence[dict[str, object]]
     # The most general registers live at one instruction, and where: {"live", "where", "loop"} (`where`
     # "poly.cu:19", `loop` the SASS loop around it or null; core/liveness.py). Where the SASS is read, or a
     # register budget fails, and nvdisasm gives life ranges of the cubin; else null.
     peak_live: dict[str, object] | None
-    diagnosis: list[str]
+    diagnosis: Sequence[str]
     cliff_blocks: int | None
     cliff_grow: int | None
     cliff_shed: int | None
@@ -131,8 +136,9 @@ class ReportRecord(TypedDict):
     tmem_cols: int | None
     tmem_blocks: int | None
     tmem_source: str | None
-    cluster_dims: list[int] | None  # the compiled __cluster_dims__ (.reqnctapercluster), [x, y, z]
-    cluster: list[int] | None  # the cluster the kernel runs with: cluster_dims, else the marker's cluster=
+    cluster_dims: Sequence[int] | None  # the compiled __cluster_dims__ (.reqnctapercluster), [x, y, z]
+    # The cluster the kernel runs with: cluster_dims, else the marker's cluster=.
+    cluster: Sequence[int] | None
     driver_active_clusters: int | None  # cuOccupancyMaxActiveClusters at the launch, on a GPU runner
     # Version 7: a Triton kernel's parameters as compiled, in Triton's AOT syntax ({"X": "*fp16:16",
     # "N": "i32", "BLOCK": "constexpr 1024"}, in parameter order), and its autotune config (Triton's
@@ -149,7 +155,7 @@ def to_record(r: KernelReport) -> ReportRecord:
     res, occ = r.resources, r.occupancy
     launch = None
     if r.launch is not None:
-        launch = [r.launch.threads] if r.launch.blocks is None else [r.launch.threads, r.launch.blocks]
+        launch = (r.launch.threads,) if r.launch.blocks is None else (r.launch.threads, r.launch.blocks)
     # cast: the GPU fields are spread in from a plain dict, which TypedDict's constructor cannot check.
     return cast(
         ReportRecord,
@@ -164,10 +170,10 @@ def to_record(r: KernelReport) -> ReportRecord:
             spill_loads=res.spill_loads if res and res.spills_known else None,
             spill_stores_callees=res.spill_stores_callees if res and res.spills_known else None,
             spill_loads_callees=res.spill_loads_callees if res and res.spills_known else None,
-            spilling_callees=[
+            spilling_callees=tuple(
                 {"name": c.name, "spill_stores": c.spill_stores, "spill_loads": c.spill_loads}
                 for c in (res.spilling_callees if res else ())
-            ],
+            ),
             stack_frame=res.stack if res else None,
             shared_mem=res.smem if res else None,
             const_mem=res.const_mem if res else None,
@@ -181,7 +187,7 @@ def to_record(r: KernelReport) -> ReportRecord:
             limiter=occ.limiter if occ else None,
             outcome=r.outcome,
             level=r.level,
-            violations=list(r.violations),
+            violations=tuple(r.violations),
             error=r.error,
             ptxas_line=res.ptxas_line if res else None,
             ptxas_version=r.ptxas_version,
@@ -191,24 +197,24 @@ def to_record(r: KernelReport) -> ReportRecord:
             options_hash=r.options_hash,
             options_changed=r.options_changed,
             settings_change=r.settings_change,
-            ptxas_messages=list(r.messages),
-            setmaxnreg=[[d, n] for d, n in r.setmaxnreg],
+            ptxas_messages=r.messages,
+            setmaxnreg=r.setmaxnreg,
             setmaxnreg_dropped=r.setmaxnreg_dropped,
-            key=list(r.key) if r.key else None,
-            found_under=list(r.found_under) if r.found_under else None,
+            key=r.key or None,
+            found_under=r.found_under or None,
             line=r.line,
             baseline_status=r.baseline_status,
-            other_releases=list(r.other_releases),
+            other_releases=r.other_releases,
             baseline=r.baseline.to_toml() if r.baseline else None,
             measured=entry_of_report(r).to_toml() if res else None,
-            deltas=[_delta_record(d) for d in r.deltas],
+            deltas=tuple(_delta_record(d) for d in r.deltas),
             **_gpu_fields(r),
             spill_instructions=r.sass.spill_instructions if r.sass else None,
             spill_instructions_in_loops=r.sass.spill_instructions_in_loops if r.sass else None,
             local_instructions=res.local_instructions if res else None,
             **_estimate_fields(r.sass),
             peak_live=None if r.peak_live is None else to_builtins(r.peak_live),
-            diagnosis=list(r.diagnosis),
+            diagnosis=tuple(r.diagnosis),
             cliff_blocks=r.cliff.blocks if r.cliff else None,
             cliff_grow=r.cliff.grow if r.cliff else None,
             cliff_shed=r.cliff.shed if r.cliff else None,
@@ -216,8 +222,8 @@ def to_record(r: KernelReport) -> ReportRecord:
             tmem_cols=r.tmem.columns if r.tmem else None,
             tmem_blocks=r.tmem.blocks if r.tmem else None,
             tmem_source=r.tmem.source if r.tmem else None,
-            cluster_dims=list(res.cluster_dims) if res and res.cluster_dims else None,
-            cluster=list(r.cluster) if r.cluster else None,
+            cluster_dims=res.cluster_dims if res and res.cluster_dims else None,
+            cluster=r.cluster or None,
             triton_signature=dict(r.triton_signature) if r.triton_signature else None,
             triton_config=r.triton_config,
         ),
@@ -231,8 +237,8 @@ def _estimate_fields(sass: SassReport | None) -> dict[str, Any]:
             "instructions_executed": None,
             "local_executed": None,
             "spill_executed": None,
-            "local_lines": [],
-            "loops": [],
+            "local_lines": (),
+            "loops": (),
         }
     total = sass.local_executed
     lines = [
@@ -270,7 +276,7 @@ def _gpu_fields(r: KernelReport) -> dict[str, Any]:
         "driver_blocks": g.driver_blocks if g else None,
         "driver_occupancy": driver_occ,
         "driver_active_clusters": g.driver_active_clusters if g else None,
-        "model_defects": list(r.model_defects),
+        "model_defects": tuple(r.model_defects),
         "time_ms": t.median_ms if t else None,
         "ci_low_ms": t.ci_low_ms if t else None,
         "ci_high_ms": t.ci_high_ms if t else None,

@@ -337,13 +337,13 @@ def test_record_fields() -> None:
     assert (rec["tmem_cols"], rec["tmem_blocks"], rec["tmem_source"]) == (512, 1, "ptx")
     assert (rec["cluster_dims"], rec["cluster"], rec["active_blocks"]) == (None, None, 8)
     rec = to_record(judged("tmem_pair", launch=Launch(256)))
-    assert (rec["tmem_cols"], rec["tmem_blocks"], rec["cluster_dims"]) == (256, 2, [2, 1, 1])
+    assert (rec["tmem_cols"], rec["tmem_blocks"], rec["cluster_dims"]) == (256, 2, (2, 1, 1))
     rec = to_record(judged("unclustered", cluster=(4, 1, 1)))
     assert (rec["tmem_cols"], rec["tmem_source"], rec["cluster_dims"], rec["cluster"]) == (
         None,
         None,
         None,
-        [4, 1, 1],
+        (4, 1, 1),
     )
 
 

@@ -25,6 +25,7 @@ from pytest_regbudget.core.metrics import Callee
 from pytest_regbudget.core.ptxas import parse_ptxas_output
 from pytest_regbudget.core.ratchet import BaselineRule, entry_of_report, ratchet
 from pytest_regbudget.report import charts, compare, html
+from pytest_regbudget.report.counts import count_checks
 from pytest_regbudget.report.links import GithubLinks
 from pytest_regbudget.report.markdown import FOLD_AFTER, MARKDOWN_LIMIT, NEW_ROWS, markdown_report
 from pytest_regbudget.report.record import DeltaRecord, ReportRecord, json_text, to_record
@@ -1286,19 +1287,19 @@ def test_to_record_carries_the_baseline_key_and_options_changed() -> None:
     )
     rec = to_record(report)
     assert (rec["key"], rec["options_changed"]) == (
-        ["kernels/poly.cu", "poly_eval", "NACC=8", "sm_90", "12.9"],
+        ("kernels/poly.cu", "poly_eval", "NACC=8", "sm_90", "12.9"),
         True,
     )
     assert (rec["compiler"], rec["release"], rec["baseline_status"], rec["other_releases"]) == (
         "nvrtc",
         "12.9",
         "new-release",
-        ["12.8", "13.5"],
+        ("12.8", "13.5"),
     )
     assert set(rec) == set(ReportRecord.__required_keys__)
     failed = KernelReport(NODEID, "bad", "sm_90", "/repo/kernels/bad.cu", None, error="bad.cu(2): error")
     assert (to_record(failed)["key"], to_record(failed)["options_changed"]) == (None, False)
-    assert json.loads(json_text([rec]))["kernels"][0]["key"] == rec["key"]
+    assert json.loads(json_text([rec]))["kernels"][0]["key"] == list(rec["key"] or ())
 
 
 def test_a_record_says_which_callees_spills_its_spills_count() -> None:
@@ -1312,7 +1313,7 @@ def test_a_record_says_which_callees_spills_its_spills_count() -> None:
     rec = to_record(check(NODEID, "k", "sm_90", "/repo/kernels/k.cu", res, Limits()))
     assert (rec["spill_stores"], rec["spill_loads"]) == (108, 128)
     assert (rec["spill_stores_callees"], rec["spill_loads_callees"]) == (100, 120)
-    assert rec["spilling_callees"] == [{"name": "_Z5heavyPKfiii", "spill_stores": 100, "spill_loads": 120}]
+    assert rec["spilling_callees"] == ({"name": "_Z5heavyPKfiii", "spill_stores": 100, "spill_loads": 120},)
     measured = rec["measured"]
     assert measured is not None
     assert (measured["spill_stores_callees"], measured["spill_loads_callees"]) == (100, 120)
@@ -1554,3 +1555,44 @@ def test_compare_markdown_is_bounded_like_a_pull_request_comment() -> None:
     assert "#### Compared: `a` -> `b`, 3 of 5 kernel builds differ" in small
     assert "| kernel | arch | metric | `a` | `b` | change |" in small
     assert "more kernel builds" not in small
+
+
+def test_records_render_the_same_before_and_after_the_json_report() -> None:
+    # A run's records hold tuples where a JSON report's hold lists (tuples of strings and numbers leave the
+    # collector's walks, which a library of thousands of kernels pays for): every renderer must read both
+    # alike, or `regbudget merge` and the run itself would say different things of one kernel.
+    roles = replace(
+        check(
+            NODEID,
+            "ws",
+            "sm_90",
+            "/repo/k.cu",
+            parse_ptxas_output(SPILL_PTXAS)["k"],
+            Limits(launch=Launch(256)),
+        ),
+        setmaxnreg=(("inc", 232), ("dec", 40)),
+        cluster=(2, 1, 1),
+        key=("k.cu", "ws", "-", "sm_90", "12.9"),
+        other_releases=("12.8",),
+        baseline_status="new-release",
+    )
+    fresh = [
+        judged("faster", 32, was=(40, 0)),
+        judged("mixed", 32, 96, was=(40, 0)),
+        judged("poly_eval", 126, was=(102, 0), limits=Limits(max_regs=112, launch=Launch(256))),
+        judged("warm", 48, was=(40, 0), level="warn"),
+        to_record(roles),
+        errored(),
+    ]
+    read = cast(list[ReportRecord], json.loads(json_text(fresh))["kernels"])
+    assert any(isinstance(rec["deltas"], tuple) and rec["deltas"] for rec in fresh)  # what this test is about
+    for show in (
+        lambda rs: markdown_report(rs, rootdir="/repo"),
+        lambda rs: summary_lines(rs, width=120),
+        lambda rs: summary_table(rs, mode="all", width=120),
+        lambda rs: github_annotations(rs, ROOT),
+        lambda rs: baseline_lines(rs, [], updating=False),
+        lambda rs: html.render(rs, all_kernels=True),
+        lambda rs: count_checks(rs),
+    ):
+        assert show(fresh) == show(read)

@@ -44,7 +44,7 @@ def test_a_record_reads_with_or_without_the_metrics_a_report_may_leave_out(tmp_p
 def test_a_report_of_version_5_reads_without_the_callees_spills(tmp_path: Path) -> None:
     # Version 6 added spill_stores_callees, spill_loads_callees and spilling_callees to each record.
     rec = _record()
-    assert (rec["spill_stores_callees"], rec["spill_loads_callees"], rec["spilling_callees"]) == (0, 0, [])
+    assert (rec["spill_stores_callees"], rec["spill_loads_callees"], rec["spilling_callees"]) == (0, 0, ())
     older = {k: v for k, v in rec.items() if "callees" not in k}
     path = tmp_path / "v5.json"
     path.write_text(json.dumps({"format": JSON_FORMAT, "version": 5, "kernels": [older]}))
