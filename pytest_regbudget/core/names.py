@@ -104,6 +104,16 @@ def learn(demangled: Mapping[str, str]) -> None:
     _LEARNT.update(demangled)
 
 
+# entry -> readable name, made when a binary was read and kept with its facts (tools/cuobjdump.py): a warm run
+# of a library makes none of its thousands (0.15 s of libcublas's 8,436).
+_READABLE: dict[str, str] = {}
+
+
+def learn_readable(names: Mapping[str, str]) -> None:
+    """Take readable names made before (`readable` of each key), so as not to make them again."""
+    _READABLE.update(names)
+
+
 @functools.lru_cache(maxsize=8192)
 def demangle(entry: str) -> str:
     """`entry` as GNU c++filt prints it; `entry` itself when it is not mangled or cannot be demangled."""
@@ -216,6 +226,9 @@ def stable(name: str) -> str:
 def readable(entry: str) -> str:
     """The name a report shows: `_Z13MatrixMulCUDAILi32EEvPfS0_S0_ii` -> `MatrixMulCUDA<32>`; a copy's
     tag stays (`dtrsv_init@dtrsv_kernel.3fa9c1`)."""
+    known = _READABLE.get(entry)
+    if known is not None:
+        return known
     base, tag = split_copy(entry)
     return _split_params(_signature(base))[0] + tag
 

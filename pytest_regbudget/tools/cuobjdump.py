@@ -255,6 +255,8 @@ def _held(file: _File, arch: str, cache_dir: Path | None, jobs: int) -> Held:
     facts = _arch_kernels(file, arch, cache_dir, jobs)
     by_entry = {k.entry: k for k in facts.kernels}
     by_shown = {name: entry for entry, name in facts.shown.items()}
+    # The manifest names the kernels of all archs at once (plugin/collect.py): with the names made before.
+    names.learn_readable(facts.readable)
     return Held(facts.kernels, by_entry, facts.by_name, facts.shown, facts.empty, by_shown, facts.signatures)
 
 
@@ -263,16 +265,19 @@ def _named(file: _File, arch: str, facts: _ArchFacts) -> _ArchFacts:
     file is read, and kept with its facts (thousands of names: a warm run of a library names nothing)."""
     kernels = tuple(copy_tags(facts.kernels))
     entries = [k.entry for k in kernels]
+    readable = {e: names.readable(e) for e in dict.fromkeys(entries)}
     by_name: dict[str, list[str]] = {}
-    for e in dict.fromkeys(entries):
-        by_name.setdefault(names.normalize(names.readable(e)), []).append(e)
+    for e, name in readable.items():
+        by_name.setdefault(names.normalize(name), []).append(e)
     try:
         shown = names.display_names(entries)
     except CompileError as exc:
         raise BinaryError(f"{file.path} [{arch}]: {exc}") from None
     unique = {name: found[0] for name, found in by_name.items() if len(found) == 1}
     signatures = {e: names.signature(e) for e in dict.fromkeys(entries)}
-    return replace(facts, kernels=kernels, by_name=unique, shown=shown, signatures=signatures)
+    return replace(
+        facts, kernels=kernels, by_name=unique, shown=shown, signatures=signatures, readable=readable
+    )
 
 
 class _Listing(Struct, frozen=True):
@@ -361,6 +366,7 @@ class _ArchFacts(Struct, frozen=True):
     by_name: dict[str, str] = {}  # as Held's
     shown: dict[str, str] = {}  # as Held's
     signatures: dict[str, str] = {}  # as Held's
+    readable: dict[str, str] = {}  # entry -> names.readable, taken by names.learn_readable when read back
 
 
 # The cache documents' own version: a change of BinaryKernel or of what is read changes it.
@@ -370,8 +376,9 @@ class _ArchFacts(Struct, frozen=True):
 _CACHE_FORMAT = 6
 # A file's facts: 6, kept with their copy tags and names (a cubin's facts are as they were); 7: as 6; 8: with
 # a tcgen05 kernel's TMEM columns from the file's PTX; 9: with each entry's stable signature (a warm run of
-# libcublas's 8,436 kernels spent 0.1 s making them).
-_FILE_FORMAT = 9
+# libcublas's 8,436 kernels spent 0.1 s making them); 10: with each entry's readable name (0.15 s of that run
+# went to the manifest's names of the kernels of both archs).
+_FILE_FORMAT = 10
 
 
 def _kept(doc: str | None, kind: type[T], make: Callable[[], T], form: int = _CACHE_FORMAT) -> T:

@@ -89,6 +89,27 @@ class Plan(Struct, frozen=True):
     moved: Mapping[bl.Key, bl.Key] = field(default_factory=dict)
 
 
+def _moved(records: Sequence[ReportRecord]) -> dict[bl.Key, bl.Key]:
+    """Each measured key whose entry the run read under an older key (its `found_under`) -> that older key."""
+    return {
+        cast(bl.Key, tuple(r["key"])): cast(bl.Key, tuple(was))
+        for r in records
+        if r["key"] and (was := r.get("found_under")) and r["registers"] is not None
+    }
+
+
+def decision_of(old: bl.Baseline, records: Sequence[ReportRecord], rule: Rule) -> Decision:
+    """Which of `old`'s entries the run did not measure are stale, and which are kept: all that a run
+    without --regbudget-update needs of `plan` (its warning of stale entries)."""
+    return decide(
+        rule,
+        {key: entry.tests for key, entry in old.entries.items()},
+        {key: entry.compiler for key, entry in old.entries.items()},
+        measured={cast(bl.Key, tuple(r["key"])) for r in records if r["key"]} | set(_moved(records).values()),
+        installed={key for key, entry in old.entries.items() if entry.package},
+    )
+
+
 def plan(
     old: bl.Baseline, records: Sequence[ReportRecord], fresh: Mapping[bl.Key, bl.BaselineEntry], rule: Rule
 ) -> Plan:
@@ -99,18 +120,8 @@ def plan(
     neither stale nor kept, and moved to its key, unless this run also wrote that older key (a marker's
     variant that a manifest kernel shared in 0.1): then both are written.
     """
-    moved = {
-        cast(bl.Key, tuple(r["key"])): cast(bl.Key, tuple(was))
-        for r in records
-        if r["key"] and (was := r.get("found_under")) and r["registers"] is not None
-    }
-    decision = decide(
-        rule,
-        {key: entry.tests for key, entry in old.entries.items()},
-        {key: entry.compiler for key, entry in old.entries.items()},
-        measured={cast(bl.Key, tuple(r["key"])) for r in records if r["key"]} | set(moved.values()),
-        installed={key for key, entry in old.entries.items() if entry.package},
-    )
+    moved = _moved(records)
+    decision = decision_of(old, records, rule)
     write = {}
     for key, entry in fresh.items():
         before = old.entries.get(key) or old.entries.get(moved.get(key, key))

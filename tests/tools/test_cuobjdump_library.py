@@ -99,18 +99,33 @@ def test_one_name_in_two_cubins_is_two_kernels_tagged_by_their_cubins(library: P
     assert {k.copy for k in read_binary(library, archs=["sm_80"]) if k.copy} == {narrow, wide}
 
 
-def test_each_entrys_signature_is_kept_with_the_facts(library: Path, tmp_path: Path) -> None:
-    """The stable signature of every entry, made when the file is read and kept: the manifest's one item
-    per kernel (plugin/collect.py) makes none on a warm run. Read back, they are what names.signature says."""
+def test_each_entrys_signature_and_readable_name_are_kept_with_the_facts(
+    library: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The stable signature and the readable name of every entry, made when the file is read and kept: the
+    manifest's one item per kernel and its names (plugin/collect.py) make none on a warm run. Read back, they
+    are what names.signature and names.readable say."""
     tool = find_cuobjdump(None)
     assert tool is not None
     cache = tmp_path / "cache"
     made = binary.read_arch(library, tool, "sm_90", cache_dir=cache)
-    _clear_memos()
-    kept = binary.read_arch(library, tool, "sm_90", cache_dir=cache)
     expected = {k.entry: names.signature(k.entry) for k in made.kernels}
+    readable = {k.entry: names.readable(k.entry) for k in made.kernels}
+    assert readable["_Z11narrow_onlyPf"] == "narrow_only"
+    # A fresh process: nothing remembered, and a name made now would fail the test.
+    _clear_memos()
+    names.readable.cache_clear()
+    monkeypatch.setattr(names, "_READABLE", {})
+
+    def made_again(entry: str) -> str:
+        raise AssertionError(f"{entry}: made again on a warm read")
+
+    monkeypatch.setattr(names, "_signature", made_again)
+    kept = binary.read_arch(library, tool, "sm_90", cache_dir=cache)
     assert kept.signatures == made.signatures == expected
     assert expected["_Z11narrow_onlyPf"] == "narrow_only(float*)"
+    assert {k.entry: names.readable(k.entry) for k in kept.kernels} == readable
+    names.readable.cache_clear()  # what it answered while made_again stood in is no one else's
 
 
 def test_only_the_archs_asked_for_are_read(library: Path) -> None:
