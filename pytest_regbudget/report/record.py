@@ -241,11 +241,11 @@ def _estimate_fields(sass: SassReport | None) -> dict[str, Any]:
             "loops": (),
         }
     total = sass.local_executed
-    lines = [
+    lines = tuple(
         {"where": where, "executed": round(executed, 2), "share": round(executed / total, 4)}
         for where, executed in sass.local_lines()[:10]
-    ]
-    loops = [
+    )
+    loops = tuple(
         {
             "where": where,
             "trips": max(lp.trips for lp in found),
@@ -254,7 +254,7 @@ def _estimate_fields(sass: SassReport | None) -> dict[str, Any]:
             "local_executed": round(sum(a.runs for a in sass.local if a.loop in found), 2),
         }
         for where, found in sass.source_loops().items()  # one source loop once, with its copies
-    ]
+    )
     return {
         "local_share": round(sass.local_share, 4),
         "instructions_executed": round(sass.executed, 2),

@@ -98,14 +98,22 @@ def _moved(records: Sequence[ReportRecord]) -> dict[bl.Key, bl.Key]:
     }
 
 
-def decision_of(old: bl.Baseline, records: Sequence[ReportRecord], rule: Rule) -> Decision:
+def decision_of(
+    old: bl.Baseline,
+    records: Sequence[ReportRecord],
+    rule: Rule,
+    moved: Mapping[bl.Key, bl.Key] | None = None,
+) -> Decision:
     """Which of `old`'s entries the run did not measure are stale, and which are kept: all that a run
-    without --regbudget-update needs of `plan` (its warning of stale entries)."""
+    without --regbudget-update needs of `plan` (its warning of stale entries). `moved`: the records'
+    `_moved`, where the caller has made it."""
+    if moved is None:
+        moved = _moved(records)
     return decide(
         rule,
         {key: entry.tests for key, entry in old.entries.items()},
         {key: entry.compiler for key, entry in old.entries.items()},
-        measured={cast(bl.Key, tuple(r["key"])) for r in records if r["key"]} | set(_moved(records).values()),
+        measured={cast(bl.Key, tuple(r["key"])) for r in records if r["key"]} | set(moved.values()),
         installed={key for key, entry in old.entries.items() if entry.package},
     )
 
@@ -121,7 +129,7 @@ def plan(
     variant that a manifest kernel shared in 0.1): then both are written.
     """
     moved = _moved(records)
-    decision = decision_of(old, records, rule)
+    decision = decision_of(old, records, rule, moved)
     write = {}
     for key, entry in fresh.items():
         before = old.entries.get(key) or old.entries.get(moved.get(key, key))

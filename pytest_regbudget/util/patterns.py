@@ -59,11 +59,6 @@ class LazyPattern:
     def sub(self, repl: str | Callable[[re.Match[str]], str], string: str, count: int = 0) -> str:
         return self.compiled.sub(repl, string, count)
 
-    def subn(
-        self, repl: str | Callable[[re.Match[str]], str], string: str, count: int = 0
-    ) -> tuple[str, int]:
-        return self.compiled.subn(repl, string, count)
-
     def split(self, string: str, maxsplit: int = 0) -> list[str | Any]:
         return self.compiled.split(string, maxsplit)
 

@@ -3,7 +3,7 @@ cudaOccupancyMaxActiveClusters asked directly, for a kernel with __cluster_dims_
 launched with a cluster it states (cluster=); min_active_clusters is judged on it.
 
 CuPy wraps no cluster API (neither cupy.cuda.driver nor cupy.cuda.runtime has cuOccupancyMaxActiveClusters),
-so the plugin calls the driver's through ctypes (gpu/device.py). This test asks the other API, the runtime's
+so the plugin calls the driver's through ctypes (gpu/clusters.py). This test asks the other API, the runtime's
 cudaOccupancyMaxActiveClusters, through a CUDA runtime library (a runtime wheel's, else CUDA_HOME's), with
 the kernel handle cudaLibraryGetKernel gives for the same cubin: another library, another handle and another
 launch-config layout than the plugin's.
